@@ -1,0 +1,117 @@
+"""What one file contributes to the repository model.
+
+These records are plain, frozen and picklable: the process pool sends them back from
+workers, and the cache stores them per file content hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from msready.analyzer.findings import Finding, Span
+
+
+class CallKind(str, Enum):
+    """How a call's target was found."""
+
+    NAME = "name"  # a name or attribute chain resolved through imports / definitions
+    TENSOR_METHOD = "tensor-method"  # a torch.Tensor method on some expression
+    SELF_METHOD = "self-method"  # self.name(...): a method of the enclosing class
+    SELF_ATTR = "self-attr"  # self.attr(...) or an element of a container attribute
+    SUPER = "super"  # super().name(...)
+    APPLY = "apply"  # SomeFunction.apply(...) of an autograd.Function
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One argument at a call site: its keyword (None when positional) and its text.
+
+    ``literal`` is the Python literal's value when the argument is a plain constant
+    (number, string, bool, None, or a tuple of those), else None with ``is_literal``
+    False.
+    """
+
+    keyword: str | None
+    text: str
+    literal: object = None
+    is_literal: bool = False
+    star: str = ""  # "*" or "**" for unpacked arguments
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A call in the source with its target resolved as far as one file allows.
+
+    ``target`` is a dotted name for ``NAME`` calls (``torch.nn.Conv2d``,
+    ``pkg.utils.helper``), the method name for ``SELF_METHOD`` / ``SUPER``, the
+    attribute for ``SELF_ATTR``, the qualified class for ``APPLY`` and
+    ``torch.Tensor.<method>`` for ``TENSOR_METHOD``.
+    """
+
+    caller: str
+    target: str
+    kind: CallKind
+    span: Span
+    args: tuple[Arg, ...] = ()
+    confidence: str = "high"
+    cell: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A torch name used as a value rather than called (``act=nn.ReLU``, ``torch.float32``)."""
+
+    target: str
+    span: Span
+    cell: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionFact:
+    """A function or method definition."""
+
+    qualname: str
+    name: str
+    class_qualname: str | None
+    span: Span
+    params: tuple[str, ...] = ()
+    decorators: tuple[str, ...] = ()
+    cell: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClassFact:
+    """A class definition with its bases and the classes its attributes hold.
+
+    ``bases`` are qualified names as far as the file resolves them. ``attributes`` maps
+    ``self.<attr>`` to the qualified classes assigned to it (container constructors such
+    as ``nn.ModuleList([Block(...)])`` contribute the classes they hold).
+    """
+
+    qualname: str
+    name: str
+    span: Span
+    bases: tuple[str, ...] = ()
+    attributes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    methods: tuple[str, ...] = ()
+    cell: int | None = None
+
+
+@dataclass(slots=True)
+class FileResult:
+    """Everything the scan keeps of one file."""
+
+    path: str
+    module: str
+    is_package: bool
+    status: str  # "parsed" or "failed"
+    lines: int = 0
+    functions: list[FunctionFact] = field(default_factory=list)
+    classes: list[ClassFact] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+    bindings: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    suppressions: dict[tuple[int | None, int], tuple[str, ...]] = field(default_factory=dict)
+    imports_torch: bool = False

@@ -1,0 +1,105 @@
+"""The typed, frozen data every stage passes on: locations, findings and their axes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Category(str, Enum):
+    """What kind of migration work a finding stands for."""
+
+    API_MAPPING = "api-mapping"
+    DYNAMIC_SHAPE = "dynamic-shape"
+    SPARSE = "sparse"
+    SECOND_ORDER = "second-order"
+    GRAPH_SYNTAX = "graph-syntax"
+    IDIOM = "idiom"
+    PARSE_ERROR = "parse-error"
+
+
+class Severity(str, Enum):
+    """How much migration effort a finding costs."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Confidence(str, Enum):
+    """How sure msready is that the construct is what the rule says it is."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class Scope(str, Enum):
+    """Where a rule's construct is a hazard.
+
+    ``FORWARD`` findings are kept only when the code is reachable from a
+    ``nn.Module.forward`` (or an ``autograd.Function``); ``ANYWHERE`` findings always are.
+    """
+
+    FORWARD = "forward"
+    ANYWHERE = "anywhere"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A 1-based line/column range inside one source text (a file or a notebook cell)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A span in a file of the scanned repository.
+
+    ``path`` is relative to the repository root and ``/``-separated. In a notebook,
+    ``cell`` is the 1-based index of the code cell and the span is inside that cell.
+    """
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    cell: int | None = None
+
+    @classmethod
+    def at(cls, path: str, span: Span, cell: int | None = None) -> Location:
+        """A location for ``span`` in ``path``."""
+        return cls(path, span.line, span.column, span.end_line, span.end_column, cell)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One located, explained migration hazard with a concrete way out.
+
+    ``rule`` is the stable id (``MS201``), ``rule_name`` its readable symbol
+    (``masked-select``); ``symbol`` is the fully qualified torch API or the construct.
+    ``trace`` is the call path from a ``forward`` for scoped hazards
+    (``("Head.forward", "assign", "match")``), empty otherwise.
+    """
+
+    rule: str
+    rule_name: str
+    category: Category
+    severity: Severity
+    confidence: Confidence
+    location: Location
+    symbol: str
+    message: str
+    suggestion: str
+    trace: tuple[str, ...] = ()
+    function: str | None = field(default=None, compare=False)
+    scope: Scope = field(default=Scope.ANYWHERE, compare=False)
+
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        """Findings sort by file, cell, line, column and rule."""
+        loc = self.location
+        return (loc.path, loc.cell or 0, loc.line, loc.column, self.rule)

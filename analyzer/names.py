@@ -1,0 +1,160 @@
+"""Name resolution: the one place that turns an expression into a fully qualified name.
+
+Only names bound by an import (or a definition, or an alias of either) resolve:
+``import torch.nn as nn; nn.Linear`` is ``torch.nn.Linear``; ``from torch.nn import
+functional as F; F.relu`` is ``torch.nn.functional.relu``. A method called on an
+expression (``torch.zeros(3).view``) is not a dotted name at all and resolves to None
+here; the tensor-method bucket lives in :mod:`msready.analyzer.walk`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+# A binding whose target is this marks a local variable that shadows outer names.
+LOCAL = ""
+
+
+def module_name(rel_path: str) -> tuple[str, bool]:
+    """The dotted module name of a repository file and whether it is a package."""
+    parts = rel_path[: -len(".py")].split("/") if rel_path.endswith(".py") else (
+        rel_path.rsplit(".", 1)[0].split("/")
+    )
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(p for p in parts if p) or "__main__", is_package
+
+
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name, None for anything else."""
+    parts: list[str] = []
+    node: cst.BaseExpression = expr
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _module_path(node: cst.BaseExpression | cst.ImportStar | None) -> str:
+    if node is None or isinstance(node, cst.ImportStar):
+        return ""
+    return dotted(node) or ""
+
+
+def relative_base(module: str, is_package: bool, level: int) -> str | None:
+    """The package a relative import of ``level`` dots starts from, None if above root."""
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    drop = level - 1
+    if drop > len(parts):
+        return None
+    return ".".join(parts[: len(parts) - drop])
+
+
+@dataclass(slots=True)
+class ScopeNames:
+    """The names one scope binds: name -> qualified target, or LOCAL when shadowed."""
+
+    kind: str  # "module", "class" or "function"
+    qualname: str
+    bindings: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Resolver:
+    """Resolves names against a stack of scopes (module at the bottom).
+
+    Class scopes are skipped when resolving from inside a method, as Python does.
+    """
+
+    module: str
+    is_package: bool
+    scopes: list[ScopeNames] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.scopes:
+            self.scopes.append(ScopeNames("module", self.module))
+
+    @property
+    def current(self) -> ScopeNames:
+        """The innermost scope."""
+        return self.scopes[-1]
+
+    def push(self, kind: str, qualname: str) -> None:
+        """Enter a class or function scope."""
+        self.scopes.append(ScopeNames(kind, qualname))
+
+    def pop(self) -> None:
+        """Leave the innermost scope."""
+        self.scopes.pop()
+
+    def bind(self, name: str, target: str) -> None:
+        """Bind ``name`` in the innermost scope (``LOCAL`` shadows outer bindings)."""
+        self.current.bindings[name] = target
+
+    def lookup(self, name: str) -> str | None:
+        """The qualified target of a bare name, or None when it is local or unknown."""
+        innermost = len(self.scopes) - 1
+        for i in range(innermost, -1, -1):
+            scope = self.scopes[i]
+            if scope.kind == "class" and i != innermost:
+                continue
+            target = scope.bindings.get(name)
+            if target is not None:
+                return target or None
+        if name in BUILTIN_NAMES:
+            return f"builtins.{name}"
+        return None
+
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        """The fully qualified name of a name or attribute chain, or None."""
+        name = dotted(expr)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.lookup(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def bind_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        """Record the names an import statement binds in the innermost scope."""
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted(alias.name) or ""
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.bind(alias.asname.name.value, full)
+                else:
+                    head = full.split(".")[0]
+                    self.bind(head, head)
+            return
+        base = _module_path(node.module)
+        level = len(node.relative)
+        if level:
+            anchor = relative_base(self.module, self.is_package, level)
+            if anchor is None:
+                return
+            base = f"{anchor}.{base}".strip(".") if base else anchor
+        if isinstance(node.names, cst.ImportStar):
+            self.bind(f"*{base}", base)
+            return
+        for alias in node.names:
+            name = dotted(alias.name) or ""
+            target = f"{base}.{name}" if base else name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.bind(alias.asname.name.value, target)
+            else:
+                self.bind(name, target)
+
+    def star_imports(self) -> list[str]:
+        """Modules imported with ``*`` at module level."""
+        return [t for n, t in self.scopes[0].bindings.items() if n.startswith("*")]

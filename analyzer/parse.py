@@ -1,0 +1,305 @@
+"""Reading and parsing one file with libcst, without ever raising.
+
+Every outcome is a value: :class:`Parsed` (the tree, the text and where each node sits)
+or :class:`ParseFailure` (what went wrong, with line and column). Notebooks become one
+module made of their code cells, with a map back to cell and line.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import json
+import re
+import sys
+import tokenize
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst._add_slots import add_slots
+from libcst._nodes.internal import CodegenState
+
+from msready.analyzer.findings import Span
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+# CPython refuses more than 200 nested brackets; libcst's parser would crash on them.
+MAX_BRACKET_DEPTH = 200
+_BRACKETS = re.compile(r"[()\[\]{}]")
+_OPEN = frozenset("([{")
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """A file that could not be read or parsed; ``span`` points at the trouble."""
+
+    message: str
+    span: Span
+    cell: int | None = None
+
+
+@dataclass(slots=True)
+class CellMap:
+    """Maps lines of a notebook's joined code back to (cell index, line in cell)."""
+
+    starts: list[int] = field(default_factory=list)  # first joined line of each cell
+    cells: list[int] = field(default_factory=list)  # 1-based notebook cell index
+
+    def locate(self, line: int) -> tuple[int, int]:
+        """The cell and the line inside it for a line of the joined code."""
+        i = bisect.bisect_right(self.starts, line) - 1
+        return self.cells[i], line - self.starts[i] + 1
+
+
+@dataclass(slots=True)
+class Parsed:
+    """A parsed module with the spans of its nodes."""
+
+    module: cst.Module
+    text: str
+    lines: int
+    spans: dict[cst.CSTNode, tuple[int, int]]
+    line_starts: list[int]
+    cells: CellMap | None = None
+
+    def span(self, node: cst.CSTNode) -> Span | None:
+        """The 1-based span of ``node``, or None for a node not in this module."""
+        offsets = self.spans.get(node)
+        if offsets is None:
+            return None
+        line, col = self._point(offsets[0])
+        end_line, end_col = self._point(offsets[1])
+        return Span(line, col, end_line, end_col)
+
+    def _point(self, offset: int) -> tuple[int, int]:
+        i = bisect.bisect_right(self.line_starts, offset) - 1
+        return i + 1, offset - self.line_starts[i] + 1
+
+    def source_line(self, line: int) -> str:
+        """The text of a 1-based line, without its newline."""
+        if not 1 <= line <= len(self.line_starts):
+            return ""
+        start = self.line_starts[line - 1]
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+
+@add_slots
+@dataclass(frozen=False)
+class _SpanState(CodegenState):
+    """Codegen that only counts characters and records each node's start and end offset.
+
+    libcst's PositionProvider does the same work but splits every token on newlines and
+    builds a position object per node; offsets turned into lines on demand cost a
+    fraction of that.
+    """
+
+    offset: int = 0
+    spans: dict[cst.CSTNode, tuple[int, int]] = field(default_factory=dict)
+    _stack: list[int] = field(default_factory=list)
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.offset += len(token)
+
+    def add_token(self, value: str) -> None:
+        self.offset += len(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append(self.offset)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._stack.pop()
+        if node not in self.spans:
+            self.spans[node] = (start, self.offset)
+
+    @contextmanager
+    def record_syntactic_position(
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: cst.CSTNode | None = None,
+        end_node: cst.CSTNode | None = None,
+    ) -> Iterator[None]:
+        start = self.offset
+        try:
+            yield
+        finally:
+            end = self.offset
+            if start_node is not None:
+                start = self.spans[start_node][0]
+            if end_node is not None:
+                end = self.spans[end_node][1]
+            self.spans[node] = (start, end)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for match in re.finditer(r"\r\n|\r|\n", text):
+        starts.append(match.end())
+    if starts[-1] == len(text) and len(starts) > 1:
+        starts.pop()
+    return starts
+
+
+def _point_of(text: str, offset: int) -> Span:
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return Span(line, col, line, col)
+
+
+def decode(data: bytes) -> str | ParseFailure:
+    """Source bytes to text, honouring a BOM and a PEP 263 coding declaration."""
+    if b"\x00" in data:
+        offset = data.index(b"\x00")
+        return ParseFailure("binary content (NUL byte); not a Python source file",
+                            _point_of(data[:offset].decode("latin-1"), offset))
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return ParseFailure(f"bad encoding declaration: {exc.msg}", Span(1, 1, 1, 1))
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        prefix = data[: exc.start].decode(encoding, errors="replace")
+        return ParseFailure(
+            f"cannot decode byte 0x{data[exc.start]:02x} as {encoding}",
+            _point_of(prefix, len(prefix)),
+        )
+    except LookupError:
+        return ParseFailure(f"unknown encoding {encoding!r}", Span(1, 1, 1, 1))
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _too_deep(text: str) -> ParseFailure | None:
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(text):
+        if match.group() in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(depth - 1, 0)
+    if deepest <= MAX_BRACKET_DEPTH:
+        return None
+    # Brackets inside strings and comments count above; let CPython decide.
+    try:
+        compile(text, "<msready>", "exec", flags=0x400, dont_inherit=True)
+    except SyntaxError as exc:
+        line, col = exc.lineno or 1, exc.offset or 1
+        return ParseFailure(f"syntax error: {exc.msg}", Span(line, col, line, col))
+    except (ValueError, MemoryError, RecursionError) as exc:
+        return ParseFailure(f"cannot parse: {exc}", Span(1, 1, 1, 1))
+    return None
+
+
+def parse_text(text: str) -> Parsed | ParseFailure:
+    """Parse decoded source text with libcst and compute node spans."""
+    deep = _too_deep(text)
+    if deep is not None:
+        return deep
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        first = str(exc.message).strip().splitlines()[0] if str(exc.message).strip() else "?"
+        line, col = exc.raw_line, exc.raw_column + 1
+        return ParseFailure(f"syntax error: {first}", Span(line, col, line, col))
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return ParseFailure(f"cannot parse: {type(exc).__name__}", Span(1, 1, 1, 1))
+    state = _SpanState(default_indent=module.default_indent,
+                       default_newline=module.default_newline)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 20000))
+    try:
+        module._codegen(state)
+    except RecursionError:
+        return ParseFailure("nested too deeply to analyse", Span(1, 1, 1, 1))
+    finally:
+        sys.setrecursionlimit(old_limit)
+    starts = _line_starts(text)
+    return Parsed(module, text, len(starts) if text else 0, state.spans, starts)
+
+
+def parse_bytes(data: bytes) -> Parsed | ParseFailure:
+    """Decode and parse a ``.py`` file's bytes."""
+    if len(data) > MAX_FILE_BYTES:
+        return ParseFailure(
+            f"file is {len(data) // 1024 // 1024} MiB, over the {MAX_FILE_BYTES // 2**20} MiB "
+            "limit; not scanned",
+            Span(1, 1, 1, 1),
+        )
+    text = decode(data)
+    if isinstance(text, ParseFailure):
+        return text
+    return parse_text(text)
+
+
+# IPython syntax that is not Python: line magics, shell escapes, help queries and
+# assignments from them. Each such line becomes ``pass`` at the same indentation, so
+# line numbers and blocks stay intact.
+_MAGIC_LINE = re.compile(r"^(\s*)(%|!|\?|\w+\s*=\s*[!%]|.*\?\s*$)")
+# Cell magics whose body is still Python.
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "pypy"})
+
+
+def _python_lines(cell_source: str) -> list[str]:
+    lines = cell_source.splitlines()
+    if lines and lines[0].lstrip().startswith("%%"):
+        magic = lines[0].lstrip()[2:].split()[0] if lines[0].lstrip()[2:].split() else ""
+        if magic not in _PYTHON_CELL_MAGICS:
+            return ["pass"] * len(lines)
+        lines[0] = "pass"
+    out = []
+    for line in lines:
+        match = _MAGIC_LINE.match(line)
+        if match and not line.lstrip().startswith("#"):
+            out.append(f"{match.group(1)}pass")
+        else:
+            out.append(line)
+    return out
+
+
+def parse_notebook(data: bytes) -> tuple[Parsed | None, list[ParseFailure]]:
+    """Parse a notebook's code cells as one module.
+
+    Returns the parsed module (None when nothing parses) and one failure per cell that
+    does not parse, or one for the whole notebook when it is not valid JSON.
+    """
+    try:
+        notebook = json.loads(data.decode("utf-8-sig"))
+        cells = notebook["cells"]
+        if not isinstance(cells, list):
+            raise TypeError("cells is not a list")
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        line = getattr(exc, "lineno", 1)
+        col = getattr(exc, "colno", 1)
+        return None, [ParseFailure(f"not a readable notebook: {exc}".splitlines()[0],
+                                   Span(line, col, line, col))]
+    code_cells: list[tuple[int, list[str]]] = []
+    for index, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        code_cells.append((index, _python_lines(text)))
+    failures: list[ParseFailure] = []
+    good: list[tuple[int, list[str]]] = []
+    for index, lines in code_cells:
+        alone = parse_text("\n".join(lines) + "\n")
+        if isinstance(alone, ParseFailure):
+            failures.append(ParseFailure(alone.message, alone.span, index))
+        else:
+            good.append((index, lines))
+    cell_map = CellMap()
+    joined: list[str] = []
+    for index, lines in good:
+        cell_map.starts.append(len(joined) + 1)
+        cell_map.cells.append(index)
+        joined.extend(lines)
+    if not good:
+        return None, failures
+    parsed = parse_text("\n".join(joined) + "\n")
+    if isinstance(parsed, ParseFailure):
+        return None, [*failures, parsed]
+    parsed.cells = cell_map
+    return parsed, failures

@@ -1,0 +1,318 @@
+"""The repository model: modules, classes, functions and the cross-file call graph.
+
+Built once from every file's facts. Names recorded per file are resolved here against
+the whole repository: ``from .helpers import assign`` reaches the function in
+``helpers.py``, ``from utils import F`` follows ``utils/__init__.py``'s own import of
+``torch.nn.functional``. The call graph (networkx) links plain calls, imported helpers,
+``self.method()``, ``self.sub(...)`` to the submodule class's ``forward``, ``super()``
+calls and ``Function.apply``. "Reachable from a forward" and "the path from a forward to
+here" are queries on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+
+from msready.analyzer.facts import CallKind, CallSite, ClassFact, FileResult, FunctionFact
+
+TORCH_ROOTS = ("torch", "torchvision")
+MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
+                          "torch.jit.ScriptModule"})
+NOT_MODULE_PREFIXES = ("torch.nn.functional", "torch.nn.init", "torch.nn.utils",
+                       "torch.nn.parameter", "torch.nn.Parameter")
+FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+_ROOT = "<forward roots>"
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What a dotted name is: a repository ``function`` / ``class`` / ``module``, or an
+    ``external`` name (``torch.nn.Conv2d``, ``numpy.where``)."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedCall:
+    """A call site with its callee resolved against the repository."""
+
+    file: FileResult
+    call: CallSite
+    callees: tuple[str, ...]  # repository functions it may run
+    external: str | None  # fully qualified external name (torch API, numpy, ...)
+
+
+class RepositoryModel:
+    """Every file's facts joined into one queryable model."""
+
+    def __init__(self, files: list[FileResult]) -> None:
+        self.files = {f.path: f for f in files}
+        self.modules: dict[str, FileResult] = {}
+        for f in files:
+            if f.status == "parsed":
+                self.modules.setdefault(f.module, f)
+        self.functions: dict[str, FunctionFact] = {}
+        self.function_module: dict[str, str] = {}
+        self.classes: dict[str, ClassFact] = {}
+        self.class_module: dict[str, str] = {}
+        for f in self.modules.values():
+            for fn in f.functions:
+                self.functions.setdefault(fn.qualname, fn)
+                self.function_module.setdefault(fn.qualname, f.module)
+            for cls in f.classes:
+                self.classes.setdefault(cls.qualname, cls)
+                self.class_module.setdefault(cls.qualname, f.module)
+        self._resolve_cache: dict[tuple[str, str], Resolved | None] = {}
+        self.graph: nx.DiGraph = nx.DiGraph()
+        self.calls: list[ResolvedCall] = []
+        self._build_graph()
+
+    # ----- names ----------------------------------------------------------------------
+
+    def _module_for(self, dotted_name: str, from_module: str) -> str | None:
+        if dotted_name in self.modules:
+            return dotted_name
+        if dotted_name.split(".")[0] in TORCH_ROOTS:
+            return None
+        parts = from_module.split(".")[:-1]
+        while parts:
+            candidate = ".".join([*parts, dotted_name])
+            if candidate in self.modules:
+                return candidate
+            parts.pop()
+        return None
+
+    def resolve(self, name: str, from_module: str = "") -> Resolved | None:
+        """Resolve a dotted name seen in ``from_module`` against the repository."""
+        key = (name, from_module)
+        if key not in self._resolve_cache:
+            self._resolve_cache[key] = None  # guards alias cycles
+            self._resolve_cache[key] = self._resolve(name, from_module, 0)
+        return self._resolve_cache[key]
+
+    def _resolve(self, name: str, from_module: str, depth: int) -> Resolved | None:
+        if depth > 20 or not name:
+            return None
+        if name in self.functions:
+            return Resolved("function", name)
+        if name in self.classes:
+            return Resolved("class", name)
+        if name.startswith("builtins."):
+            return Resolved("external", name)
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            module = self._module_for(".".join(parts[:i]), from_module)
+            if module is None:
+                continue
+            rest = parts[i:]
+            if not rest:
+                return Resolved("module", module)
+            full = ".".join([module, *rest])
+            if full in self.functions:
+                return Resolved("function", full)
+            if full in self.classes:
+                return Resolved("class", full)
+            bound = self.modules[module].bindings.get(rest[0])
+            if bound and bound != f"{module}.{rest[0]}":
+                return self._resolve(".".join([bound, *rest[1:]]), module, depth + 1)
+            for star_name, star in self.modules[module].bindings.items():
+                if star_name.startswith("*") and star != module:
+                    found = self._resolve(".".join([star, *rest]), module, depth + 1)
+                    if found is not None:
+                        return found
+            return None
+        return Resolved("external", name)
+
+    # ----- classes ----------------------------------------------------------------------
+
+    def bases(self, class_qualname: str) -> list[Resolved]:
+        """The resolved direct bases of a repository class."""
+        cls = self.classes.get(class_qualname)
+        if cls is None:
+            return []
+        module = self.class_module[class_qualname]
+        out = []
+        for base in cls.bases:
+            resolved = self.resolve(base, module)
+            out.append(resolved or Resolved("unknown", base))
+        return out
+
+    def mro(self, class_qualname: str) -> list[str]:
+        """The repository classes searched for attributes, the class itself first."""
+        order: list[str] = []
+        stack = [class_qualname]
+        while stack:
+            current = stack.pop(0)
+            if current in order or current not in self.classes:
+                continue
+            order.append(current)
+            stack.extend(b.name for b in self.bases(current) if b.kind == "class")
+        return order
+
+    def _external_bases(self, class_qualname: str) -> Iterator[str]:
+        for cls in self.mro(class_qualname):
+            for base in self.bases(cls):
+                if base.kind == "external":
+                    yield base.name
+
+    def is_module_class(self, class_qualname: str) -> bool:
+        """True for ``torch.nn.Module`` subclasses, also through repository bases."""
+        return class_qualname in self.module_classes
+
+    @cached_property
+    def module_classes(self) -> frozenset[str]:
+        """Every repository class that is a ``torch.nn.Module``."""
+        return frozenset(c for c in self.classes if any(
+            _is_module_base(b) for b in self._external_bases(c)))
+
+    @cached_property
+    def function_classes(self) -> frozenset[str]:
+        """Every repository class that is a ``torch.autograd.Function``."""
+        return frozenset(c for c in self.classes if any(
+            b in FUNCTION_BASES for b in self._external_bases(c)))
+
+    def find_method(self, class_qualname: str, name: str, skip_self: bool = False) -> str | None:
+        """The function a method name resolves to on a class, following its bases."""
+        for cls in self.mro(class_qualname)[1 if skip_self else 0:]:
+            qualname = f"{cls}.{name}"
+            if qualname in self.functions:
+                return qualname
+        return None
+
+    def attribute_classes(self, class_qualname: str, attr: str) -> list[Resolved]:
+        """What ``self.<attr>`` holds, from assignments in the class or its bases."""
+        out: list[Resolved] = []
+        for cls in self.mro(class_qualname):
+            for name, targets in self.classes[cls].attributes:
+                if name == attr:
+                    module = self.class_module[cls]
+                    out.extend(r for t in targets if (r := self.resolve(t, module)) is not None)
+        return out
+
+    def owner_class(self, function_qualname: str) -> str | None:
+        """The class a method (or a function nested in a method) belongs to."""
+        current: str | None = function_qualname
+        while current is not None:
+            fact = self.functions.get(current)
+            if fact is None:
+                return None
+            if fact.class_qualname is not None:
+                return fact.class_qualname
+            current = current.rsplit(".", 1)[0] if "." in current else None
+            if current is not None and current not in self.functions:
+                return None
+        return None
+
+    # ----- the call graph ---------------------------------------------------------------
+
+    def _callees(self, file: FileResult, call: CallSite) -> tuple[tuple[str, ...], str | None]:
+        if call.kind is CallKind.NAME:
+            resolved = self.resolve(call.target, file.module)
+            if resolved is None:
+                return (), None
+            if resolved.kind == "function":
+                return (resolved.name,), None
+            if resolved.kind == "class":
+                init = self.find_method(resolved.name, "__init__")
+                return ((init,) if init else ()), None
+            if resolved.kind == "external":
+                return (), resolved.name
+            return (), None
+        if call.kind is CallKind.TENSOR_METHOD:
+            return (), call.target
+        if call.kind is CallKind.APPLY:
+            resolved = self.resolve(call.target, file.module)
+            if resolved is None or resolved.kind != "class":
+                return (), None
+            found = (self.find_method(resolved.name, "forward"),
+                     self.find_method(resolved.name, "backward"))
+            return tuple(f for f in found if f), None
+        owner = self.owner_class(call.caller)
+        if owner is None:
+            return (), None
+        if call.kind is CallKind.SUPER:
+            method = self.find_method(owner, call.target, skip_self=True)
+            return ((method,) if method else ()), None
+        if call.kind is CallKind.SELF_METHOD:
+            method = self.find_method(owner, call.target)
+            if method is not None:
+                return (method,), None
+        held = self.attribute_classes(owner, call.target)
+        callees = []
+        external = None
+        for target in held:
+            if target.kind == "class":
+                forward = self.find_method(target.name, "forward")
+                if forward is not None:
+                    callees.append(forward)
+            elif target.kind == "external":
+                external = target.name
+        return tuple(callees), external if not callees else None
+
+    def _build_graph(self) -> None:
+        graph = self.graph
+        graph.add_nodes_from(self.functions)
+        for name in self.functions:
+            parent = name.rsplit(".", 1)[0]
+            if parent in self.functions:
+                graph.add_edge(parent, name, line=self.functions[name].span.line)
+        for file in self.modules.values():
+            for call in file.calls:
+                callees, external = self._callees(file, call)
+                self.calls.append(ResolvedCall(file, call, callees, external))
+                for callee in callees:
+                    if call.caller in self.functions and callee != call.caller:
+                        if not graph.has_edge(call.caller, callee):
+                            graph.add_edge(call.caller, callee, line=call.span.line)
+
+    def forward_roots(self) -> list[str]:
+        """``forward`` of every Module class and ``forward``/``backward`` of every
+        ``autograd.Function``, in a stable order."""
+        roots = [f"{c}.forward" for c in sorted(self.module_classes)]
+        for c in sorted(self.function_classes):
+            roots += [f"{c}.forward", f"{c}.backward"]
+        return [r for r in roots if r in self.functions]
+
+    @cached_property
+    def forward_paths(self) -> dict[str, tuple[str, ...]]:
+        """Every function reachable from a forward, with the shortest path to it."""
+        graph = self.graph.copy()
+        roots = self.forward_roots()
+        graph.add_edges_from((_ROOT, r) for r in roots)
+        if not roots:
+            return {}
+        paths = nx.single_source_shortest_path(graph, _ROOT)
+        return {fn: tuple(path[1:]) for fn, path in paths.items() if fn != _ROOT}
+
+    def path_from_forward(self, function_qualname: str | None) -> tuple[str, ...] | None:
+        """The call path from a forward to a function, None when none reaches it."""
+        if function_qualname is None:
+            return None
+        return self.forward_paths.get(function_qualname)
+
+    def short_name(self, function_qualname: str) -> str:
+        """A function's name without its module (``Head.forward``)."""
+        module = self.function_module.get(function_qualname, "")
+        if module and function_qualname.startswith(module + "."):
+            return function_qualname[len(module) + 1:]
+        return function_qualname
+
+    def reachable(self, source: str) -> set[str]:
+        """Every repository function a function may call, directly or not (itself included)."""
+        if source not in self.graph:
+            return set()
+        return set(nx.descendants(self.graph, source)) | {source}
+
+
+def _is_module_base(name: str) -> bool:
+    if name in MODULE_BASES:
+        return True
+    if name.startswith(NOT_MODULE_PREFIXES):
+        return False
+    head = name.rsplit(".", 1)
+    return name.startswith("torch.nn.") and len(head) == 2 and head[1][:1].isupper()

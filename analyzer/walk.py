@@ -1,0 +1,608 @@
+"""One traversal per file: collect the file's facts and run every file rule.
+
+The walk visits each node once, in source order, keeps the scopes that name resolution
+needs, records definitions, call sites and torch references, and dispatches the rules'
+``visit_*`` / ``leave_*`` handlers. A rule that raises loses only its own findings for the
+file: the crash becomes a finding and the walk goes on without that rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
+from importlib import resources
+
+import libcst as cst
+
+from msready.analyzer.facts import Arg, CallKind, CallSite, ClassFact, FileResult, FunctionFact, Reference
+from msready.analyzer.findings import Category, Confidence, Finding, Location, Scope, Severity, Span
+from msready.analyzer.names import LOCAL, Resolver, ScopeNames, dotted, module_name
+from msready.analyzer.parse import Parsed
+from msready.rules.base import FileRule
+
+TORCH_ROOTS = ("torch", "torchvision")
+CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})
+_SKIP_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
+                        "lines_after_decorators", "header", "footer", "equal", "colon", "dot",
+                        "lbracket", "rbracket", "lbrace", "rbrace", "star", "newline")
+_SUPPRESS = re.compile(r"#\s*msready:\s*ignore(?:\[([^\]]*)\])?")
+_MAX_ARG_TEXT = 200
+
+
+@lru_cache(maxsize=1)
+def tensor_methods() -> frozenset[str]:
+    """Public ``torch.Tensor`` method names, from the package data."""
+    text = resources.files("msready.analyzer").joinpath("data/tensor_methods.txt").read_text()
+    return frozenset(ln.strip() for ln in text.splitlines() if ln.strip() and ln[0] != "#")
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    names = _FIELDS.get(node_type)
+    if names is None:
+        names = tuple(
+            f.name for f in dataclasses.fields(node_type)
+            if not f.name.startswith(_SKIP_FIELD_PREFIXES)
+        )
+        if node_type in (cst.FunctionDef, cst.ClassDef):
+            names = ("decorators", *(n for n in names if n != "decorators"))
+        _FIELDS[node_type] = names
+    return names
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The syntactically meaningful children of a node, in source order."""
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def _literal(text: str) -> tuple[object, bool]:
+    try:
+        return ast.literal_eval(text), True
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None, False
+
+
+_LITERAL_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                  cst.UnaryOperation, cst.Tuple, cst.List)
+
+
+@dataclasses.dataclass(slots=True)
+class _FunctionState:
+    qualname: str
+    class_qualname: str | None
+    values: dict[str, cst.BaseExpression] = dataclasses.field(default_factory=dict)
+    loop_attrs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+class FileWalker:
+    """Walks one parsed file; implements :class:`msready.rules.base.FileContext`."""
+
+    def __init__(self, path: str, parsed: Parsed, rules: Sequence[type[FileRule]]) -> None:
+        self.path = path
+        self.parsed = parsed
+        self.module, self.is_package = module_name(path)
+        self.resolver = Resolver(self.module, self.is_package)
+        self.result = FileResult(path, self.module, self.is_package, "parsed", parsed.lines)
+        self._ancestors: list[cst.CSTNode] = []
+        self._functions: list[_FunctionState] = []
+        self._classes: list[tuple[str, dict[str, set[str]], list[str]]] = []
+        self._class_facts: dict[str, ClassFact] = {}
+        self._rules = [rule(self) for rule in rules]
+        self._visit: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
+        self._leave: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
+        self._dead: set[int] = set()
+        self.imports_torch = False
+
+    # ----- FileContext --------------------------------------------------------------
+
+    @property
+    def function(self) -> str | None:
+        """Qualified name of the innermost enclosing function."""
+        return self._functions[-1].qualname if self._functions else None
+
+    @property
+    def class_name(self) -> str | None:
+        """Qualified name of the innermost enclosing class."""
+        return self._classes[-1][0] if self._classes else None
+
+    @property
+    def ancestors(self) -> Sequence[cst.CSTNode]:
+        """The nodes from the module down to the current one."""
+        return self._ancestors
+
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        """Fully qualified name of a name or attribute chain."""
+        return self.resolver.qualify(expr)
+
+    def span(self, node: cst.CSTNode) -> Span | None:
+        """1-based span of a node."""
+        return self.parsed.span(node)
+
+    def text(self, node: cst.CSTNode) -> str:
+        """Exact source text of a node."""
+        offsets = self.parsed.spans.get(node)
+        if offsets is None:
+            return cst.Module([]).code_for_node(node)
+        return self.parsed.text[offsets[0]:offsets[1]]
+
+    def value_of(self, name: str) -> cst.BaseExpression | None:
+        """Expression last assigned to local ``name`` in the current function."""
+        if self._functions:
+            return self._functions[-1].values.get(name)
+        return None
+
+    def tensor_method(self, call: cst.Call) -> str | None:
+        """Method name of a torch.Tensor method call on an expression, else None."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or not self.imports_torch:
+            return None
+        method = func.attr.value
+        if method not in tensor_methods():
+            return None
+        if self.qualify(func) is not None:
+            return None
+        kind = self._kind(func.value, 0)
+        return method if kind in ("tensor", "unknown") else None
+
+    def call_target(self, call: cst.Call) -> str | None:
+        """Qualified callee, or ``torch.Tensor.<m>`` for a tensor method."""
+        target = self.qualify(call.func)
+        if target is not None:
+            return target
+        method = self.tensor_method(call)
+        return f"torch.Tensor.{method}" if method else None
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        """True when local data flow says ``expr`` is a torch tensor."""
+        return self._kind(expr, 0) == "tensor"
+
+    def report(
+        self,
+        rule: FileRule,
+        node: cst.CSTNode,
+        message: str,
+        suggestion: str,
+        *,
+        symbol: str,
+        severity: Severity | None = None,
+        confidence: Confidence | None = None,
+    ) -> None:
+        """Record a finding of ``rule`` at ``node``."""
+        span = self.span(node) or Span(1, 1, 1, 1)
+        self.result.findings.append(Finding(
+            rule=rule.id,
+            rule_name=rule.name,
+            category=rule.category,
+            severity=severity or rule.severity,
+            confidence=confidence or rule.confidence,
+            location=self.location(span),
+            symbol=symbol,
+            message=message,
+            suggestion=suggestion,
+            function=self.function,
+            scope=rule.scope,
+        ))
+
+    # ----- locations ----------------------------------------------------------------
+
+    def location(self, span: Span) -> Location:
+        """A repository location for a span, mapped into its cell for notebooks."""
+        cells = self.parsed.cells
+        if cells is None:
+            return Location.at(self.path, span)
+        cell, line = cells.locate(span.line)
+        _, end_line = cells.locate(span.end_line)
+        return Location(self.path, line, span.column, end_line, span.end_column, cell)
+
+    def _cell_span(self, span: Span) -> tuple[Span, int | None]:
+        cells = self.parsed.cells
+        if cells is None:
+            return span, None
+        cell, line = cells.locate(span.line)
+        _, end_line = cells.locate(span.end_line)
+        return Span(line, span.column, end_line, span.end_column), cell
+
+    # ----- data flow ------------------------------------------------------------------
+
+    def _kind(self, expr: cst.BaseExpression, depth: int) -> str:
+        """'tensor', 'python' (str/list/dict/number), 'other' (another library) or
+        'unknown' for what an expression holds, by local data flow."""
+        if depth > 8:
+            return "unknown"
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+                             cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
+                             cst.SetComp, cst.Integer, cst.Float, cst.Tuple)):
+            return "python"
+        if isinstance(expr, cst.Call):
+            target = self.qualify(expr.func)
+            if target is not None:
+                root = target.split(".")[0]
+                if root in TORCH_ROOTS:
+                    return "tensor"
+                if root == "builtins":
+                    return "python"
+                return "other"
+            if isinstance(expr.func, cst.Attribute):
+                inner = self._kind(expr.func.value, depth + 1)
+                if inner == "tensor" and expr.func.attr.value in tensor_methods():
+                    return "tensor"
+                return "unknown" if inner == "unknown" else inner
+            return "unknown"
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr.value)
+            if value is None or value is expr:
+                return "unknown"
+            return self._kind(value, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self._kind(expr.value, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            left = self._kind(expr.left, depth + 1)
+            return left if left != "python" else self._kind(expr.right, depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._kind(expr.expression, depth + 1)
+        if isinstance(expr, cst.Attribute):
+            if self.qualify(expr) is not None:
+                return "other"
+            return "unknown"
+        return "unknown"
+
+    # ----- the walk -------------------------------------------------------------------
+
+    def run(self) -> FileResult:
+        """Walk the module once and return the file's facts and findings."""
+        for rule in self._rules:
+            for attr in dir(rule):
+                if attr.startswith(("visit_", "leave_")):
+                    node_type = getattr(cst, attr[6:], None)
+                    if isinstance(node_type, type):
+                        table = self._visit if attr[0] == "v" else self._leave
+                        table.setdefault(node_type, []).append((rule, getattr(rule, attr)))
+        module = self.parsed.module
+        self._prebind(module)
+        stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+        while stack:
+            node, leaving = stack.pop()
+            if leaving:
+                self._exit(node)
+                continue
+            self._enter(node)
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(list(children(node))))
+        self.result.bindings = {
+            name: target for name, target in self.resolver.scopes[0].bindings.items() if target
+        }
+        self.result.imports_torch = self.imports_torch
+        self.result.classes = list(self._class_facts.values())
+        self._collect_suppressions()
+        return self.result
+
+    def _dispatch(self, table: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]],
+                  node: cst.CSTNode) -> None:
+        handlers = table.get(type(node))
+        if not handlers:
+            return
+        for rule, handler in handlers:
+            if id(rule) in self._dead:
+                continue
+            try:
+                handler(node)
+            except Exception as exc:  # a crashing rule loses only its own findings
+                self._dead.add(id(rule))
+                self._rule_crashed(rule, node, exc)
+
+    def _rule_crashed(self, rule: FileRule, node: cst.CSTNode, exc: Exception) -> None:
+        span = self.span(node) or Span(1, 1, 1, 1)
+        self.result.findings.append(Finding(
+            rule="MS001",
+            rule_name="rule-crashed",
+            category=rule.category,
+            severity=Severity.INFO,
+            confidence=Confidence.LOW,
+            location=self.location(span),
+            symbol=rule.id,
+            message=(f"msready's rule {rule.id} ({rule.name}) failed on this file "
+                     f"({type(exc).__name__}: {exc}); its findings here are incomplete."),
+            suggestion="Check this file by hand for that rule and report the failure to msready.",
+            function=self.function,
+        ))
+
+    def _enter(self, node: cst.CSTNode) -> None:
+        self._ancestors.append(node)
+        if isinstance(node, cst.Call):
+            self._on_call(node)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            self.resolver.bind_import(node)
+            self._note_torch()
+        elif isinstance(node, cst.FunctionDef):
+            self._on_function(node)
+        elif isinstance(node, cst.ClassDef):
+            self._on_class(node)
+        elif isinstance(node, cst.Assign):
+            self._on_assign(node.targets[0].target if len(node.targets) == 1 else None,
+                            node.value, [t.target for t in node.targets])
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            self._on_assign(node.target, node.value, [node.target])
+        elif isinstance(node, cst.For):
+            self._on_for(node)
+        elif isinstance(node, (cst.Attribute, cst.Name)):
+            self._on_reference(node)
+        self._dispatch(self._visit, node)
+
+    def _exit(self, node: cst.CSTNode) -> None:
+        self._dispatch(self._leave, node)
+        if isinstance(node, cst.FunctionDef):
+            self._functions.pop()
+            self.resolver.pop()
+        elif isinstance(node, cst.ClassDef):
+            qualname, attrs, methods = self._classes.pop()
+            fact = self._class_facts[qualname]
+            self._class_facts[qualname] = dataclasses.replace(
+                fact,
+                attributes=tuple(sorted((a, tuple(sorted(c))) for a, c in attrs.items())),
+                methods=tuple(methods),
+            )
+            self.resolver.pop()
+        self._ancestors.pop()
+
+    def _note_torch(self) -> None:
+        if not self.imports_torch:
+            self.imports_torch = any(
+                t.split(".")[0] in TORCH_ROOTS
+                for scope in self.resolver.scopes for t in scope.bindings.values() if t
+            )
+
+    def _prebind(self, module: cst.Module) -> None:
+        """Bind module-level imports and definitions before walking, so that a function
+        body resolves names imported or defined further down the file."""
+        pending: list[cst.BaseStatement | cst.BaseSmallStatement] = list(module.body)
+        while pending:
+            stmt = pending.pop(0)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
+                        self.resolver.bind_import(small)
+            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                self.resolver.bind(stmt.name.value, f"{self.module}.{stmt.name.value}")
+            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+                for block in _blocks(stmt):
+                    pending.extend(block)
+        self._note_torch()
+
+    def _qualname(self, name: str) -> str:
+        return f"{self.resolver.current.qualname}.{name}"
+
+    def _on_function(self, node: cst.FunctionDef) -> None:
+        qualname = self._qualname(node.name.value)
+        self.resolver.bind(node.name.value, qualname)
+        class_qualname = self.resolver.current.qualname if self.resolver.current.kind == "class" else None
+        params = [p.name.value for p in _all_params(node.params)]
+        decorators = tuple(self.qualify(d.decorator) or self.text(d.decorator) for d in node.decorators)
+        span, cell = self._cell_span(self.span(node.name) or Span(1, 1, 1, 1))
+        self.result.functions.append(FunctionFact(qualname, node.name.value, class_qualname, span,
+                                                  tuple(params), decorators, cell))
+        if class_qualname is not None and self._classes:
+            self._classes[-1][2].append(node.name.value)
+        self.resolver.push("function", qualname)
+        for param in params:
+            self.resolver.bind(param, LOCAL)
+        self._functions.append(_FunctionState(qualname, class_qualname))
+
+    def _on_class(self, node: cst.ClassDef) -> None:
+        qualname = self._qualname(node.name.value)
+        self.resolver.bind(node.name.value, qualname)
+        bases = tuple(self.qualify(b.value) or self.text(b.value) for b in node.bases if b.keyword is None)
+        span, cell = self._cell_span(self.span(node.name) or Span(1, 1, 1, 1))
+        self._class_facts[qualname] = ClassFact(qualname, node.name.value, span, bases, cell=cell)
+        self._classes.append((qualname, {}, []))
+        self.resolver.push("class", qualname)
+
+    def _on_assign(self, single: cst.BaseAssignTargetExpression | None, value: cst.BaseExpression,
+                   targets: list[cst.BaseAssignTargetExpression]) -> None:
+        alias = self.qualify(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        for target in targets:
+            for name in _target_names(target):
+                self.resolver.bind(name, alias if alias and target is single else LOCAL)
+                if self._functions:
+                    self._functions[-1].values[name] = value
+        if (single is not None and isinstance(single, cst.Attribute)
+                and isinstance(single.value, cst.Name) and single.value.value == "self"
+                and self._functions and self._classes
+                and self._functions[-1].class_qualname == self._classes[-1][0]):
+            held = self._held_classes(value)
+            if held:
+                self._classes[-1][1].setdefault(single.attr.value, set()).update(held)
+
+    def _held_classes(self, value: cst.BaseExpression) -> set[str]:
+        """Classes an attribute holds: the class constructed, or those inside a container."""
+        if isinstance(value, cst.Call):
+            target = self.qualify(value.func)
+            if target is None:
+                return set()
+            if target in CONTAINERS:
+                found: set[str] = set()
+                for arg in value.args:
+                    found |= self._held_classes(arg.value)
+                return found
+            return {target}
+        if isinstance(value, (cst.List, cst.Tuple)):
+            found = set()
+            for element in value.elements:
+                found |= self._held_classes(element.value)
+            return found
+        if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            return self._held_classes(value.elt)
+        if isinstance(value, cst.Dict):
+            found = set()
+            for item in value.elements:
+                if isinstance(item, cst.DictElement):
+                    found |= self._held_classes(item.value)
+            return found
+        if isinstance(value, cst.DictComp):
+            return self._held_classes(value.value)
+        return set()
+
+    def _on_for(self, node: cst.For) -> None:
+        if not self._functions:
+            for name in _target_names(node.target):
+                self.resolver.bind(name, LOCAL)
+            return
+        state = self._functions[-1]
+        iterable = node.iter
+        target = node.target
+        if (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)
+                and iterable.func.value == "enumerate" and iterable.args
+                and isinstance(target, cst.Tuple) and len(target.elements) == 2):
+            iterable = iterable.args[0].value
+            target = target.elements[1].value
+        if (isinstance(iterable, cst.Attribute) and isinstance(iterable.value, cst.Name)
+                and iterable.value.value == "self" and isinstance(target, cst.Name)):
+            state.loop_attrs[target.value] = iterable.attr.value
+        for name in _target_names(node.target):
+            self.resolver.bind(name, LOCAL)
+            state.values[name] = node.iter
+
+    def _args(self, call: cst.Call) -> tuple[Arg, ...]:
+        out = []
+        for arg in call.args:
+            text = self.text(arg.value)
+            literal, is_literal = (_literal(text) if isinstance(arg.value, (*_LITERAL_NODES, cst.Name))
+                                   and len(text) <= _MAX_ARG_TEXT else (None, False))
+            if isinstance(arg.value, cst.Name) and arg.value.value not in ("True", "False", "None"):
+                literal, is_literal = None, False
+            out.append(Arg(arg.keyword.value if arg.keyword else None, text[:_MAX_ARG_TEXT],
+                           literal, is_literal, arg.star))
+        return tuple(out)
+
+    def _on_call(self, node: cst.Call) -> None:
+        caller = self.function or f"{self.module}.<module>"
+        func = node.func
+        kind: CallKind | None = None
+        target: str | None = None
+        confidence = "high"
+        if isinstance(func, cst.Attribute):
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and receiver.value == "self" and self._functions:
+                kind, target = CallKind.SELF_METHOD, func.attr.value
+            elif (isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)
+                  and receiver.func.value == "super"):
+                kind, target = CallKind.SUPER, func.attr.value
+            elif func.attr.value == "apply":
+                owner = self.qualify(receiver)
+                if owner is not None and owner.split(".")[0] not in TORCH_ROOTS:
+                    kind, target = CallKind.APPLY, owner
+        elif isinstance(func, cst.Subscript):
+            attr = _self_attr(func.value)
+            if attr is not None:
+                kind, target = CallKind.SELF_ATTR, attr
+        elif isinstance(func, cst.Name) and self._functions:
+            attr = self._functions[-1].loop_attrs.get(func.value)
+            if attr is not None and self.resolver.lookup(func.value) is None:
+                kind, target = CallKind.SELF_ATTR, attr
+        if kind is None:
+            target = self.qualify(func)
+            if target is not None:
+                kind = CallKind.NAME
+            else:
+                method = self.tensor_method(node)
+                if method is not None:
+                    kind, target = CallKind.TENSOR_METHOD, f"torch.Tensor.{method}"
+                    confidence = "medium" if self.is_tensor(func.value) else "low"  # type: ignore[attr-defined]
+        if kind is None or target is None:
+            return
+        span, cell = self._cell_span(self.span(node) or Span(1, 1, 1, 1))
+        self.result.calls.append(CallSite(caller, target, kind, span, self._args(node), confidence, cell))
+
+    def _on_reference(self, node: cst.Attribute | cst.Name) -> None:
+        """Record torch names used as values (not called, not part of a longer chain)."""
+        if not self.imports_torch or len(self._ancestors) < 2:
+            return
+        parent = self._ancestors[-2]
+        if isinstance(parent, cst.Attribute) and (parent.value is node or parent.attr is node):
+            return
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            return
+        if any(isinstance(a, (cst.Annotation, cst.Import, cst.ImportFrom, cst.Decorator))
+               for a in self._ancestors[-8:]):
+            return
+        target = self.qualify(node)
+        if target is None or target.split(".")[0] not in TORCH_ROOTS or "." not in target:
+            return
+        span, cell = self._cell_span(self.span(node) or Span(1, 1, 1, 1))
+        self.result.references.append(Reference(target, span, cell))
+
+    def _collect_suppressions(self) -> None:
+        text = self.parsed.text
+        if "msready" not in text:
+            return
+        for match in _SUPPRESS.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            tokens = tuple(t.strip() for t in (match.group(1) or "").split(",") if t.strip())
+            cell: int | None = None
+            if self.parsed.cells is not None:
+                cell, line = self.parsed.cells.locate(line)
+            self.result.suppressions[(cell, line)] = tokens or ("*",)
+
+
+def _blocks(stmt: cst.If | cst.Try | cst.With) -> Iterator[Sequence[cst.BaseStatement]]:
+    body = stmt.body
+    if isinstance(body, cst.IndentedBlock):
+        yield body.body
+    if isinstance(stmt, cst.If) and stmt.orelse is not None:
+        if isinstance(stmt.orelse, cst.If):
+            yield [stmt.orelse]
+        elif isinstance(stmt.orelse.body, cst.IndentedBlock):
+            yield stmt.orelse.body.body
+    if isinstance(stmt, cst.Try):
+        for handler in stmt.handlers:
+            if isinstance(handler.body, cst.IndentedBlock):
+                yield handler.body.body
+        for extra in (stmt.orelse, stmt.finalbody):
+            if extra is not None and isinstance(extra.body, cst.IndentedBlock):
+                yield extra.body.body
+
+
+def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    yield from params.kwonly_params
+    if params.star_kwarg is not None:
+        yield params.star_kwarg
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+def _self_attr(expr: cst.BaseExpression) -> str | None:
+    if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
+            and expr.value.value == "self"):
+        return expr.attr.value
+    return None
+
+
+def walk_file(path: str, parsed: Parsed, rules: Sequence[type[FileRule]]) -> FileResult:
+    """Facts and file-rule findings for one parsed file."""
+    return FileWalker(path, parsed, rules).run()
+

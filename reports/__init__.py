@@ -1,0 +1,1 @@
+"""Reporters: each renders a finished scan result and computes nothing."""

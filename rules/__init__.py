@@ -1,0 +1,1 @@
+"""Rule families: one module per hazard family, each rule a small class."""

@@ -1,0 +1,124 @@
+"""What a rule is: metadata as class attributes, handlers that only look and report.
+
+Two kinds exist. A :class:`FileRule` has ``visit_<Node>`` / ``leave_<Node>`` methods that
+the single traversal of each file calls (``visit_Call``, ``leave_FunctionDef``, ...);
+it reports through its :class:`FileContext`. A :class:`RepoRule` runs once on the whole
+repository model, after every file is read, for facts that need the call graph.
+
+Every rule's ``VALID`` and ``INVALID`` examples are its documentation and its tests: each
+example is a source snippet (or a mapping of file name to source for several files),
+scanned exactly as a repository would be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Protocol, Union
+
+import libcst as cst
+
+from msready.analyzer.findings import Category, Confidence, Finding, Scope, Severity, Span
+
+if TYPE_CHECKING:
+    from msready.analyzer.repo import RepositoryModel
+
+# One snippet (the file ``example.py``) or several files by repository path.
+Example = Union[str, Mapping[str, str]]
+
+
+class FileContext(Protocol):
+    """What a file rule may ask about the file being walked."""
+
+    path: str
+    module: str
+    imports_torch: bool
+
+    @property
+    def function(self) -> str | None:
+        """Qualified name of the innermost enclosing function, None at module level."""
+
+    @property
+    def class_name(self) -> str | None:
+        """Qualified name of the innermost enclosing class, None outside classes."""
+
+    @property
+    def ancestors(self) -> Sequence[cst.CSTNode]:
+        """The nodes from the module down to the node being visited (inclusive)."""
+
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        """Fully qualified name of a name / attribute chain bound by an import or def."""
+
+    def call_target(self, call: cst.Call) -> str | None:
+        """The qualified callee (``torch.nn.Conv2d``) or ``torch.Tensor.<m>`` for a
+        tensor method call; None when the callee is unknown."""
+
+    def tensor_method(self, call: cst.Call) -> str | None:
+        """The method name when ``call`` is a torch.Tensor method on some expression."""
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        """True when local data flow says ``expr`` holds a torch tensor."""
+
+    def value_of(self, name: str) -> cst.BaseExpression | None:
+        """The expression last assigned to a local ``name`` in the current function."""
+
+    def span(self, node: cst.CSTNode) -> Span | None:
+        """1-based line/column span of a node."""
+
+    def text(self, node: cst.CSTNode) -> str:
+        """The exact source text of a node."""
+
+    def report(
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: str,
+        suggestion: str,
+        *,
+        symbol: str,
+        severity: Severity | None = None,
+        confidence: Confidence | None = None,
+    ) -> None:
+        """Record a finding of ``rule`` at ``node``."""
+
+
+class Rule:
+    """Metadata every rule carries. The docstring has three short parts: what it flags,
+    why MindSpore cares, how to migrate."""
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    category: ClassVar[Category]
+    severity: ClassVar[Severity]
+    confidence: ClassVar[Confidence]
+    scope: ClassVar[Scope] = Scope.ANYWHERE
+    VALID: ClassVar[Sequence[Example]] = ()
+    INVALID: ClassVar[Sequence[Example]] = ()
+
+
+class FileRule(Rule):
+    """A rule that looks at one file's syntax tree, one node type at a time."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        suggestion: str,
+        *,
+        symbol: str,
+        severity: Severity | None = None,
+        confidence: Confidence | None = None,
+    ) -> None:
+        """Report a finding of this rule at ``node``."""
+        self.ctx.report(self, node, message, suggestion, symbol=symbol,
+                        severity=severity, confidence=confidence)
+
+
+class RepoRule(Rule):
+    """A rule that reads the whole repository model once."""
+
+    def check(self, repo: RepositoryModel) -> Iterable[Finding]:
+        """Yield this rule's findings for the repository."""
+        raise NotImplementedError

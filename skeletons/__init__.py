@@ -1,0 +1,1 @@
+"""MindSpore ``nn.Cell`` starters generated from the repository's ``nn.Module`` classes."""
