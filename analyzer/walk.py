@@ -233,7 +233,8 @@ class FileWalker:
                     return "tensor"
                 if root == "builtins":
                     return "python"
-                return "other"
+                # A name of the repository's own package may well return a tensor.
+                return "unknown" if root == self.module.split(".")[0] else "other"
             if isinstance(expr.func, cst.Attribute):
                 inner = self._kind(expr.func.value, depth + 1)
                 if inner == "tensor" and expr.func.attr.value in tensor_methods():

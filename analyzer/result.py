@@ -1,0 +1,117 @@
+"""The one object a scan produces; every reporter renders it and computes nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from msready.analyzer.findings import Finding
+
+if TYPE_CHECKING:
+    from msready.analyzer.facts import FileResult
+    from msready.analyzer.repo import RepositoryModel
+
+
+@dataclass(frozen=True, slots=True)
+class ApiLocation:
+    """Where a torch API is used."""
+
+    path: str
+    line: int
+    column: int
+    cell: int | None = None
+
+
+@dataclass(slots=True)
+class ApiUse:
+    """One distinct torch API used by the repository, with the table's verdict."""
+
+    symbol: str
+    status: str  # consistent | differs | missing | unknown
+    mindspore: str | None
+    kind: str  # "function" (resolved through imports) or "tensor-method"
+    locations: list[ApiLocation] = field(default_factory=list)
+    notes: str = ""
+
+    @property
+    def count(self) -> int:
+        """How many times the repository uses it."""
+        return len(self.locations)
+
+
+@dataclass(frozen=True, slots=True)
+class ChecklistItem:
+    """One entry of the migration guide's checklist, filled from the code."""
+
+    item: str
+    value: str
+    path: str | None
+    line: int | None
+    section: str = ""
+    cell: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SkeletonResult:
+    """A generated MindSpore Cell and what happened when it ran."""
+
+    torch_class: str
+    path: str
+    line: int
+    cell_file: str
+    pynative: str  # pass | fail | skipped
+    graph: str  # pass | fail | skipped
+    error: str | None = None
+    max_abs_diff: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScorePart:
+    """One term of the readiness score: its value (0-1), weight and explanation."""
+
+    name: str
+    value: float
+    weight: float
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """The readiness score (0-100), the parts it is made of and the formula in words."""
+
+    value: int
+    parts: tuple[ScorePart, ...]
+    formula: str
+    confidence: str  # high | medium | low: how much of the code msready understood
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """What was scanned."""
+
+    input: str
+    ref: str | None
+    commit: str | None
+    files_scanned: int
+    files_failed: int
+    lines: int
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """Everything a scan found, ready to render."""
+
+    tool_version: str
+    mindspore_version: str
+    target: str
+    source: SourceInfo
+    findings: list[Finding]
+    suppressed: list[Finding]
+    apis: list[ApiUse]
+    files: list[FileResult]
+    model: RepositoryModel
+    score: Score | None = None
+    checklist: list[ChecklistItem] = field(default_factory=list)
+    skeletons: list[SkeletonResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)

@@ -1,0 +1,379 @@
+"""The scan: files -> per-file facts (in a process pool, cached) -> repository model ->
+findings, API inventory and score, gathered into one :class:`ScanResult`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import metadata, resources
+from pathlib import Path
+
+from msready import __version__
+from msready.analyzer.apitable import load_table
+from msready.analyzer.config import Config, load_config, suppressed_by_comment
+from msready.analyzer.facts import CallKind, FileResult
+from msready.analyzer.findings import (
+    Category,
+    Confidence,
+    Finding,
+    Location,
+    Scope,
+    Severity,
+    Span,
+)
+from msready.analyzer.names import module_name
+from msready.analyzer.parse import ParseFailure, parse_bytes, parse_notebook
+from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
+from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
+from msready.analyzer.source import Source, SourceFile, open_source
+from msready.analyzer.walk import walk_file
+from msready.rules.registry import file_rules, repo_rules
+
+Progress = Callable[[int, int], None]
+_PARALLEL_MIN_FILES = 16
+_ORIGIN = Span(1, 1, 1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    """How to scan: worker processes, cache use and the MindSpore backend."""
+
+    jobs: int | None = None
+    cache: bool = True
+    cache_dir: Path | None = None
+    target: str | None = None
+
+
+def default_cache_dir() -> Path:
+    """Where per-file results are cached (``$MSREADY_CACHE_DIR`` or the XDG cache)."""
+    env = os.environ.get("MSREADY_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "msready"
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of msready's own code and data, so a changed rule never reads stale cache."""
+    digest = hashlib.sha256(__version__.encode())
+    for package in ("msready.analyzer", "msready.rules"):
+        root = resources.files(package)
+        for entry in sorted(root.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith((".py", ".txt")) and entry.is_file():
+                digest.update(entry.name.encode())
+                digest.update(entry.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def parse_error_finding(path: str, failure: ParseFailure) -> Finding:
+    """The finding a file that cannot be read or parsed becomes."""
+    span = failure.span
+    return Finding(
+        rule="MS000",
+        rule_name="parse-error",
+        category=Category.PARSE_ERROR,
+        severity=Severity.ERROR,
+        confidence=Confidence.HIGH,
+        location=Location.at(path, span, failure.cell),
+        symbol="<parse>",
+        message=f"msready could not read this file: {failure.message}.",
+        suggestion=("Make the file valid Python 3 (run it through `python3 -m py_compile`); "
+                    "until then none of its code is checked."),
+    )
+
+
+def analyze_file(path: Path, rel: str) -> FileResult:
+    """Read, parse and walk one file; never raises."""
+    module, is_package = module_name(rel)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        failure = ParseFailure(f"cannot read it ({exc.strerror or exc})", _ORIGIN)
+        return _failed(rel, module, is_package, [failure])
+    return analyze_bytes(rel, data)
+
+
+def analyze_bytes(rel: str, data: bytes) -> FileResult:
+    """Parse and walk one file's bytes; never raises."""
+    module, is_package = module_name(rel)
+    if rel.endswith(".ipynb"):
+        parsed, failures = parse_notebook(data)
+    else:
+        one = parse_bytes(data)
+        parsed, failures = (None, [one]) if isinstance(one, ParseFailure) else (one, [])
+    if parsed is None:
+        return _failed(rel, module, is_package, failures)
+    try:
+        result = walk_file(rel, parsed, file_rules())
+    except RecursionError:
+        return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
+                                                              _ORIGIN)])
+    result.findings[:0] = [parse_error_finding(rel, f) for f in failures]
+    return result
+
+
+def _failed(rel: str, module: str, is_package: bool, failures: list[ParseFailure]) -> FileResult:
+    result = FileResult(rel, module, is_package, "failed")
+    result.findings = [parse_error_finding(rel, f) for f in failures]
+    return result
+
+
+class Cache:
+    """Per-file results on disk, keyed by file content, path and msready's own code."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory / code_fingerprint()
+        self.enabled = True
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            self.enabled = False
+
+    @staticmethod
+    def key(rel: str, data: bytes) -> str:
+        """The cache key of a file."""
+        return hashlib.sha256(rel.encode() + b"\0" + data).hexdigest()
+
+    def get(self, key: str) -> FileResult | None:
+        """A cached result, or None."""
+        if not self.enabled:
+            return None
+        try:
+            with open(self.directory / key[:2] / key, "rb") as handle:
+                value = pickle.load(handle)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+            return None
+        return value if isinstance(value, FileResult) else None
+
+    def put(self, key: str, value: FileResult) -> None:
+        """Store a result; a full or read-only disk only disables the cache."""
+        if not self.enabled:
+            return
+        folder = self.directory / key[:2]
+        try:
+            folder.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder)
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, folder / key)
+        except OSError:
+            self.enabled = False
+
+
+def _work_bytes(item: tuple[str, bytes]) -> FileResult:
+    rel, data = item
+    return analyze_bytes(rel, data)
+
+
+def analyze_files(files: list[SourceFile], options: ScanOptions,
+                  progress: Progress | None = None) -> list[FileResult]:
+    """Per-file results for every file, from the cache or a pool of worker processes."""
+    cache = Cache(options.cache_dir or default_cache_dir()) if options.cache else None
+    results: dict[str, FileResult] = {}
+    todo: list[tuple[str, bytes, str | None]] = []
+    done = 0
+    for f in files:
+        try:
+            data = f.path.read_bytes()
+        except OSError as exc:
+            failure = ParseFailure(f"cannot read it ({exc.strerror or exc})", _ORIGIN)
+            results[f.rel] = _failed(f.rel, *module_name(f.rel), [failure])
+            done += 1
+            continue
+        key = Cache.key(f.rel, data) if cache else None
+        cached = cache.get(key) if cache and key else None
+        if cached is not None:
+            results[f.rel] = cached
+            done += 1
+        else:
+            todo.append((f.rel, data, key))
+    total = len(files)
+    if progress:
+        progress(done, total)
+    jobs = options.jobs or os.cpu_count() or 1
+    items = [(rel, data) for rel, data, _ in todo]
+    outputs: Iterable[FileResult]
+    if jobs > 1 and len(todo) >= _PARALLEL_MIN_FILES:
+        executor = ProcessPoolExecutor(max_workers=jobs)
+        outputs = executor.map(_work_bytes, items, chunksize=max(1, min(16, len(items) // (jobs * 8))))
+    else:
+        executor = None
+        outputs = map(_work_bytes, items)
+    try:
+        for (rel, _, key), result in zip(todo, outputs, strict=True):
+            results[rel] = result
+            if cache and key:
+                cache.put(key, result)
+            done += 1
+            if progress:
+                progress(done, total)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    return [results[f.rel] for f in files]
+
+
+def _mindspore_version() -> str:
+    try:
+        return metadata.version("mindspore")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def build_apis(model: RepositoryModel, target: str) -> list[ApiUse]:
+    """One entry per distinct torch API used, with the table's status for ``target``."""
+    table = load_table()
+    uses: dict[str, ApiUse] = {}
+
+    def add(symbol: str, kind: str, loc: ApiLocation) -> None:
+        use = uses.get(symbol)
+        if use is None:
+            entry = table.lookup(symbol)
+            if entry is None:
+                use = ApiUse(symbol, "unknown", None, kind)
+            else:
+                api = entry.target(target).api
+                status = entry.status if api is not None else "missing"
+                use = ApiUse(symbol, status, api, kind, notes=entry.notes)
+            uses[symbol] = use
+        use.locations.append(loc)
+
+    for rc in model.calls:
+        if rc.external is None or rc.external.split(".")[0] not in TORCH_ROOTS:
+            continue
+        if rc.call.kind not in (CallKind.NAME, CallKind.TENSOR_METHOD):
+            continue
+        kind = "tensor-method" if rc.call.kind is CallKind.TENSOR_METHOD else "function"
+        span = rc.call.span
+        add(rc.external, kind, ApiLocation(rc.file.path, span.line, span.column, rc.call.cell))
+    for file in model.modules.values():
+        for ref in file.references:
+            resolved = model.resolve(ref.target, file.module)
+            if resolved is None or resolved.kind != "external":
+                continue
+            add(resolved.name, "function",
+                ApiLocation(file.path, ref.span.line, ref.span.column, ref.cell))
+    for use in uses.values():
+        use.locations.sort(key=lambda loc: (loc.path, loc.cell or 0, loc.line, loc.column))
+    return sorted(uses.values(), key=lambda u: u.symbol)
+
+
+def scope_findings(model: RepositoryModel, findings: Iterable[Finding]) -> Iterator[Finding]:
+    """Keep forward-scoped findings only where a forward reaches them, with the path."""
+    for finding in findings:
+        if finding.scope is not Scope.FORWARD:
+            yield finding
+            continue
+        path = model.path_from_forward(finding.function)
+        if path is None:
+            continue
+        yield replace(finding, trace=tuple(model.short_name(p) for p in path))
+
+
+def collect_findings(model: RepositoryModel, config: Config) -> tuple[list[Finding], list[Finding]]:
+    """All findings, split into reported and suppressed (by comment or by config)."""
+    raw: list[Finding] = []
+    for file in model.files.values():
+        raw.extend(file.findings)
+    for rule in repo_rules():
+        try:
+            raw.extend(rule().check(model))
+        except Exception as exc:  # a crashing rule loses only its own findings
+            raw.append(Finding(
+                rule="MS001", rule_name="rule-crashed", category=rule.category,
+                severity=Severity.INFO, confidence=Confidence.LOW,
+                location=Location(".", 1, 1, 1, 1), symbol=rule.id,
+                message=(f"msready's rule {rule.id} ({rule.name}) failed "
+                         f"({type(exc).__name__}: {exc}); its findings are missing."),
+                suggestion="Report the failure to msready; check that hazard by hand meanwhile.",
+            ))
+    active: list[Finding] = []
+    suppressed: list[Finding] = []
+    seen: set[Finding] = set()
+    for finding in scope_findings(model, raw):
+        if finding in seen:
+            continue
+        seen.add(finding)
+        file = model.files.get(finding.location.path)
+        if config.disabled(finding) or (file and suppressed_by_comment(finding, file.suppressions)):
+            suppressed.append(finding)
+        else:
+            active.append(finding)
+    active.sort(key=Finding.sort_key)
+    suppressed.sort(key=Finding.sort_key)
+    return active, suppressed
+
+
+def scan_source(source: Source, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
+    """Scan an opened source."""
+    config = load_config(source.root)
+    files = [f for f in source.files if not config.excluded(f.rel)]
+    skipped = list(source.skipped) + [(f.rel, "excluded by tool.msready.exclude")
+                                      for f in source.files if config.excluded(f.rel)]
+    results = analyze_files(files, options, progress)
+    target = options.target or config.target or "ascend"
+    model = RepositoryModel(results)
+    model.target = target  # type: ignore[attr-defined]
+    findings, suppressed = collect_findings(model, config)
+    info = SourceInfo(
+        input=source.input,
+        ref=source.ref,
+        commit=source.commit,
+        files_scanned=len(results),
+        files_failed=sum(1 for r in results if r.status == "failed"),
+        lines=sum(r.lines for r in results),
+        skipped=tuple(skipped),
+    )
+    result = ScanResult(
+        tool_version=__version__,
+        mindspore_version=_mindspore_version(),
+        target=target,
+        source=info,
+        findings=findings,
+        suppressed=suppressed,
+        apis=build_apis(model, target),
+        files=results,
+        model=model,
+        warnings=list(config.warnings),
+    )
+    _finish(result)
+    return result
+
+
+def _finish(result: ScanResult) -> None:
+    """Add the parts computed from the whole result: score and checklist."""
+    try:
+        from msready.analyzer.score import compute_score
+    except ModuleNotFoundError:
+        return
+    result.score = compute_score(result)
+    try:
+        from msready.analyzer.checklist import build_checklist
+    except ModuleNotFoundError:
+        return
+    result.checklist = build_checklist(result)
+
+
+def scan(spec: str, ref: str | None = None, options: ScanOptions | None = None,
+         progress: Progress | None = None) -> ScanResult:
+    """Scan a folder, file or git URL. Raises :class:`SourceError` for an unusable source."""
+    with open_source(spec, ref) as source:
+        return scan_source(source, options or ScanOptions(), progress)
+
+
+def scan_files(files: dict[str, str], target: str = "ascend") -> ScanResult:
+    """Scan in-memory sources (path -> text), as the rule examples and tests do."""
+    with tempfile.TemporaryDirectory(prefix="msready-snippet-") as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            dest = root / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text, encoding="utf-8")
+        return scan(str(root), options=ScanOptions(jobs=1, cache=False, target=target))

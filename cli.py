@@ -1,0 +1,229 @@
+"""The ``msready`` command: ``scan``, ``table`` and ``convert-weights``.
+
+Exit codes: 0 for a completed scan, 1 when ``--fail-under`` is not met (or ``--baseline``
+shows new findings), 2 for usage and source errors, which are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from msready import __version__
+from msready.analyzer.result import ScanResult
+from msready.analyzer.scan import ScanOptions, scan
+from msready.analyzer.source import SourceError
+
+# format name -> (file written, reporter module with ``render(result) -> str``)
+FORMATS = {
+    "html": ("report.html", "msready.reports.html"),
+    "json": ("msready.json", "msready.reports.json_report"),
+    "sarif": ("msready.sarif", "msready.reports.sarif"),
+    "md": ("checklist.md", "msready.reports.markdown"),
+}
+TARGETS = ("ascend", "gpu", "cpu")
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message is one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="msready", description="How ready is a PyTorch repository for MindSpore.")
+    parser.add_argument("--version", action="version", version=f"msready {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("scan", help="scan a folder, a .py/.ipynb file or a git URL")
+    s.add_argument("source", help="folder, .py or .ipynb file, or git URL (https://, git@, file://)")
+    s.add_argument("--ref", help="branch, tag or commit to scan (git sources)")
+    s.add_argument("-o", "--output", default="out", help="output folder (default: out)")
+    s.add_argument("--format", default="html,json,sarif,md",
+                   help="comma-separated: html, json, sarif, md (default: all)")
+    s.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    s.add_argument("--target", choices=TARGETS, default=None,
+                   help="MindSpore backend to migrate to (default: ascend, or the repo's config)")
+    s.add_argument("--skeletons", choices=("run", "write", "off"), default="run",
+                   help="generate MindSpore Cells and run them (run), only write them, or skip")
+    s.add_argument("--compare-torch", action="store_true",
+                   help="import the original modules and compare outputs with the Cells")
+    s.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    s.add_argument("--fail-under", type=float, default=None, metavar="SCORE",
+                   help="exit 1 when the readiness score is below SCORE")
+    s.add_argument("--baseline", default=None, metavar="JSON",
+                   help="an earlier msready.json: exit 1 only for findings not in it")
+    s.add_argument("-q", "--quiet", action="store_true", help="no summary on the terminal")
+
+    t = sub.add_parser("table", help="print the torch -> MindSpore API table")
+    t.add_argument("action", nargs="?", choices=("lookup",), help="lookup: explain one entry")
+    t.add_argument("symbol", nargs="?", help="torch API for lookup, e.g. torch.nn.Conv2d")
+    t.add_argument("--format", choices=("json", "tsv"), default="json")
+    t.add_argument("--target", choices=TARGETS, default="ascend")
+
+    c = sub.add_parser("convert-weights", help="convert a torch checkpoint to a MindSpore one")
+    c.add_argument("checkpoint", help="torch .pth / .pt file (a state_dict)")
+    c.add_argument("output", help="MindSpore .ckpt to write")
+    c.add_argument("--map", dest="weight_map", default=None,
+                   help="weight-name map JSON from out/skeletons (default: built-in renames)")
+    return parser
+
+
+def _formats(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FORMATS]
+    if unknown or not names:
+        raise UsageError(f"unknown --format {','.join(unknown) or text!r}; "
+                         f"choose from {', '.join(FORMATS)}")
+    return names
+
+
+def _prepare_output(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create output folder {path}: {exc.strerror or exc}") from exc
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"output folder {path} is not writable")
+
+
+def _run_scan(args: argparse.Namespace, console: Console) -> int:
+    formats = _formats(args.format)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    out = Path(args.output)
+    _prepare_output(out)
+    baseline = _load_baseline(args.baseline) if args.baseline else None
+    options = ScanOptions(jobs=args.jobs, cache=not args.no_cache, target=args.target)
+    show_bar = console.is_terminal and not args.quiet
+    with Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True, disable=not show_bar) as bar:
+        task = bar.add_task("scan", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        result = scan(args.source, args.ref, options, progress)
+    if args.skeletons != "off":
+        _skeletons(result, out, args.skeletons, args.compare_torch)
+    written = _write_reports(result, out, formats)
+    if not args.quiet:
+        from msready.reports.terminal import print_summary
+        print_summary(result, console, written)
+    return _exit_code(result, args, baseline, console)
+
+
+def _skeletons(result: ScanResult, out: Path, mode: str, compare: bool) -> None:
+    try:
+        generate = importlib.import_module("msready.skeletons.generate")
+    except ModuleNotFoundError:
+        result.warnings.append("skeleton generation is not available in this build")
+        return
+    result.skeletons = generate.build_skeletons(result, out / "skeletons", run=mode == "run",
+                                                compare_torch=compare)
+    try:
+        from msready.analyzer.score import compute_score
+    except ModuleNotFoundError:
+        return
+    result.score = compute_score(result)
+
+
+def _write_reports(result: ScanResult, out: Path, formats: Sequence[str]) -> list[str]:
+    written = []
+    for name in formats:
+        filename, module_name = FORMATS[name]
+        try:
+            reporter = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            result.warnings.append(f"the {name} report is not available in this build")
+            continue
+        path = out / filename
+        try:
+            path.write_text(reporter.render(result), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        written.append(str(path))
+    return written
+
+
+def _load_baseline(path: str) -> set[tuple[str, str, str, str]]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return {_fingerprint(f) for f in data["findings"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"cannot read baseline {path}: {exc}") from exc
+
+
+def _fingerprint(finding: dict[str, str]) -> tuple[str, str, str, str]:
+    """What identifies a finding across edits that move lines."""
+    return (finding["rule"], finding["path"], finding["symbol"], finding["message"])
+
+
+def _exit_code(result: ScanResult, args: argparse.Namespace,
+               baseline: set[tuple[str, str, str, str]] | None, console: Console) -> int:
+    code = 0
+    if baseline is not None:
+        from msready.reports.json_report import finding_dict
+        new = [f for f in result.findings if _fingerprint(finding_dict(f)) not in baseline]
+        if new:
+            console.print(f"{len(new)} findings are not in the baseline", highlight=False)
+            code = 1
+    threshold = args.fail_under
+    if threshold is None:
+        from msready.analyzer.config import load_config
+        threshold = load_config(Path(args.source)).fail_under if Path(args.source).is_dir() else None
+    if threshold is not None and result.score is not None and result.score.value < threshold:
+        console.print(f"readiness score {result.score.value} is under {threshold:g}",
+                      highlight=False)
+        code = 1
+    return code
+
+
+def _run_table(args: argparse.Namespace) -> int:
+    tablecli = importlib.import_module("msready.analyzer.tablecli")
+    if args.action == "lookup":
+        if not args.symbol:
+            raise UsageError("table lookup needs a torch API, e.g. torch.nn.Conv2d")
+        text = tablecli.explain(args.symbol, args.target)
+        if text is None:
+            raise UsageError(f"{args.symbol} is not in the API table")
+        sys.stdout.write(text.rstrip("\n") + "\n")
+        return 0
+    sys.stdout.write(tablecli.render_table(args.format, args.target))
+    return 0
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    weights = importlib.import_module("msready.skeletons.weights")
+    return int(weights.convert_checkpoint(Path(args.checkpoint), Path(args.output),
+                                          Path(args.weight_map) if args.weight_map else None))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``msready`` command; returns the exit code."""
+    console = Console(stderr=False)
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == "scan":
+            return _run_scan(args, console)
+        if args.command == "table":
+            return _run_table(args)
+        return _run_convert(args)
+    except (UsageError, SourceError) as exc:
+        print(f"msready: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("msready: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,107 @@
+"""``msready.json``: the scan result in the stable schema other tools rely on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from msready.analyzer.findings import Category, Finding, Severity
+from msready.analyzer.result import ScanResult
+
+SCHEMA_VERSION = "1.0"
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    """One finding in the schema's shape."""
+    loc = finding.location
+    return {
+        "rule": finding.rule,
+        "rule_name": finding.rule_name,
+        "category": finding.category.value,
+        "severity": finding.severity.value,
+        "confidence": finding.confidence.value,
+        "path": loc.path,
+        "cell": loc.cell,
+        "line": loc.line,
+        "column": loc.column,
+        "end_line": loc.end_line,
+        "end_column": loc.end_column,
+        "symbol": finding.symbol,
+        "message": finding.message,
+        "suggestion": finding.suggestion,
+        "trace": list(finding.trace),
+    }
+
+
+def to_dict(result: ScanResult) -> dict[str, Any]:
+    """The whole result as plain JSON-ready data."""
+    by_category = {c.value: 0 for c in Category}
+    by_severity = {s.value: 0 for s in Severity}
+    for finding in result.findings:
+        by_category[finding.category.value] += 1
+        by_severity[finding.severity.value] += 1
+    score = result.score
+    src = result.source
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "msready", "version": result.tool_version,
+                 "mindspore_version": result.mindspore_version},
+        "target": result.target,
+        "source": {
+            "input": src.input,
+            "ref": src.ref,
+            "commit": src.commit,
+            "files_scanned": src.files_scanned,
+            "files_failed": src.files_failed,
+            "lines": src.lines,
+            "skipped": [{"path": p, "reason": r} for p, r in src.skipped],
+        },
+        "summary": {
+            "score": score.value if score else None,
+            "score_confidence": score.confidence if score else None,
+            "score_parts": [
+                {"name": p.name, "value": round(p.value, 4), "weight": p.weight, "detail": p.detail}
+                for p in (score.parts if score else ())
+            ],
+            "score_formula": score.formula if score else None,
+            "by_category": by_category,
+            "by_severity": by_severity,
+            "findings": len(result.findings),
+            "suppressed": len(result.suppressed),
+            "apis": {status: sum(1 for a in result.apis if a.status == status)
+                     for status in ("consistent", "differs", "missing", "unknown")},
+        },
+        "findings": [finding_dict(f) for f in result.findings],
+        "suppressed": [finding_dict(f) for f in result.suppressed],
+        "apis": [
+            {
+                "symbol": api.symbol,
+                "count": api.count,
+                "status": api.status,
+                "mindspore": api.mindspore,
+                "kind": api.kind,
+                "locations": [
+                    {"path": loc.path, "cell": loc.cell, "line": loc.line, "column": loc.column}
+                    for loc in api.locations
+                ],
+            }
+            for api in result.apis
+        ],
+        "checklist": [
+            {"item": c.item, "value": c.value, "path": c.path, "line": c.line,
+             "section": c.section, "cell": c.cell}
+            for c in result.checklist
+        ],
+        "skeletons": [
+            {"torch_class": s.torch_class, "path": s.path, "line": s.line,
+             "cell_file": s.cell_file, "pynative": s.pynative, "graph": s.graph,
+             "error": s.error, "max_abs_diff": s.max_abs_diff}
+            for s in result.skeletons
+        ],
+        "warnings": list(result.warnings),
+    }
+
+
+def render(result: ScanResult) -> str:
+    """``msready.json`` text."""
+    return json.dumps(to_dict(result), indent=2, ensure_ascii=False) + "\n"
