@@ -259,6 +259,20 @@ def _python_lines(cell_source: str) -> list[str]:
     return out
 
 
+def notebook_cells(data: bytes) -> dict[int, str]:
+    """The source of each code cell by 1-based cell index; empty for a broken notebook."""
+    try:
+        cells = json.loads(data.decode("utf-8-sig"))["cells"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        return {}
+    out = {}
+    for index, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            out[index] = "".join(source) if isinstance(source, list) else str(source)
+    return out
+
+
 def parse_notebook(data: bytes) -> tuple[Parsed | None, list[ParseFailure]]:
     """Parse a notebook's code cells as one module.
 

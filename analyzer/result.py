@@ -115,3 +115,10 @@ class ScanResult:
     checklist: list[ChecklistItem] = field(default_factory=list)
     skeletons: list[SkeletonResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Source text by (path, notebook cell or None), kept so that reports can show the
+    # lines around a finding after a cloned source is gone.
+    sources: dict[tuple[str, int | None], str] = field(default_factory=dict)
+
+    def source_lines(self, path: str, cell: int | None = None) -> list[str]:
+        """The lines of a scanned file (or notebook cell), empty when unknown."""
+        return self.sources.get((path, cell), "").splitlines()

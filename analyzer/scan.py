@@ -28,7 +28,13 @@ from msready.analyzer.findings import (
     Span,
 )
 from msready.analyzer.names import module_name
-from msready.analyzer.parse import ParseFailure, parse_bytes, parse_notebook
+from msready.analyzer.parse import (
+    ParseFailure,
+    decode,
+    notebook_cells,
+    parse_bytes,
+    parse_notebook,
+)
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
 from msready.analyzer.source import Source, SourceFile, open_source
@@ -343,8 +349,27 @@ def scan_source(source: Source, options: ScanOptions, progress: Progress | None 
         model=model,
         warnings=list(config.warnings),
     )
+    result.sources = read_sources(files)
     _finish(result)
     return result
+
+
+def read_sources(files: list[SourceFile]) -> dict[tuple[str, int | None], str]:
+    """The text of every readable file (per code cell for notebooks)."""
+    sources: dict[tuple[str, int | None], str] = {}
+    for f in files:
+        try:
+            data = f.path.read_bytes()
+        except OSError:
+            continue
+        if f.is_notebook:
+            for cell, text in notebook_cells(data).items():
+                sources[(f.rel, cell)] = text
+        elif len(data) <= 10 * 2**20:
+            text = decode(data)
+            if isinstance(text, str):
+                sources[(f.rel, None)] = text
+    return sources
 
 
 def _finish(result: ScanResult) -> None:

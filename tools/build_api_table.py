@@ -1,0 +1,523 @@
+"""Regenerate the torch -> MindSpore API table from the installed torch and MindSpore.
+
+How to regenerate (needs torch and MindSpore installed, as in the test dependencies)::
+
+    python tools/build_api_table.py            # rewrite analyzer/data/api_table.json
+                                               # and analyzer/data/tensor_methods.txt
+    python tools/build_api_table.py --check    # exit 1 when the committed files are stale
+
+Hand-written knowledge (renames MindSpore documents, semantic traps, torchvision names,
+torch.cuda / amp / backends advice) lives in ``analyzer/data/overrides.toml``; every
+override carries a ``reason``. Edit that file, never the generated JSON.
+
+What is measured here: which torch APIs exist (enumerated from the installed torch), which
+MindSpore target exists for each backend (same relative name first, then overrides), the
+"Supported Platforms" each target's docstring lists, and the parameter differences derived
+from both signatures (renamed, missing, different defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import inspect
+import json
+import re
+import tomllib
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "analyzer" / "data"
+BACKENDS = ("ascend", "gpu", "cpu")
+PLATFORM_OF = {"ascend": "Ascend", "gpu": "GPU", "cpu": "CPU"}
+# torch parameters that say where a tensor lives, not what the API computes; device
+# handling is reported by the idiom rules, so these never make an entry "differs".
+IGNORED_PARAMS = frozenset({"self", "out", "device", "layout", "pin_memory", "memory_format",
+                            "requires_grad", "size_average", "reduce"})
+IGNORED_DEFAULTS = frozenset({"dtype"})
+
+# Where the same relative name is looked for, per torch namespace (longest prefix wins):
+# (candidates for the Ascend target, candidates for the GPU / CPU targets).
+CANDIDATES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "torch.nn.functional.": (("mindspore.mint.nn.functional.", "mindspore.ops."),
+                             ("mindspore.ops.", "mindspore.mint.nn.functional.")),
+    "torch.nn.init.": (("mindspore.common.initializer.",), ("mindspore.common.initializer.",)),
+    "torch.nn.": (("mindspore.mint.nn.", "mindspore.nn."), ("mindspore.nn.", "mindspore.mint.nn.")),
+    "torch.Tensor.": (("mindspore.Tensor.",), ("mindspore.Tensor.",)),
+    "torch.linalg.": (("mindspore.mint.linalg.", "mindspore.ops."), ("mindspore.ops.",)),
+    "torch.fft.": (("mindspore.ops.",), ("mindspore.ops.",)),
+    "torch.special.": (("mindspore.mint.special.", "mindspore.ops."), ("mindspore.ops.",)),
+    "torch.optim.lr_scheduler.": (("mindspore.experimental.optim.lr_scheduler.",),
+                                  ("mindspore.experimental.optim.lr_scheduler.",)),
+    "torch.optim.": (("mindspore.mint.optim.", "mindspore.experimental.optim."),
+                     ("mindspore.experimental.optim.", "mindspore.mint.optim.")),
+    "torch.distributed.": (("mindspore.communication.", "mindspore.communication.comm_func."),
+                           ("mindspore.communication.", "mindspore.communication.comm_func.")),
+    "torch.autograd.": ((), ()),
+    "torch.utils.data.": ((), ()),
+    "torch.cuda.": ((), ()),
+    "torch.amp.": ((), ()),
+    "torch.backends.": ((), ()),
+    "torchvision.": ((), ()),
+    "torch.": (("mindspore.mint.", "mindspore.ops."), ("mindspore.ops.", "mindspore.mint.")),
+}
+
+
+# ----- reading the installed MindSpore ------------------------------------------------
+
+def resolve(dotted: str) -> Any:
+    """The object a dotted name denotes (longest importable module, then attributes)."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except Exception:  # noqa: BLE001 - any import failure means "not a module"
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+_PLATFORMS = re.compile(r"Supported Platforms:\s*((?:``\w+``[\s,]*)+)")
+
+
+def doc_platforms(obj: Any) -> list[str] | None:
+    """The platforms a docstring's "Supported Platforms:" section lists, None without one."""
+    doc = inspect.getdoc(obj) or ""
+    match = _PLATFORMS.search(doc)
+    return re.findall(r"``(\w+)``", match.group(1)) if match else None
+
+
+def platforms(api: str) -> list[str]:
+    """Platforms of a MindSpore API: its own docstring, else (for ``Tensor`` methods) the
+    same-name ``mindspore.ops`` function's docstring, else an empty list (undocumented)."""
+    found = doc_platforms(resolve(api))
+    if found is None and api.startswith("mindspore.Tensor."):
+        ops_fn = resolve("mindspore.ops." + api.rsplit(".", 1)[1])
+        if ops_fn is not None and not inspect.isclass(ops_fn):
+            found = doc_platforms(ops_fn)
+    return found or []
+
+
+def runs_on(api: str, backend: str) -> bool:
+    """True when the API's documented platforms include the backend (undocumented: yes)."""
+    plats = platforms(api)
+    return not plats or PLATFORM_OF[backend] in plats
+
+
+# ----- signatures ------------------------------------------------------------------------
+
+Param = tuple[str, str | None, str]  # name, default as source text (None: required), kind
+
+
+def _from_docstring(obj: Any, name: str) -> list[Param] | None:
+    for line in (inspect.getdoc(obj) or "").splitlines()[:6]:
+        match = re.match(rf"\s*(?:\w+\.)*{re.escape(name)}\((.*)\)\s*(->.*)?$", line)
+        if not match:
+            continue
+        try:
+            tree = ast.parse(f"def f({match.group(1)}): pass")
+        except SyntaxError:
+            return None
+        fn = tree.body[0]
+        assert isinstance(fn, ast.FunctionDef)
+        return _params_of_ast(fn.args)
+    return None
+
+
+def _params_of_ast(args: ast.arguments) -> list[Param]:
+    out: list[Param] = []
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    defaults += list(args.defaults)
+    for arg, default in zip(positional, defaults, strict=True):
+        out.append((arg.arg, None if default is None else ast.unparse(default), "positional"))
+    if args.vararg:
+        out.append((args.vararg.arg, None, "var"))
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        out.append((arg.arg, None if kw_default is None else ast.unparse(kw_default), "keyword"))
+    if args.kwarg:
+        out.append((args.kwarg.arg, None, "varkw"))
+    return out
+
+
+_KIND = {inspect.Parameter.POSITIONAL_ONLY: "positional",
+         inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional",
+         inspect.Parameter.VAR_POSITIONAL: "var", inspect.Parameter.KEYWORD_ONLY: "keyword",
+         inspect.Parameter.VAR_KEYWORD: "varkw"}
+
+
+def signature(obj: Any, name: str) -> list[Param] | None:
+    """Parameters of a function, method or class constructor, ``self`` dropped; from
+    ``inspect.signature`` when it works, else from the docstring's first lines."""
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return _from_docstring(obj, name)
+    out: list[Param] = []
+    for p in sig.parameters.values():
+        default = None if p.default is p.empty else _default_text(p.default)
+        out.append((p.name, default, _KIND[p.kind]))
+    if out and out[0][0] == "self":
+        out = out[1:]
+    if inspect.isclass(obj) and [p[2] for p in out] == ["var", "varkw"]:
+        return _from_docstring(obj, name)
+    return out
+
+
+def _default_text(value: Any) -> str:
+    return repr(value)
+
+
+def _same_default(a: str, b: str) -> bool:
+    try:
+        return bool(ast.literal_eval(a) == ast.literal_eval(b))
+    except (ValueError, SyntaxError):
+        return a == b
+
+
+# ----- parameter differences ------------------------------------------------------------
+
+def param_diffs(torch_params: list[Param], ms_params: list[Param] | None,
+                synonyms: dict[str, list[str]]) -> list[dict[str, Any]] | None:
+    """Renamed, missing and different-default parameters of a torch API against one target;
+    None when the target's parameters cannot be read."""
+    if ms_params is None:
+        return None
+    ms_by_name = {p[0]: p for p in ms_params}
+    torch_names = {p[0] for p in torch_params}
+    open_kwargs = any(p[2] == "varkw" for p in ms_params)
+    used: set[str] = set()
+    diffs: list[dict[str, Any]] = []
+    for index, (name, default, kind) in enumerate(torch_params):
+        if name in IGNORED_PARAMS or kind in ("var", "varkw"):
+            continue
+        match = name if name in ms_by_name else None
+        if match is None:
+            match = next((s for s in synonyms.get(name, []) if s in ms_by_name
+                          and s not in torch_names and s not in used), None)
+        if match is None and kind == "positional" and index < len(ms_params):
+            candidate = ms_params[index]
+            if (candidate[2] == "positional" and candidate[0] not in torch_names
+                    and candidate[0] not in used and candidate[0] not in IGNORED_PARAMS):
+                match = candidate[0]
+        if match is None:
+            if not open_kwargs:
+                diffs.append({"kind": "missing", "torch": name, "torch_default": default})
+            continue
+        used.add(match)
+        if match != name:
+            diffs.append({"kind": "renamed", "torch": name, "mindspore": match})
+        ms_default = ms_by_name[match][1]
+        if (default is not None and ms_default is not None and name not in IGNORED_DEFAULTS
+                and not _same_default(default, ms_default)):
+            diffs.append({"kind": "default", "torch": name, "mindspore": match,
+                          "torch_default": default, "mindspore_default": ms_default})
+    return diffs
+
+
+# ----- building entries ------------------------------------------------------------------
+
+def candidates_for(name: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The relative name and the candidate prefixes for a torch name."""
+    for prefix, (ascend, other) in CANDIDATES.items():
+        if name.startswith(prefix):
+            return name[len(prefix):], ascend, other
+    return name, (), ()
+
+
+def _usable(api: str, torch_obj: Any, backend: str) -> bool:
+    obj = resolve(api)
+    if obj is None or inspect.ismodule(obj):
+        return False
+    if torch_obj is not None and inspect.isclass(torch_obj) != inspect.isclass(obj):
+        return False
+    return runs_on(api, backend)
+
+
+def find_targets(name: str, torch_obj: Any, override: dict[str, Any]) -> dict[str, str | None]:
+    """The target per backend: the override's when it names one, else the first candidate
+    with the same relative name that exists and whose platforms include the backend."""
+    rel, ascend, other = candidates_for(name)
+    if name.startswith("torch.nn.init."):
+        rel = "".join(part.capitalize() for part in rel.rstrip("_").split("_"))
+    explicit: dict[str, Any] = dict(override.get("targets", {}))
+    if "target" in override:
+        explicit = {b: override["target"] for b in BACKENDS} | explicit
+    out: dict[str, str | None] = {}
+    for backend in BACKENDS:
+        if backend in explicit:
+            api = explicit[backend] or None
+            if api is not None and not _usable(api, None, backend):
+                warnings.warn(f"{name}: override target {api} unusable on {backend}",
+                              stacklevel=1)
+                api = None
+            out[backend] = api
+            continue
+        prefixes = ascend if backend == "ascend" else other
+        out[backend] = next((p + rel for p in prefixes if _usable(p + rel, torch_obj, backend)),
+                            None)
+    return out
+
+
+def _merge_params(per_target: dict[str, list[dict[str, Any]]], targets: dict[str, str | None],
+                  extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One list of differences, each tagged with the backends it applies to."""
+    merged: dict[str, dict[str, Any]] = {}
+    for backend in BACKENDS:
+        api = targets[backend]
+        if api is None:
+            continue
+        for diff in per_target.get(api, []):
+            key = json.dumps(diff, sort_keys=True)
+            merged.setdefault(key, {**diff, "backends": []})["backends"].append(backend)
+    for diff in extra:
+        diff = dict(diff)
+        diff.setdefault("backends", [b for b in BACKENDS if targets[b]])
+        for key in [k for k, d in merged.items() if d["torch"] == diff["torch"]
+                    and set(d["backends"]) <= set(diff["backends"])
+                    and diff.get("replaces", True)]:
+            del merged[key]
+        diff.pop("replaces", None)
+        merged[json.dumps(diff, sort_keys=True)] = diff
+    live = [b for b in BACKENDS if targets[b]]
+    out = []
+    for diff in merged.values():
+        if sorted(diff["backends"]) == sorted(live):
+            diff["backends"] = []
+        out.append({k: v for k, v in diff.items() if v not in (None, "") or k == "mindspore"})
+    return out
+
+
+def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
+                namespaces: dict[str, Any], synonyms: dict[str, list[str]]) -> dict[str, Any]:
+    """One table entry for a torch API."""
+    override = overrides.get(name, {})
+    ns = next((v for k, v in sorted(namespaces.items(), key=lambda kv: -len(kv[0]))
+               if name.startswith(k + ".")), {})
+    targets = find_targets(name, torch_obj, override)
+    local_synonyms = {**synonyms, **{k: [v] for k, v in override.get("renames", {}).items()}}
+    short = name.rsplit(".", 1)[1]
+    torch_params = signature(torch_obj, short) if torch_obj is not None else None
+    per_target: dict[str, list[dict[str, Any]]] = {}
+    unread: list[str] = []
+    for api in {a for a in targets.values() if a}:
+        ms_params = signature(resolve(api), api.rsplit(".", 1)[1])
+        diffs = param_diffs(torch_params or [], ms_params, local_synonyms)
+        if diffs is None or torch_params is None:
+            unread.append(api)
+        per_target[api] = diffs or []
+    for api in override.get("ignore_params", []):
+        per_target = {a: [d for d in ds if d["torch"] != api] for a, ds in per_target.items()}
+    params = _merge_params(per_target, targets, override.get("params", []))
+    live = [b for b in BACKENDS if targets[b]]
+    if not live:
+        status = "missing"
+    elif params or len(live) < len(BACKENDS) or override.get("status") == "differs":
+        status = "differs"
+    else:
+        status = "consistent"
+    notes = override.get("notes", "")
+    if unread:
+        notes = (notes + " " if notes else "") + "Parameters not compared (no readable " \
+            "signature): check the call's arguments by hand."
+    entry: dict[str, Any] = {
+        "torch": name,
+        "kind": _kind(torch_obj, name),
+        "status": status,
+        "targets": {b: {"api": targets[b], "platforms": platforms(targets[b]) if targets[b]
+                        else [], "params": [p[0] for p in signature(resolve(targets[b]),
+                        targets[b].rsplit(".", 1)[1]) or []] if targets[b] else []}
+                    for b in BACKENDS},
+        "torch_params": [p[0] for p in torch_params or [] if p[2] != "varkw"],
+        "params": params,
+        "notes": notes,
+        "workaround": None,
+        "suggestion": override.get("suggestion", ""),
+    }
+    if len(live) < len(BACKENDS):
+        entry["workaround"] = override.get("workaround") or ns.get("workaround")
+        entry["suggestion"] = entry["suggestion"] or ns.get("suggestion", "") \
+            or _auto_suggestion(name, targets)
+        entry["notes"] = entry["notes"] or ns.get("notes", "")
+        if entry["workaround"] is None:
+            entry["workaround"] = "composition" if _inplace_base(name) else "custom-op"
+    return entry
+
+
+def _kind(obj: Any, name: str) -> str:
+    if obj is None:
+        return "attribute" if name.split(".")[-1][:1].islower() else "class"
+    if inspect.isclass(obj):
+        return "class"
+    if not callable(obj):
+        return "attribute"
+    return "method" if name.startswith("torch.Tensor.") else "function"
+
+
+def _inplace_base(name: str) -> str | None:
+    head, short = name.rsplit(".", 1)
+    if short.endswith("_") and not short.endswith("__"):
+        return f"{head}.{short[:-1]}"
+    return None
+
+
+def _auto_suggestion(name: str, targets: dict[str, str | None]) -> str:
+    live = {b: a for b, a in targets.items() if a}
+    base = _inplace_base(name)
+    if base is not None and not live:
+        short = base.rsplit(".", 1)[1]
+        if name.startswith("torch.Tensor."):
+            return f"Use the out-of-place method and rebind: `x = x.{short}(...)`."
+        return f"Use the out-of-place `{short}(...)` and assign its result."
+    if live:
+        where = ", ".join(f"{b}: {a}" for b, a in live.items())
+        gone = ", ".join(b for b in BACKENDS if not targets[b])
+        return (f"Available as {where}; nothing runs on {gone}: run that part on a "
+                "supported device, or compose it from mindspore.ops primitives.")
+    return ("No MindSpore counterpart in " + _ms_version() + ": compose it from mindspore.ops "
+            "primitives, or write a custom operator (mindspore.ops.Custom).")
+
+
+def _ms_version() -> str:
+    import mindspore
+    return f"MindSpore {mindspore.__version__}"
+
+
+# ----- enumerating torch ------------------------------------------------------------
+
+NAMESPACES = ("torch", "torch.nn.functional", "torch.nn.init", "torch.optim",
+              "torch.optim.lr_scheduler", "torch.autograd", "torch.autograd.functional",
+              "torch.utils.data", "torch.distributed", "torch.linalg", "torch.fft",
+              "torch.special", "torch.cuda", "torch.amp", "torch.cuda.amp", "torch.backends",
+              "torch.backends.cudnn", "torch.backends.cuda", "torch.backends.mps",
+              "torch.backends.mkldnn", "torch.backends.cpu")
+
+
+def public_callables(module: Any) -> dict[str, Any]:
+    """Public callables a torch module defines or re-exports from torch (not typing helpers,
+    not submodules)."""
+    out = {}
+    for attr in sorted(dir(module)):
+        if attr.startswith("_"):
+            continue
+        try:
+            obj = getattr(module, attr)
+        except Exception:  # noqa: BLE001 - lazy attributes may fail to load
+            continue
+        if inspect.ismodule(obj) or not callable(obj):
+            continue
+        owner = getattr(obj, "__module__", None) or "torch"
+        if not (owner.startswith("torch") or type(obj).__name__ == "builtin_function_or_method"):
+            continue
+        out[attr] = obj
+    return out
+
+
+def enumerate_torch(torchvision: dict[str, Any], extra: list[str]
+                    ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """Every public torch API the table covers (name -> object), the aliases of their
+    defining modules (``torch.nn.modules.conv.Conv2d`` -> ``torch.nn.Conv2d``), and the
+    public ``torch.Tensor`` method names."""
+    import torch
+
+    names: dict[str, Any] = {}
+    for ns in NAMESPACES:
+        module = importlib.import_module(ns)
+        for attr, obj in public_callables(module).items():
+            if ns == "torch" and inspect.isclass(obj) and attr[:1].isupper() \
+                    and attr not in ("Tensor", "Generator", "Size"):
+                continue  # storage and tensor-type classes: not APIs a model calls
+            names[f"{ns}.{attr}"] = obj
+    for attr in dir(torch.nn):
+        obj = getattr(torch.nn, attr)
+        if inspect.isclass(obj) and issubclass(obj, torch.nn.Module) or attr in (
+                "Parameter", "Buffer"):
+            names[f"torch.nn.{attr}"] = obj
+    for attr in dir(torch):
+        if isinstance(getattr(torch, attr), torch.dtype):
+            names[f"torch.{attr}"] = None
+    methods = sorted(m for m in dir(torch.Tensor)
+                     if not m.startswith("_") and callable(getattr(torch.Tensor, m, None)))
+    for m in methods:
+        names[f"torch.Tensor.{m}"] = getattr(torch.Tensor, m)
+    for module, attrs in torchvision.items():
+        for attr in attrs.get("names", []):
+            names[f"torchvision.{module}.{attr}"] = None
+    for name in extra:
+        names.setdefault(name, resolve(name))
+    aliases = {}
+    for name, obj in names.items():
+        owner, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        if not owner or not qual or not owner.startswith("torch"):
+            continue
+        alias = f"{owner}.{qual}"
+        if alias != name and "._" not in alias and alias not in names:
+            aliases[alias] = name
+    return names, aliases, methods
+
+
+# ----- the whole table -------------------------------------------------------------------
+
+def build(overrides_path: Path = DATA / "overrides.toml") -> tuple[dict[str, Any], list[str]]:
+    """The table as JSON data and the public ``torch.Tensor`` method names."""
+    import mindspore
+    import torch
+
+    with overrides_path.open("rb") as fh:
+        over = tomllib.load(fh)
+    names, aliases, tensor_methods = enumerate_torch(over.get("torchvision", {}),
+                                                     over.get("extra", {}).get("names", []))
+    entries_over: dict[str, Any] = over.get("entries", {})
+    for extra in entries_over:
+        names.setdefault(extra, None)
+    synonyms: dict[str, list[str]] = over.get("param_synonyms", {})
+    entries = [build_entry(name, names[name], entries_over, over.get("namespaces", {}), synonyms)
+               for name in sorted(names)]
+    data = {"mindspore_version": mindspore.__version__,
+            "torch_version": torch.__version__.split("+")[0],
+            "generated_by": "tools/build_api_table.py",
+            "aliases": dict(sorted(aliases.items())),
+            "entries": entries}
+    return data, tensor_methods
+
+
+def render(data: dict[str, Any], tensor_methods: list[str]) -> tuple[str, str]:
+    """The two generated files' text."""
+    methods = (f"# Public torch.Tensor methods (torch {data['torch_version']}); regenerated by "
+               "tools/build_api_table.py.\n" + "".join(m + "\n" for m in tensor_methods))
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n", methods
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Regenerate (or with ``--check`` verify) the packaged table files."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="fail when the files are stale")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    data, methods = build()
+    table_text, methods_text = render(data, methods)
+    table_file, methods_file = DATA / "api_table.json", DATA / "tensor_methods.txt"
+    if args.check:
+        stale = [p.name for p, t in ((table_file, table_text), (methods_file, methods_text))
+                 if not p.is_file() or p.read_text(encoding="utf-8") != t]
+        print("stale: " + ", ".join(stale) if stale else "up to date")
+        return 1 if stale else 0
+    table_file.write_text(table_text, encoding="utf-8")
+    methods_file.write_text(methods_text, encoding="utf-8")
+    counts = {s: sum(e["status"] == s for e in data["entries"])
+              for s in ("consistent", "differs", "missing")}
+    print(f"{len(data['entries'])} entries {counts}, {len(data['aliases'])} aliases")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
