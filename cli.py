@@ -183,7 +183,8 @@ def _exit_code(result: ScanResult, args: argparse.Namespace,
     threshold = args.fail_under
     if threshold is None:
         from msready.analyzer.config import load_config
-        threshold = load_config(Path(args.source)).fail_under if Path(args.source).is_dir() else None
+        source = Path(args.source)
+        threshold = load_config(source).fail_under if source.is_dir() else None
     if threshold is not None and result.score is not None and result.score.value < threshold:
         console.print(f"readiness score {result.score.value} is under {threshold:g}",
                       highlight=False)

@@ -55,7 +55,8 @@ def load_config(root: Path) -> Config:
     for key in table:
         if key not in KNOWN_KEYS:
             known = ", ".join(KNOWN_KEYS)
-            config.warnings.append(f"pyproject.toml: unknown key tool.msready.{key} (known: {known})")
+            config.warnings.append(
+                f"pyproject.toml: unknown key tool.msready.{key} (known: {known})")
     disable = table.get("disable", [])
     if isinstance(disable, list) and all(isinstance(x, str) for x in disable):
         config.disable = frozenset(disable)

@@ -7,12 +7,12 @@ workers, and the cache stores them per file content hash.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from msready.analyzer.findings import Finding, Span
 
 
-class CallKind(str, Enum):
+class CallKind(StrEnum):
     """How a call's target was found."""
 
     NAME = "name"  # a name or attribute chain resolved through imports / definitions

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Category(str, Enum):
+class Category(StrEnum):
     """What kind of migration work a finding stands for."""
 
     API_MAPPING = "api-mapping"
@@ -18,7 +18,7 @@ class Category(str, Enum):
     PARSE_ERROR = "parse-error"
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     """How much migration effort a finding costs."""
 
     ERROR = "error"
@@ -26,7 +26,7 @@ class Severity(str, Enum):
     INFO = "info"
 
 
-class Confidence(str, Enum):
+class Confidence(StrEnum):
     """How sure msready is that the construct is what the rule says it is."""
 
     HIGH = "high"
@@ -34,7 +34,7 @@ class Confidence(str, Enum):
     LOW = "low"
 
 
-class Scope(str, Enum):
+class Scope(StrEnum):
     """Where a rule's construct is a hazard.
 
     ``FORWARD`` findings are kept only when the code is reachable from a

@@ -266,9 +266,9 @@ class RepositoryModel:
                 callees, external = self._callees(file, call)
                 self.calls.append(ResolvedCall(file, call, callees, external))
                 for callee in callees:
-                    if call.caller in self.functions and callee != call.caller:
-                        if not graph.has_edge(call.caller, callee):
-                            graph.add_edge(call.caller, callee, line=call.span.line)
+                    if (call.caller in self.functions and callee != call.caller
+                            and not graph.has_edge(call.caller, callee)):
+                        graph.add_edge(call.caller, callee, line=call.span.line)
 
     def forward_roots(self) -> list[str]:
         """``forward`` of every Module class and ``forward``/``backward`` of every

@@ -208,7 +208,8 @@ def analyze_files(files: list[SourceFile], options: ScanOptions,
     outputs: Iterable[FileResult]
     if jobs > 1 and len(todo) >= _PARALLEL_MIN_FILES:
         executor = ProcessPoolExecutor(max_workers=jobs)
-        outputs = executor.map(_work_bytes, items, chunksize=max(1, min(16, len(items) // (jobs * 8))))
+        chunk = max(1, min(16, len(items) // (jobs * 8)))
+        outputs = executor.map(_work_bytes, items, chunksize=chunk)
     else:
         executor = None
         outputs = map(_work_bytes, items)
@@ -307,8 +308,9 @@ def collect_findings(model: RepositoryModel, config: Config) -> tuple[list[Findi
         if finding in seen:
             continue
         seen.add(finding)
-        file = model.files.get(finding.location.path)
-        if config.disabled(finding) or (file and suppressed_by_comment(finding, file.suppressions)):
+        owner = model.files.get(finding.location.path)
+        if config.disabled(finding) or (
+                owner is not None and suppressed_by_comment(finding, owner.suppressions)):
             suppressed.append(finding)
         else:
             active.append(finding)
@@ -317,7 +319,8 @@ def collect_findings(model: RepositoryModel, config: Config) -> tuple[list[Findi
     return active, suppressed
 
 
-def scan_source(source: Source, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
+def scan_source(source: Source, options: ScanOptions,
+                progress: Progress | None = None) -> ScanResult:
     """Scan an opened source."""
     config = load_config(source.root)
     files = [f for f in source.files if not config.excluded(f.rel)]
@@ -366,9 +369,9 @@ def read_sources(files: list[SourceFile]) -> dict[tuple[str, int | None], str]:
             for cell, text in notebook_cells(data).items():
                 sources[(f.rel, cell)] = text
         elif len(data) <= 10 * 2**20:
-            text = decode(data)
-            if isinstance(text, str):
-                sources[(f.rel, None)] = text
+            decoded = decode(data)
+            if isinstance(decoded, str):
+                sources[(f.rel, None)] = decoded
     return sources
 
 

@@ -17,11 +17,19 @@ from importlib import resources
 
 import libcst as cst
 
-from msready.analyzer.facts import Arg, CallKind, CallSite, ClassFact, FileResult, FunctionFact, Reference
-from msready.analyzer.findings import Category, Confidence, Finding, Location, Scope, Severity, Span
-from msready.analyzer.names import LOCAL, Resolver, ScopeNames, dotted, module_name
+from msready.analyzer.facts import (
+    Arg,
+    CallKind,
+    CallSite,
+    ClassFact,
+    FileResult,
+    FunctionFact,
+    Reference,
+)
+from msready.analyzer.findings import Confidence, Finding, Location, Severity, Span
+from msready.analyzer.names import LOCAL, Resolver, module_name
 from msready.analyzer.parse import Parsed
-from msready.rules.base import FileRule
+from msready.rules.base import FileRule, Rule
 
 TORCH_ROOTS = ("torch", "torchvision")
 CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})
@@ -170,7 +178,7 @@ class FileWalker:
 
     def report(
         self,
-        rule: FileRule,
+        rule: Rule,
         node: cst.CSTNode,
         message: str,
         suggestion: str,
@@ -387,9 +395,11 @@ class FileWalker:
     def _on_function(self, node: cst.FunctionDef) -> None:
         qualname = self._qualname(node.name.value)
         self.resolver.bind(node.name.value, qualname)
-        class_qualname = self.resolver.current.qualname if self.resolver.current.kind == "class" else None
+        scope = self.resolver.current
+        class_qualname = scope.qualname if scope.kind == "class" else None
         params = [p.name.value for p in _all_params(node.params)]
-        decorators = tuple(self.qualify(d.decorator) or self.text(d.decorator) for d in node.decorators)
+        decorators = tuple(self.qualify(d.decorator) or self.text(d.decorator)
+                           for d in node.decorators)
         span, cell = self._cell_span(self.span(node.name) or Span(1, 1, 1, 1))
         self.result.functions.append(FunctionFact(qualname, node.name.value, class_qualname, span,
                                                   tuple(params), decorators, cell))
@@ -403,7 +413,8 @@ class FileWalker:
     def _on_class(self, node: cst.ClassDef) -> None:
         qualname = self._qualname(node.name.value)
         self.resolver.bind(node.name.value, qualname)
-        bases = tuple(self.qualify(b.value) or self.text(b.value) for b in node.bases if b.keyword is None)
+        bases = tuple(self.qualify(b.value) or self.text(b.value)
+                      for b in node.bases if b.keyword is None)
         span, cell = self._cell_span(self.span(node.name) or Span(1, 1, 1, 1))
         self._class_facts[qualname] = ClassFact(qualname, node.name.value, span, bases, cell=cell)
         self._classes.append((qualname, {}, []))
@@ -461,7 +472,7 @@ class FileWalker:
             return
         state = self._functions[-1]
         iterable = node.iter
-        target = node.target
+        target: cst.BaseExpression = node.target
         if (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)
                 and iterable.func.value == "enumerate" and iterable.args
                 and isinstance(target, cst.Tuple) and len(target.elements) == 2):
@@ -478,8 +489,9 @@ class FileWalker:
         out = []
         for arg in call.args:
             text = self.text(arg.value)
-            literal, is_literal = (_literal(text) if isinstance(arg.value, (*_LITERAL_NODES, cst.Name))
-                                   and len(text) <= _MAX_ARG_TEXT else (None, False))
+            literal_like = isinstance(arg.value, (*_LITERAL_NODES, cst.Name))
+            literal, is_literal = (_literal(text) if literal_like and len(text) <= _MAX_ARG_TEXT
+                                   else (None, False))
             if isinstance(arg.value, cst.Name) and arg.value.value not in ("True", "False", "None"):
                 literal, is_literal = None, False
             out.append(Arg(arg.keyword.value if arg.keyword else None, text[:_MAX_ARG_TEXT],
@@ -523,7 +535,8 @@ class FileWalker:
         if kind is None or target is None:
             return
         span, cell = self._cell_span(self.span(node) or Span(1, 1, 1, 1))
-        self.result.calls.append(CallSite(caller, target, kind, span, self._args(node), confidence, cell))
+        self.result.calls.append(
+            CallSite(caller, target, kind, span, self._args(node), confidence, cell))
 
     def _on_reference(self, node: cst.Attribute | cst.Name) -> None:
         """Record torch names used as values (not called, not part of a longer chain)."""

@@ -13,7 +13,7 @@ scanned exactly as a repository would be.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar, Protocol, Union
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from msready.analyzer.repo import RepositoryModel
 
 # One snippet (the file ``example.py``) or several files by repository path.
-Example = Union[str, Mapping[str, str]]
+Example = str | Mapping[str, str]
 
 
 class FileContext(Protocol):
