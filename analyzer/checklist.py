@@ -1,0 +1,316 @@
+"""The migration checklist the MindSpore migration guide asks for, filled from the code.
+
+Sections: network structure, data pipeline and augmentation, learning-rate policy,
+optimizer, training parameters, training process (EMA, AMP, gradient clipping,
+accumulation, distributed), then the migration work list per category, ordered leaves first.
+Every item carries the source location it was read from; what the code does not show is
+listed as "not found", never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import networkx as nx
+
+from msready.analyzer.checklist_source import SourceFact, name_words, source_facts
+from msready.analyzer.facts import Arg, CallKind
+from msready.analyzer.findings import Category, Finding
+from msready.analyzer.repo import RepositoryModel, ResolvedCall
+from msready.analyzer.result import ChecklistItem, ScanResult
+
+NOT_FOUND = "not found"
+STRUCTURE = "Network structure"
+DATA = "Data pipeline and augmentation"
+LR_POLICY = "Learning-rate policy"
+OPTIMIZER = "Optimizer"
+TRAINING = "Training parameters"
+PROCESS = "Training process"
+WORK = "Migration work"
+
+ROLE_WORDS = ("backbone", "neck", "head", "encoder", "decoder", "stem", "classifier")
+OPTIMIZER_PARAMS = ("lr", "momentum", "nesterov", "weight_decay", "betas", "eps", "dampening")
+DATASET_BASES = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset",
+                 "torch.utils.data.dataset.Dataset", "torch.utils.data.dataset.IterableDataset")
+DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+TRAINING_ORDER = ("epochs", "batch size", "learning rate", "weight decay", "momentum", "warm-up",
+                  "seed")
+
+# Training-process points: name -> predicate on a fully qualified external name.
+PROCESS_APIS: dict[str, Callable[[str], bool]] = {
+    "EMA": lambda n: n.startswith("torch.optim.swa_utils."),
+    "AMP": lambda n: (n.startswith(("torch.cuda.amp.", "torch.amp.", "torch.cpu.amp."))
+                      or n == "torch.autocast"),
+    "gradient clipping": lambda n: n.startswith("torch.nn.utils.clip_grad"),
+    "gradient accumulation": lambda n: False,
+    "distributed": lambda n: (n.startswith(("torch.distributed.", "torch.nn.parallel.",
+                                            "torch.multiprocessing."))
+                              or n in ("torch.nn.DataParallel",
+                                       "torch.utils.data.distributed.DistributedSampler",
+                                       "torch.utils.data.DistributedSampler")),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    path: str
+    line: int
+    cell: int | None
+
+
+def _item(section: str, item: str, value: str, where: _Where | None) -> ChecklistItem:
+    if where is None:
+        return ChecklistItem(item, value, None, None, section)
+    return ChecklistItem(item, value, where.path, where.line, section, where.cell)
+
+
+def _missing(section: str, item: str) -> ChecklistItem:
+    return ChecklistItem(item, NOT_FOUND, None, None, section)
+
+
+def _call_where(rc: ResolvedCall) -> _Where:
+    return _Where(rc.file.path, rc.call.span.line, rc.call.cell)
+
+
+def _args_text(args: Iterable[Arg], skip_first: bool = False) -> str:
+    shown = []
+    for i, arg in enumerate(args):
+        if skip_first and i == 0 and arg.keyword is None:
+            continue
+        head = f"{arg.keyword}=" if arg.keyword else arg.star
+        shown.append(head + arg.text)
+    return ", ".join(shown) or "no arguments"
+
+
+def _short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def torch_calls(model: RepositoryModel, accept: Callable[[str], bool]) -> list[ResolvedCall]:
+    """Calls of external APIs ``accept`` takes, in source order."""
+    found = [rc for rc in model.calls
+             if rc.external is not None and rc.call.kind is CallKind.NAME and accept(rc.external)]
+    return sorted(found, key=lambda rc: (rc.file.path, rc.call.cell or 0, rc.call.span.line))
+
+
+# ----- network structure ------------------------------------------------------------
+
+
+def _class_where(model: RepositoryModel, cls: str) -> _Where:
+    fact = model.classes[cls]
+    module = model.class_module[cls]
+    return _Where(model.modules[module].path, fact.span.line, fact.cell)
+
+
+def containment(model: RepositoryModel) -> nx.DiGraph:
+    """Module class -> the repository Module classes its attributes hold (edge ``attr``)."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(model.module_classes)
+    for cls in model.module_classes:
+        for attr in sorted({a for c in model.mro(cls) for a, _ in model.classes[c].attributes}):
+            for held in model.attribute_classes(cls, attr):
+                if held.kind == "class" and held.name in model.module_classes and held.name != cls:
+                    graph.add_edge(cls, held.name, attr=attr)
+    return graph
+
+
+def leaves_first(graph: nx.DiGraph) -> list[str]:
+    """Classes that use no other repository Module first, then those built from them."""
+    condensed = nx.condensation(graph)
+    order: list[str] = []
+    for component in reversed(list(nx.lexicographical_topological_sort(
+            condensed, key=lambda n: min(condensed.nodes[n]["members"])))):
+        order.extend(sorted(condensed.nodes[component]["members"]))
+    return order
+
+
+def structure_items(model: RepositoryModel) -> list[ChecklistItem]:
+    """Top-level networks, the parts each Module class holds, and backbone/neck/head roles."""
+    if not model.module_classes:
+        return [_missing(STRUCTURE, "nn.Module classes")]
+    graph = containment(model)
+    items = []
+    tops = sorted(c for c in graph if graph.in_degree(c) == 0 and graph.out_degree(c) > 0)
+    for top in tops:
+        items.append(_item(STRUCTURE, f"top-level network {model.classes[top].name}",
+                           _parts_text(model, graph, top), _class_where(model, top)))
+    if not tops:
+        items.append(_missing(STRUCTURE, "top-level network (a Module built from others)"))
+    for cls in leaves_first(graph):
+        name = model.classes[cls].name
+        value = _parts_text(model, graph, cls) if graph.out_degree(cls) else (
+            "leaf: uses no other Module class of the repository")
+        items.append(_item(STRUCTURE, f"Module {name}", value, _class_where(model, cls)))
+    roles = []
+    for owner, held, attr in sorted(graph.edges(data="attr")):
+        words = name_words(attr)
+        for role in ROLE_WORDS:
+            if role in words:
+                roles.append(_item(STRUCTURE, role, f"{model.classes[held].name} "
+                                   f"(self.{attr} of {model.classes[owner].name})",
+                                   _class_where(model, held)))
+    for role in ("backbone", "neck", "head"):
+        if not any(r.item == role for r in roles):
+            roles.append(_missing(STRUCTURE, role))
+    return items + roles
+
+
+def _parts_text(model: RepositoryModel, graph: nx.DiGraph, cls: str) -> str:
+    parts = [f"self.{attr}: {model.classes[held].name}"
+             for _, held, attr in sorted(graph.out_edges(cls, data="attr"), key=lambda e: e[2])]
+    return "holds " + ", ".join(parts)
+
+
+# ----- data, optimizer, learning rate ---------------------------------------------------
+
+
+def _is_dataset(model: RepositoryModel, cls: str) -> bool:
+    return any(b.kind == "external" and b.name in DATASET_BASES
+               for c in model.mro(cls) for b in model.bases(c))
+
+
+def data_items(model: RepositoryModel) -> list[ChecklistItem]:
+    """Custom Dataset classes, DataLoader calls and their arguments, torchvision transforms."""
+    items = []
+    datasets = sorted(c for c in model.classes if _is_dataset(model, c))
+    for cls in datasets:
+        methods = ", ".join(m for m in model.classes[cls].methods if m.startswith("__")) or "-"
+        items.append(_item(DATA, f"Dataset {model.classes[cls].name}",
+                           f"custom dataset (methods {methods}); port to a GeneratorDataset source",
+                           _class_where(model, cls)))
+    if not datasets:
+        items.append(_missing(DATA, "custom Dataset class"))
+    loaders = torch_calls(model, lambda n: n in DATALOADERS)
+    items += [_item(DATA, "DataLoader", _args_text(rc.call.args), _call_where(rc))
+              for rc in loaders]
+    if not loaders:
+        items.append(_missing(DATA, "DataLoader"))
+    transforms = torch_calls(model, lambda n: n.startswith("torchvision.transforms."))
+    items += [_item(DATA, f"transform {_short(rc.external or '')}", _args_text(rc.call.args),
+                    _call_where(rc)) for rc in transforms]
+    if not transforms:
+        items.append(_missing(DATA, "torchvision transforms (augmentation)"))
+    return items
+
+
+def _is_optimizer(name: str) -> bool:
+    parts = name.split(".")
+    return (len(parts) == 3 and parts[:2] == ["torch", "optim"] and parts[2][:1].isupper()) or (
+        len(parts) == 4 and parts[:2] == ["torch", "optim"] and parts[2] not in (
+            "lr_scheduler", "swa_utils") and parts[3][:1].isupper())
+
+
+def optimizer_items(model: RepositoryModel) -> list[ChecklistItem]:
+    """Each torch.optim optimizer constructed, with lr, momentum, nesterov, weight decay..."""
+    items = []
+    for rc in torch_calls(model, _is_optimizer):
+        name = _short(rc.external or "")
+        where = _call_where(rc)
+        items.append(_item(OPTIMIZER, f"optimizer {name}", _args_text(rc.call.args, True), where))
+        given = {a.keyword: a.text for a in rc.call.args if a.keyword}
+        for param in OPTIMIZER_PARAMS:
+            if param in given:
+                items.append(_item(OPTIMIZER, f"{name} {param}", given[param], where))
+    return items or [_missing(OPTIMIZER, "torch.optim optimizer")]
+
+
+def lr_items(model: RepositoryModel) -> list[ChecklistItem]:
+    """Learning-rate schedulers and their parameters."""
+    calls = torch_calls(model, lambda n: n.startswith("torch.optim.lr_scheduler.")
+                        and _short(n)[:1].isupper())
+    items = [_item(LR_POLICY, f"scheduler {_short(rc.external or '')}",
+                   _args_text(rc.call.args, True), _call_where(rc)) for rc in calls]
+    return items or [_missing(LR_POLICY, "torch.optim.lr_scheduler scheduler")]
+
+
+# ----- training parameters and process ---------------------------------------------------
+
+
+def _fact_item(section: str, fact: SourceFact) -> ChecklistItem:
+    return _item(section, fact.key, f"{fact.name}: {fact.value}",
+                 _Where(fact.path, fact.line, fact.cell))
+
+
+def training_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistItem]:
+    """Epochs, batch size, learning rate... from argparse defaults, constants and loaders."""
+    items = []
+    for key in TRAINING_ORDER:
+        found = [_fact_item(TRAINING, f) for f in facts if f.key == key]
+        if key == "batch size":
+            found += [_item(TRAINING, key, f"DataLoader batch_size={a.text}", _call_where(rc))
+                      for rc in torch_calls(model, lambda n: n in DATALOADERS)
+                      for a in rc.call.args if a.keyword == "batch_size"]
+        items += found or [_missing(TRAINING, key)]
+    return items
+
+
+def process_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistItem]:
+    """EMA, AMP, gradient clipping, accumulation and distributed training, where shown."""
+    items = []
+    for point, accept in PROCESS_APIS.items():
+        found = [_item(PROCESS, point, _short(rc.external or "") + f"({_args_text(rc.call.args)})",
+                       _call_where(rc)) for rc in torch_calls(model, accept)]
+        found += [_fact_item(PROCESS, f) for f in facts if f.key == point]
+        if point == "EMA":
+            found += [_item(PROCESS, point, f"class {model.classes[c].name} (named for EMA)",
+                            _class_where(model, c))
+                      for c in sorted(model.classes) if "ema" in name_words(model.classes[c].name)]
+        items += found or [_missing(PROCESS, point)]
+    return items
+
+
+# ----- migration work list ------------------------------------------------------------------
+
+
+def _owner(model: RepositoryModel, finding: Finding) -> str | None:
+    if finding.function is None:
+        return None
+    return model.owner_class(finding.function)
+
+
+def work_items(result: ScanResult) -> list[ChecklistItem]:
+    """Per category: the findings grouped by class, Module classes leaves first, then the
+    rest of the code file by file."""
+    model = result.model
+    rank = {cls: i for i, cls in enumerate(leaves_first(containment(model)))}
+    items = []
+    for category in Category:
+        by_owner: dict[str, list[Finding]] = defaultdict(list)
+        for finding in result.findings:
+            if finding.category is category:
+                owner = _owner(model, finding)
+                key = owner if owner in model.classes else f"file:{finding.location.path}"
+                by_owner[key].append(finding)
+        section = f"{WORK}: {category.value}"
+        for key in sorted(by_owner, key=lambda k: (k not in rank, rank.get(k, 0), k)):
+            group = by_owner[key]
+            value = f"{len(group)} finding{'s' * (len(group) != 1)}: " + "; ".join(
+                f"{f.rule} {f.rule_name} line {f.location.line}" for f in group[:8])
+            if len(group) > 8:
+                value += f"; ... {len(group) - 8} more"
+            if key.startswith("file:"):
+                first = group[0].location
+                items.append(_item(section, key[5:], value, _Where(first.path, first.line,
+                                                                   first.cell)))
+            else:
+                kind = "Module" if key in model.module_classes else "class"
+                items.append(_item(section, f"{kind} {model.classes[key].name}", value,
+                                   _class_where(model, key)))
+    return items
+
+
+def build_checklist(result: ScanResult) -> list[ChecklistItem]:
+    """The whole checklist, section by section."""
+    model = result.model
+    facts = source_facts(result.sources)
+    return [
+        *structure_items(model),
+        *data_items(model),
+        *lr_items(model),
+        *optimizer_items(model),
+        *training_items(model, facts),
+        *process_items(model, facts),
+        *work_items(result),
+    ]

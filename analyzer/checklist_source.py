@@ -1,0 +1,189 @@
+"""Checklist facts that only the source text shows: argparse options, training constants
+and gradient accumulation.
+
+The per-file walk records calls whose callee it can name; ``parser.add_argument(...)`` on a
+local parser and ``optimizer.step()`` inside ``if i % k == 0`` are not among them. These
+helpers read the text the scan kept (``ScanResult.sources``) with :mod:`ast`; they never
+touch the disk.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# Normalised option / variable name -> the training parameter it sets.
+TRAINING_KEYS = {
+    "epochs": "epochs", "epoch": "epochs", "num_epochs": "epochs", "n_epochs": "epochs",
+    "max_epochs": "epochs", "total_epochs": "epochs", "max_epoch": "epochs",
+    "batch_size": "batch size", "batchsize": "batch size", "bs": "batch size",
+    "train_batch_size": "batch size", "per_device_train_batch_size": "batch size",
+    "lr": "learning rate", "learning_rate": "learning rate", "base_lr": "learning rate",
+    "weight_decay": "weight decay", "wd": "weight decay",
+    "momentum": "momentum",
+    "warmup_epochs": "warm-up", "warmup": "warm-up", "warmup_steps": "warm-up",
+    "warmup_iters": "warm-up",
+    "accumulation_steps": "gradient accumulation", "accum_steps": "gradient accumulation",
+    "gradient_accumulation_steps": "gradient accumulation", "accum_iter": "gradient accumulation",
+    "grad_accum_steps": "gradient accumulation", "accumulate": "gradient accumulation",
+    "clip_grad": "gradient clipping", "clip_grad_norm": "gradient clipping",
+    "grad_clip": "gradient clipping", "max_grad_norm": "gradient clipping",
+    "ema": "EMA", "model_ema": "EMA", "ema_decay": "EMA", "model_ema_decay": "EMA",
+    "amp": "AMP", "use_amp": "AMP", "fp16": "AMP", "mixed_precision": "AMP",
+    "seed": "seed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFact:
+    """One value read from the source: what it sets, its name, value text and place."""
+
+    key: str  # the training parameter (``epochs``)
+    name: str  # as written (``--epochs``, ``EPOCHS``)
+    value: str
+    path: str
+    line: int
+    cell: int | None
+
+
+def normalise(name: str) -> str:
+    """``--batch-size`` / ``BATCH_SIZE`` -> ``batch_size``."""
+    return name.lstrip("-").replace("-", "_").lower()
+
+
+def parse_source(text: str) -> ast.Module | None:
+    """The syntax tree of a scanned text, None when it does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _segment(text: str, node: ast.AST) -> str:
+    segment = ast.get_source_segment(text, node) or ast.unparse(node)
+    return segment if len(segment) <= 80 else segment[:77] + "..."
+
+
+def _option_name(call: ast.Call) -> str | None:
+    """The long option of an ``add_argument`` call (``--batch-size``), else None."""
+    names = [a.value for a in call.args
+             if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    long = [n for n in names if n.startswith("--")]
+    short = [n for n in names if n.startswith("-")]
+    chosen = long or short
+    return chosen[0] if chosen else None
+
+
+def argparse_facts(text: str, tree: ast.Module, path: str,
+                   cell: int | None) -> Iterator[SourceFact]:
+    """Training parameters from ``add_argument("--epochs", default=...)`` calls."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            continue
+        option = _option_name(node)
+        if option is None:
+            continue
+        key = TRAINING_KEYS.get(normalise(option))
+        if key is None:
+            continue
+        default = next((k.value for k in node.keywords if k.arg == "default"), None)
+        action = next((k.value for k in node.keywords if k.arg == "action"), None)
+        if default is not None:
+            value = f"default {_segment(text, default)}"
+        elif isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
+            value = f"flag ({action.value}), off unless given"
+        else:
+            value = "no default in the code (set on the command line)"
+        yield SourceFact(key, option, value, path, node.lineno, cell)
+
+
+def _constant_text(text: str, value: ast.expr) -> str | None:
+    if isinstance(value, ast.Constant) and isinstance(value.value, (int, float, bool)):
+        return _segment(text, value)
+    if (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub)
+            and isinstance(value.operand, ast.Constant)):
+        return _segment(text, value)
+    return None
+
+
+def constant_facts(text: str, tree: ast.Module, path: str,
+                   cell: int | None) -> Iterator[SourceFact]:
+    """Training parameters from plain assignments (``EPOCHS = 300``, ``cfg["lr"] = 0.1``)
+    and dict literals (``dict(lr=0.1)``, ``{"batch_size": 64}``) of numbers."""
+    for node in ast.walk(tree):
+        pairs: list[tuple[str, ast.expr, int]] = []
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                pairs.append((target.id, node.value, node.lineno))
+            elif isinstance(target, ast.Attribute):
+                pairs.append((target.attr, node.value, node.lineno))
+            elif (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
+                  and isinstance(target.slice.value, str)):
+                pairs.append((target.slice.value, node.value, node.lineno))
+        elif isinstance(node, ast.Dict):
+            pairs.extend((k.value, v, k.lineno)
+                         for k, v in zip(node.keys, node.values, strict=True)
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "dict"):
+            pairs.extend((k.arg, k.value, k.value.lineno) for k in node.keywords if k.arg)
+        for name, value, line in pairs:
+            key = TRAINING_KEYS.get(normalise(name))
+            shown = _constant_text(text, value)
+            if key is not None and shown is not None:
+                yield SourceFact(key, name, shown, path, line, cell)
+
+
+def _has_modulo(expr: ast.expr) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(expr))
+
+
+def _calls_method(body: list[ast.stmt], names: tuple[str, ...]) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr in names for stmt in body for n in ast.walk(stmt))
+
+
+def accumulation_facts(tree: ast.Module, path: str, cell: int | None) -> Iterator[SourceFact]:
+    """Gradient accumulation: an optimizer ``step()`` under ``if <i> % <k> ...`` inside a loop
+    that also calls ``backward()``."""
+    for loop in ast.walk(tree):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        if not _calls_method(loop.body, ("backward",)):
+            continue
+        for node in ast.walk(loop):
+            if (isinstance(node, ast.If) and _has_modulo(node.test)
+                    and _calls_method(node.body, ("step",))):
+                yield SourceFact("gradient accumulation", "step every k iterations",
+                                 f"optimizer step under `if {ast.unparse(node.test)}`",
+                                 path, node.lineno, cell)
+
+
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def name_words(name: str) -> set[str]:
+    """The lower-case words of a CamelCase / snake_case name (``ModelEMA`` -> model, ema)."""
+    return {w.lower() for w in _WORDS.findall(name)}
+
+
+def source_facts(sources: dict[tuple[str, int | None], str]) -> list[SourceFact]:
+    """Every fact the checklist reads from the kept source texts, in file order."""
+    facts: list[SourceFact] = []
+    for (path, cell), text in sorted(sources.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+        tree = parse_source(text)
+        if tree is None:
+            continue
+        facts.extend(argparse_facts(text, tree, path, cell))
+        facts.extend(constant_facts(text, tree, path, cell))
+        facts.extend(accumulation_facts(tree, path, cell))
+    unique = list(dict.fromkeys(facts))
+    unique.sort(key=lambda f: (f.path, f.cell or 0, f.line))
+    return unique
