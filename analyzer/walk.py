@@ -111,6 +111,7 @@ class FileWalker:
         self._visit: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
         self._leave: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
         self._dead: set[int] = set()
+        self._module_values: dict[str, cst.BaseExpression] = {}
         self.imports_torch = False
 
     # ----- FileContext --------------------------------------------------------------
@@ -147,9 +148,10 @@ class FileWalker:
 
     def value_of(self, name: str) -> cst.BaseExpression | None:
         """Expression last assigned to local ``name`` in the current function."""
-        if self._functions:
-            return self._functions[-1].values.get(name)
-        return None
+        return self._values().get(name)
+
+    def _values(self) -> dict[str, cst.BaseExpression]:
+        return self._functions[-1].values if self._functions else self._module_values
 
     def tensor_method(self, call: cst.Call) -> str | None:
         """Method name of a torch.Tensor method call on an expression, else None."""
@@ -423,11 +425,16 @@ class FileWalker:
     def _on_assign(self, single: cst.BaseAssignTargetExpression | None, value: cst.BaseExpression,
                    targets: list[cst.BaseAssignTargetExpression]) -> None:
         alias = self.qualify(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        if alias is not None and alias.startswith("builtins."):
+            alias = None
+        at_module = self.resolver.current.kind == "module"
         for target in targets:
             for name in _target_names(target):
-                self.resolver.bind(name, alias if alias and target is single else LOCAL)
-                if self._functions:
-                    self._functions[-1].values[name] = value
+                bound = alias if alias and target is single else LOCAL
+                # ``except ImportError: torch = None`` keeps the import's meaning.
+                if not (at_module and bound == LOCAL and self.resolver.current.bindings.get(name)):
+                    self.resolver.bind(name, bound)
+                self._values()[name] = value
         if (single is not None and isinstance(single, cst.Attribute)
                 and isinstance(single.value, cst.Name) and single.value.value == "self"
                 and self._functions and self._classes

@@ -1,0 +1,72 @@
+"""The command line: reports written where asked, one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from msready.cli import main
+
+MakeRepo = Callable[[dict[str, str]], Path]
+MODEL = "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n" \
+        "    def forward(self, x):\n        return torch.relu(x)\n"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "msready", *args], capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def test_scan_writes_json_and_exits_zero(make_repo: MakeRepo, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run("scan", str(make_repo({"m.py": MODEL})), "-o", str(out), "--format", "json",
+               "--skeletons", "off", "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "msready.json").read_text())
+    assert data["source"]["files_scanned"] == 1
+    assert not (out / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["scan", "/no/such/path"], "no such file or folder"),
+        (["scan", "{repo}", "--format", "pdf"], "unknown --format"),
+        (["scan", "file:///no/such/repo.git"], "cannot clone"),
+        (["scan", "{repo}", "--jobs", "0"], "--jobs"),
+        (["scan", "{repo}", "--bogus"], "unrecognized arguments"),
+        (["scan", "{repo}", "-o", "/proc/msready-out"], "output folder"),
+        (["scan", "{repo}", "--ref", "main"], "--ref needs a git URL"),
+        (["table", "lookup", "torch.not_an_api"], "not in the API table"),
+        ([], "required"),
+    ],
+)
+def test_errors_are_one_line_with_exit_2(make_repo: MakeRepo, args: list[str], words: str) -> None:
+    repo = str(make_repo({"m.py": MODEL}))
+    proc = run(*[a.replace("{repo}", repo) for a in args])
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert words in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_unwritable_output_folder(make_repo: MakeRepo, tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        target = "/proc/1/msready"  # not writable even for root
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        target = str(locked / "out")
+    code = main(["scan", str(make_repo({"m.py": MODEL})), "-o", target, "--skeletons", "off"])
+    assert code == 2
+
+
+def test_python_dash_m_and_console_script_agree() -> None:
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("msready ")
