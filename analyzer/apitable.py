@@ -9,6 +9,7 @@ from importlib import resources
 
 BACKENDS = ("ascend", "gpu", "cpu")
 STATUSES = ("consistent", "differs", "missing")
+WORKAROUNDS = ("equivalent", "composition", "custom-op")
 
 
 class TableError(Exception):
@@ -30,6 +31,11 @@ class ParamDiff:
     torch_default: str | None = None
     mindspore_default: str | None = None
     note: str = ""
+    backends: tuple[str, ...] = ()  # the backends whose target differs so; () = all
+
+    def applies_to(self, backend: str) -> bool:
+        """True when this difference holds for the target of ``backend``."""
+        return not self.backends or backend in self.backends
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +44,7 @@ class Target:
 
     api: str | None
     platforms: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()  # the target's parameter names, in positional order
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +58,29 @@ class ApiEntry:
     notes: str = ""
     workaround: str | None = None  # for missing APIs: equivalent | composition | custom-op
     suggestion: str = ""
+    kind: str = "function"  # function | class | method | dtype | attribute
+    torch_params: tuple[str, ...] = ()  # the torch parameter names, in positional order
 
     def target(self, backend: str) -> Target:
         """The target for a backend (an empty target when none)."""
         return self.targets.get(backend, Target(None))
+
+    def params_for(self, backend: str) -> tuple[ParamDiff, ...]:
+        """The parameter differences that hold on ``backend``."""
+        return tuple(p for p in self.params if p.applies_to(backend))
+
+    def status_for(self, backend: str) -> str:
+        """``missing`` without a target on ``backend``; ``differs`` with parameter
+        differences there, or when the entry differs as a whole (usage, not parameters:
+        no parameter differences and a target on every backend); else ``consistent``."""
+        if self.target(backend).api is None:
+            return "missing"
+        if self.params_for(backend):
+            return "differs"
+        everywhere = all(self.target(b).api for b in BACKENDS)
+        if self.status == "differs" and not self.params and everywhere:
+            return "differs"
+        return "consistent"
 
 
 class ApiTable:
@@ -80,6 +106,10 @@ class ApiTable:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def aliases(self) -> dict[str, str]:
+        """Defining-module names mapped to their public torch names."""
+        return dict(self._aliases)
+
 
 def _entry(raw: dict[str, object]) -> ApiEntry:
     try:
@@ -93,13 +123,21 @@ def _entry(raw: dict[str, object]) -> ApiEntry:
         for backend, t in targets_raw.items():
             if backend not in BACKENDS:
                 raise TableError(f"{name}: unknown backend {backend!r}")
-            targets[backend] = Target(t.get("api"), tuple(t.get("platforms", ())))
+            targets[backend] = Target(t.get("api"), tuple(t.get("platforms", ())),
+                                      tuple(t.get("params", ())))
         params_raw = raw.get("params", [])
         assert isinstance(params_raw, list)
-        params = tuple(ParamDiff(**p) for p in params_raw)
+        params = tuple(ParamDiff(**{**p, "backends": tuple(p.get("backends", ()))})
+                       for p in params_raw)
+        torch_params = raw.get("torch_params", [])
+        assert isinstance(torch_params, list)
+        workaround = raw.get("workaround")
+        if workaround not in (None, *WORKAROUNDS):
+            raise TableError(f"{name}: workaround {workaround!r} is not one of {WORKAROUNDS}")
         return ApiEntry(name, status, targets, params, str(raw.get("notes", "")),
-                        raw.get("workaround"),  # type: ignore[arg-type]
-                        str(raw.get("suggestion", "")))
+                        None if workaround is None else str(workaround),
+                        str(raw.get("suggestion", "")), str(raw.get("kind", "function")),
+                        tuple(str(p) for p in torch_params))
     except (KeyError, TypeError, AssertionError, AttributeError) as exc:
         raise TableError(f"bad table entry {raw!r:.120}: {exc}") from exc
 

@@ -46,7 +46,8 @@ CANDIDATES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                              ("mindspore.ops.", "mindspore.mint.nn.functional.")),
     "torch.nn.init.": (("mindspore.common.initializer.",), ("mindspore.common.initializer.",)),
     "torch.nn.": (("mindspore.mint.nn.", "mindspore.nn."), ("mindspore.nn.", "mindspore.mint.nn.")),
-    "torch.Tensor.": (("mindspore.Tensor.",), ("mindspore.Tensor.",)),
+    "torch.Tensor.": (("mindspore.Tensor.", "mindspore.mint.", "mindspore.ops."),
+                      ("mindspore.Tensor.", "mindspore.ops.")),
     "torch.linalg.": (("mindspore.mint.linalg.", "mindspore.ops."), ("mindspore.ops.",)),
     "torch.fft.": (("mindspore.ops.",), ("mindspore.ops.",)),
     "torch.special.": (("mindspore.mint.special.", "mindspore.ops."), ("mindspore.ops.",)),
@@ -62,8 +63,11 @@ CANDIDATES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "torch.amp.": ((), ()),
     "torch.backends.": ((), ()),
     "torchvision.": ((), ()),
-    "torch.": (("mindspore.mint.", "mindspore.ops."), ("mindspore.ops.", "mindspore.mint.")),
+    "torch.": (("mindspore.mint.", "mindspore.ops.", "mindspore."),
+               ("mindspore.ops.", "mindspore.mint.", "mindspore.")),
 }
+# The input pipeline runs on the host whatever the device: its APIs fit every backend.
+HOST_SIDE = ("mindspore.dataset.",)
 
 
 # ----- reading the installed MindSpore ------------------------------------------------
@@ -74,7 +78,7 @@ def resolve(dotted: str) -> Any:
     for i in range(len(parts), 0, -1):
         try:
             obj: Any = importlib.import_module(".".join(parts[:i]))
-        except Exception:  # noqa: BLE001 - any import failure means "not a module"
+        except Exception:
             continue
         try:
             for attr in parts[i:]:
@@ -107,7 +111,10 @@ def platforms(api: str) -> list[str]:
 
 
 def runs_on(api: str, backend: str) -> bool:
-    """True when the API's documented platforms include the backend (undocumented: yes)."""
+    """True when the API's documented platforms include the backend (undocumented: yes;
+    host-side data pipeline APIs: yes)."""
+    if api.startswith(HOST_SIDE):
+        return True
     plats = platforms(api)
     return not plats or PLATFORM_OF[backend] in plats
 
@@ -204,9 +211,11 @@ def param_diffs(torch_params: list[Param], ms_params: list[Param] | None,
         if match is None:
             match = next((s for s in synonyms.get(name, []) if s in ms_by_name
                           and s not in torch_names and s not in used), None)
-        if match is None and kind == "positional" and index < len(ms_params):
-            candidate = ms_params[index]
-            if (candidate[2] == "positional" and candidate[0] not in torch_names
+        if match is None and kind == "positional" and default is None \
+                and index < len(ms_params):
+            candidate = ms_params[index]  # two required parameters at the same place
+            if (candidate[2] == "positional" and candidate[1] is None
+                    and candidate[0] not in torch_names
                     and candidate[0] not in used and candidate[0] not in IGNORED_PARAMS):
                 match = candidate[0]
         if match is None:
@@ -228,8 +237,9 @@ def param_diffs(torch_params: list[Param], ms_params: list[Param] | None,
 
 def candidates_for(name: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """The relative name and the candidate prefixes for a torch name."""
-    for prefix, (ascend, other) in CANDIDATES.items():
+    for prefix in sorted(CANDIDATES, key=len, reverse=True):
         if name.startswith(prefix):
+            ascend, other = CANDIDATES[prefix]
             return name[len(prefix):], ascend, other
     return name, (), ()
 
@@ -238,7 +248,8 @@ def _usable(api: str, torch_obj: Any, backend: str) -> bool:
     obj = resolve(api)
     if obj is None or inspect.ismodule(obj):
         return False
-    if torch_obj is not None and inspect.isclass(torch_obj) != inspect.isclass(obj):
+    if torch_obj is not None and inspect.isclass(torch_obj) != inspect.isclass(obj) \
+            and not api.startswith("mindspore.common.initializer."):
         return False
     return runs_on(api, backend)
 
@@ -303,29 +314,41 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
     override = overrides.get(name, {})
     ns = next((v for k, v in sorted(namespaces.items(), key=lambda kv: -len(kv[0]))
                if name.startswith(k + ".")), {})
+    if torch_obj is not None and not callable(torch_obj):  # a dtype: torch.float32
+        dtype_target = "mindspore." + name.rsplit(".", 1)[1]
+        override = {"target": dtype_target if resolve(dtype_target) is not None else "",
+                    **override}
     targets = find_targets(name, torch_obj, override)
     local_synonyms = {**synonyms, **{k: [v] for k, v in override.get("renames", {}).items()}}
     short = name.rsplit(".", 1)[1]
-    torch_params = signature(torch_obj, short) if torch_obj is not None else None
+    torch_params = signature(torch_obj, short) if callable(torch_obj) else None
     per_target: dict[str, list[dict[str, Any]]] = {}
     unread: list[str] = []
     for api in {a for a in targets.values() if a}:
         ms_params = signature(resolve(api), api.rsplit(".", 1)[1])
         diffs = param_diffs(torch_params or [], ms_params, local_synonyms)
-        if diffs is None or torch_params is None:
+        if (diffs is None or torch_params is None) and callable(torch_obj) \
+                and callable(resolve(api)):
             unread.append(api)
         per_target[api] = diffs or []
-    for api in override.get("ignore_params", []):
-        per_target = {a: [d for d in ds if d["torch"] != api] for a, ds in per_target.items()}
+    for ignored in [*ns.get("ignore_params", []), *override.get("ignore_params", [])]:
+        per_target = {a: [d for d in ds if d["torch"] != ignored]
+                      for a, ds in per_target.items()}
     params = _merge_params(per_target, targets, override.get("params", []))
     live = [b for b in BACKENDS if targets[b]]
     if not live:
         status = "missing"
-    elif params or len(live) < len(BACKENDS) or override.get("status") == "differs":
+    elif params or len(live) < len(BACKENDS) or "differs" in (override.get("status"),
+                                                               ns.get("status")):
         status = "differs"
     else:
         status = "consistent"
-    notes = override.get("notes", "")
+    notes = override.get("notes", "") or (ns.get("notes", "") if live else "")
+    if name.startswith("torch.Tensor.") and any(
+            targets[b] and not str(targets[b]).startswith("mindspore.Tensor.") for b in live):
+        notes = (notes + " " if notes else "") + "No Tensor method: call the function " \
+            f"with the tensor as first argument ({short}(x, ...))."
+        override = {**override, "status": "differs"}
     if unread:
         notes = (notes + " " if notes else "") + "Parameters not compared (no readable " \
             "signature): check the call's arguments by hand."
@@ -354,6 +377,8 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
 
 
 def _kind(obj: Any, name: str) -> str:
+    if obj is not None and type(obj).__name__ == "dtype":
+        return "dtype"
     if obj is None:
         return "attribute" if name.split(".")[-1][:1].islower() else "class"
     if inspect.isclass(obj):
@@ -370,8 +395,18 @@ def _inplace_base(name: str) -> str | None:
     return None
 
 
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
 def _auto_suggestion(name: str, targets: dict[str, str | None]) -> str:
     live = {b: a for b, a in targets.items() if a}
+    short = name.rsplit(".", 1)[1]
+    if not live and name.startswith("torch.nn.") and short[:1].isupper():
+        fn = "mindspore.ops." + _snake(short)
+        if callable(resolve(fn)):
+            return (f"Write a small nn.Cell whose construct returns {fn}(x, ...) with the "
+                    "layer's arguments.")
     base = _inplace_base(name)
     if base is not None and not live:
         short = base.rsplit(".", 1)[1]
@@ -411,7 +446,7 @@ def public_callables(module: Any) -> dict[str, Any]:
             continue
         try:
             obj = getattr(module, attr)
-        except Exception:  # noqa: BLE001 - lazy attributes may fail to load
+        except Exception:
             continue
         if inspect.ismodule(obj) or not callable(obj):
             continue
@@ -439,12 +474,12 @@ def enumerate_torch(torchvision: dict[str, Any], extra: list[str]
             names[f"{ns}.{attr}"] = obj
     for attr in dir(torch.nn):
         obj = getattr(torch.nn, attr)
-        if inspect.isclass(obj) and issubclass(obj, torch.nn.Module) or attr in (
+        if (inspect.isclass(obj) and issubclass(obj, torch.nn.Module)) or attr in (
                 "Parameter", "Buffer"):
             names[f"torch.nn.{attr}"] = obj
     for attr in dir(torch):
         if isinstance(getattr(torch, attr), torch.dtype):
-            names[f"torch.{attr}"] = None
+            names[f"torch.{attr}"] = getattr(torch, attr)
     methods = sorted(m for m in dir(torch.Tensor)
                      if not m.startswith("_") and callable(getattr(torch.Tensor, m, None)))
     for m in methods:
@@ -476,6 +511,8 @@ def build(overrides_path: Path = DATA / "overrides.toml") -> tuple[dict[str, Any
         over = tomllib.load(fh)
     names, aliases, tensor_methods = enumerate_torch(over.get("torchvision", {}),
                                                      over.get("extra", {}).get("names", []))
+    for prefix, extra_candidates in over.get("candidates", {}).items():
+        CANDIDATES[prefix] = (tuple(extra_candidates), tuple(extra_candidates))
     entries_over: dict[str, Any] = over.get("entries", {})
     for extra in entries_over:
         names.setdefault(extra, None)
@@ -494,7 +531,11 @@ def render(data: dict[str, Any], tensor_methods: list[str]) -> tuple[str, str]:
     """The two generated files' text."""
     methods = (f"# Public torch.Tensor methods (torch {data['torch_version']}); regenerated by "
                "tools/build_api_table.py.\n" + "".join(m + "\n" for m in tensor_methods))
-    return json.dumps(data, indent=1, ensure_ascii=False) + "\n", methods
+    head = {k: v for k, v in data.items() if k != "entries"}
+    text = json.dumps(head, indent=1, ensure_ascii=False)[:-2] + ',\n "entries": [\n'
+    text += ",\n".join("  " + json.dumps(e, ensure_ascii=False, separators=(",", ":"))
+                       for e in data["entries"])  # one entry per line: readable diffs
+    return text + "\n ]\n}\n", methods
 
 
 def main(argv: list[str] | None = None) -> int:
