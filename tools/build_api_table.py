@@ -181,7 +181,11 @@ def signature(obj: Any, name: str) -> list[Param] | None:
 
 
 def _default_text(value: Any) -> str:
-    return repr(value)
+    """Source-like text of a default; functions and classes by qualified name (their repr
+    holds a memory address, which would make the generated file differ on every run)."""
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}".lstrip(".")
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(value))
 
 
 def _same_default(a: str, b: str) -> bool:
