@@ -1,0 +1,423 @@
+"""Local data flow for the dynamic-shape rules: what a value is made of.
+
+Each predicate follows a local name to the expression last assigned to it (through
+``ctx.value_of``) and looks at how that expression was computed:
+
+- a *boolean mask*: a comparison, ``~``, ``&``, ``|``, ``.bool()``, ``torch.isnan``,
+  ``.eq()`` / ``.gt()``, or a creation call with ``dtype=torch.bool``;
+- a *variable-length* tensor: the result of ``nonzero`` / ``masked_select`` / ``unique`` /
+  one-argument ``where``, of boolean-mask indexing, or of a slice with runtime bounds;
+- a *runtime value*: a number read from tensor data (``.item()``, ``int(t)``, a reduction
+  such as ``mask.sum()``, the length of a variable-length tensor);
+- a *shape value*: ``x.size(1)``, ``x.shape[2]``, ``len(x)``, constants and their sums.
+
+Names that cannot be followed (parameters, attributes) count as neither: a rule reports
+only what the flow proves.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.findings import Category, Confidence, Scope, Severity
+from msready.rules.base import FileContext, FileRule
+
+MAX_DEPTH = 12
+SHAPE_METHODS = frozenset({"size", "dim", "numel", "nelement", "ndimension", "stride",
+                           "element_size", "get_device"})
+SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
+VARLEN_APIS = frozenset({"nonzero", "argwhere", "masked_select", "unique",
+                         "unique_consecutive"})
+BOOL_APIS = frozenset({
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin", "isclose", "isreal",
+    "logical_and", "logical_or", "logical_not", "logical_xor", "signbit", "bool",
+    "eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
+    "not_equal", "bernoulli",
+})
+# Methods that keep what a tensor holds (a mask stays a mask, an index list stays one).
+KEEP_APIS = frozenset({
+    "view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "clone", "detach",
+    "cpu", "cuda", "t", "expand", "expand_as", "view_as", "reshape_as", "permute",
+    "transpose", "to", "requires_grad_",
+})
+INDEX_KEEP_APIS = KEEP_APIS | {"long", "int", "type_as", "sort", "argsort"}
+REDUCTION_APIS = frozenset({
+    "sum", "max", "min", "amax", "amin", "argmax", "argmin", "count_nonzero", "mean",
+    "prod", "any", "all", "norm", "median", "mode", "nansum", "std", "var", "ceil",
+    "floor", "round",
+})
+DATA_METHODS = frozenset({"item", "tolist"})
+NUMBER_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.round",
+                             "builtins.abs", "math.ceil", "math.floor", "math.sqrt"})
+MINMAX_BUILTINS = frozenset({"builtins.min", "builtins.max", "builtins.sum"})
+TEST_APIS = frozenset({"any", "all", "item", "equal", "is_nonzero", "allclose"})
+_BIT_OPS = m.BitAnd() | m.BitOr() | m.BitXor()
+_IDENTITY_OPS = m.Is() | m.IsNot() | m.In() | m.NotIn()
+_PYTHON_LITERALS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
+                    cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Tuple)
+
+
+def torch_api(ctx: FileContext, call: cst.Call) -> tuple[str, bool] | None:
+    """``(name, is_method)`` for a call of a torch function (``torch.nonzero``) or a
+    torch.Tensor method (``x.nonzero()``); None for anything else."""
+    target = ctx.call_target(call)
+    if target is None:
+        return None
+    if target.startswith("torch.Tensor."):
+        return target[len("torch.Tensor."):], True
+    parts = target.split(".")
+    if len(parts) == 2 and parts[0] == "torch":
+        return parts[1], False
+    return None
+
+
+def receiver(call: cst.Call) -> cst.BaseExpression | None:
+    """The object a method is called on (``x`` in ``x.view(-1)``)."""
+    return call.func.value if isinstance(call.func, cst.Attribute) else None
+
+
+def positional(call: cst.Call) -> list[cst.BaseExpression] | None:
+    """The positional arguments, or None when one is unpacked with ``*``."""
+    out: list[cst.BaseExpression] = []
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            out.append(arg.value)
+    return out
+
+
+def argument(call: cst.Call, keyword: str, index: int) -> cst.BaseExpression | None:
+    """The argument given by ``keyword`` or at positional ``index``."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    args = positional(call)
+    if args is not None and index < len(args):
+        return args[index]
+    return None
+
+
+def subject(ctx: FileContext, call: cst.Call) -> cst.BaseExpression | None:
+    """The tensor an API works on: the receiver of a method, else the first argument."""
+    api = torch_api(ctx, call)
+    if api is not None and api[1]:
+        return receiver(call)
+    return argument(call, "input", 0)
+
+
+class Flow:
+    """Predicates over one file's local data flow, bound to the walking context."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    def _follow(self, expr: cst.BaseExpression, seen: frozenset[str]
+                ) -> tuple[cst.BaseExpression, frozenset[str]] | None:
+        """The value behind a local name; None for a name without a known value."""
+        if not isinstance(expr, cst.Name) or expr.value in seen:
+            return None
+        value = self.ctx.value_of(expr.value)
+        if value is None or value is expr:
+            return None
+        return value, seen | {expr.value}
+
+    def _args_of(self, call: cst.Call) -> list[cst.BaseExpression]:
+        return [a.value for a in call.args]
+
+    # ----- python values -----------------------------------------------------------
+
+    def is_python(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset(),
+                  depth: int = 0) -> bool:
+        """True for a Python container or string (a literal or a ``list()``-like call)."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, _PYTHON_LITERALS):
+            return True
+        if isinstance(expr, cst.Call):
+            target = self.ctx.qualify(expr.func)
+            return target in ("builtins.list", "builtins.dict", "builtins.tuple",
+                              "builtins.str", "builtins.sorted", "builtins.range")
+        nxt = self._follow(expr, seen)
+        return nxt is not None and self.is_python(nxt[0], nxt[1], depth + 1)
+
+    # ----- shapes --------------------------------------------------------------------
+
+    def is_shape(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset(),
+                 depth: int = 0) -> bool:
+        """True for a number computed only from constants and tensor shapes."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(expr, cst.UnaryOperation):
+            return self.is_shape(expr.expression, seen, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            return (self.is_shape(expr.left, seen, depth + 1)
+                    and self.is_shape(expr.right, seen, depth + 1))
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value in SHAPE_ATTRS
+        if isinstance(expr, cst.Subscript):
+            return (isinstance(expr.value, cst.Attribute)
+                    and expr.value.attr.value in SHAPE_ATTRS) or (
+                isinstance(expr.value, cst.Call) and self._is_shape_call(expr.value))
+        if isinstance(expr, cst.Call):
+            return self._is_shape_call(expr)
+        nxt = self._follow(expr, seen)
+        return nxt is not None and self.is_shape(nxt[0], nxt[1], depth + 1)
+
+    def _is_shape_call(self, call: cst.Call) -> bool:
+        if (isinstance(call.func, cst.Attribute) and call.func.attr.value in SHAPE_METHODS
+                and self.ctx.qualify(call.func) is None):
+            return True
+        return self.ctx.qualify(call.func) == "builtins.len"
+
+    # ----- boolean masks ---------------------------------------------------------------
+
+    def is_bool(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset(),
+                depth: int = 0) -> bool:
+        """True when the expression is (by local flow) a boolean mask tensor."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Comparison):
+            if any(m.matches(c.operator, _IDENTITY_OPS) for c in expr.comparisons):
+                return False
+            sides = [expr.left, *(c.comparator for c in expr.comparisons)]
+            return not all(self.is_shape(s, seen, depth + 1) or self.is_python(s, seen, depth + 1)
+                           or self.is_runtime_scalar(s, seen, depth + 1) for s in sides)
+        if m.matches(expr, m.UnaryOperation(operator=m.BitInvert())):
+            assert isinstance(expr, cst.UnaryOperation)
+            inner = expr.expression
+            if self.is_bool(inner, seen, depth + 1):
+                return True
+            return isinstance(inner, cst.Name) and self.ctx.value_of(inner.value) is None
+        if m.matches(expr, m.BinaryOperation(operator=_BIT_OPS)):
+            assert isinstance(expr, cst.BinaryOperation)
+            return (self.is_bool(expr.left, seen, depth + 1)
+                    or self.is_bool(expr.right, seen, depth + 1))
+        if isinstance(expr, cst.Call):
+            return self._is_bool_call(expr, seen, depth)
+        if isinstance(expr, cst.Subscript):
+            return self.is_bool(expr.value, seen, depth + 1)
+        nxt = self._follow(expr, seen)
+        return nxt is not None and self.is_bool(nxt[0], nxt[1], depth + 1)
+
+    def _is_bool_call(self, call: cst.Call, seen: frozenset[str], depth: int) -> bool:
+        api = torch_api(self.ctx, call)
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "dtype":
+                return self.ctx.qualify(arg.value) == "torch.bool"
+        if api is None:
+            return False
+        name, is_method = api
+        if name in BOOL_APIS:
+            return True
+        if name in ("to", "type") and any(self.ctx.qualify(a) == "torch.bool"
+                                          for a in self._args_of(call)):
+            return True
+        if is_method and name in KEEP_APIS:
+            inner = receiver(call)
+            return inner is not None and self.is_bool(inner, seen, depth + 1)
+        return False
+
+    # ----- variable-length tensors -------------------------------------------------------
+
+    def is_varlen(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset(),
+                  depth: int = 0) -> bool:
+        """True for a tensor whose length depends on data (``nonzero`` results, ``x[mask]``,
+        ``order[:n]`` with a runtime ``n``)."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            api = torch_api(self.ctx, expr)
+            if api is None:
+                return False
+            name, is_method = api
+            if name in VARLEN_APIS:
+                return True
+            args = positional(expr)
+            if name == "where" and not is_method and args is not None and len(args) == 1:
+                return True
+            inner = receiver(expr)
+            return (is_method and name in INDEX_KEEP_APIS and inner is not None
+                    and self.is_varlen(inner, seen, depth + 1))
+        if isinstance(expr, cst.Subscript):
+            if self.is_varlen(expr.value, seen, depth + 1):
+                return True
+            return any(self.element_is_mask(e, seen, depth) or self.element_is_runtime_slice(
+                e, seen, depth) for e in expr.slice)
+        nxt = self._follow(expr, seen)
+        return nxt is not None and self.is_varlen(nxt[0], nxt[1], depth + 1)
+
+    def element_is_mask(self, element: cst.SubscriptElement, seen: frozenset[str] = frozenset(),
+                        depth: int = 0) -> bool:
+        """True for a subscript element that is a boolean mask."""
+        return isinstance(element.slice, cst.Index) and self.is_bool(
+            element.slice.value, seen, depth + 1)
+
+    def element_is_runtime_slice(self, element: cst.SubscriptElement,
+                                 seen: frozenset[str] = frozenset(), depth: int = 0) -> bool:
+        """True for a ``a:b`` slice with a bound read from tensor data."""
+        piece = element.slice
+        if not isinstance(piece, cst.Slice):
+            return False
+        return any(b is not None and self.is_runtime(b, seen, depth + 1)
+                   for b in (piece.lower, piece.upper))
+
+    # ----- runtime numbers --------------------------------------------------------------
+
+    def is_runtime_scalar(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset(),
+                          depth: int = 0) -> bool:
+        """True for a Python number read from tensor data (``.item()``, ``int(t.sum())``,
+        ``len(keep)`` of a variable-length ``keep``)."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.BinaryOperation):
+            return (self.is_runtime_scalar(expr.left, seen, depth + 1)
+                    or self.is_runtime_scalar(expr.right, seen, depth + 1))
+        if isinstance(expr, cst.UnaryOperation):
+            return self.is_runtime_scalar(expr.expression, seen, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            base = expr.value
+            return (isinstance(base, cst.Attribute) and base.attr.value == "shape"
+                    and self.is_varlen(base.value, seen, depth + 1)) or (
+                self.is_runtime_scalar(base, seen, depth + 1))
+        if isinstance(expr, cst.Call):
+            return self._is_runtime_scalar_call(expr, seen, depth)
+        nxt = self._follow(expr, seen)
+        return nxt is not None and self.is_runtime_scalar(nxt[0], nxt[1], depth + 1)
+
+    def _is_runtime_scalar_call(self, call: cst.Call, seen: frozenset[str], depth: int) -> bool:
+        target = self.ctx.qualify(call.func)
+        args = self._args_of(call)
+        if target in NUMBER_BUILTINS:
+            return bool(args) and self.is_runtime(args[0], seen, depth + 1)
+        if target in MINMAX_BUILTINS:
+            return any(self.is_runtime(a, seen, depth + 1) for a in args)
+        if target == "builtins.len":
+            return bool(args) and self.is_varlen(args[0], seen, depth + 1)
+        api = torch_api(self.ctx, call)
+        if api is None or not api[1]:
+            return False
+        inner = receiver(call)
+        if api[0] in DATA_METHODS:
+            return True
+        return (api[0] in SHAPE_METHODS and inner is not None
+                and self.is_varlen(inner, seen, depth + 1))
+
+    def is_runtime(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset(),
+                   depth: int = 0) -> bool:
+        """True for a number or a 0-d tensor whose value is read from tensor data: a runtime
+        scalar, or a reduction such as ``mask.sum()`` / ``scores.argmax()``."""
+        if depth > MAX_DEPTH:
+            return False
+        if self.is_runtime_scalar(expr, seen, depth):
+            return True
+        if isinstance(expr, cst.BinaryOperation):
+            return (self.is_runtime(expr.left, seen, depth + 1)
+                    or self.is_runtime(expr.right, seen, depth + 1))
+        if isinstance(expr, cst.Call):
+            api = torch_api(self.ctx, expr)
+            if api is None:
+                return False
+            if api[0] in REDUCTION_APIS:
+                return True
+            inner = receiver(expr)
+            return (api[1] and api[0] in KEEP_APIS | {"long", "int"} and inner is not None
+                    and self.is_runtime(inner, seen, depth + 1))
+        nxt = self._follow(expr, seen)
+        return nxt is not None and self.is_runtime(nxt[0], nxt[1], depth + 1)
+
+    # ----- conditions ---------------------------------------------------------------------
+
+    def is_tensor_test(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset(),
+                       depth: int = 0) -> bool:
+        """True for a condition whose truth is read from tensor values at run time."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.BooleanOperation):
+            return (self.is_tensor_test(expr.left, seen, depth + 1)
+                    or self.is_tensor_test(expr.right, seen, depth + 1))
+        if m.matches(expr, m.UnaryOperation(operator=m.Not())):
+            assert isinstance(expr, cst.UnaryOperation)
+            return self.is_tensor_test(expr.expression, seen, depth + 1)
+        if isinstance(expr, cst.Comparison):
+            if any(m.matches(c.operator, _IDENTITY_OPS) for c in expr.comparisons):
+                return False
+            sides = [expr.left, *(c.comparator for c in expr.comparisons)]
+            return any(self._is_tensor_value(s, seen, depth + 1) for s in sides)
+        if isinstance(expr, cst.Call):
+            api = torch_api(self.ctx, expr)
+            if api is not None and api[0] in TEST_APIS:
+                return True
+        return self._is_tensor_value(expr, seen, depth + 1)
+
+    def _is_tensor_value(self, expr: cst.BaseExpression, seen: frozenset[str], depth: int
+                         ) -> bool:
+        if self.is_shape(expr, seen, depth) or self.is_python(expr, seen, depth):
+            return False
+        if (self.is_runtime(expr, seen, depth) or self.is_bool(expr, seen, depth)
+                or self.is_varlen(expr, seen, depth)):
+            return True
+        if isinstance(expr, (cst.Name, cst.Call, cst.Subscript)):
+            return self.ctx.is_tensor(expr)
+        return False
+
+
+# ----- rule bases ------------------------------------------------------------------------
+
+_MODULE = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, x, y):
+"""
+
+
+def in_forward(body: str) -> str:
+    """A snippet with ``body`` (lines indented by 8) inside ``Net.forward``."""
+    return _MODULE + body
+
+
+class DynamicRule(FileRule):
+    """Shared metadata and helpers of the dynamic-shape rules."""
+
+    id: ClassVar[str]
+    category = Category.DYNAMIC_SHAPE
+    severity = Severity.ERROR
+    confidence = Confidence.HIGH
+    scope = Scope.FORWARD
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.flow = Flow(self.ctx)
+
+    def _confidence(self, call: cst.Call, is_method: bool) -> Confidence:
+        """High for a qualified torch function or a method on a known tensor."""
+        inner = receiver(call)
+        if not is_method or (inner is not None and self.ctx.is_tensor(inner)):
+            return Confidence.HIGH
+        return Confidence.MEDIUM
+
+    @staticmethod
+    def _symbol(name: str, is_method: bool) -> str:
+        return f"torch.Tensor.{name}" if is_method else f"torch.{name}"
+
+
+class ApiRule(DynamicRule):
+    """A rule triggered by calls of some torch APIs (functions or Tensor methods)."""
+
+    APIS: ClassVar[frozenset[str]] = frozenset()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        api = torch_api(self.ctx, node)
+        if api is not None and api[0] in self.APIS:
+            self.check(node, api[0], api[1])
+
+    def check(self, call: cst.Call, name: str, is_method: bool) -> None:
+        """Report ``call`` of API ``name`` when it is a hazard."""
+        raise NotImplementedError

@@ -1,0 +1,290 @@
+"""Dynamic shape (MS2xx), continued: data-dependent indices, segment counts, sampling and
+axes in code reachable from a forward.
+
+These rules follow values across statements with :class:`~msready.rules.dynamic_shape_flow.Flow`:
+an index produced by ``nonzero`` or a runtime slice, a segment count read from an index
+tensor, a sample count or a ``dim`` read with ``.item()``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+
+from msready.analyzer.findings import Severity
+from msready.rules.dynamic_shape_flow import (
+    ApiRule,
+    DynamicRule,
+    argument,
+    in_forward,
+    receiver,
+    torch_api,
+)
+
+
+class VariableLengthIndex(DynamicRule):
+    """Flags ``index_select`` / ``gather`` / ``take`` / ``x[idx]`` whose index has a
+    data-dependent length: produced by ``nonzero``, one-argument ``where``, boolean-mask
+    indexing or a slice with runtime bounds (``order[:n]``).
+
+    The gathered tensor inherits the index's data-dependent length, so the dynamic shape
+    spreads through everything computed from it.
+
+    Gather with a fixed-length index (``ops.topk`` for the best ``k``, a padded index plus
+    a validity mask) and keep the mask alongside the result.
+    """
+
+    id = "MS209"
+    name = "variable-length-index"
+    APIS: ClassVar[frozenset[str]] = frozenset({"index_select", "gather", "take",
+                                                "take_along_dim"})
+    VALID = (
+        in_forward("        _, idx = x.topk(4)\n        return torch.gather(x, 1, idx)\n"),
+        in_forward("        idx = torch.arange(x.size(0))\n"
+                   "        return x.index_select(0, idx)\n"),
+    )
+    INVALID = (
+        in_forward("        keep = torch.nonzero(y > 0).squeeze(1)\n"
+                   "        return x.index_select(0, keep)\n"),
+        in_forward("        order = y.argsort(descending=True)\n        n = int(y.sum())\n"
+                   "        top = order[:n]\n        return x[top]\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        api = torch_api(self.ctx, node)
+        if api is None or api[0] not in self.APIS:
+            return
+        index = argument(node, "index", 1 if api[1] else 2)
+        if api[0] == "take":
+            index = argument(node, "index", 0 if api[1] else 1)
+        if index is not None and self.flow.is_varlen(index):
+            self._report(node, self._symbol(*api))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        for element in node.slice:
+            piece = element.slice
+            if (isinstance(piece, cst.Index) and not self.flow.is_bool(piece.value)
+                    and isinstance(piece.value, cst.Name) and self.flow.is_varlen(piece.value)
+                    and not self.flow.is_python(node.value)):
+                self._report(node, "tensor[index]")
+                return
+
+    def _report(self, node: cst.CSTNode, symbol: str) -> None:
+        self.report(
+            node,
+            "The index comes from a data-dependent selection (nonzero, a mask or a runtime "
+            "slice), so the gathered tensor's length depends on the data.",
+            "Gather with a fixed-length index (`ops.topk` for the best k, or a padded index "
+            "plus a validity mask) and carry the mask with the result.",
+            symbol=symbol,
+        )
+
+
+class SegmentReduce(DynamicRule):
+    """Flags unsorted segment reductions whose output size comes from the data:
+    ``torch_scatter`` functions without ``dim_size``, ``torch.segment_reduce``,
+    ``bincount`` without ``minlength``, and ``scatter_add`` / ``index_add`` into a tensor
+    sized from index values (``torch.zeros(int(idx.max()) + 1)``).
+
+    The number of segments is read from the index tensor, so the output shape changes
+    with the data; GRAPH_MODE needs the segment count fixed.
+
+    Pass the number of segments explicitly: ``ops.unsorted_segment_sum(x, ids,
+    num_segments)`` (also ``_max`` / ``_min`` / ``_prod``) with a count from shapes or the
+    config, ``ops.bincount(x, minlength=N)``, ``dim_size=N`` for ``torch_scatter``.
+    """
+
+    id = "MS210"
+    name = "segment-reduce"
+    SCATTER_APIS: ClassVar[frozenset[str]] = frozenset({
+        "scatter_add", "scatter_add_", "index_add", "index_add_", "scatter_reduce",
+        "scatter_reduce_", "index_reduce", "index_reduce_"})
+    CREATORS: ClassVar[frozenset[str]] = frozenset({"zeros", "ones", "empty", "full",
+                                                    "new_zeros", "new_ones", "new_empty",
+                                                    "new_full"})
+    VALID = (
+        "import torch.nn as nn\nfrom torch_scatter import scatter\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x, index):\n"
+        "        return scatter(x, index, dim=0, dim_size=x.size(0), reduce='sum')\n",
+        in_forward("        out = torch.zeros(x.size(0), x.size(1))\n"
+                   "        return out.index_add(0, y.long(), x)\n"),
+        in_forward("        return torch.bincount(y.long(), minlength=10)\n"),
+    )
+    INVALID = (
+        "import torch.nn as nn\nfrom torch_scatter import scatter_mean\n\n"
+        "class Net(nn.Module):\n    def forward(self, x, batch):\n"
+        "        return scatter_mean(x, batch, dim=0)\n",
+        in_forward("        n = int(y.max()) + 1\n        out = torch.zeros(n, x.size(1))\n"
+                   "        return out.index_add_(0, y, x)\n"),
+        in_forward("        return torch.segment_reduce(x, 'sum', lengths=y)\n"),
+        in_forward("        return y.bincount()\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self.ctx.call_target(node) or ""
+        if target.split(".")[0] == "torch_scatter":
+            if not any(a.keyword is not None and a.keyword.value in ("dim_size", "out")
+                       for a in node.args):
+                self._report(node, target, "the largest index value")
+            return
+        api = torch_api(self.ctx, node)
+        if api is None:
+            return
+        name, is_method = api
+        if name == "segment_reduce":
+            self._report(node, "torch.segment_reduce", "the `lengths` / `offsets` values")
+        elif name == "bincount" and argument(node, "minlength", 1 if is_method else 2) is None:
+            self._report(node, self._symbol(name, is_method), "the largest input value")
+        elif name in self.SCATTER_APIS:
+            into = receiver(node) if is_method else argument(node, "input", 0)
+            if into is not None and self._sized_by_data(into):
+                self._report(node, self._symbol(name, is_method),
+                             "values read from the index tensor")
+
+    def _sized_by_data(self, expr: cst.BaseExpression) -> bool:
+        """True when ``expr`` is created with a size read from tensor values."""
+        for _ in range(4):
+            if not isinstance(expr, cst.Name):
+                break
+            value = self.ctx.value_of(expr.value)
+            if value is None or value is expr:
+                return False
+            expr = value
+        if not isinstance(expr, cst.Call):
+            return False
+        api = torch_api(self.ctx, expr)
+        if api is None or api[0] not in self.CREATORS:
+            return False
+        sizes = [a.value for a in expr.args if a.keyword is None or a.keyword.value == "size"]
+        return any(self.flow.is_runtime_scalar(s) or (
+            isinstance(s, (cst.Tuple, cst.List))
+            and any(self.flow.is_runtime_scalar(e.value) for e in s.elements)) for s in sizes)
+
+    def _report(self, node: cst.CSTNode, symbol: str, source: str) -> None:
+        self.report(
+            node,
+            f"This segment reduction takes its number of segments from {source}, so its "
+            "output shape depends on the data.",
+            "Give the segment count explicitly: `ops.unsorted_segment_sum(x, ids, "
+            "num_segments)` (or `_max`/`_min`/`_prod`) with a shape or config value, "
+            "`ops.bincount(x, minlength=N)`, or `dim_size=N` for torch_scatter.",
+            symbol=symbol,
+        )
+
+
+class RandomSampling(DynamicRule):
+    """Flags sampling inside the network: ``torch.multinomial``, ``torch.randperm`` with a
+    size read from data, and numpy / stdlib sampling (``np.random.choice``,
+    ``np.random.permutation``, ``random.sample``).
+
+    The sampled indices (and, with a data-dependent count, their number) change with every
+    call; numpy and ``random`` calls cannot be compiled into a MindSpore graph at all.
+
+    Sample with MindSpore ops and a fixed count (``ops.multinomial(p, num_samples)``,
+    ``ops.randperm(n)`` with ``n`` from a shape, ``ops.shuffle``), or move the sampling into
+    the dataset pipeline and feed the indices as an input.
+    """
+
+    id = "MS211"
+    name = "random-sampling"
+    severity = Severity.WARNING
+    FOREIGN: ClassVar[frozenset[str]] = frozenset({
+        "numpy.random.choice", "numpy.random.permutation", "numpy.random.shuffle",
+        "random.sample", "random.choices", "random.shuffle"})
+    VALID = (
+        in_forward("        perm = torch.randperm(x.size(0))\n        return x[perm]\n"),
+        "import numpy as np\nimport torch.nn as nn\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x\n\ndef split(n):\n"
+        "    return np.random.choice(n, 10)\n",
+    )
+    INVALID = (
+        in_forward("        idx = torch.multinomial(x.softmax(-1), 8)\n        return idx\n"),
+        "import numpy as np\nimport torch.nn as nn\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        idx = np.random.choice(x.shape[0], 4)\n"
+        "        return x[idx]\n",
+        in_forward("        n = int((y > 0).sum())\n        return x[torch.randperm(n)]\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self.ctx.call_target(node) or ""
+        if target in self.FOREIGN:
+            self._report(node, target, Severity.ERROR)
+            return
+        api = torch_api(self.ctx, node)
+        if api is None:
+            return
+        if api[0] == "multinomial":
+            count = argument(node, "num_samples", 0 if api[1] else 1)
+            runtime = count is not None and self.flow.is_runtime(count)
+            self._report(node, self._symbol(*api),
+                         Severity.ERROR if runtime else Severity.WARNING)
+        elif api[0] == "randperm" and not api[1]:
+            size = argument(node, "n", 0)
+            if size is not None and self.flow.is_runtime(size):
+                self._report(node, "torch.randperm", Severity.ERROR)
+
+    def _report(self, node: cst.CSTNode, symbol: str, severity: Severity) -> None:
+        self.report(
+            node,
+            f"`{symbol}` samples indices inside the network; the selection (and a count "
+            "read from data) changes from call to call.",
+            "Sample with MindSpore ops and a fixed count (`ops.multinomial(p, num_samples)`, "
+            "`ops.randperm(n)` with `n` from a shape), or sample in the dataset pipeline and "
+            "feed the indices as an input; numpy/random calls cannot run in GRAPH_MODE.",
+            symbol=symbol,
+            severity=severity,
+        )
+
+
+class VariableAxis(ApiRule):
+    """Flags reductions and transposes over an axis read from tensor values:
+    ``x.sum(dim=int(t))``, ``x.transpose(0, d)`` with ``d = t.argmax().item()``.
+
+    The axis decides the output's shape, so an axis known only at run time makes the
+    shape data-dependent; GRAPH_MODE needs every axis to be a compile-time constant.
+
+    Use a constant axis (compute all candidates and select with ``ops.select`` or a
+    one-hot weight), or decide the axis outside the network and build one Cell per case.
+    """
+
+    id = "MS212"
+    name = "variable-axis"
+    APIS = frozenset({
+        "sum", "mean", "max", "min", "amax", "amin", "prod", "std", "var", "argmax",
+        "argmin", "norm", "logsumexp", "softmax", "log_softmax", "cumsum", "cumprod",
+        "transpose", "permute", "flip", "roll", "squeeze", "unsqueeze", "movedim",
+        "swapaxes", "swapdims", "select", "narrow", "cat", "stack", "split", "chunk",
+        "any", "all", "median", "flatten", "unbind"})
+    DIM_KEYWORDS: ClassVar[frozenset[str]] = frozenset({
+        "dim", "axis", "dims", "dim0", "dim1", "start_dim", "end_dim", "source",
+        "destination"})
+    VALID = (
+        in_forward("        return x.sum(dim=-1).transpose(0, 1)\n"),
+        in_forward("        d = x.dim() - 1\n        return torch.max(x, y).sum(d)\n"),
+    )
+    INVALID = (
+        in_forward("        d = int(y.argmax())\n        return x.sum(dim=d)\n"),
+        in_forward("        return x.transpose(0, y.argmax().item())\n"),
+    )
+
+    def check(self, call: cst.Call, name: str, is_method: bool) -> None:
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword is not None and keyword not in self.DIM_KEYWORDS:
+                continue
+            if keyword is None and not is_method and arg is call.args[0]:
+                continue  # the input tensor of torch.sum(x, d)
+            varies = (self.flow.is_runtime(arg.value) if keyword is not None
+                      else self.flow.is_runtime_scalar(arg.value))
+            if varies:
+                self.report(
+                    call,
+                    f"`{name}` works over an axis read from tensor values, so the output "
+                    "shape depends on the data.",
+                    "Use a constant axis (compute each candidate and pick with `ops.select` "
+                    "or a one-hot weight), or decide the axis outside the network.",
+                    symbol=self._symbol(name, is_method),
+                    confidence=self._confidence(call, is_method),
+                )
+                return
