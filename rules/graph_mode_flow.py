@@ -1,0 +1,554 @@
+"""What the graph-mode rules ask of an expression: does it hold a torch tensor, is it a
+device, which statement or function encloses it.
+
+The walk's own data flow (:meth:`FileContext.is_tensor`) treats every ``torch.Tensor``
+method as returning a tensor; these helpers add what graph-mode hazards need on top:
+``x.size(0)`` and ``x.dim()`` are Python numbers, ``torch.cuda.is_available()`` is a
+Python bool, ``x.shape`` is a tuple, and a comparison of a tensor is still a tensor.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.findings import Category, Confidence, Scope, Severity
+from msready.rules.base import FileContext, FileRule
+
+TORCH_ROOTS = frozenset({"torch", "torchvision"})
+# Tensor methods that return Python values (numbers, tuples, strings, bools of metadata).
+PYTHON_VALUED_METHODS = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "element_size", "item", "tolist",
+    "data_ptr", "get_device", "stride", "storage_offset", "type", "has_names", "numpy",
+    "untyped_storage", "storage", "dim_order", "__len__",
+})
+# torch modules whose lower-case functions compute tensors.
+TENSOR_MODULES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft",
+                            "torch.special", "torch.Tensor"})
+# Lower-case torch functions that return Python objects rather than tensors.
+PYTHON_VALUED_FUNCTIONS = frozenset({
+    "device", "dtype", "finfo", "iinfo", "get_default_dtype", "numel", "typename",
+    "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "compile", "load", "save",
+    "manual_seed", "seed", "initial_seed", "get_rng_state", "set_default_dtype",
+})
+# Attributes of a tensor that are tensors again (``x.T``, ``x.grad``).
+TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+DEVICE_STRINGS = ("cuda", "cpu", "mps", "xpu", "npu", "meta")
+STDLIB = frozenset(sys.stdlib_module_names)
+
+_MAX_DEPTH = 8
+GRAPH = "MindSpore GRAPH_MODE (static graph, `mindspore.jit`)"
+
+
+def root(name: str) -> str:
+    """The top-level package of a dotted name."""
+    return name.split(".", 1)[0]
+
+
+def is_torch(name: str | None) -> bool:
+    """True for a name inside torch or torchvision."""
+    return name is not None and root(name) in TORCH_ROOTS
+
+
+def _tensor_call(ctx: FileContext, call: cst.Call) -> bool:
+    target = ctx.call_target(call)
+    if target is None or not is_torch(target):
+        return False
+    module, _, name = target.rpartition(".")
+    if module == "torch.Tensor":
+        return name not in PYTHON_VALUED_METHODS and not name.startswith(("is_", "__"))
+    if module not in TENSOR_MODULES or not name[:1].islower():
+        return False
+    return name not in PYTHON_VALUED_FUNCTIONS and not name.startswith(
+        ("is_", "are_", "get_", "set_", "use_"))
+
+
+def tensor_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """True when ``expr`` holds a torch tensor by local data flow and torch's own API.
+
+    Unknown values (function parameters, attributes of ``self``) count as not tensors,
+    so that callers stay quiet unless the code itself shows a tensor.
+    """
+    if depth > _MAX_DEPTH:
+        return False
+    nxt = depth + 1
+    if isinstance(expr, cst.Call):
+        return _tensor_call(ctx, expr)
+    if isinstance(expr, cst.Name):
+        value = ctx.value_of(expr.value)
+        if value is None or value is expr or ctx.qualify(expr) is not None:
+            return False
+        return tensor_valued(ctx, value, nxt)
+    if isinstance(expr, cst.Subscript):
+        return tensor_valued(ctx, expr.value, nxt)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in TENSOR_ATTRIBUTES and tensor_valued(ctx, expr.value, nxt)
+    if isinstance(expr, cst.BinaryOperation):
+        return tensor_valued(ctx, expr.left, nxt) or tensor_valued(ctx, expr.right, nxt)
+    if isinstance(expr, cst.UnaryOperation):
+        return tensor_valued(ctx, expr.expression, nxt)
+    if isinstance(expr, cst.Comparison):
+        if any(m.matches(c.operator, m.Is() | m.IsNot() | m.In() | m.NotIn())
+               for c in expr.comparisons):
+            return False
+        return tensor_valued(ctx, expr.left, nxt) or any(
+            tensor_valued(ctx, c.comparator, nxt) for c in expr.comparisons)
+    if isinstance(expr, cst.BooleanOperation):
+        return tensor_valued(ctx, expr.left, nxt) or tensor_valued(ctx, expr.right, nxt)
+    return False
+
+
+def device_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """True when ``expr`` names a device: ``"cuda"``, ``torch.device(...)``,
+    ``x.device``, or a local assigned from one of those."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.SimpleString):
+        text = expr.raw_value.lower()
+        return text.split(":", 1)[0] in DEVICE_STRINGS
+    if isinstance(expr, cst.Call):
+        if ctx.call_target(expr) == "torch.device":
+            return True
+        return bool(m.matches(expr.func, m.Attribute(attr=m.Name("device")))
+                    or any(device_valued(ctx, a.value, depth + 1) for a in expr.args[:1]))
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "device"
+    if isinstance(expr, cst.IfExp):
+        return device_valued(ctx, expr.body, depth + 1) or device_valued(
+            ctx, expr.orelse, depth + 1)
+    if isinstance(expr, cst.Name):
+        value = ctx.value_of(expr.value)
+        if value is not None and value is not expr:
+            return device_valued(ctx, value, depth + 1)
+        # A parameter or module-level setting: its name is the only evidence left.
+        return value is None and "device" in expr.value.lower()
+    return False
+
+
+def python_value(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """True when local data flow shows a plain Python value (a literal, a container, or
+    the result of a builtin such as ``open`` or ``str``)."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+                         cst.List, cst.Dict, cst.Set, cst.Tuple, cst.ListComp, cst.DictComp,
+                         cst.SetComp, cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.Call):
+        target = ctx.qualify(expr.func)
+        if target is not None:
+            return root(target) == "builtins"
+        if isinstance(expr.func, cst.Attribute):
+            return python_value(ctx, expr.func.value, depth + 1)
+        return False
+    if isinstance(expr, cst.Name):
+        value = ctx.value_of(expr.value)
+        return value is not None and value is not expr and python_value(ctx, value, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return python_value(ctx, expr.value, depth + 1)
+    return False
+
+
+def call_is_device_move(ctx: FileContext, call: cst.Call) -> str | None:
+    """``cuda``/``cpu``/``to`` when ``call`` moves a tensor or a module between devices
+    (``x.cuda()``, ``model.to(device)``); ``x.to(torch.float16)`` is a cast, not a move."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "cpu", "to"):
+        return None
+    owner = ctx.qualify(func.value)
+    if (owner is not None and not is_torch(owner)) or python_value(ctx, func.value):
+        return None
+    method = func.attr.value
+    if method != "to":
+        return method
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == "device":
+                return "to"
+            continue
+        if device_valued(ctx, arg.value):
+            return "to"
+    return None
+
+
+def enclosing_function(ctx: FileContext) -> cst.FunctionDef | None:
+    """The innermost ``def`` around the current node."""
+    for node in reversed(ctx.ancestors[:-1]):
+        if isinstance(node, cst.FunctionDef):
+            return node
+    return None
+
+
+def in_init(ctx: FileContext) -> bool:
+    """True inside ``__init__`` (where a Cell's attributes are legitimately set)."""
+    fn = enclosing_function(ctx)
+    return fn is not None and fn.name.value == "__init__"
+
+
+class GraphRule(FileRule):
+    """Base of the graph-mode file rules: forward-scoped, graph-syntax category."""
+
+    category = Category.GRAPH_SYNTAX
+    severity = Severity.WARNING
+    confidence = Confidence.HIGH
+    scope = Scope.FORWARD
+
+
+class TensorToPython(GraphRule):
+    """Flags tensor-to-Python conversions in forward: `.item()`, `.tolist()`,
+    `.numpy()`, and `int()` / `float()` / `bool()` / `math.*` applied to a tensor.
+
+    In a static graph tensor values exist only at run time; converting one to a Python
+    number forces a device sync in PyNative and is rejected (or frozen to a compile-time
+    constant) in GRAPH_MODE.
+
+    Keep the value a tensor: compare with `ops.select`/masks instead of Python numbers,
+    return the tensor and call `.asnumpy()` outside the network.
+    """
+
+    id = "MS504"
+    name = "tensor-to-python"
+    METHODS = frozenset({"item", "tolist", "numpy"})
+    CASTS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        n = int(x.size(0))\n        return x.view(n, -1)\n",
+        "import torch\n\ndef train(model, loader):\n    for x in loader:\n"
+        "        loss = model(x).sum()\n        print(loss.item())\n\n"
+        "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x, names):\n"
+        "        parts = 'a b'.split()\n        return x, float('1.5'), parts\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        k = x.sum().item()\n        return x * k\n",
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        n = int(torch.max(x))\n        return x[:, :n]\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Report conversions of tensors to Python values."""
+        target = self.ctx.call_target(node)
+        if target is None:
+            return
+        method = target.removeprefix("torch.Tensor.")
+        if target.startswith("torch.Tensor.") and method in self.METHODS:
+            self.report(node, f"`.{method}()` turns a tensor into a Python value inside "
+                        f"forward; {GRAPH} has no Python values at run time.",
+                        "Keep it a tensor (use `ops.*` on it); call `.asnumpy()` on the "
+                        "network's output instead.", symbol=target)
+            return
+        if (target in self.CASTS or root(target) == "math") and any(
+                tensor_valued(self.ctx, a.value) for a in node.args):
+            self.report(node, f"`{target.removeprefix('builtins.')}(...)` of a tensor needs "
+                        f"its runtime value; {GRAPH} cannot compile that conversion.",
+                        "Stay in tensors: use `ops.cast`, `ops.sqrt`, comparisons and masks "
+                        "instead of Python numbers.", symbol=target)
+
+
+
+class IsinstanceTensorInGraph(GraphRule):
+    """Flags `isinstance(x, torch.Tensor)` (or any torch type) in code a forward reaches.
+
+    The static graph compiler evaluates `isinstance` once, at compile time, from the
+    inferred type; type-dispatching code written for torch classes must name MindSpore
+    types and cannot depend on values that change per call.
+
+    Use `isinstance(x, mindspore.Tensor)` with the port, or split the Cell into one per
+    input type so that every branch is decided by the signature.
+    """
+
+    id = "MS513"
+    name = "isinstance-tensor-in-graph"
+    severity = Severity.INFO
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        if isinstance(x, (list, tuple)):\n            x = x[0]\n        return x\n",
+        "import torch\n\ndef collate(batch):\n    return [b for b in batch "
+        "if isinstance(b, torch.Tensor)]\n\n"
+        "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        if isinstance(x, torch.Tensor):\n            x = [x]\n        return x\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Report isinstance checks against torch types."""
+        if self.ctx.qualify(node.func) != "builtins.isinstance" or len(node.args) < 2:
+            return
+        kinds = node.args[1].value
+        options = ([e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple)
+                   else [kinds])
+        torch_types = [q for q in (self.ctx.qualify(o) for o in options) if is_torch(q)]
+        if torch_types:
+            self.report(node, f"`isinstance(..., {torch_types[0]})` in forward is decided at "
+                        f"compile time by {GRAPH}, against MindSpore types.",
+                        "Check `mindspore.Tensor` in the port, or give each input type its "
+                        "own Cell.", symbol=str(torch_types[0]))
+
+
+class InplaceOpInGraph(GraphRule):
+    """Flags in-place tensor operations in code a forward reaches: methods ending in `_`
+    (`x.add_(y)`, `buf.copy_(v)`, `x.zero_()`) and augmented assignment on a tensor known
+    by data flow (`t += 1`).
+
+    MindSpore's graph is functional: an in-place update on a plain tensor becomes a new
+    value, so aliases (module buffers, views) do not see it, and gradients may differ.
+    Only `Parameter`s are true state, updated with `ops.assign`.
+
+    Write the out-of-place form (`x = x + y`, `ops.add`), and keep persistent state in a
+    `mindspore.Parameter` updated with `ops.assign` / `ops.assign_add`.
+    """
+
+    id = "MS514"
+    name = "inplace-op-in-graph"
+    EXEMPT = frozenset({"requires_grad_", "share_memory_", "retain_grad"})
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        x = x.add(1)\n        count = 0\n        count += 1\n        return x * count\n",
+        "import torch\n\ndef train(model, opt):\n    for p in model.parameters():\n"
+        "        p.grad.zero_()\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        x.add_(1)\n        return x\n",
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        acc = torch.zeros(3)\n        acc += x\n        return acc\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Report in-place tensor methods."""
+        target = self.ctx.call_target(node)
+        if target is None or not target.startswith("torch.Tensor."):
+            return
+        method = target.removeprefix("torch.Tensor.")
+        if method.endswith("_") and not method.startswith("_") and method not in self.EXEMPT:
+            self.report(node, f"`.{method}()` updates a tensor in place in forward; {GRAPH} "
+                        "is functional, so aliases and buffers do not see the update.",
+                        f"Use the out-of-place `{method[:-1]}` and rebind the name; for "
+                        "persistent state use a `Parameter` with `ops.assign`.", symbol=target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        """Report augmented assignment on a tensor."""
+        target = node.target
+        if isinstance(target, cst.Subscript) or not tensor_valued(self.ctx, target):
+            return
+        op = self.ctx.text(node.operator).strip()
+        self.report(node, f"`{op}` updates a tensor in place in forward; {GRAPH} rebinds it "
+                    "as a new value that aliases do not see.",
+                    f"Write `{self.ctx.text(target)} = {self.ctx.text(target)} "
+                    f"{op[:-1]} ...` (or `ops.assign_add` on a Parameter).",
+                    symbol=f"augmented {op}", severity=Severity.INFO)
+
+
+class SliceAssignInGraph(GraphRule):
+    """Flags item and slice assignment into a tensor in code a forward reaches
+    (`x[:, 0] = v`, `out[..., :k] += y`).
+
+    In GRAPH_MODE a set-item is compiled into a scatter that produces a new tensor; it is
+    not visible through other references (views, buffers) and needs static index shapes.
+
+    Build the result functionally: `ops.concat` of the pieces, `ops.select` / `ops.where`
+    with a mask, or `ops.tensor_scatter_elements` with static indices.
+    """
+
+    id = "MS515"
+    name = "slice-assign-in-graph"
+    confidence = Confidence.MEDIUM
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        cache = {}\n        cache['x'] = x\n        return cache['x']\n",
+        "import numpy as np\n\ndef prepare(n):\n    a = np.zeros((n, 3))\n    a[:, 0] = 1\n"
+        "    return a\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        out = torch.zeros_like(x)\n        out[:, 0] = x[:, 1]\n        return out\n",
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        x[..., :2] = 0\n        return x\n",
+    )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """Report `t[...] = v`."""
+        for target in node.targets:
+            self._check(target.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        """Report `t[...] += v`."""
+        self._check(node.target)
+
+    def _check(self, target: cst.BaseExpression) -> None:
+        if not isinstance(target, cst.Subscript):
+            return
+        if not (tensor_valued(self.ctx, target.value) or _array_index(target)):
+            return
+        self.report(target, f"`{self.ctx.text(target)} = ...` assigns into a tensor in "
+                    f"forward; {GRAPH} turns it into a scatter producing a new tensor.",
+                    "Build the value functionally (`ops.concat`, `ops.select` with a mask, "
+                    "`ops.tensor_scatter_elements`).", symbol="tensor setitem")
+
+
+def _array_index(target: cst.Subscript) -> bool:
+    """``x[:, 0]`` / ``x[..., 1]``: an index only arrays take (several axes or ``...``),
+    unlike a dict or list item (``d[key]``, ``items[i]``)."""
+    elements = target.slice
+    return len(elements) > 1 or any(
+        m.matches(e.slice, m.Index(value=m.Ellipsis())) for e in elements)
+
+
+class DeviceMoveInGraph(GraphRule):
+    """Flags `.to(device)`, `.cuda()` and `.cpu()` in code a forward reaches.
+
+    A compiled graph runs entirely on the device chosen with `mindspore.set_device`;
+    there is no per-tensor placement, so device moves inside `construct` have no
+    equivalent and host round trips break the graph.
+
+    Delete the move; choose the device once with `mindspore.set_device("Ascend")` and
+    keep dtype casts (`.to(torch.float16)`) as `ops.cast`.
+    """
+
+    id = "MS516"
+    name = "device-move-in-graph"
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x.to(torch.float16)\n\n"
+        "def train(model, loader, device):\n    for x in loader:\n"
+        "        model(x.to(device))\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        mask = torch.ones(3).to(x.device)\n        return x.cuda() * mask\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Report device moves."""
+        move = call_is_device_move(self.ctx, node)
+        if move is None:
+            return
+        self.report(node, f"`.{move}(...)` moves a tensor between devices in forward; "
+                    f"{GRAPH} runs the whole graph on one device.",
+                    "Remove the move; select the device once with `mindspore.set_device`. "
+                    "New tensors are created on that device already.",
+                    symbol=f"torch.Tensor.{move}")
+
+
+class TrainingStepInGraph(GraphRule):
+    """Flags `backward()`, `torch.autograd.backward` and an optimizer's `step()` /
+    `zero_grad()` called from code a forward reaches.
+
+    In MindSpore the network's `construct` is differentiated from outside
+    (`mindspore.value_and_grad`); a backward pass or a parameter update inside the graph
+    that is being differentiated has no equivalent.
+
+    Move the step out of forward: compute `loss, grads = value_and_grad(fn, None,
+    optimizer.parameters)(...)` in the training step and call `optimizer(grads)` there.
+    """
+
+    id = "MS517"
+    name = "training-step-in-graph"
+    severity = Severity.ERROR
+    OPTIMIZER_METHODS = frozenset({"step", "zero_grad"})
+    VALID = (
+        "import torch\n\ndef train(model, x, opt):\n    loss = model(x).sum()\n"
+        "    loss.backward()\n    opt.step()\n\n"
+        "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        loss = (x * 2).sum()\n        loss.backward()\n        return loss\n",
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        opt = torch.optim.SGD(self.parameters(), lr=0.1)\n        opt.step()\n"
+        "        return x\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Report backward passes and optimizer updates."""
+        target = self.ctx.call_target(node)
+        if target in ("torch.Tensor.backward", "torch.autograd.backward"):
+            self._report(node, str(target))
+            return
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in self.OPTIMIZER_METHODS
+                and _optimizer(self.ctx, func.value)):
+            self._report(node, f"torch.optim.Optimizer.{func.attr.value}")
+
+    def _report(self, node: cst.CSTNode, symbol: str) -> None:
+        self.report(node, f"`{symbol.rsplit('.', 1)[-1]}()` runs a training step inside "
+                    f"forward; {GRAPH} differentiates `construct` from outside.",
+                    "Move it to the training step: `mindspore.value_and_grad` for the "
+                    "gradients, then `optimizer(grads)`.", symbol=symbol)
+
+
+def _optimizer(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
+    """True when ``receiver`` holds a ``torch.optim`` optimizer by local data flow."""
+    if isinstance(receiver, cst.Name):
+        value = ctx.value_of(receiver.value)
+        if isinstance(value, cst.Call):
+            target = ctx.call_target(value)
+            return target is not None and target.startswith("torch.optim.") and (
+                "lr_scheduler" not in target)
+    return False
+
+
+class TensorBranchInGraph(GraphRule):
+    """Flags Python `if` / `while` / conditional expressions whose condition is a tensor
+    value: `if mask.any():`, `if t.sum() > 0:`, `while err > tol:` with `err` a tensor.
+
+    A static graph cannot branch on a runtime tensor value in Python: MindSpore either
+    compiles both branches into control flow with matching outputs or fails, and loops
+    on tensors are unrolled or rejected.
+
+    Compute both results and pick with a mask (`ops.select(cond, a, b)`, `ops.where`),
+    or decide the branch from shapes, dtypes and constructor arguments, which are
+    compile-time constants.
+    """
+
+    id = "MS518"
+    name = "tensor-branch-in-graph"
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        if x.dim() == 4 and self.training:\n            x = x.flatten(1)\n"
+        "        if torch.jit.is_scripting():\n            return x\n        return x\n",
+        "import torch\n\ndef train(model, x):\n    loss = model(x).sum()\n"
+        "    if loss > 10:\n        print('diverged')\n\n"
+        "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        if x.sum() > 0:\n            return x\n        return -x\n",
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        err = torch.norm(x)\n        while err > 1e-3:\n            x = x / 2\n"
+        "            err = torch.norm(x)\n        return x\n",
+    )
+
+    def visit_If(self, node: cst.If) -> None:
+        """Report an if statement on a tensor."""
+        self._check(node.test, "if")
+
+    def visit_While(self, node: cst.While) -> None:
+        """Report a while loop on a tensor."""
+        self._check(node.test, "while")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        """Report a conditional expression on a tensor."""
+        self._check(node.test, "if-else expression")
+
+    def _check(self, test: cst.BaseExpression, keyword: str) -> None:
+        if not _tensor_test(self.ctx, test):
+            return
+        self.report(test, f"`{keyword} {self.ctx.text(test)}` branches on a runtime tensor "
+                    f"value in forward; {GRAPH} cannot decide a Python branch from tensor data.",
+                    "Compute both results and choose with a mask (`ops.select(cond, a, b)`), "
+                    "or branch on shapes/constants only.", symbol=keyword)
+
+
+def _tensor_test(ctx: FileContext, test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.UnaryOperation) and m.matches(test.operator, m.Not()):
+        return _tensor_test(ctx, test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _tensor_test(ctx, test.left) or _tensor_test(ctx, test.right)
+    return tensor_valued(ctx, test)
