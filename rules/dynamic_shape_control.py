@@ -1,0 +1,318 @@
+"""Dynamic shape (MS2xx), continued: Python control flow on tensor values inside the
+network, and input pipelines whose batch shapes vary.
+
+Control flow is scoped to code a forward reaches; input pipelines (``pad_sequence``, a
+``collate_fn`` that pads to the longest sample) are reported wherever they are, because
+the data loader is never called from a forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import libcst as cst
+
+from msready.analyzer.facts import Arg, FileResult
+from msready.analyzer.findings import (
+    Category,
+    Confidence,
+    Finding,
+    Location,
+    Scope,
+    Severity,
+)
+from msready.analyzer.names import dotted
+from msready.analyzer.repo import RepositoryModel
+from msready.rules.base import FileRule, RepoRule
+from msready.rules.dynamic_shape_flow import DynamicRule, in_forward
+
+# Calls that only report a problem: a branch made of these changes no shape.
+_REPORTING_ROOTS = ("builtins.print", "warnings.", "logging.")
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception",
+                          "critical", "log"})
+
+
+class TensorControlFlow(DynamicRule):
+    """Flags Python control flow decided by tensor values in code a forward reaches:
+    ``if mask.any():``, ``while (x > 0).any():``, ``assert`` on a tensor, a conditional
+    expression on one, and loops whose bounds are read from tensor data
+    (``for i in range(int(n.item()))``, ``for i in keep`` over a nonzero result).
+
+    GRAPH_MODE turns a data-dependent condition into a control-flow graph whose branches
+    must produce the same shapes and types; loop counts read from data unroll differently
+    on every call. A branch that only raises or logs is left alone.
+
+    Compute both branches and select with ``ops.select(cond, a, b)`` (shapes kept), give
+    loops a constant trip count with a mask for the inactive steps, and move checks
+    (``assert``) out of ``construct`` or into ``ops.Assert``-free validation of the inputs.
+    """
+
+    id = "MS213"
+    name = "tensor-control-flow"
+    severity = Severity.WARNING
+    VALID = (
+        in_forward("        if x.dim() == 3:\n            x = x.unsqueeze(0)\n        return x\n"),
+        in_forward("        if torch.isnan(x).any():\n"
+                   "            raise ValueError('nan input')\n        return x\n"),
+        in_forward("        if y is None:\n            return x\n        return x + y\n"),
+        in_forward("        for i in range(x.size(0)):\n            x = x + 1\n        return x\n"),
+        "import torch\n\ndef train_step(loss):\n    if loss.item() > 10:\n"
+        "        return None\n    return loss\n",
+    )
+    INVALID = (
+        in_forward("        if (x > 0).any():\n            x = x[:, :2]\n        return x\n"),
+        in_forward("        while x.sum() > 1:\n            x = x / 2\n        return x\n"),
+        in_forward("        assert torch.isfinite(x).all()\n        return x\n"),
+        in_forward("        keep = torch.nonzero(y)\n        for i in range(len(keep)):\n"
+                   "            x = x + 1\n        return x\n"),
+        in_forward("        return x if y.sum() > 0 else x[:1]\n"),
+    )
+
+    def visit_If(self, node: cst.If) -> None:
+        if self.flow.is_tensor_test(node.test) and not self._only_reports(node):
+            self._report(node.test, "`if`")
+
+    def visit_While(self, node: cst.While) -> None:
+        if self.flow.is_tensor_test(node.test):
+            self._report(node.test, "`while`")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        if self.flow.is_tensor_test(node.test):
+            self._report(node.test, "`assert`")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if self.flow.is_tensor_test(node.test):
+            self._report(node.test, "conditional expression")
+
+    def visit_For(self, node: cst.For) -> None:
+        iterable = node.iter
+        if isinstance(iterable, cst.Call) and self.ctx.qualify(iterable.func) == "builtins.range":
+            if any(self.flow.is_runtime(a.value) for a in iterable.args):
+                self._report(iterable, "loop bound", loop=True)
+        elif self.flow.is_varlen(iterable) or self.flow.is_runtime_scalar(iterable):
+            self._report(iterable, "loop over data-dependent values", loop=True)
+
+    def _only_reports(self, node: cst.If) -> bool:
+        """True when every branch only raises, passes or logs."""
+        blocks: list[cst.BaseSuite] = [node.body]
+        if isinstance(node.orelse, cst.Else):
+            blocks.append(node.orelse.body)
+        elif isinstance(node.orelse, cst.If):
+            return False
+        return all(self._reporting(stmt) for block in blocks for stmt in _statements(block))
+
+    def _reporting(self, stmt: cst.CSTNode) -> bool:
+        if isinstance(stmt, (cst.Raise, cst.Pass)):
+            return True
+        if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+            func = stmt.value.func
+            target = self.ctx.qualify(func) or ""
+            if target.startswith(_REPORTING_ROOTS):
+                return True
+            return isinstance(func, cst.Attribute) and func.attr.value in _LOG_METHODS
+        return False
+
+    def _report(self, node: cst.CSTNode, construct: str, loop: bool = False) -> None:
+        if loop:
+            message = (f"This {construct} is read from tensor values, so the number of "
+                       "iterations (and what they build) depends on the data.")
+            fix = ("Give the loop a constant trip count (a shape or config maximum) and mask "
+                   "the inactive steps, or vectorise it.")
+        else:
+            message = (f"This {construct} is decided by tensor values at run time; its "
+                       "branches may build different shapes.")
+            fix = ("Compute both branches and pick with `ops.select(cond, a, b)` so shapes "
+                   "stay fixed; move input checks out of `construct`.")
+        self.report(node, message, fix, symbol=f"python control flow ({construct})")
+
+
+def _statements(block: cst.BaseSuite) -> Iterator[cst.CSTNode]:
+    if isinstance(block, cst.IndentedBlock):
+        for stmt in block.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                yield from stmt.body
+            else:
+                yield stmt
+    elif isinstance(block, cst.SimpleStatementSuite):
+        yield from block.body
+
+
+_PAD_APIS = frozenset({
+    "torch.nn.utils.rnn.pad_sequence", "torch.nn.utils.rnn.pack_padded_sequence",
+    "torch.nn.utils.rnn.pack_sequence", "torch.nn.utils.rnn.pad_packed_sequence",
+    "torch.nn.utils.rnn.unpad_sequence", "torch.nn.utils.rnn.unpack_sequence"})
+_PAD_SUGGESTION = (
+    "MindSpore compiles one graph per input shape: pad to a fixed maximum length or a few "
+    "bucket lengths (`dataset.padded_batch(...)` / `bucket_batch_by_length`), or declare the "
+    "dynamic dimension with `Cell.set_inputs(Tensor(shape=[None, ...]))`; for RNNs pass "
+    "`seq_length` to `mindspore.nn.LSTM`/`GRU` instead of packing.")
+
+
+class PaddedSequence(FileRule):
+    """Flags ``pad_sequence``, ``pack_padded_sequence``, ``pack_sequence`` and
+    ``pad_packed_sequence`` from ``torch.nn.utils.rnn``, wherever they are.
+
+    Padding to the longest sequence of each batch gives every batch a different length,
+    and packed sequences carry data-dependent batch sizes per step; MindSpore compiles
+    a new graph for every new input shape (or needs the dimension declared dynamic).
+
+    Pad to a fixed maximum or a few bucket lengths in the dataset (``padded_batch``,
+    ``bucket_batch_by_length``), or declare the dynamic axis with ``Cell.set_inputs``;
+    MindSpore's ``nn.LSTM`` / ``nn.GRU`` take ``seq_length`` instead of packed input.
+    """
+
+    id = "MS220"
+    name = "padded-sequence"
+    category = Category.DYNAMIC_SHAPE
+    severity = Severity.WARNING
+    confidence = Confidence.HIGH
+    scope = Scope.ANYWHERE
+    VALID = (
+        "import torch\n\ndef collate(batch):\n    return torch.stack(batch)\n",
+        "import torch.nn.functional as F\n\ndef fixed(x):\n"
+        "    return F.pad(x, (0, 128 - x.size(-1)))\n",
+        "# pad_sequence(batch) would vary per batch\nDOC = 'torch.nn.utils.rnn.pad_sequence'\n",
+    )
+    INVALID = (
+        "from torch.nn.utils.rnn import pad_sequence\n\ndef collate(batch):\n"
+        "    return pad_sequence(batch, batch_first=True)\n",
+        "import torch.nn as nn\nfrom torch.nn.utils import rnn\n\nclass Enc(nn.Module):\n"
+        "    def forward(self, x, lengths):\n"
+        "        return rnn.pack_padded_sequence(x, lengths, batch_first=True)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self.ctx.call_target(node)
+        if target not in _PAD_APIS:
+            return
+        short = target.rsplit(".", 1)[1]
+        self.report(
+            node,
+            f"`{short}` sizes the batch by its longest sequence, so batch shapes change "
+            "from batch to batch.",
+            _PAD_SUGGESTION,
+            symbol=target,
+        )
+
+
+_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+_PADDING_CALLS = _PAD_APIS | {"torch.nn.functional.pad", "numpy.pad"}
+_CREATORS = frozenset({"torch.zeros", "torch.full", "torch.ones", "torch.empty",
+                       "numpy.zeros", "numpy.full", "torch.Tensor.new_zeros",
+                       "torch.Tensor.new_full"})
+
+
+class PaddingCollate(RepoRule):
+    """Flags a ``DataLoader`` whose ``collate_fn`` pads each batch to its own longest sample:
+    the collate function (or what it calls) uses ``pad_sequence`` / ``F.pad`` /
+    ``np.pad``, or sizes a new tensor from ``max(len(...))``.
+
+    Every batch then has its own shape, and MindSpore compiles a graph per shape, or
+    needs the dimension declared dynamic.
+
+    Pad to a fixed length or to bucket lengths in the MindSpore dataset
+    (``GeneratorDataset(...).padded_batch`` or ``bucket_batch_by_length``), or declare the
+    dynamic dimension with ``Cell.set_inputs``.
+    """
+
+    id = "MS221"
+    name = "padding-collate"
+    category = Category.DYNAMIC_SHAPE
+    severity = Severity.WARNING
+    confidence = Confidence.MEDIUM
+    scope = Scope.ANYWHERE
+    VALID = (
+        "import torch\nfrom torch.utils.data import DataLoader\n\ndef collate(batch):\n"
+        "    return torch.stack(batch)\n\ndef make(ds):\n"
+        "    return DataLoader(ds, batch_size=8, collate_fn=collate)\n",
+        "import torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n\n"
+        "def collate(batch):\n    return [F.pad(b, (0, 1)) for b in batch]\n\n"
+        "def make(ds):\n    return DataLoader(ds, batch_size=8)\n",
+    )
+    INVALID = (
+        "from torch.nn.utils.rnn import pad_sequence\nfrom torch.utils.data import DataLoader\n"
+        "\ndef collate(batch):\n    return pad_sequence(batch, batch_first=True)\n\n"
+        "def make(ds):\n    return DataLoader(ds, batch_size=8, collate_fn=collate)\n",
+        {"data/collate.py": "import torch\n\nclass PadCollate:\n"
+                            "    def __call__(self, batch):\n"
+                            "        n = max(len(b) for b in batch)\n"
+                            "        out = torch.zeros(len(batch), n)\n"
+                            "        for i, b in enumerate(batch):\n"
+                            "            out[i, :len(b)] = b\n        return out\n",
+         "data/__init__.py": "",
+         "train.py": "import torch\nfrom data.collate import PadCollate\n\n"
+                     "loader = torch.utils.data.DataLoader([], collate_fn=PadCollate())\n"},
+    )
+
+    def check(self, repo: RepositoryModel) -> Iterable[Finding]:
+        for rc in repo.calls:
+            if rc.external not in _LOADERS:
+                continue
+            arg = next((a for a in rc.call.args if a.keyword == "collate_fn"), None)
+            collate = _collate_function(repo, rc.file, rc.call.caller, arg)
+            if collate is None or not _pads(repo, collate):
+                continue
+            call = rc.call
+            yield Finding(
+                rule=self.id, rule_name=self.name, category=self.category,
+                severity=self.severity, confidence=self.confidence,
+                location=Location.at(rc.file.path, call.span, call.cell),
+                symbol=rc.external,
+                message=(f"This DataLoader's collate_fn `{repo.short_name(collate)}` pads "
+                         "each batch to its longest sample, so batch shapes vary."),
+                suggestion=_PAD_SUGGESTION,
+                function=call.caller,
+                scope=self.scope,
+            )
+
+
+def _collate_function(repo: RepositoryModel, file: FileResult, caller: str,
+                      arg: Arg | None) -> str | None:
+    """The repository function a ``collate_fn=`` argument runs, if it can be told."""
+    if arg is None:
+        return None
+    try:
+        expr = cst.parse_expression(arg.text)
+    except cst.ParserSyntaxError:
+        return None
+    wants_call = False
+    if isinstance(expr, cst.Call):
+        inner = dotted(expr.func)
+        if inner is not None and _qualified(file, inner).endswith("functools.partial"):
+            if not expr.args:
+                return None
+            expr = expr.args[0].value
+        else:
+            expr, wants_call = expr.func, True
+    name = dotted(expr)
+    if name is None:
+        return None
+    local = f"{caller}.{name}"
+    if local in repo.functions:
+        return local
+    resolved = repo.resolve(_qualified(file, name), file.module)
+    if resolved is None:
+        return None
+    if resolved.kind == "class" and wants_call:
+        return repo.find_method(resolved.name, "__call__")
+    if resolved.kind == "function" and not wants_call:
+        return resolved.name
+    return None
+
+
+def _pads(repo: RepositoryModel, function: str) -> bool:
+    """True when ``function`` (or what it calls) pads to a size taken from the batch."""
+    reached = repo.reachable(function)
+    externals = {rc.external for rc in repo.calls if rc.call.caller in reached and rc.external}
+    if externals & _PADDING_CALLS:
+        return True
+    return {"builtins.max", "builtins.len"} <= externals and bool(externals & _CREATORS)
+
+
+def _qualified(file: FileResult, name: str) -> str:
+    head, _, rest = name.partition(".")
+    bound = file.bindings.get(head)
+    if not bound:
+        return name
+    return f"{bound}.{rest}" if rest else bound
+
