@@ -60,6 +60,7 @@ class ApiEntry:
     suggestion: str = ""
     kind: str = "function"  # function | class | method | dtype | attribute
     torch_params: tuple[str, ...] = ()  # the torch parameter names, in positional order
+    usage_differs: bool = False  # the target is used differently as a whole (not per parameter)
 
     def target(self, backend: str) -> Target:
         """The target for a backend (an empty target when none)."""
@@ -71,14 +72,11 @@ class ApiEntry:
 
     def status_for(self, backend: str) -> str:
         """``missing`` without a target on ``backend``; ``differs`` with parameter
-        differences there, or when the entry differs as a whole (usage, not parameters:
-        no parameter differences and a target on every backend); else ``consistent``."""
+        differences there or when the target is used differently as a whole; else
+        ``consistent``."""
         if self.target(backend).api is None:
             return "missing"
-        if self.params_for(backend):
-            return "differs"
-        everywhere = all(self.target(b).api for b in BACKENDS)
-        if self.status == "differs" and not self.params and everywhere:
+        if self.params_for(backend) or self.usage_differs:
             return "differs"
         return "consistent"
 
@@ -137,7 +135,7 @@ def _entry(raw: dict[str, object]) -> ApiEntry:
         return ApiEntry(name, status, targets, params, str(raw.get("notes", "")),
                         None if workaround is None else str(workaround),
                         str(raw.get("suggestion", "")), str(raw.get("kind", "function")),
-                        tuple(str(p) for p in torch_params))
+                        tuple(str(p) for p in torch_params), bool(raw.get("usage_differs")))
     except (KeyError, TypeError, AssertionError, AttributeError) as exc:
         raise TableError(f"bad table entry {raw!r:.120}: {exc}") from exc
 

@@ -269,6 +269,11 @@ def plan_call(call: CallSite, entry: ApiEntry, backend: str) -> CallPlan:
             _SEMANTICS.get(diff.torch, _generic)(plan, diff)
     _defaults(plan, diffs)
     _arguments(plan, diffs)
+    if not plan.issues and entry.usage_differs:
+        api = entry.target(backend).api or ""
+        how = entry.notes.split(". ")[0].rstrip(".") if entry.notes else "check its usage"
+        plan.add("semantics", f"`{entry.torch}` becomes `{api}`, which is used differently: "
+                 f"{how}.", Severity.WARNING)
     positional = sorted((i, n) for n, i in plan.positions.items())
     order = [n for _, n in positional] + [n for n in plan.bound if n not in plan.positions]
     plan.bound = {n: plan.bound[n] for n in order}

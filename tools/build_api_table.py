@@ -340,26 +340,27 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
                       for a, ds in per_target.items()}
     params = _merge_params(per_target, targets, override.get("params", []))
     live = [b for b in BACKENDS if targets[b]]
-    if not live:
-        status = "missing"
-    elif params or len(live) < len(BACKENDS) or "differs" in (override.get("status"),
-                                                               ns.get("status")):
-        status = "differs"
-    else:
-        status = "consistent"
     notes = override.get("notes", "") or (ns.get("notes", "") if live else "")
     if name.startswith("torch.Tensor.") and any(
-            targets[b] and not str(targets[b]).startswith("mindspore.Tensor.") for b in live):
+            targets[b] and not str(targets[b]).startswith("mindspore.Tensor.") for b in BACKENDS):
         notes = (notes + " " if notes else "") + "No Tensor method: call the function " \
             f"with the tensor as first argument ({short}(x, ...))."
         override = {**override, "status": "differs"}
     if unread:
         notes = (notes + " " if notes else "") + "Parameters not compared (no readable " \
             "signature): check the call's arguments by hand."
+    usage_differs = bool(live) and "differs" in (override.get("status"), ns.get("status"))
+    if not live:
+        status = "missing"
+    elif params or len(live) < len(BACKENDS) or usage_differs:
+        status = "differs"
+    else:
+        status = "consistent"
     entry: dict[str, Any] = {
         "torch": name,
         "kind": _kind(torch_obj, name),
         "status": status,
+        "usage_differs": usage_differs,
         "targets": {b: {"api": targets[b], "platforms": platforms(targets[b]) if targets[b]
                         else [], "params": [p[0] for p in signature(resolve(targets[b]),
                         targets[b].rsplit(".", 1)[1]) or []] if targets[b] else []}
