@@ -1,0 +1,161 @@
+"""Where a torch API goes in MindSpore, for one backend: the API table first, then a
+measured fallback (the same relative name in the installed MindSpore) while the table
+does not know the API. Also the keyword renames a call needs."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from msready.analyzer.apitable import ApiEntry, load_table
+
+# Where the same relative name is looked for when the table has no entry (longest prefix
+# first), per backend family. Mirrors the table builder's candidates for GPU / CPU.
+_FALLBACK: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("torch.nn.functional.", ("mindspore.ops.",)),
+    ("torch.nn.init.", ("mindspore.common.initializer.",)),
+    ("torch.nn.", ("mindspore.nn.",)),
+    ("torch.Tensor.", ("mindspore.Tensor.",)),
+    ("torch.linalg.", ("mindspore.ops.",)),
+    ("torch.", ("mindspore.ops.", "mindspore.")),
+)
+# Keyword names MindSpore spells differently, applied when the table has no entry and the
+# MindSpore signature has the new name but not the old one.
+_SYNONYMS = {"dim": "axis", "keepdim": "keep_dims", "input": "x", "bias": "has_bias",
+             "groups": "group", "eps": "epsilon"}
+
+
+@dataclass(frozen=True, slots=True)
+class Mapping:
+    """A torch API's MindSpore target for one backend and how its keywords change."""
+
+    torch: str
+    api: str | None
+    renames: dict[str, str] = field(default_factory=dict)
+    dropped: frozenset[str] = frozenset()  # torch keywords MindSpore does not have
+    platforms: tuple[str, ...] = ()
+    note: str = ""
+    from_table: bool = True
+
+
+@lru_cache(maxsize=4096)
+def ms_object(dotted: str) -> Any:
+    """The installed MindSpore object a dotted name denotes, None when it does not exist."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except Exception:  # noqa: BLE001 - any import failure means "not a module"
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _signature_names(obj: Any) -> set[str] | None:
+    try:
+        target = obj.__init__ if inspect.isclass(obj) else obj
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params}
+
+
+def _from_entry(entry: ApiEntry, backend: str) -> Mapping:
+    target = entry.target(backend)
+    renames = {p.torch: p.mindspore for p in entry.params
+               if p.kind == "renamed" and p.mindspore}
+    dropped = frozenset(p.torch for p in entry.params if p.kind == "missing")
+    return Mapping(entry.torch, target.api, renames, dropped, target.platforms,
+                   entry.suggestion or entry.notes)
+
+
+def _fallback(name: str) -> Mapping:
+    for prefix, candidates in _FALLBACK:
+        if not name.startswith(prefix):
+            continue
+        rest = name[len(prefix):]
+        for base in candidates:
+            obj = ms_object(base + rest)
+            if obj is None:
+                continue
+            names = _signature_names(obj)
+            renames = {} if names is None else {
+                old: new for old, new in _SYNONYMS.items() if new in names and old not in names}
+            return Mapping(name, base + rest, renames, from_table=False,
+                           note="same name in the installed MindSpore (not in the API table)")
+        break
+    return Mapping(name, None, from_table=False)
+
+
+@lru_cache(maxsize=4096)
+def lookup(name: str, backend: str) -> Mapping:
+    """The MindSpore target of a fully qualified torch name for ``backend``."""
+    entry = load_table().lookup(name)
+    if entry is not None:
+        mapping = _from_entry(entry, backend)
+        if mapping.api is not None or entry.status == "missing":
+            return mapping
+    return _fallback(name)
+
+
+def canonical(name: str) -> str:
+    """The table's own spelling of a torch name (``torch.nn.modules.conv.Conv2d`` ->
+    ``torch.nn.Conv2d``); public re-export paths are recognised without the table too."""
+    entry = load_table().lookup(name)
+    if entry is not None:
+        return entry.torch
+    parts = name.split(".")
+    if name.startswith("torch.nn.modules.") and len(parts) >= 5:
+        return "torch.nn." + parts[-1]
+    if name.startswith("torch.nn.functional."):
+        return name
+    return name
+
+
+def short_name(api: str) -> str:
+    """How generated code spells a MindSpore API, given its header imports."""
+    for prefix, alias in (("mindspore.nn.", "nn."), ("mindspore.ops.", "ops."),
+                          ("mindspore.mint.", "mint."), ("mindspore.Tensor.", "Tensor.")):
+        if api.startswith(prefix):
+            return alias + api[len(prefix):]
+    return api
+
+
+@lru_cache(maxsize=256)
+def torch_order(name: str) -> tuple[str, ...] | None:
+    """The positional parameter names of a torch API, when torch is installed."""
+    try:
+        obj: Any = importlib.import_module("torch")
+        for attr in name.split(".")[1:]:
+            obj = getattr(obj, attr)
+        target = obj.__init__ if inspect.isclass(obj) else obj
+        params = list(inspect.signature(target).parameters.values())
+    except Exception:  # noqa: BLE001 - torch missing, or a builtin without a signature
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in params if p.kind in kinds and p.name != "self")
+
+
+@lru_cache(maxsize=1024)
+def ms_order(api: str) -> tuple[str, ...] | None:
+    """The positional parameter names of a MindSpore API, None when unknown."""
+    obj = ms_object(api)
+    if obj is None:
+        return None
+    try:
+        target = obj.__init__ if inspect.isclass(obj) else obj
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in params if p.kind in kinds and p.name != "self")

@@ -1,0 +1,130 @@
+"""The child process that runs generated Cells: ``python -m msready.skeletons.child JOB``.
+
+For each Cell of the job (one generated file's worth, in order): import, instantiate,
+measure the weight map, load torch weights when a comparison was asked for, run on CPU in
+PyNative mode and then in GRAPH_MODE. One JSON line per Cell goes to stdout as soon as it
+is done, so a crash or a time-out loses only the Cell that caused it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from msready.skeletons.weights import weight_map
+
+MARK = "@@msready "
+_NOISE = ("----", "- C++ Call Stack", "- Python Call Stack", "Traceback", "(See file")
+
+
+def first_line(exc: BaseException) -> str:
+    """The first informative line of an exception, prefixed by its type."""
+    for line in str(exc).splitlines():
+        text = line.strip()
+        if text and not text.startswith(_NOISE):
+            return f"{type(exc).__name__}: {text}"[:300]
+    return type(exc).__name__
+
+
+def make_inputs(specs: list[dict[str, Any]]) -> list[np.ndarray]:
+    """The inputs described by a job (seeded, so the torch side builds the same ones)."""
+    rng = np.random.default_rng(0)
+    out = []
+    for spec in specs:
+        shape = tuple(spec["shape"])
+        if spec["dtype"] == "int64":
+            out.append(rng.integers(0, max(1, spec["high"]), shape).astype(np.int64))
+        else:
+            out.append(rng.standard_normal(shape).astype(np.float32))
+    return out
+
+
+def _first_output(value: Any) -> Any:
+    while isinstance(value, (tuple, list)) and value:
+        value = value[0]
+    return value
+
+
+def run_cell(ms: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Build and run one Cell in both modes."""
+    res: dict[str, Any] = {"key": job["key"], "pynative": "fail", "graph": "fail",
+                           "error": None, "weights": None, "max_abs_diff": None}
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    try:
+        module = importlib.import_module(job["module"])
+        cell = getattr(module, job["name"])(**job["kwargs"])
+        cell.set_train(False)
+        res["weights"] = weight_map(cell)
+    except Exception as exc:  # noqa: BLE001 - the generated code's failure is the result
+        res["error"] = f"building the Cell: {first_line(exc)}"
+        return res
+    inputs = [ms.Tensor(a) for a in make_inputs(job["inputs"])]
+    reference = None
+    if job.get("compare"):
+        try:
+            reference = _load_torch(ms, cell, res["weights"], Path(job["compare"]))
+        except Exception as exc:  # noqa: BLE001
+            res["error"] = f"copying torch weights: {first_line(exc)}"
+    errors = []
+    for mode, field in ((ms.PYNATIVE_MODE, "pynative"), (ms.GRAPH_MODE, "graph")):
+        ms.set_context(mode=mode)
+        try:
+            out = _first_output(cell(*inputs))
+            res[field] = "pass"
+            if field == "pynative" and reference is not None:
+                got = np.asarray(out.asnumpy(), dtype=np.float64)
+                if got.shape == reference.shape:
+                    res["max_abs_diff"] = float(np.max(np.abs(got - reference))) if got.size \
+                        else 0.0
+                else:
+                    errors.append(f"output shape {got.shape} != torch {reference.shape}")
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{'PyNative' if field == 'pynative' else 'GRAPH_MODE'}: "
+                          f"{first_line(exc)}")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    if errors:
+        res["error"] = "; ".join(errors) if res["error"] is None else res["error"]
+    return res
+
+
+def _load_torch(ms: Any, cell: Any, names: dict[str, str | None], npz: Path) -> Any:
+    """Copy the torch module's weights into the Cell; return the torch output."""
+    data = np.load(npz)
+    params = {p.name: p for p in cell.get_parameters()}
+    for key in data.files:
+        if not key.startswith("param:"):
+            continue
+        name = names.get(key[len("param:"):])
+        if name is None or name not in params:
+            continue
+        params[name].set_data(ms.Tensor(data[key]).astype(params[name].dtype))
+    return np.asarray(data["output"], dtype=np.float64)
+
+
+def main(argv: list[str]) -> int:
+    """Run the job file given on the command line."""
+    job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    sys.path.insert(0, job["root"])
+    import mindspore as ms
+
+    ms.set_device("CPU")
+    for cell_job in job["cells"]:
+        try:
+            res = run_cell(ms, cell_job)
+        except Exception as exc:  # noqa: BLE001 - keep the batch going
+            traceback.print_exc(file=sys.stderr)
+            res = {"key": cell_job["key"], "pynative": "fail", "graph": "fail",
+                   "error": first_line(exc)}
+        sys.stdout.write(MARK + json.dumps(res) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

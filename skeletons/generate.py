@@ -1,0 +1,235 @@
+"""``out/skeletons/``: one MindSpore file per repository file that defines ``nn.Module``
+classes (and per repository file those import), mirroring the repository's paths, each
+Cell executed in PyNative and GRAPH_MODE and marked pass / fail / skipped."""
+
+from __future__ import annotations
+
+import ast
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from msready import __version__
+from msready.analyzer.facts import FileResult
+from msready.analyzer.findings import Category, Finding
+from msready.analyzer.parse import Parsed
+from msready.analyzer.result import ScanResult, SkeletonResult
+from msready.skeletons import runner
+from msready.skeletons.shapes import Plan, Planner
+from msready.skeletons.translate import translate_file
+
+# Hazards the translator cannot see from one call: they become TODO comments in the Cell.
+_TODO_CATEGORIES = frozenset({Category.DYNAMIC_SHAPE, Category.SPARSE, Category.SECOND_ORDER,
+                              Category.GRAPH_SYNTAX})
+NOT_RUN = "not run (--skeletons write)"
+
+
+@dataclass(slots=True)
+class Generated:
+    """One written file: its torch source, where it went and the Cells it holds."""
+
+    file: FileResult
+    out: Path
+    body: str
+    plans: list[Plan] = field(default_factory=list)
+    status: dict[str, str] = field(default_factory=dict)  # class name -> status line
+    weights: dict[str, Any] = field(default_factory=dict)
+
+
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("msready.skeletons", "templates"),
+                             autoescape=False, keep_trailing_newline=True)
+    return env.get_template("cell_file.py.j2")
+
+
+def render(result: ScanResult, gen: Generated) -> str:
+    """The generated file's text, with the run status of its Cells at the top."""
+    lines = [f"{name}: {text}" for name, text in gen.status.items()]
+    return _template().render(status_lines=lines, version=__version__,
+                              source_path=gen.file.path, target=result.target,
+                              body=gen.body.strip("\n"))
+
+
+def _stub(classes: list[str], reason: str) -> str:
+    """Cells that only say why the translation failed; they always parse."""
+    text = " ".join(reason.split())[:200]
+    parts = [f"class {name}(nn.Cell):\n    # TODO(msready MS100): the translation did not "
+             f"produce valid Python ({text})\n    def construct(self, *inputs):\n"
+             f"        raise NotImplementedError({name!r})\n" for name in classes]
+    return "\n\n".join(parts)
+
+
+def _files_to_write(result: ScanResult) -> list[FileResult]:
+    """Files defining Module classes, plus the repository files they import."""
+    model = result.model
+    wanted: list[str] = []
+    for cls in sorted(model.module_classes):
+        module = model.class_module.get(cls)
+        if module and module not in wanted:
+            wanted.append(module)
+    i = 0
+    while i < len(wanted):
+        file = model.modules[wanted[i]]
+        for target in file.bindings.values():
+            parts = target.split(".")
+            for i in range(len(parts), 0, -1):  # the module a name is imported from
+                prefix = ".".join(parts[:i])
+                if prefix in model.modules and prefix not in wanted:
+                    wanted.append(prefix)
+                    break
+            resolved = model.resolve(target, file.module)
+            if resolved is None or resolved.kind == "external":
+                continue
+            module = (resolved.name if resolved.kind == "module" else
+                      model.class_module.get(resolved.name) or
+                      model.function_module.get(resolved.name))
+            if module and module in model.modules and module not in wanted:
+                wanted.append(module)
+        i += 1
+    return [model.modules[w] for w in wanted
+            if model.modules[w].path.endswith(".py")]
+
+
+def _translate(result: ScanResult, planner: Planner, file: FileResult,
+               findings: list[Finding]) -> tuple[str, list[str]]:
+    """The body of one generated file and the Cell names it defines."""
+    parsed = planner.parsed(file.path)
+    cells = [c.name for c in file.classes if c.qualname in result.model.module_classes]
+    if not isinstance(parsed, Parsed):
+        return _stub(cells, "the source text was not kept by the scan"), cells
+    try:
+        translation = translate_file(parsed, file, result.model, result.target, findings)
+        body = translation.code
+        ast.parse(body)
+    except Exception as exc:  # noqa: BLE001 - a failed translation still yields a file
+        return _stub(cells, f"{type(exc).__name__}: {exc}"), cells
+    return body, cells
+
+
+def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
+                    compare_torch: bool) -> list[SkeletonResult]:
+    """Write a MindSpore Cell for every ``nn.Module`` class, run them, return the results."""
+    planner = Planner(result)
+    by_path: dict[str, list[Finding]] = {}
+    for finding in result.findings:
+        if finding.category in _TODO_CATEGORIES:
+            by_path.setdefault(finding.location.path, []).append(finding)
+    generated: list[Generated] = []
+    for file in _files_to_write(result):
+        body, _ = _translate(result, planner, file, by_path.get(file.path, []))
+        gen = Generated(file, out_dir / file.path, body)
+        gen.plans = [planner.plan(c.qualname) for c in file.classes
+                     if c.qualname in result.model.module_classes]
+        generated.append(gen)
+    _write_packages(out_dir, generated)
+    outcomes: dict[str, dict[str, Any]] = {}
+    if run:
+        outcomes = _run(result, out_dir, generated, compare_torch)
+    results = []
+    for gen in generated:
+        for plan in gen.plans:
+            res = _result(gen, plan, out_dir, run, outcomes.get(plan.torch_class))
+            results.append(res)
+            gen.status[plan.name] = _status_line(res)
+            weights = (outcomes.get(plan.torch_class) or {}).get("weights")
+            if weights:
+                gen.weights[plan.name] = weights
+        gen.out.parent.mkdir(parents=True, exist_ok=True)
+        gen.out.write_text(render(result, gen), encoding="utf-8")
+        if gen.weights:
+            weights_file = gen.out.with_name(gen.out.name + ".weights.json")
+            weights_file.write_text(json.dumps(gen.weights, indent=2) + "\n", encoding="utf-8")
+    return results
+
+
+def _write_packages(out_dir: Path, generated: list[Generated]) -> None:
+    """``__init__.py`` in every folder between the output root and a generated file."""
+    written = {g.out for g in generated}
+    for gen in generated:
+        folder = gen.out.parent
+        while folder != out_dir and out_dir in folder.parents:
+            init = folder / "__init__.py"
+            if init not in written and not init.exists():
+                folder.mkdir(parents=True, exist_ok=True)
+                init.write_text("", encoding="utf-8")
+            folder = folder.parent
+
+
+def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
+            outcome: dict[str, Any] | None) -> SkeletonResult:
+    cell_file = gen.out.relative_to(out_dir.parent).as_posix()
+    if not run:
+        return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
+                              "skipped", "skipped", NOT_RUN)
+    if plan.reason is not None or outcome is None:
+        return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
+                              "skipped", "skipped", plan.reason or "not run")
+    diff = outcome.get("max_abs_diff")
+    return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
+                          str(outcome.get("pynative", "fail")), str(outcome.get("graph", "fail")),
+                          outcome.get("error"), float(diff) if diff is not None else None)
+
+
+def _status_line(res: SkeletonResult) -> str:
+    if res.pynative == "skipped":
+        return f"skipped: {res.error}"
+    text = f"PyNative {res.pynative}, GRAPH_MODE {res.graph}"
+    if res.max_abs_diff is not None:
+        text += f", max |torch - mindspore| = {res.max_abs_diff:.3g}"
+    return f"{text}: {res.error}" if res.error else text
+
+
+def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
+    return {"key": plan.torch_class, "module": plan.module, "name": plan.name,
+            "kwargs": plan.kwargs, "compare": str(compare) if compare else None,
+            "inputs": [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high}
+                       for s in plan.inputs]}
+
+
+def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
+         compare_torch: bool) -> dict[str, dict[str, Any]]:
+    """Run every runnable Cell, one child per generated file."""
+    outcomes: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="msready-cmp-") as tmp:
+        torch_root = Path(tmp) / "src"
+        if compare_torch:
+            _write_sources(result, torch_root)
+        for gen in generated:
+            gen.out.parent.mkdir(parents=True, exist_ok=True)
+            gen.out.write_text(render(result, gen), encoding="utf-8")
+        for gen in generated:
+            runnable = [p for p in gen.plans if p.reason is None]
+            if not runnable:
+                continue
+            compares = {p.torch_class: Path(tmp) / f"{abs(hash(p.torch_class))}.npz"
+                        for p in runnable} if compare_torch else {}
+            torch_errors: dict[str, dict[str, Any]] = {}
+            if compare_torch:
+                jobs = [_job(p, compares[p.torch_class]) for p in runnable]
+                torch_errors = runner.run_jobs("msready.skeletons.torch_child",
+                                               {"torch_root": str(torch_root)}, jobs)
+            jobs = [_job(p, compares.get(p.torch_class)
+                         if not (torch_errors.get(p.torch_class) or {}).get("error") else None)
+                    for p in runnable]
+            got = runner.run_jobs("msready.skeletons.child", {"root": str(out_dir)}, jobs)
+            for plan in runnable:
+                outcome = got.get(plan.torch_class, {})
+                torch_error = (torch_errors.get(plan.torch_class) or {}).get("error")
+                if torch_error and not outcome.get("error"):
+                    outcome["error"] = torch_error
+                outcomes[plan.torch_class] = outcome
+    return outcomes
+
+
+def _write_sources(result: ScanResult, root: Path) -> None:
+    """The scanned files, rewritten into ``root`` so the torch child can import them."""
+    for (path, cell), text in result.sources.items():
+        if cell is not None or not path.endswith(".py"):
+            continue
+        dest = root / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")

@@ -1,0 +1,315 @@
+"""Translating one torch call into its MindSpore form.
+
+The general path is table-driven (:mod:`msready.skeletons.apis`): the target API, keyword
+renames, dropped keywords. The torch APIs whose translation needs more than renames
+(defaults that differ, semantics that invert, arguments that move) have a named handler
+in :data:`HANDLERS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.skeletons import apis
+
+ArgList = list[tuple[str | None, cst.BaseExpression]]
+
+
+@dataclass(slots=True)
+class Rewrite:
+    """A translated call: the MindSpore callee (as written), its arguments and the TODOs."""
+
+    func: str | None
+    args: ArgList = field(default_factory=list)
+    todos: list[tuple[str, str]] = field(default_factory=list)  # (rule id, reason)
+
+
+@dataclass(slots=True)
+class CallIn:
+    """A torch call to translate: its canonical name, arguments and the target backend."""
+
+    torch: str
+    args: ArgList
+    backend: str
+    star: bool = False  # the call unpacks *args / **kwargs
+
+    def bound(self, order: tuple[str, ...] | None) -> ArgList:
+        """The arguments with positional ones named after ``order`` where possible."""
+        if order is None or self.star:
+            return list(self.args)
+        out: ArgList = []
+        for i, (kw, value) in enumerate(self.args):
+            out.append((order[i] if kw is None and i < len(order) else kw, value))
+        return out
+
+
+Handler = Callable[[CallIn, apis.Mapping], Rewrite]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handler(*names: str) -> Callable[[Handler], Handler]:
+    """Register a special-case translation for the torch APIs ``names``."""
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            HANDLERS[name] = fn
+        return fn
+    return register
+
+
+def expr(code: str) -> cst.BaseExpression:
+    """A libcst expression from source text."""
+    return cst.parse_expression(code)
+
+
+def _get(args: ArgList, name: str) -> cst.BaseExpression | None:
+    return next((v for k, v in args if k == name), None)
+
+
+def _without(args: ArgList, *names: str) -> ArgList:
+    return [(k, v) for k, v in args if k not in names]
+
+
+def _rename(args: ArgList, renames: dict[str, str]) -> ArgList:
+    return [(renames.get(k, k) if k else k, v) for k, v in args]
+
+
+def _positional_first(args: ArgList, names: tuple[str, ...]) -> ArgList:
+    """Leading named arguments in ``names`` back to positional (the same order in both)."""
+    out: ArgList = []
+    i = 0
+    for k, v in args:
+        if i < len(names) and k == names[i]:
+            out.append((None, v))
+            i += 1
+        else:
+            out.append((k, v))
+    return out
+
+
+def _is_zero(node: cst.BaseExpression | None) -> bool:
+    return node is None or m.matches(node, m.Integer("0") | m.Tuple(
+        elements=[m.ZeroOrMore(m.Element(m.Integer("0")))]))
+
+
+def _target(call: CallIn, mapping: apis.Mapping, fallback: str) -> str:
+    return apis.short_name(mapping.api or fallback)
+
+
+def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """The table-driven translation: target, keyword renames, dropped keywords; positional
+    arguments stay positional only while both signatures agree on the position."""
+    if mapping.api is None:
+        reason = mapping.note or "no MindSpore equivalent in the API table"
+        return Rewrite(None, todos=[("MS100", f"{call.torch}: {reason}")])
+    args = call.bound(apis.torch_order(call.torch))
+    todos = [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
+             for k, _ in args if k in mapping.dropped]
+    args = _rename(_without(args, *mapping.dropped), mapping.renames)
+    ms_order = apis.ms_order(mapping.api)
+    out: ArgList = []
+    positional = True
+    for i, (k, v) in enumerate(args):
+        same = ms_order is not None and i < len(ms_order) and (i == 0 or k == ms_order[i])
+        if k is None or (positional and same):
+            out.append((None, v))
+        else:
+            positional = False
+            out.append((k, v))
+    return Rewrite(apis.short_name(mapping.api), out, todos)
+
+
+_CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
+               "groups", "bias", "padding_mode")
+
+
+@handler("torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.ConvTranspose1d",
+         "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d")
+def convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """Conv: ``padding`` needs ``pad_mode='pad'`` (MindSpore defaults to 'same'), ``bias``
+    becomes ``has_bias`` (default False in MindSpore), ``groups`` becomes ``group``."""
+    order = _CONV_ORDER
+    if "Transpose" in call.torch:
+        order = (*_CONV_ORDER[:5], "output_padding", "groups", "bias", "dilation",
+                 "padding_mode")
+    name = call.torch.rsplit(".", 1)[1].replace("ConvTranspose", "Conv") + (
+        "Transpose" if "Transpose" in call.torch else "")
+    func = _target(call, mapping, f"mindspore.nn.{name}")
+    args = call.bound(order)
+    todos: list[tuple[str, str]] = []
+    padding = _get(args, "padding")
+    mode = _get(args, "padding_mode")
+    args = _without(args, "padding", "padding_mode", "bias", "groups")
+    if padding is not None and m.matches(padding, m.SimpleString()):
+        args.append(("pad_mode", padding))
+    elif _is_zero(padding):
+        args.append(("pad_mode", expr("'valid'")))
+    else:
+        args += [("pad_mode", expr("'pad'")), ("padding", padding)]  # type: ignore[list-item]
+    if mode is not None and not m.matches(mode, m.SimpleString("'zeros'") | m.SimpleString(
+            '"zeros"')):
+        todos.append(("MS100", "padding_mode other than 'zeros': pad the input with ops.pad"))
+    groups = _get(call.bound(order), "groups")
+    if groups is not None:
+        args.append(("group", groups))
+    bias = _get(call.bound(order), "bias")
+    args.append(("has_bias", bias if bias is not None else expr("True")))
+    return Rewrite(func, _positional_first(args, order[:3]), todos)
+
+
+@handler("torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d")
+def batch_norm(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """BatchNorm: MindSpore's ``momentum`` weighs the running statistic (1 - torch's)."""
+    args = call.bound(("num_features", "eps", "momentum", "affine", "track_running_stats"))
+    func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
+    momentum = _get(args, "momentum")
+    todos: list[tuple[str, str]] = []
+    tracked = _get(args, "track_running_stats")
+    args = _without(args, "momentum", "track_running_stats")
+    if momentum is not None:
+        if m.matches(momentum, m.Name("None")):
+            todos.append(("MS100", "momentum=None (cumulative average) has no MindSpore form"))
+        else:
+            args.append(("momentum", expr(f"1 - {cst.Module([]).code_for_node(momentum)}")))
+    if tracked is not None and not m.matches(tracked, m.Name("True")):
+        args.append(("use_batch_statistics", expr("True")))
+    return Rewrite(func, _positional_first(args, ("num_features",)), todos)
+
+
+@handler("torch.nn.Linear")
+def linear(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """Linear -> Dense: ``in_features``/``out_features`` -> ``in_channels``/``out_channels``,
+    ``bias`` -> ``has_bias``."""
+    args = call.bound(("in_features", "out_features", "bias"))
+    args = _rename(args, {"in_features": "in_channels", "out_features": "out_channels",
+                          "bias": "has_bias"})
+    return Rewrite(_target(call, mapping, "mindspore.nn.Dense"),
+                   _positional_first(args, ("in_channels", "out_channels")))
+
+
+@handler("torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.Dropout3d")
+def dropout(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """Dropout: MindSpore's first positional argument is ``keep_prob``; pass ``p=`` by name."""
+    args = _without(call.bound(("p", "inplace")), "inplace")
+    if _get(args, "p") is None:
+        args.append(("p", expr("0.5")))
+    func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
+    return Rewrite(func, args)
+
+
+@handler("torch.nn.Embedding")
+def embedding(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """Embedding: ``num_embeddings``/``embedding_dim`` -> ``vocab_size``/``embedding_size``."""
+    args = call.bound(("num_embeddings", "embedding_dim", "padding_idx", "max_norm"))
+    todos = [("MS301", "sparse=True: MindSpore's Embedding has dense gradients only")
+             for k, v in args if k == "sparse" and m.matches(v, m.Name("True"))]
+    todos += [("MS100", f"Embedding({k}=...) has no MindSpore argument; dropped")
+              for k, _ in args if k in ("max_norm", "norm_type", "scale_grad_by_freq")]
+    args = _without(args, "sparse", "max_norm", "norm_type", "scale_grad_by_freq", "_weight",
+                    "_freeze")
+    args = _rename(args, {"num_embeddings": "vocab_size", "embedding_dim": "embedding_size"})
+    return Rewrite(_target(call, mapping, "mindspore.nn.Embedding"),
+                   _positional_first(args, ("vocab_size", "embedding_size")), todos)
+
+
+@handler("torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN")
+def recurrent(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """LSTM/GRU/RNN: ``bias`` -> ``has_bias``; ``proj_size`` has no MindSpore form."""
+    order = ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+             "bidirectional")
+    args = call.bound(order)
+    todos = [("MS100", "proj_size has no MindSpore argument")
+             for k, _ in args if k == "proj_size"]
+    args = _rename(_without(args, "proj_size"), {"bias": "has_bias"})
+    func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
+    return Rewrite(func, _positional_first(args, ("input_size", "hidden_size")), todos)
+
+
+@handler("torch.nn.LayerNorm")
+def layer_norm(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """LayerNorm: ``normalized_shape`` is a tuple, ``eps`` -> ``epsilon`` (default 1e-7 in
+    MindSpore, so torch's 1e-5 is written out), ``elementwise_affine`` has no form."""
+    args = call.bound(("normalized_shape", "eps", "elementwise_affine", "bias"))
+    shape = _get(args, "normalized_shape")
+    eps = _get(args, "eps")
+    todos = [("MS100", "elementwise_affine=False: freeze gamma/beta instead")
+             for k, v in args if k == "elementwise_affine" and not m.matches(v, m.Name("True"))]
+    out: ArgList = []
+    if shape is not None:
+        text = cst.Module([]).code_for_node(shape)
+        out.append((None, shape if m.matches(shape, m.Tuple() | m.List())
+                    else expr(f"tuple({text}) if isinstance({text}, (list, tuple)) "
+                              f"else ({text},)")))
+    out.append(("epsilon", eps if eps is not None else expr("1e-5")))
+    return Rewrite(_target(call, mapping, "mindspore.nn.LayerNorm"), out, todos)
+
+
+@handler("torch.nn.GELU")
+def gelu(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """GELU: MindSpore approximates with tanh by default; torch is exact unless told."""
+    value = _get(call.bound(("approximate",)), "approximate")
+    approx = "False" if value is None or m.matches(value, m.SimpleString("'none'") |
+                                                   m.SimpleString('"none"')) else "True"
+    return Rewrite(_target(call, mapping, "mindspore.nn.GELU"),
+                   [("approximate", expr(approx))])
+
+
+@handler("torch.nn.MaxPool1d", "torch.nn.MaxPool2d", "torch.nn.MaxPool3d",
+         "torch.nn.AvgPool1d", "torch.nn.AvgPool2d", "torch.nn.AvgPool3d")
+def pooling(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """Pooling: torch's ``stride`` defaults to ``kernel_size`` (MindSpore's to 1), and a
+    ``padding`` needs ``pad_mode='pad'``."""
+    args = call.bound(("kernel_size", "stride", "padding"))
+    kernel = _get(args, "kernel_size")
+    if _get(args, "stride") is None and kernel is not None:
+        args.append(("stride", kernel))
+    padding = _get(args, "padding")
+    if not _is_zero(padding):
+        args.append(("pad_mode", expr("'pad'")))
+    func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
+    return Rewrite(func, args)
+
+
+@handler("torch.nn.Sequential")
+def sequential(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """Sequential(*modules) -> SequentialCell([...]); an OrderedDict passes through."""
+    func = "nn.SequentialCell"
+    if call.star or len(call.args) == 1 and not m.matches(call.args[0][1], m.Call() | m.Name()):
+        return Rewrite(func, list(call.args))
+    if len(call.args) == 1 and m.matches(call.args[0][1], m.Call(func=m.Name("OrderedDict")
+                                                               | m.Attribute(
+                                                                   attr=m.Name("OrderedDict")))):
+        return Rewrite(func, list(call.args))
+    items = [cst.Element(v) for _, v in call.args]
+    return Rewrite(func, [(None, cst.List(items))])
+
+
+@handler("torch.nn.ModuleList")
+def module_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """ModuleList -> CellList."""
+    return Rewrite("nn.CellList", list(call.args))
+
+
+@handler("torch.nn.ModuleDict")
+def module_dict(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """ModuleDict -> CellDict."""
+    return Rewrite("nn.CellDict", list(call.args))
+
+
+@handler("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+def parameter(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """nn.Parameter(t, requires_grad) -> Parameter(t, requires_grad=...)."""
+    args = call.bound(("data", "requires_grad"))
+    return Rewrite("Parameter", _positional_first(args, ("data",)))
+
+
+def translate_call(call: CallIn) -> Rewrite:
+    """The MindSpore form of one torch call: a handler's, else the table's."""
+    name = apis.canonical(call.torch)
+    call.torch = name
+    mapping = apis.lookup(name, call.backend)
+    special = HANDLERS.get(name)
+    return special(call, mapping) if special is not None else generic(call, mapping)

@@ -1,0 +1,104 @@
+"""Running generated Cells (and, on request, the original torch modules) in child
+processes: one child per generated file, with a time limit per Cell. A Cell that crashes
+the child or runs out of time is marked failed and the child restarts for the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from msready.skeletons.child import MARK
+
+CELL_TIMEOUT = 60.0
+STARTUP_TIMEOUT = 60.0  # importing MindSpore or torch in the child
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a child: CPU only, MindSpore's logging quiet."""
+    env = dict(os.environ)
+    env.update({"GLOG_v": "3", "MS_SUBMODULE_LOG_v": "{ME:3}", "CUDA_VISIBLE_DEVICES": "",
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def _pump(stream: Any, sink: queue.Queue[str | None]) -> None:
+    for line in stream:
+        sink.put(line)
+    sink.put(None)
+
+
+def _drain(stream: Any, tail: deque[str]) -> None:
+    for line in stream:
+        if line.strip():
+            tail.append(line.strip())
+
+
+def run_jobs(entry: str, job: dict[str, Any], cells: list[dict[str, Any]],
+             timeout: float = CELL_TIMEOUT) -> dict[str, dict[str, Any]]:
+    """Run ``cells`` with the child module ``entry``; results by cell key, in any case."""
+    results: dict[str, dict[str, Any]] = {}
+    remaining = list(cells)
+    with tempfile.TemporaryDirectory(prefix="msready-run-") as tmp:
+        while remaining:
+            job_file = Path(tmp) / "job.json"
+            job_file.write_text(json.dumps({**job, "cells": remaining}), encoding="utf-8")
+            _run_child(entry, job_file, remaining, results, timeout, tmp)
+            remaining = [c for c in remaining if c["key"] not in results]
+    return results
+
+
+def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
+               results: dict[str, dict[str, Any]], timeout: float, cwd: str) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", entry, str(job_file)], cwd=cwd,
+                            env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, errors="replace")
+    lines: queue.Queue[str | None] = queue.Queue()
+    tail: deque[str] = deque(maxlen=5)
+    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    threading.Thread(target=_drain, args=(proc.stderr, tail), daemon=True).start()
+    try:
+        for i, cell in enumerate(cells):
+            limit = timeout + (STARTUP_TIMEOUT if i == 0 else 0.0)
+            outcome = _next_result(lines, limit)
+            if isinstance(outcome, dict):
+                results[str(outcome.get("key", cell["key"]))] = outcome
+                continue
+            if outcome == "timeout":
+                error = f"timed out after {timeout:g} s"
+            else:
+                proc.wait(timeout=10)
+                last = tail[-1] if tail else f"exit code {proc.returncode}"
+                error = f"the child process crashed ({last[:200]})"
+            results[cell["key"]] = {"key": cell["key"], "pynative": "fail", "graph": "fail",
+                                    "error": error}
+            return
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def _next_result(lines: queue.Queue[str | None], limit: float) -> dict[str, Any] | str:
+    """The next result line, or "timeout" / "eof"."""
+    while True:
+        try:
+            line = lines.get(timeout=limit)
+        except queue.Empty:
+            return "timeout"
+        if line is None:
+            return "eof"
+        if line.startswith(MARK):
+            try:
+                value = json.loads(line[len(MARK):])
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value

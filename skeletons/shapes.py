@@ -1,0 +1,330 @@
+"""How to run a generated Cell: constructor arguments and an input.
+
+Constructor arguments come from the repository's own instantiation sites (literal
+arguments) or the parameters' defaults. The input is inferred from the first layer the
+constructor builds (``in_channels`` of a Conv, ``in_features`` of a Linear, integer
+indices below ``num_embeddings`` for an Embedding, ...), following repository submodules
+and containers with their arguments evaluated.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.facts import CallKind, FileResult
+from msready.analyzer.names import dotted
+from msready.analyzer.parse import Parsed, parse_text
+from msready.analyzer.repo import RepositoryModel
+from msready.analyzer.result import ScanResult
+from msready.skeletons import apis
+
+UNKNOWN = object()
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
+    cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Power: operator.pow,
+}
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    """One input tensor: shape, dtype (``float32`` or ``int64``) and, for indices, the bound."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    high: int = 0
+
+
+@dataclass(slots=True)
+class Plan:
+    """What it takes to run one generated Cell, or why it cannot run."""
+
+    torch_class: str
+    name: str
+    module: str
+    path: str
+    line: int
+    kwargs: dict[str, object] = field(default_factory=dict)
+    inputs: list[InputSpec] = field(default_factory=list)
+    reason: str | None = None  # set when the Cell cannot be run
+
+
+def evaluate(node: cst.BaseExpression, env: dict[str, object]) -> object:
+    """The value of a small constant expression over ``env``, or :data:`UNKNOWN`."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        try:
+            return ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return UNKNOWN
+    if isinstance(node, cst.Name):
+        if node.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.value]
+        return env.get(node.value, UNKNOWN)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        items = [evaluate(e.value, env) for e in node.elements]
+        return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
+    if isinstance(node, cst.UnaryOperation) and m.matches(node.operator, m.Minus()):
+        value = evaluate(node.expression, env)
+        return -value if isinstance(value, (int, float)) else UNKNOWN
+    if isinstance(node, cst.BinaryOperation) and type(node.operator) in _BINOPS:
+        left, right = evaluate(node.left, env), evaluate(node.right, env)
+        if isinstance(left, (int, float)) and isinstance(right, (int, float)):
+            try:
+                return _BINOPS[type(node.operator)](left, right)
+            except (ArithmeticError, ValueError):
+                return UNKNOWN
+    return UNKNOWN
+
+
+class Planner:
+    """Finds constructor arguments and inputs for the repository's Module classes."""
+
+    def __init__(self, result: ScanResult) -> None:
+        self.result = result
+        self.model: RepositoryModel = result.model
+        self._parsed: dict[str, Parsed | None] = {}
+
+    # ----- sources ----------------------------------------------------------------------
+
+    def parsed(self, path: str) -> Parsed | None:
+        """The re-parsed text of a scanned file, None when not kept or not parsable."""
+        if path not in self._parsed:
+            text = self.result.sources.get((path, None))
+            parsed = parse_text(text) if text is not None else None
+            self._parsed[path] = parsed if isinstance(parsed, Parsed) else None
+        return self._parsed[path]
+
+    def file_of(self, qualname: str, kind: str = "class") -> FileResult | None:
+        """The file defining a repository class or function."""
+        table = self.model.class_module if kind == "class" else self.model.function_module
+        module = table.get(qualname)
+        return self.model.modules.get(module) if module else None
+
+    def function_node(self, qualname: str) -> tuple[cst.FunctionDef, FileResult] | None:
+        """The libcst definition of a repository method (``pkg.mod.Class.method``)."""
+        file = self.file_of(qualname, "function")
+        parsed = self.parsed(file.path) if file else None
+        if file is None or parsed is None:
+            return None
+        parts = qualname[len(file.module) + 1:].split(".")
+        body: Any = parsed.module.body
+        node: Any = None
+        for part in parts:
+            node = next((s for s in body if isinstance(s, (cst.ClassDef, cst.FunctionDef))
+                         and s.name.value == part), None)
+            if node is None:
+                return None
+            body = node.body.body
+        return (node, file) if isinstance(node, cst.FunctionDef) else None
+
+    def qualify(self, node: cst.BaseExpression, file: FileResult) -> str | None:
+        """A name chain's fully qualified target, resolved through the repository."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        bound = file.bindings.get(head)
+        if bound is None:
+            return None
+        full = f"{bound}.{rest}" if rest else bound
+        resolved = self.model.resolve(full, file.module)
+        return resolved.name if resolved is not None else full
+
+    # ----- constructor arguments --------------------------------------------------------
+
+    def _signature(self, cls: str, method: str) -> tuple[list[tuple[str, object, bool]],
+                                                          FileResult] | None:
+        """(name, default or UNKNOWN, is required) per parameter after ``self``."""
+        qualname = self.model.find_method(cls, method)
+        found = self.function_node(qualname) if qualname else None
+        if found is None:
+            return None
+        node, file = found
+        params = [*node.params.posonly_params, *node.params.params][1:]
+        out = [(p.name.value,
+                evaluate(p.default, {}) if p.default is not None else UNKNOWN,
+                p.default is None) for p in params]
+        out += [(p.name.value, evaluate(p.default, {}) if p.default is not None else UNKNOWN,
+                 p.default is None) for p in node.params.kwonly_params]
+        return out, file
+
+    def _sites(self, cls: str) -> Iterator[dict[str, object]]:
+        """Literal arguments at every place the repository instantiates ``cls``."""
+        sig = self._signature(cls, "__init__")
+        names = [n for n, _, _ in sig[0]] if sig else []
+        for rc in self.model.calls:
+            if rc.call.kind is not CallKind.NAME:
+                continue
+            resolved = self.model.resolve(rc.call.target, rc.file.module)
+            if resolved is None or resolved.kind != "class" or resolved.name != cls:
+                continue
+            values: dict[str, object] = {}
+            for i, arg in enumerate(rc.call.args):
+                if arg.star:
+                    break
+                key = arg.keyword or (names[i] if i < len(names) else None)
+                if key is not None and arg.is_literal:
+                    values[key] = arg.literal
+            yield values
+
+    def constructor(self, cls: str) -> tuple[dict[str, object], str | None]:
+        """Keyword arguments to build ``cls`` with, or the reason none could be found."""
+        sig = self._signature(cls, "__init__")
+        if sig is None:
+            return {}, None
+        params = sig[0]
+        candidates = [*self._sites(cls), {}]
+        best: tuple[dict[str, object], list[str]] | None = None
+        for site in candidates:
+            kwargs: dict[str, object] = {}
+            missing = []
+            for name, default, required in params:
+                if name in site:
+                    kwargs[name] = site[name]
+                elif required:
+                    missing.append(name)
+            if best is None or len(missing) < len(best[1]):
+                best = (kwargs, missing)
+        assert best is not None
+        kwargs, missing = best
+        if missing:
+            where = "no instantiation site" if len(candidates) == 1 else \
+                "no literal value at its instantiation sites"
+            return kwargs, f"constructor argument {', '.join(missing)}: {where} and no default"
+        return kwargs, None
+
+    def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:
+        """The constructor's parameters bound to ``kwargs`` and defaults."""
+        sig = self._signature(cls, "__init__")
+        env: dict[str, object] = {}
+        for name, default, _ in sig[0] if sig else []:
+            env[name] = kwargs.get(name, default)
+        return env
+
+    # ----- inputs -----------------------------------------------------------------------
+
+    def first_layer(self, cls: str, env: dict[str, object],
+                    depth: int = 0) -> InputSpec | None:
+        """The input the first layer built by ``cls.__init__`` accepts."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init and depth < 8 else None
+        if found is None:
+            return None
+        node, file = found
+        for call in m.findall(node.body, m.Call()):
+            assert isinstance(call, cst.Call)
+            spec = self._layer_input(call, file, env, depth)
+            if spec is not None:
+                return spec
+        return None
+
+    def _layer_input(self, call: cst.Call, file: FileResult, env: dict[str, object],
+                     depth: int) -> InputSpec | None:
+        name = self.qualify(call.func, file)
+        if name is None:
+            return None
+        resolved = self.model.resolve(name, file.module)
+        if resolved is not None and resolved.kind == "class" and \
+                resolved.name in self.model.module_classes:
+            sub_sig = self._signature(resolved.name, "__init__")
+            names = [n for n, _, _ in sub_sig[0]] if sub_sig else []
+            sub_kwargs: dict[str, object] = {}
+            for i, arg in enumerate(call.args):
+                key = arg.keyword.value if arg.keyword else (names[i] if i < len(names) else None)
+                value = evaluate(arg.value, env)
+                if key is not None and value is not UNKNOWN and not arg.star:
+                    sub_kwargs[key] = value
+            return self.first_layer(resolved.name, self.environment(resolved.name, sub_kwargs),
+                                    depth + 1)
+        torch_name = apis.canonical(name)
+        if torch_name in _CONTAINERS:
+            return None  # the layers inside are calls of their own, found next
+        order = _ORDERS.get(torch_name.rsplit(".", 1)[-1]) or apis.torch_order(torch_name) or ()
+        values: dict[str, object] = {}
+        for i, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
+            if key is not None:
+                values[key] = evaluate(arg.value, env)
+        return layer_input(torch_name, values)
+
+    def plan(self, cls: str) -> Plan:
+        """Everything needed to run the Cell generated for ``cls``."""
+        fact = self.model.classes[cls]
+        file = self.file_of(cls)
+        module = file.module if file else cls.rsplit(".", 1)[0]
+        path = file.path if file else ""
+        plan = Plan(cls, fact.name, module, path, fact.span.line)
+        kwargs, reason = self.constructor(cls)
+        plan.kwargs = kwargs
+        if reason is not None:
+            plan.reason = reason
+            return plan
+        spec = self.first_layer(cls, self.environment(cls, kwargs))
+        if spec is None:
+            plan.reason = ("input shape unknown: no Conv/Linear/Embedding/LSTM/norm layer with "
+                           "a constant size in the constructor")
+            return plan
+        forward = self._signature(cls, "forward")
+        required = [n for n, _, req in forward[0] if req] if forward else ["x"]
+        plan.inputs = [spec] * max(1, len(required))
+        return plan
+
+
+_ORDERS = {
+    "Conv1d": ("in_channels",), "Conv2d": ("in_channels",), "Conv3d": ("in_channels",),
+    "ConvTranspose1d": ("in_channels",), "ConvTranspose2d": ("in_channels",),
+    "ConvTranspose3d": ("in_channels",), "Linear": ("in_features",),
+    "Embedding": ("num_embeddings",), "LSTM": ("input_size",), "GRU": ("input_size",),
+    "RNN": ("input_size",), "MultiheadAttention": ("embed_dim",),
+    "LayerNorm": ("normalized_shape",), "BatchNorm1d": ("num_features",),
+    "BatchNorm2d": ("num_features",), "BatchNorm3d": ("num_features",),
+    "GroupNorm": ("num_groups", "num_channels"), "TransformerEncoderLayer": ("d_model",),
+}
+# The spatial size given to each layer family, after (batch, channels).
+_SPATIAL = {"1d": (32,), "2d": (16, 16), "3d": (4, 4, 4)}
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def layer_input(torch_name: str, values: dict[str, object]) -> InputSpec | None:
+    """The input a torch layer accepts, from its (evaluated) constructor arguments."""
+    layer = torch_name.rsplit(".", 1)[-1]
+    if not torch_name.startswith("torch.nn."):
+        return None
+    suffix = layer[-2:].lower()
+    seq_first = values.get("batch_first") is not True
+
+    def sequence(width: int) -> InputSpec:
+        return InputSpec((8, 2, width) if seq_first else (2, 8, width))
+
+    if layer.startswith(("Conv", "ConvTranspose")) and (c := _int(values.get("in_channels"))):
+        return InputSpec((2, c, *_SPATIAL.get(suffix, (16, 16))))
+    if layer == "Linear" and (c := _int(values.get("in_features"))):
+        return InputSpec((2, c))
+    if layer == "Embedding" and (c := _int(values.get("num_embeddings"))):
+        return InputSpec((2, 8), "int64", c)
+    if layer in ("LSTM", "GRU", "RNN") and (c := _int(values.get("input_size"))):
+        return sequence(c)
+    if layer in ("MultiheadAttention", "TransformerEncoderLayer") and (
+            c := _int(values.get("embed_dim", values.get("d_model")))):
+        return sequence(c)
+    if layer == "LayerNorm":
+        shape = values.get("normalized_shape")
+        if _int(shape):
+            return InputSpec((2, 8, shape))  # type: ignore[arg-type]
+        if isinstance(shape, tuple) and all(_int(s) for s in shape):
+            return InputSpec((2, *shape))
+    if layer.startswith("BatchNorm") and (c := _int(values.get("num_features"))):
+        return InputSpec((2, c)) if suffix == "1d" else InputSpec((2, c, *_SPATIAL[suffix]))
+    if layer == "GroupNorm" and (c := _int(values.get("num_channels"))):
+        return InputSpec((2, c, 16, 16))
+    return None

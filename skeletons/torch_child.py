@@ -1,0 +1,61 @@
+"""The opt-in child process that runs the original torch modules:
+``python -m msready.skeletons.torch_child JOB``.
+
+It imports the user's code (the scanned sources, rewritten into a temporary folder), so it
+runs only for ``--compare-torch``. For each module it saves the ``state_dict`` and the
+output on the job's seeded input to an ``.npz`` that the MindSpore child compares against.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from msready.skeletons.child import MARK, first_line, make_inputs
+
+
+def _first_output(value: Any) -> Any:
+    while isinstance(value, (tuple, list)) and value:
+        value = value[0]
+    return value
+
+
+def run_module(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Build one torch module, run it and save what the comparison needs."""
+    res: dict[str, Any] = {"key": job["key"], "error": None}
+    try:
+        torch.manual_seed(0)
+        module = importlib.import_module(job["module"])
+        net = getattr(module, job["name"])(**job["kwargs"])
+        net.eval()
+        inputs = [torch.from_numpy(a) for a in make_inputs(job["inputs"])]
+        with torch.no_grad():
+            out = _first_output(net(*inputs))
+        arrays = {f"param:{k}": v.detach().cpu().numpy() for k, v in net.state_dict().items()}
+        arrays["output"] = out.detach().cpu().numpy()
+        np.savez(job["compare"], **arrays)
+    except Exception as exc:  # noqa: BLE001 - the user's code failing is the result
+        res["error"] = f"running the torch module: {first_line(exc)}"
+    return res
+
+
+def main(argv: list[str]) -> int:
+    """Run the job file given on the command line."""
+    job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    sys.path.insert(0, job["torch_root"])
+    import torch
+
+    for cell_job in job["cells"]:
+        res = run_module(torch, cell_job)
+        sys.stdout.write(MARK + json.dumps(res) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,358 @@
+"""Rewriting one repository file into its MindSpore starter: ``nn.Module`` classes become
+``nn.Cell`` classes (``forward`` -> ``construct``), torch calls and tensor methods go
+through the API table, ``register_buffer`` becomes a frozen ``Parameter``, torch imports
+go, and what cannot be translated is kept with a ``# TODO(msready <rule>): reason``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.facts import CallKind, FileResult
+from msready.analyzer.findings import Finding
+from msready.analyzer.names import dotted
+from msready.analyzer.parse import Parsed
+from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
+from msready.skeletons import apis
+from msready.skeletons.layers import CallIn, expr, translate_call
+
+_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+_DEVICE_METHODS = frozenset({"cuda", "cpu", "to", "pin_memory", "share_memory_"})
+_KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
+Todo = tuple[str, str]
+
+
+def _is_torch(name: str | None) -> bool:
+    return name is not None and name.split(".")[0] in TORCH_ROOTS
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def todo_line(rule: str, reason: str) -> cst.EmptyLine:
+    """A ``# TODO(msready RULE): reason`` comment line."""
+    text = " ".join(reason.split())[:300]
+    return cst.EmptyLine(indent=True, comment=cst.Comment(f"# TODO(msready {rule}): {text}"))
+
+
+@dataclass(slots=True)
+class FileTranslation:
+    """A translated file: its code, the Cells it defines and every TODO left in it."""
+
+    code: str
+    cells: list[str] = field(default_factory=list)
+    todos: list[Todo] = field(default_factory=list)
+
+
+class CellTransformer(cst.CSTTransformer):
+    """Rewrites a parsed repository file into MindSpore code."""
+
+    def __init__(self, parsed: Parsed, file: FileResult, model: RepositoryModel,
+                 backend: str, findings: list[Finding]) -> None:
+        super().__init__()
+        self.parsed = parsed
+        self.file = file
+        self.model = model
+        self.backend = backend
+        self.tensor_calls = {
+            (c.span.line, c.span.column, c.span.end_line, c.span.end_column)
+            for c in file.calls if c.kind is CallKind.TENSOR_METHOD}
+        self.findings = sorted(findings, key=lambda f: (f.location.line, f.location.column))
+        self._used: set[int] = set()
+        self._todos: list[list[Todo]] = [[]]
+        self._classes: list[bool] = []  # is each enclosing class an nn.Module
+        self._replace: dict[cst.CSTNode, cst.BaseExpression] = {}
+        self._call_funcs: set[cst.CSTNode] = set()
+        self._names_not_values: set[cst.CSTNode] = set()
+        self.cells: list[str] = []
+        self.all_todos: list[Todo] = []
+
+    # ----- names ----------------------------------------------------------------------
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """The fully qualified name of a name chain, through the repository's imports."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        bound = self.file.bindings.get(head)
+        if bound is None:
+            return None
+        full = f"{bound}.{rest}" if rest else bound
+        resolved = self.model.resolve(full, self.file.module)
+        return resolved.name if resolved is not None else full
+
+    def _note(self, rule: str, reason: str) -> None:
+        self._todos[-1].append((rule, reason))
+
+    # ----- statements and TODO comments -----------------------------------------------
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self._todos.append([])
+        return super().on_visit(node)
+
+    def _finding_todos(self, node: cst.CSTNode, whole: bool) -> list[Todo]:
+        span = self.parsed.span(node)
+        if span is None:
+            return []
+        last = span.end_line if whole else span.line
+        out = []
+        for i, f in enumerate(self.findings):
+            if i not in self._used and span.line <= f.location.line <= last:
+                self._used.add(i)
+                out.append((f.rule, f.message))
+        return out
+
+    def _attach(self, original: cst.CSTNode, updated: cst.CSTNode, whole: bool) -> cst.CSTNode:
+        todos = self._todos.pop() + self._finding_todos(original, whole)
+        if not todos:
+            return updated
+        unique = list(dict.fromkeys(todos))
+        self.all_todos.extend(unique)
+        lines = [todo_line(r, t) for r, t in unique]
+        leading = getattr(updated, "leading_lines", None)
+        if leading is None:
+            return updated
+        return updated.with_changes(leading_lines=[*leading, *lines])
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine) -> cst.CSTNode:
+        return self._attach(original_node, updated_node, whole=True)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> object:
+        result = super().on_leave(original_node, updated_node)  # type: ignore[arg-type]
+        if isinstance(original_node, cst.BaseCompoundStatement) and isinstance(
+                result, cst.CSTNode):
+            return self._attach(original_node, result, whole=False)
+        return result
+
+    # ----- imports and module level ---------------------------------------------------
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> object:
+        keep = [a for a in updated_node.names
+                if not _is_torch((dotted(a.name) or "").split(".")[0])]
+        if not keep:
+            return cst.RemoveFromParent()
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(names=keep)
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom,
+                         updated_node: cst.ImportFrom) -> object:
+        module = dotted(updated_node.module) if updated_node.module is not None else None
+        if not updated_node.relative and _is_torch(module):
+            return cst.RemoveFromParent()
+        if isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        keep = []
+        for alias in updated_node.names:
+            local = alias.asname.name if alias.asname is not None else alias.name
+            target = self.qualify(local) if isinstance(local, cst.Name) else None
+            if not _is_torch(target):
+                keep.append(alias)
+        if not keep:
+            return cst.RemoveFromParent()
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(names=keep)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body = [s for s in updated_node.body if _keep_top(s)]
+        return updated_node.with_changes(body=body)
+
+    # ----- classes and methods --------------------------------------------------------
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        qualname = f"{self.file.module}.{self._class_path(node)}"
+        self._classes.append(qualname in self.model.module_classes)
+        self._names_not_values.add(node.name)
+        return True
+
+    def _class_path(self, node: cst.ClassDef) -> str:
+        return node.name.value
+
+    def leave_ClassDef(self, original_node: cst.ClassDef,
+                       updated_node: cst.ClassDef) -> cst.ClassDef:
+        if self._classes.pop():
+            self.cells.append(updated_node.name.value)
+        return updated_node
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef,
+                          updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        if self._classes and self._classes[-1] and updated_node.name.value == "forward":
+            return updated_node.with_changes(name=cst.Name("construct"))
+        return updated_node
+
+    # ----- expressions ----------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        self._call_funcs.add(node.func)
+        return True
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self._names_not_values.add(node.attr)
+        return self._reference(node)
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        if node not in self._names_not_values:
+            self._reference(node)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        if node.keyword is not None:
+            self._names_not_values.add(node.keyword)
+        return True
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        self._names_not_values.add(node.name)
+        return True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._names_not_values.add(node.name)
+        return True
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def _reference(self, node: cst.Attribute | cst.Name) -> bool:
+        """A torch name used as a value (``torch.float32``, ``act=nn.ReLU``)."""
+        name = self.qualify(node)
+        if node in self._call_funcs:
+            return not _is_torch(name)
+        if not _is_torch(name):
+            return True
+        assert name is not None
+        if name in _MODULE_BASES:
+            self._replace[node] = expr("nn.Cell")
+            return False
+        mapping = apis.lookup(apis.canonical(name), self.backend)
+        if mapping.api is not None:
+            self._replace[node] = expr(apis.short_name(mapping.api))
+        else:
+            self._replace[node] = expr(name)
+            self._note("MS100", f"{name} has no MindSpore equivalent in the API table")
+        return False
+
+    def leave_Attribute(self, original_node: cst.Attribute,
+                        updated_node: cst.Attribute) -> cst.BaseExpression:
+        return self._replace.get(original_node, updated_node)
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self._replace.get(original_node, updated_node)
+
+    def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> object:
+        call = updated_node.value
+        if not m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"),
+                                                       attr=m.Name("register_buffer")))):
+            return updated_node
+        assert isinstance(call, cst.Call)
+        return _buffer(call) or updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        name = self.qualify(original_node.func)
+        if _is_torch(name):
+            assert name is not None
+            return self._torch_call(name, updated_node)
+        span = self.parsed.span(original_node)
+        key = (span.line, span.column, span.end_line, span.end_column) if span else None
+        if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
+            return self._tensor_method(updated_node, updated_node.func)
+        return updated_node
+
+    def _torch_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
+        args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args]
+        star = any(a.star for a in call.args)
+        rewrite = translate_call(CallIn(name, args, self.backend, star))
+        for rule, reason in rewrite.todos:
+            self._note(rule, reason)
+        if rewrite.func is None:
+            return call.with_changes(func=expr(name))
+        if star:
+            return call.with_changes(func=expr(rewrite.func))
+        return cst.Call(func=expr(rewrite.func), args=[
+            cst.Arg(value=v, keyword=cst.Name(k) if k else None,
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+                    if k else cst.MaybeSentinel.DEFAULT)
+            for k, v in rewrite.args])
+
+    def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
+        method = func.attr.value
+        receiver = func.value
+        args = call.args
+        if method == "size":
+            shape = cst.Attribute(receiver, cst.Name("shape"))
+            if not args:
+                return shape
+            return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(args[0].value))])
+        if method in _DEVICE_METHODS:
+            dtype = next((a.value for a in args if self._is_dtype(a.value)), None)
+            if dtype is None:
+                return receiver
+            return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
+        if method == "type_as" and args:
+            return cst.Call(cst.Attribute(receiver, cst.Name("astype")),
+                            [cst.Arg(cst.Attribute(args[0].value, cst.Name("dtype")))])
+        if method == "detach":
+            return expr(f"ops.stop_gradient({_code(receiver)})")
+        mapping = apis.lookup(f"torch.Tensor.{method}", self.backend)
+        if mapping.api is None:
+            self._note("MS100", f"Tensor.{method} has no MindSpore equivalent in the API table")
+            return call
+        new = mapping.api.rsplit(".", 1)[1]
+        if mapping.api.startswith("mindspore.Tensor.") and new != method:
+            return call.with_changes(func=func.with_changes(attr=cst.Name(new)))
+        if not mapping.api.startswith("mindspore.Tensor."):
+            rest = [cst.Arg(receiver), *args]
+            return cst.Call(expr(apis.short_name(mapping.api)), rest)
+        return call
+
+    @staticmethod
+    def _is_dtype(node: cst.BaseExpression) -> bool:
+        text = _code(node)
+        return text.startswith("mindspore.") and text.split(".")[-1][:1].islower()
+
+
+def _buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
+    """``self.register_buffer("name", t)`` -> ``self.name = Parameter(t, requires_grad=False)``."""
+    if len(call.args) < 2 or not m.matches(call.args[0].value, m.SimpleString()):
+        return None
+    name_node = call.args[0].value
+    assert isinstance(name_node, cst.SimpleString)
+    name = name_node.evaluated_value
+    if not isinstance(name, str) or not name.isidentifier():
+        return None
+    value = call.args[1].value
+    target = cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))
+    if m.matches(value, m.Name("None")):
+        return cst.Assign([target], value)
+    param = expr(f"Parameter({_code(value)}, requires_grad=False)")
+    return cst.Assign([target], param)
+
+
+def _keep_top(stmt: cst.BaseStatement) -> bool:
+    """Module-level statements kept in a starter: imports, definitions, constants."""
+    if isinstance(stmt, _KEEP_TOP):
+        return True
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            continue
+        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+            if not m.findall(small, m.Call()):
+                continue
+        return False
+    return True
+
+
+def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, backend: str,
+                   findings: list[Finding]) -> FileTranslation:
+    """The MindSpore starter code of one repository file."""
+    transformer = CellTransformer(parsed, file, model, backend, findings)
+    module = parsed.module.visit(transformer)
+    return FileTranslation(module.code, transformer.cells, transformer.all_todos)
