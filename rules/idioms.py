@@ -1,0 +1,637 @@
+"""Porting idioms: the PyTorch habits around a model that a MindSpore port rewrites —
+devices, data parallelism, train/eval mode, checkpoints, buffers, ``no_grad``, custom
+``autograd.Function``, seeds, the training step, mixed precision, compilation/export and
+data loading.
+
+The rules are table-driven. :data:`TABLE` maps fully qualified torch names (exact, or a
+module prefix ending in ``.``) to the rule that owns them and its advice; the longest
+match wins, so each construct is reported by exactly one rule. Methods that only exist on
+modules and optimizers (``model.eval()``, ``opt.zero_grad()``) are matched by name in
+files that import torch, unless data flow shows a plain Python receiver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.findings import Category, Confidence, Scope, Severity
+from msready.rules.base import FileContext, FileRule
+from msready.rules.graph_mode_flow import call_is_device_move, python_value
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """What a construct is in MindSpore terms: a message tail and the rewrite."""
+
+    rule: str
+    message: str
+    suggestion: str
+    severity: Severity | None = None
+
+
+def _a(rule: str, message: str, suggestion: str, severity: Severity | None = None) -> Advice:
+    return Advice(rule, message, suggestion, severity)
+
+
+_SET_DEVICE = "Pick the backend once with `mindspore.set_device('Ascend', device_id)`"
+_DIST = ("Call `mindspore.communication.init()` and `mindspore.set_auto_parallel_context("
+         "parallel_mode=ParallelMode.DATA_PARALLEL, gradients_mean=True)`, launch with `msrun`")
+_CKPT = ("Use `mindspore.save_checkpoint(net, path)` / `mindspore.load_checkpoint(path)` + "
+         "`mindspore.load_param_into_net(net, params)`; convert torch weights with a name map "
+         "(`running_mean`→`moving_mean`, `weight`→`gamma` for BatchNorm, ...)")
+W, E = Severity.WARNING, Severity.ERROR
+
+# Fully qualified torch names (or module prefixes ending in ".") -> owning rule and advice.
+TABLE: dict[str, Advice] = {
+    # MS601 device handling
+    "torch.device": _a("MS601", "creates a torch device object", f"{_SET_DEVICE}; "
+                       "MindSpore places every tensor on that device."),
+    "torch.cuda.": _a("MS601", "queries or controls the CUDA runtime",
+                      f"{_SET_DEVICE}; availability checks and CUDA calls go away."),
+    "torch.backends.": _a("MS601", "sets a CUDA/cuDNN backend flag",
+                          "Drop it; MindSpore selects kernels itself (`mindspore.set_context("
+                          "jit_config=...)` for graph options)."),
+    "torch.set_default_device": _a("MS601", "sets the default device", f"{_SET_DEVICE}."),
+    # MS602 data parallel / distributed
+    "torch.nn.DataParallel": _a("MS602", "wraps the model for multi-GPU data parallelism",
+                                f"Remove the wrapper. {_DIST}."),
+    "torch.nn.parallel.": _a("MS602", "wraps the model for (distributed) data parallelism",
+                             f"Remove the wrapper. {_DIST}."),
+    "torch.distributed.": _a("MS602", "uses torch.distributed",
+                             f"{_DIST}; ranks come from `mindspore.communication.get_rank()`/"
+                             "`get_group_size()`, collectives from `mindspore.ops.AllReduce`."),
+    "torch.nn.SyncBatchNorm": _a("MS602", "synchronises BatchNorm across devices",
+                                 "Use `mindspore.nn.SyncBatchNorm` after "
+                                 "`mindspore.communication.init()`."),
+    "torch.utils.data.distributed.DistributedSampler": _a(
+        "MS602", "shards the dataset per process",
+        "Pass `num_shards=get_group_size(), shard_id=get_rank()` to the "
+        "`mindspore.dataset` source instead."),
+    "torch.multiprocessing.spawn": _a("MS602", "spawns one training process per device",
+                                      f"{_DIST}; `msrun --worker_num=N` starts the processes."),
+    # MS604 checkpoints
+    "torch.save": _a("MS604", "saves with torch's pickle format", f"{_CKPT}."),
+    "torch.load": _a("MS604", "loads a torch pickle", f"{_CKPT}."),
+    "torch.hub.load_state_dict_from_url": _a("MS604", "downloads torch weights",
+                                             f"Download once and convert: {_CKPT}."),
+    "torch.utils.model_zoo.load_url": _a("MS604", "downloads torch weights",
+                                         f"Download once and convert: {_CKPT}."),
+    "torch.hub.load": _a("MS604", "loads a model from torch hub",
+                         "MindSpore has no torch hub: port the model's code and convert its "
+                         f"weights. {_CKPT}.", E),
+    # MS606 gradient switches
+    "torch.no_grad": _a("MS606", "disables gradient recording",
+                        "Drop it: MindSpore computes gradients only inside "
+                        "`value_and_grad`/`grad`; use `ops.stop_gradient(x)` inside a "
+                        "differentiated function."),
+    "torch.enable_grad": _a("MS606", "re-enables gradient recording",
+                            "Drop it; differentiate with `mindspore.value_and_grad`."),
+    "torch.set_grad_enabled": _a("MS606", "switches gradient recording",
+                                 "Drop it; gradients exist only where `value_and_grad` is "
+                                 "applied."),
+    "torch.inference_mode": _a("MS606", "runs without autograd bookkeeping",
+                               "Drop it; call `net.set_train(False)` for inference."),
+    "torch.autograd.no_grad": _a("MS606", "disables gradient recording",
+                                 "Drop it; use `ops.stop_gradient(x)` where needed."),
+    "torch.autograd.grad_mode.": _a("MS606", "switches gradient recording",
+                                    "Drop it; gradients exist only under `value_and_grad`."),
+    # MS607 custom autograd (class bases)
+    "torch.autograd.Function": _a("MS607", "defines a custom autograd.Function",
+                                  "Make it an `nn.Cell` whose `construct` is the forward and "
+                                  "whose `bprop(self, *inputs, out, dout)` returns the input "
+                                  "gradients; call the Cell instead of `.apply`.", W),
+    "torch.autograd.function.Function": _a("MS607", "defines a custom autograd.Function",
+                                           "Make it an `nn.Cell` with a `bprop` method.", W),
+    # MS608 seeds and generators
+    "torch.manual_seed": _a("MS608", "seeds torch's generators",
+                            "Use `mindspore.set_seed(seed)` (also seeds dataset shuffling)."),
+    "torch.random.": _a("MS608", "controls torch's random state",
+                        "Use `mindspore.set_seed` / `mindspore.manual_seed`."),
+    "torch.cuda.manual_seed": _a("MS608", "seeds the CUDA generator",
+                                 "Use `mindspore.set_seed(seed)`; one call seeds every device."),
+    "torch.cuda.manual_seed_all": _a("MS608", "seeds all CUDA generators",
+                                     "Use `mindspore.set_seed(seed)`."),
+    "torch.seed": _a("MS608", "reseeds torch non-deterministically",
+                     "Use `mindspore.set_seed` with an explicit seed."),
+    "torch.Generator": _a("MS608", "creates an explicit random generator",
+                          "Use `mindspore.Generator()` and pass it as `generator=` where the "
+                          "MindSpore op accepts one."),
+    "torch.use_deterministic_algorithms": _a("MS608", "forces deterministic kernels",
+                                             "Use `mindspore.set_context(deterministic='ON')`."),
+    "torch.backends.cudnn.deterministic": _a("MS608", "forces deterministic cuDNN kernels",
+                                             "Use `mindspore.set_context(deterministic='ON')`."),
+    "torch.set_rng_state": _a("MS608", "restores the random state",
+                              "Use `mindspore.set_seed` / `mindspore.Generator.set_state`."),
+    "torch.get_rng_state": _a("MS608", "saves the random state",
+                              "Use `mindspore.Generator.get_state`."),
+    # MS609 training step
+    "torch.Tensor.backward": _a("MS609", "runs the backward pass of a training step",
+                                "Write `loss, grads = mindspore.value_and_grad(forward_fn, "
+                                "None, optimizer.parameters)(data, label)` then "
+                                "`optimizer(grads)`.", W),
+    "torch.autograd.backward": _a("MS609", "runs the backward pass",
+                                  "Use `mindspore.value_and_grad` and apply the gradients with "
+                                  "`optimizer(grads)`.", W),
+    # MS610 mixed precision
+    "torch.autocast": _a("MS610", "enables automatic mixed precision",
+                         "Wrap the network once: `mindspore.amp.auto_mixed_precision(net, "
+                         "'O1')` (or 'O2'/'O3')."),
+    "torch.amp.": _a("MS610", "uses torch AMP",
+                     "Use `mindspore.amp.auto_mixed_precision(net, 'O1')` and a "
+                     "`mindspore.amp.DynamicLossScaler` for the loss."),
+    "torch.cuda.amp.": _a("MS610", "uses CUDA AMP",
+                          "Use `mindspore.amp.auto_mixed_precision(net, 'O1')` and a "
+                          "`mindspore.amp.DynamicLossScaler` for the loss."),
+    "torch.cpu.amp.": _a("MS610", "uses CPU AMP",
+                         "Use `mindspore.amp.auto_mixed_precision(net, 'O1')`."),
+    "torch.cuda.amp.GradScaler": _a("MS610", "scales the loss for fp16 training",
+                                    "Use `mindspore.amp.DynamicLossScaler(2**16, 2, 1000)`: "
+                                    "`scale` the loss, `unscale` the grads, check "
+                                    "`mindspore.amp.all_finite(grads)` before the update.", W),
+    "torch.amp.GradScaler": _a("MS610", "scales the loss for fp16 training",
+                               "Use `mindspore.amp.DynamicLossScaler` with "
+                               "`mindspore.amp.all_finite`.", W),
+    # MS611 compilation, export, profiling
+    "torch.compile": _a("MS611", "compiles the model with torch.compile",
+                        "Use `mindspore.jit` (decorator or `jit(net.construct)`), or "
+                        "`mindspore.set_context(mode=mindspore.GRAPH_MODE)`."),
+    "torch.jit.": _a("MS611", "uses TorchScript",
+                     "Drop TorchScript: `mindspore.jit` compiles a Cell; `mindspore.export(net, "
+                     "x, file_name=..., file_format='MINDIR')` replaces `torch.jit.save`."),
+    "torch.fx.": _a("MS611", "transforms the model with torch.fx",
+                    "MindSpore has no FX graph API: apply the transformation by hand in the "
+                    "Cell's code.", E),
+    "torch.onnx.": _a("MS611", "exports to ONNX",
+                      "Use `mindspore.export(net, x, file_name=..., file_format='ONNX')`."),
+    "torch.export.": _a("MS611", "exports a graph with torch.export",
+                        "Use `mindspore.export(net, x, file_format='MINDIR')`."),
+    "torch.profiler.": _a("MS611", "profiles with torch.profiler",
+                          "Use `mindspore.Profiler` (`mindspore.profiler.profile`)."),
+    "torch.autograd.profiler.": _a("MS611", "profiles with the autograd profiler",
+                                   "Use `mindspore.Profiler`."),
+    "torch._dynamo.": _a("MS611", "configures TorchDynamo",
+                         "Drop it; `mindspore.jit` has its own options."),
+    # MS612 data loading
+    "torch.utils.data.DataLoader": _a("MS612", "batches data with a DataLoader",
+                                      "Use `mindspore.dataset.GeneratorDataset(source, "
+                                      "column_names, shuffle=...)` then `.batch(batch_size, "
+                                      "drop_remainder=...)`; `num_workers` becomes "
+                                      "`num_parallel_workers`.", W),
+    "torch.utils.data.": _a("MS612", "uses torch.utils.data",
+                            "Map it to `mindspore.dataset`: a plain class with `__getitem__`/"
+                            "`__len__` feeds `GeneratorDataset`; samplers become `sampler=` / "
+                            "`shuffle=`; `random_split` becomes `dataset.split`."),
+}
+
+# Method names that belong to modules / optimizers in torch code -> owning rule and advice.
+METHODS: dict[str, Advice] = {
+    "train": _a("MS603", "switches the module to training mode",
+                "Use `net.set_train(True)` (`set_train(False)` for evaluation)."),
+    "eval": _a("MS603", "switches the module to evaluation mode", "Use `net.set_train(False)`."),
+    "state_dict": _a("MS604", "reads parameters by torch names", f"{_CKPT}.", W),
+    "load_state_dict": _a("MS604", "loads parameters by torch names", f"{_CKPT}.", W),
+    "register_buffer": _a("MS605", "registers a non-trainable buffer",
+                          "Use `Cell.register_buffer` (MindSpore 2.x) or "
+                          "`mindspore.Parameter(t, requires_grad=False)`; check it still "
+                          "lands in the checkpoint."),
+    "register_parameter": _a("MS605", "registers a parameter by name",
+                             "Assign `self.name = mindspore.Parameter(t, name='name')`."),
+    "zero_grad": _a("MS609", "clears gradients for the next step",
+                    "Drop it: `mindspore.value_and_grad` returns fresh gradients each step.", W),
+    "backward": TABLE["torch.Tensor.backward"],
+}
+_MODE_ARGS = frozenset({"train", "eval"})
+
+
+def lookup(name: str | None) -> Advice | None:
+    """The advice for a qualified torch name: exact entry, else the longest prefix."""
+    if name is None:
+        return None
+    if name in TABLE:
+        return TABLE[name]
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        advice = TABLE.get(".".join(parts[:i]) + ".")
+        if advice is not None:
+            return advice
+    return None
+
+
+def _mode_call(call: cst.Call) -> bool:
+    """``train()`` / ``train(False)`` / ``train(mode=True)`` / ``eval()``: the module API,
+    not ``df.eval("a + b")``."""
+    if not call.args:
+        return True
+    return len(call.args) == 1 and m.matches(call.args[0].value, m.Name("True") | m.Name("False")
+                                             | m.Name())
+
+
+def method_advice(ctx: FileContext, call: cst.Call) -> Advice | None:
+    """Advice for a module / optimizer method call found by name in torch code."""
+    func = call.func
+    if not ctx.imports_torch or not isinstance(func, cst.Attribute):
+        return None
+    name = func.attr.value
+    advice = METHODS.get(name)
+    if advice is None:
+        return None
+    owner = ctx.qualify(func.value)
+    if owner is not None or python_value(ctx, func.value):
+        return None
+    if name in _MODE_ARGS and not _mode_call(call):
+        return None
+    return advice
+
+
+class _IdiomRule(FileRule):
+    category = Category.IDIOM
+    severity = Severity.INFO
+    confidence = Confidence.HIGH
+    scope = Scope.ANYWHERE
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._lines: set[int] = set()
+
+    def emit(self, node: cst.CSTNode, symbol: str, advice: Advice,
+             confidence: Confidence | None = None) -> None:
+        """Report once per line: nested parts of one construct give one finding."""
+        span = self.ctx.span(node)
+        line = span.line if span else 0
+        if advice.rule != self.id or line in self._lines:
+            return
+        self._lines.add(line)
+        short = symbol.removeprefix("torch.Tensor.")
+        self.report(node, f"`{short}` {advice.message}; MindSpore does this differently.",
+                    advice.suggestion, symbol=symbol, severity=advice.severity,
+                    confidence=confidence)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Report table entries called here, and module/optimizer methods by name."""
+        target = self.ctx.call_target(node)
+        advice = lookup(target)
+        if advice is not None and target is not None:
+            self.emit(node, target, advice)
+            return
+        by_name = method_advice(self.ctx, node)
+        if by_name is not None and isinstance(node.func, cst.Attribute):
+            self.emit(node, f"{target or node.func.attr.value}", by_name, Confidence.MEDIUM)
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        """Report bare decorators (``@torch.no_grad``, ``@torch.jit.script``)."""
+        if isinstance(node.decorator, (cst.Name, cst.Attribute)):
+            name = self.ctx.qualify(node.decorator)
+            advice = lookup(name)
+            if advice is not None and name is not None:
+                self.emit(node, name, advice)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        """Report torch base classes (``autograd.Function``, ``Dataset``)."""
+        for base in node.bases:
+            name = self.ctx.qualify(base.value)
+            advice = lookup(name)
+            if advice is not None and name is not None:
+                self.emit(base, name, advice)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """Report assignments to torch flags (``torch.backends.cudnn.benchmark = True``)."""
+        for target in node.targets:
+            if isinstance(target.target, cst.Attribute):
+                name = self.ctx.qualify(target.target)
+                advice = lookup(name)
+                if advice is not None and name is not None:
+                    self.emit(target.target, name, advice)
+
+
+class DeviceHandling(_IdiomRule):
+    """Flags device handling: `.to(device)`, `.cuda()`, `.cpu()`, `torch.device`,
+    `torch.cuda.*` queries and `torch.backends.*` flags.
+
+    MindSpore has no per-tensor device placement: the backend is chosen once per process
+    and every tensor and Cell lives there.
+
+    Call `mindspore.set_device("Ascend" | "GPU" | "CPU", device_id)` at start-up and
+    delete the moves; `x.cpu().numpy()` becomes `x.asnumpy()`.
+    """
+
+    id = "MS601"
+    name = "device-handling"
+    VALID = (
+        "import torch\n\ndef half(x):\n    return x.to(torch.float16)\n",
+        "import mindspore\n\nmindspore.set_device('CPU')\n",
+        "def f(rows):\n    line = 'a b'\n    return line.split(), rows.to_csv()\n",
+    )
+    INVALID = (
+        "import torch\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+        "import torch\n\ndef run(model, x, device):\n    model.to(device)\n"
+        "    return model(x.cuda()).cpu()\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Report device moves, then torch device APIs."""
+        move = call_is_device_move(self.ctx, node)
+        if move is not None and self.ctx.imports_torch:
+            advice = _a(self.id, "moves data between devices",
+                        "Delete it: after `mindspore.set_device(...)` everything is on that "
+                        "device" + ("; use `.asnumpy()` to get host data." if move == "cpu"
+                                    else "."))
+            self.emit(node, f"torch.Tensor.{move}", advice)
+            return
+        super().visit_Call(node)
+
+
+class DataParallel(_IdiomRule):
+    """Flags data parallelism and torch.distributed: `DataParallel`,
+    `DistributedDataParallel`, `torch.distributed.*`, `SyncBatchNorm`,
+    `DistributedSampler`, `torch.multiprocessing.spawn`.
+
+    MindSpore parallelises a whole training script through a communication backend and
+    a parallel context, not by wrapping the model object.
+
+    Call `mindspore.communication.init()`, set `mindspore.set_auto_parallel_context(
+    parallel_mode=ParallelMode.DATA_PARALLEL, gradients_mean=True)`, shard the dataset
+    with `num_shards`/`shard_id`, and launch with `msrun`.
+    """
+
+    id = "MS602"
+    name = "data-parallel"
+    severity = Severity.WARNING
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return torch.nn.functional.relu(x)\n",
+    )
+    INVALID = (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "import torch.distributed as dist\n\ndef wrap(model):\n"
+        "    dist.init_process_group('nccl')\n    return DDP(model)\n",
+        "import torch.nn as nn\n\ndef wrap(model):\n    return nn.DataParallel(model)\n",
+    )
+
+
+class TrainEvalMode(_IdiomRule):
+    """Flags `model.train()` / `model.eval()` / `model.train(False)`.
+
+    MindSpore Cells switch between training and inference behaviour (Dropout,
+    BatchNorm) with `set_train`, not `train`/`eval`.
+
+    Rename: `net.set_train(True)` for training, `net.set_train(False)` for evaluation.
+    """
+
+    id = "MS603"
+    name = "train-eval-mode"
+    confidence = Confidence.MEDIUM
+    VALID = (
+        "import pandas as pd\nimport torch\n\ndef f(df):\n    return df.eval('a + b')\n",
+        "def evaluate(expr):\n    return eval(expr)\n",
+        "import mindspore\n\ndef f(net):\n    net.set_train(False)\n",
+    )
+    INVALID = (
+        "import torch\n\ndef evaluate(model, x):\n    model.eval()\n    return model(x)\n",
+        "import torch\n\ndef fit(model):\n    model.train(True)\n",
+    )
+
+
+class CheckpointIO(_IdiomRule):
+    """Flags checkpoint reading and writing: `torch.save`, `torch.load`, `state_dict()`,
+    `load_state_dict()`, torch hub / model-zoo weight downloads.
+
+    MindSpore checkpoints are `.ckpt` files keyed by MindSpore parameter names, which
+    differ from torch's (`gamma`/`beta`/`moving_mean` for BatchNorm, for instance); torch
+    pickles cannot be loaded directly.
+
+    Use `mindspore.save_checkpoint` / `load_checkpoint` + `load_param_into_net`, and
+    convert existing torch weights once with an explicit parameter-name map.
+    """
+
+    id = "MS604"
+    name = "checkpoint-io"
+    severity = Severity.WARNING
+    VALID = (
+        "import pickle\n\ndef save(obj, path):\n    with open(path, 'wb') as f:\n"
+        "        pickle.dump(obj, f)\n",
+        "import numpy as np\n\ndef load(path):\n    return np.load(path)\n",
+    )
+    INVALID = (
+        "import torch\n\ndef save(model, path):\n    torch.save(model.state_dict(), path)\n",
+        "import torch\n\ndef restore(model, path):\n"
+        "    model.load_state_dict(torch.load(path, map_location='cpu'))\n",
+    )
+
+
+class RegisterBuffer(_IdiomRule):
+    """Flags `register_buffer(...)` and `register_parameter(...)`.
+
+    MindSpore keeps all Cell state as `Parameter`s; non-trainable state is a Parameter
+    with `requires_grad=False`, and whether it is saved depends on that choice rather than
+    on `persistent=`.
+
+    Use `Cell.register_buffer` (MindSpore 2.x) or `mindspore.Parameter(t,
+    requires_grad=False)`, and check the checkpoint still contains it.
+    """
+
+    id = "MS605"
+    name = "register-buffer"
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.scale = torch.nn.Parameter(torch.ones(1))\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('mask', torch.ones(4))\n",
+    )
+
+
+class NoGrad(_IdiomRule):
+    """Flags gradient switches: `torch.no_grad()`, `torch.inference_mode()`,
+    `torch.enable_grad()`, `torch.set_grad_enabled(...)` as context managers or
+    decorators.
+
+    MindSpore records no tape: gradients are computed only for functions passed to
+    `mindspore.grad` / `value_and_grad`, so "no grad" regions are the default.
+
+    Drop the context manager; use `ops.stop_gradient(x)` to cut a gradient inside a
+    differentiated function and `net.set_train(False)` for inference.
+    """
+
+    id = "MS606"
+    name = "no-grad"
+    VALID = (
+        "import torch\n\ndef freeze(model):\n    for p in model.parameters():\n"
+        "        p.requires_grad = False\n",
+    )
+    INVALID = (
+        "import torch\n\ndef predict(model, x):\n    with torch.no_grad():\n"
+        "        return model(x)\n",
+        "import torch\n\n@torch.inference_mode()\ndef predict(model, x):\n    return model(x)\n",
+        "import torch\n\n@torch.no_grad\ndef predict(model, x):\n    return model(x)\n",
+    )
+
+
+class CustomAutogradFunction(_IdiomRule):
+    """Flags classes derived from `torch.autograd.Function`.
+
+    MindSpore has no `autograd.Function` / `ctx.save_for_backward`; a custom gradient is
+    a Cell with a `bprop` method, which also works in GRAPH_MODE.
+
+    Turn `forward` into the Cell's `construct` and `backward` into `bprop(self, *inputs,
+    out, dout)` returning one gradient per input; call the Cell instead of `.apply`.
+    """
+
+    id = "MS607"
+    name = "custom-autograd-function"
+    severity = Severity.WARNING
+    VALID = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x\n",
+        "class Function:\n    pass\n\nclass Op(Function):\n    pass\n",
+    )
+    INVALID = (
+        "import torch\n\nclass Clip(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, x):\n        return x.clamp(0, 1)\n\n    @staticmethod\n"
+        "    def backward(ctx, g):\n        return g\n",
+    )
+
+
+class RandomSeed(_IdiomRule):
+    """Flags seeding and random-state control: `torch.manual_seed`,
+    `torch.cuda.manual_seed(_all)`, `torch.Generator`, `torch.use_deterministic_algorithms`,
+    `torch.backends.cudnn.deterministic`.
+
+    MindSpore has one global seed for operators and datasets, and determinism is a
+    context setting.
+
+    Use `mindspore.set_seed(seed)` (or `mindspore.manual_seed`), `mindspore.Generator`
+    for explicit generators, and `mindspore.set_context(deterministic='ON')`.
+    """
+
+    id = "MS608"
+    name = "random-seed"
+    VALID = (
+        "import random\nimport numpy as np\n\ndef seed_all(s):\n    random.seed(s)\n"
+        "    np.random.seed(s)\n",
+    )
+    INVALID = (
+        "import torch\n\ndef seed_all(s):\n    torch.manual_seed(s)\n"
+        "    torch.cuda.manual_seed_all(s)\n",
+        "import torch\n\ntorch.backends.cudnn.deterministic = True\n",
+    )
+
+
+class TrainingStep(_IdiomRule):
+    """Flags the torch training step: `loss.backward()`, `optimizer.zero_grad()` and
+    `optimizer.step()`.
+
+    MindSpore differentiates a function instead of recording a tape: gradients come back
+    as values from `value_and_grad`, and the optimizer is a Cell called with them.
+
+    Write `grad_fn = mindspore.value_and_grad(forward_fn, None, optimizer.parameters)`,
+    then per step `loss, grads = grad_fn(data, label)` and `optimizer(grads)`; drop
+    `zero_grad`.
+    """
+
+    id = "MS609"
+    name = "training-step"
+    severity = Severity.WARNING
+    VALID = (
+        "import torch\n\ndef rollout(env, action, sched):\n    env.step(action)\n"
+        "    sched.step()\n",
+        "import mindspore\n\ndef step(grad_fn, opt, x):\n    loss, grads = grad_fn(x)\n"
+        "    opt(grads)\n",
+    )
+    INVALID = (
+        "import torch\n\ndef train(model, loader):\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    for x, y in loader:\n"
+        "        opt.zero_grad()\n        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+        "        loss.backward()\n        opt.step()\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Report backward / zero_grad, and step() of an optimizer known by data flow."""
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "step"
+                and isinstance(func.value, cst.Name)):
+            value = self.ctx.value_of(func.value.value)
+            target = self.ctx.call_target(value) if isinstance(value, cst.Call) else None
+            if target is not None and target.startswith("torch.optim.") and (
+                    ".lr_scheduler." not in target):
+                self.emit(node, "torch.optim.Optimizer.step", _a(
+                    self.id, "applies the gradients",
+                    "Call the MindSpore optimizer with the gradients: `optimizer(grads)`.",
+                    Severity.WARNING))
+                return
+        super().visit_Call(node)
+
+
+class MixedPrecision(_IdiomRule):
+    """Flags automatic mixed precision: `torch.autocast`, `torch.cuda.amp.autocast`,
+    `torch.amp.*` and `GradScaler`.
+
+    MindSpore applies mixed precision to a network once, by casting Cells and operators,
+    and scales the loss with its own loss scalers.
+
+    Use `mindspore.amp.auto_mixed_precision(net, "O1"|"O2"|"O3")` and
+    `mindspore.amp.DynamicLossScaler` with `mindspore.amp.all_finite` for the gradients.
+    """
+
+    id = "MS610"
+    name = "mixed-precision"
+    severity = Severity.WARNING
+    VALID = (
+        "import torch\n\ndef half(model):\n    return model.to(torch.float16)\n",
+    )
+    INVALID = (
+        "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n\ndef step(model, x):\n"
+        "    with torch.autocast('cuda'):\n        return model(x)\n",
+    )
+
+
+class CompileAndExport(_IdiomRule):
+    """Flags torch compilation, export and profiling tools: `torch.compile`, `torch.jit.*`,
+    `torch.fx.*`, `torch.onnx.*`, `torch.export.*`, `torch.profiler.*`.
+
+    MindSpore has its own compiler (`mindspore.jit`, GRAPH_MODE), exporter
+    (`mindspore.export` to MINDIR/ONNX) and profiler; there is no FX-style graph API.
+
+    Use `mindspore.jit` instead of `torch.compile`/TorchScript, `mindspore.export` for
+    deployment, `mindspore.Profiler` for profiling; rewrite FX transformations by hand.
+    """
+
+    id = "MS611"
+    name = "compile-and-export"
+    VALID = (
+        "import jax\n\n@jax.jit\ndef f(x):\n    return x * 2\n",
+    )
+    INVALID = (
+        "import torch\n\ndef fast(model):\n    return torch.compile(model)\n",
+        "import torch\n\n@torch.jit.script\ndef gelu(x):\n    return x * 0.5\n",
+        "import torch\n\ndef export(model, x):\n    torch.onnx.export(model, x, 'm.onnx')\n",
+    )
+
+
+class DataLoading(_IdiomRule):
+    """Flags torch data loading: `DataLoader`, `Dataset` subclasses, samplers and other
+    `torch.utils.data` helpers.
+
+    MindSpore's input pipeline is `mindspore.dataset`: a Python source wrapped in
+    `GeneratorDataset`, then `map` / `batch` / `shuffle` operations that run in parallel
+    workers.
+
+    Keep the `Dataset` class as a plain Python source, wrap it with
+    `GeneratorDataset(source, column_names=[...], shuffle=True)` and call
+    `.batch(batch_size, drop_remainder=True)`.
+    """
+
+    id = "MS612"
+    name = "dataloader"
+    VALID = (
+        "import mindspore.dataset as ds\n\ndef build(source):\n"
+        "    return ds.GeneratorDataset(source, ['x']).batch(8)\n",
+    )
+    INVALID = (
+        "from torch.utils.data import DataLoader, Dataset\n\nclass Data(Dataset):\n"
+        "    def __len__(self):\n        return 1\n\n"
+        "loader = DataLoader(Data(), batch_size=4)\n",
+    )
