@@ -13,8 +13,6 @@ import json
 import re
 import sys
 import tokenize
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -59,13 +57,13 @@ class Parsed:
     module: cst.Module
     text: str
     lines: int
-    spans: dict[cst.CSTNode, tuple[int, int]]
+    spans: dict[int, tuple[int, int]]  # id(node) -> (start, end) character offsets
     line_starts: list[int]
     cells: CellMap | None = None
 
     def span(self, node: cst.CSTNode) -> Span | None:
         """The 1-based span of ``node``, or None for a node not in this module."""
-        offsets = self.spans.get(node)
+        offsets = self.spans.get(id(node))
         if offsets is None:
             return None
         line, col = self._point(offsets[0])
@@ -96,7 +94,7 @@ class _SpanState(CodegenState):
     """
 
     offset: int = 0
-    spans: dict[cst.CSTNode, tuple[int, int]] = field(default_factory=dict)
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)
     _stack: list[int] = field(default_factory=list)
 
     def add_indent_tokens(self) -> None:
@@ -111,27 +109,39 @@ class _SpanState(CodegenState):
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         start = self._stack.pop()
-        if node not in self.spans:
-            self.spans[node] = (start, self.offset)
+        key = id(node)
+        if key not in self.spans:
+            self.spans[key] = (start, self.offset)
 
-    @contextmanager
     def record_syntactic_position(
         self,
         node: cst.CSTNode,
         *,
         start_node: cst.CSTNode | None = None,
         end_node: cst.CSTNode | None = None,
-    ) -> Iterator[None]:
-        start = self.offset
-        try:
-            yield
-        finally:
-            end = self.offset
-            if start_node is not None:
-                start = self.spans[start_node][0]
-            if end_node is not None:
-                end = self.spans[end_node][1]
-            self.spans[node] = (start, end)
+    ) -> _Record:
+        return _Record(self, node, start_node, end_node)
+
+
+class _Record:
+    """Records a node's span without whitespace it owns (a cheap context manager)."""
+
+    __slots__ = ("end_node", "node", "start", "start_node", "state")
+
+    def __init__(self, state: _SpanState, node: cst.CSTNode, start_node: cst.CSTNode | None,
+                 end_node: cst.CSTNode | None) -> None:
+        self.state, self.node = state, node
+        self.start_node, self.end_node = start_node, end_node
+        self.start = 0
+
+    def __enter__(self) -> None:
+        self.start = self.state.offset
+
+    def __exit__(self, *exc: object) -> None:
+        spans = self.state.spans
+        start = self.start if self.start_node is None else spans[id(self.start_node)][0]
+        end = self.state.offset if self.end_node is None else spans[id(self.end_node)][1]
+        spans[id(self.node)] = (start, end)
 
 
 def _line_starts(text: str) -> list[int]:

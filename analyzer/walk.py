@@ -63,16 +63,28 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return names
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+_NODE_TYPES: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    # libcst's node classes are ABCs, whose isinstance checks are slow; cache per type.
+    kind = type(value)
+    known = _NODE_TYPES.get(kind)
+    if known is None:
+        known = _NODE_TYPES[kind] = isinstance(value, cst.CSTNode)
+    return known
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The syntactically meaningful children of a node, in source order."""
+    out: list[cst.CSTNode] = []
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+        if type(value) in (tuple, list):
+            out.extend(item for item in value if _is_node(item))
+        elif _is_node(value):
+            out.append(value)
+    return out
 
 
 def _literal(text: str) -> tuple[object, bool]:
@@ -141,7 +153,7 @@ class FileWalker:
 
     def text(self, node: cst.CSTNode) -> str:
         """Exact source text of a node."""
-        offsets = self.parsed.spans.get(node)
+        offsets = self.parsed.spans.get(id(node))
         if offsets is None:
             return cst.Module([]).code_for_node(node)
         return self.parsed.text[offsets[0]:offsets[1]]
@@ -290,7 +302,7 @@ class FileWalker:
                 continue
             self._enter(node)
             stack.append((node, True))
-            stack.extend((child, False) for child in reversed(list(children(node))))
+            stack.extend((child, False) for child in reversed(children(node)))
         self.result.bindings = {
             name: target for name, target in self.resolver.scopes[0].bindings.items() if target
         }
@@ -331,32 +343,36 @@ class FileWalker:
 
     def _enter(self, node: cst.CSTNode) -> None:
         self._ancestors.append(node)
-        if isinstance(node, cst.Call):
-            self._on_call(node)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            self.resolver.bind_import(node)
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
+            self._on_reference(node)  # type: ignore[arg-type]
+        elif kind is cst.Call:
+            self._on_call(node)  # type: ignore[arg-type]
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            self.resolver.bind_import(node)  # type: ignore[arg-type]
             self._note_torch()
-        elif isinstance(node, cst.FunctionDef):
-            self._on_function(node)
-        elif isinstance(node, cst.ClassDef):
-            self._on_class(node)
+        elif kind is cst.FunctionDef:
+            self._on_function(node)  # type: ignore[arg-type]
+        elif kind is cst.ClassDef:
+            self._on_class(node)  # type: ignore[arg-type]
         elif isinstance(node, cst.Assign):
             self._on_assign(node.targets[0].target if len(node.targets) == 1 else None,
                             node.value, [t.target for t in node.targets])
         elif isinstance(node, cst.AnnAssign) and node.value is not None:
             self._on_assign(node.target, node.value, [node.target])
-        elif isinstance(node, cst.For):
-            self._on_for(node)
-        elif isinstance(node, (cst.Attribute, cst.Name)):
-            self._on_reference(node)
-        self._dispatch(self._visit, node)
+        elif kind is cst.For:
+            self._on_for(node)  # type: ignore[arg-type]
+        if kind in self._visit:
+            self._dispatch(self._visit, node)
 
     def _exit(self, node: cst.CSTNode) -> None:
-        self._dispatch(self._leave, node)
-        if isinstance(node, cst.FunctionDef):
+        kind = type(node)
+        if kind in self._leave:
+            self._dispatch(self._leave, node)
+        if kind is cst.FunctionDef:
             self._functions.pop()
             self.resolver.pop()
-        elif isinstance(node, cst.ClassDef):
+        elif kind is cst.ClassDef:
             qualname, attrs, methods = self._classes.pop()
             fact = self._class_facts[qualname]
             self._class_facts[qualname] = dataclasses.replace(
@@ -548,6 +564,14 @@ class FileWalker:
     def _on_reference(self, node: cst.Attribute | cst.Name) -> None:
         """Record torch names used as values (not called, not part of a longer chain)."""
         if not self.imports_torch or len(self._ancestors) < 2:
+            return
+        head: cst.BaseExpression = node
+        while type(head) is cst.Attribute:
+            head = head.value  # type: ignore[attr-defined]
+        if type(head) is not cst.Name:
+            return
+        bound = self.resolver.lookup(head.value)  # type: ignore[attr-defined]
+        if bound is None or bound.split(".")[0] not in TORCH_ROOTS:
             return
         parent = self._ancestors[-2]
         if isinstance(parent, cst.Attribute) and (parent.value is node or parent.attr is node):
