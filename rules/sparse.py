@@ -1,0 +1,474 @@
+"""Sparsity (MS3xx): sparse tensors, sparse products, sparse embeddings and optimizers.
+
+MindSpore has two sparse formats, ``mindspore.COOTensor`` and ``mindspore.CSRTensor``
+(both 2-D only), and their operators run on GPU and CPU, several on GPU only
+(``to_dense``, ``COOTensor.coalesce``), none on Ascend. Each rule says which MindSpore
+form covers the construct or that it must go dense, with what that costs in memory.
+A tensor counts as sparse when local data flow shows it built by a sparse constructor
+(``torch.sparse_coo_tensor``, ``.to_sparse()``), also when it is passed as an argument to
+a function of the same file.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.findings import Category, Confidence, Scope, Severity
+from msready.rules.base import FileContext, FileRule
+from msready.rules.dynamic_shape_flow import argument, receiver, torch_api
+from msready.rules.sparse_flow import (
+    CONVERTERS,
+    DENSE_GOES,
+    FORMATS,
+    MATMUL_APIS,
+    SPARSE_ONLY_METHODS,
+    SPARSE_SUGGESTION,
+    SparseFlow,
+)
+
+_IMPORTS = "import torch\n\n"
+
+
+class SparseRule(FileRule):
+    """Shared metadata of the sparse rules."""
+
+    id: ClassVar[str]
+    category = Category.SPARSE
+    severity = Severity.WARNING
+    confidence = Confidence.HIGH
+    scope = Scope.ANYWHERE
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.flow = SparseFlow(ctx)
+
+
+class SparseTensor(SparseRule):
+    """Flags sparse tensor construction: ``torch.sparse_coo_tensor``,
+    ``torch.sparse_csr_tensor`` (also CSC/BSR/BSC), the legacy ``torch.sparse.FloatTensor``
+    and ``.to_sparse()`` / ``.to_sparse_csr()``.
+
+    MindSpore's ``COOTensor`` takes indices as ``(nnz, 2)`` where torch uses ``(ndim, nnz)``,
+    and both ``COOTensor`` and ``CSRTensor`` are 2-D only, with their operators on GPU and
+    CPU; CSC and block formats have no MindSpore counterpart.
+
+    Build ``mindspore.COOTensor(indices.T, values, shape)`` or ``mindspore.CSRTensor(indptr,
+    indices, values, shape)`` on GPU/CPU; on Ascend, or for other formats, go dense — memory
+    grows from nnz to rows x cols elements, so shrink the batch and keep the effective batch
+    size with gradient accumulation.
+    """
+
+    id = "MS301"
+    name = "sparse-tensor"
+    VALID = (
+        _IMPORTS + "def f(i, v):\n    return torch.zeros(3, 3).index_put_((i[0], i[1]), v)\n",
+        "import scipy.sparse as sp\n\ndef f(a):\n    return sp.coo_matrix(a).tocsr()\n",
+        _IMPORTS + "# torch.sparse_coo_tensor(i, v) is avoided here\nNOTE = 'to_sparse()'\n",
+    )
+    INVALID = (
+        _IMPORTS + "def adj(i, v, n):\n    return torch.sparse_coo_tensor(i, v, (n, n))\n",
+        _IMPORTS + "def f(x):\n    return x.to_sparse_csr()\n",
+        _IMPORTS + "def f(i, v):\n    return torch.sparse.FloatTensor(i, v)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        found = self.flow.constructor(node)
+        if found is None:
+            return
+        symbol, fmt = found
+        target, platforms = FORMATS.get(fmt, (None, ""))
+        if target is None:
+            fix = (f"MindSpore has no {fmt.upper()} format: convert to CSR "
+                   f"(`mindspore.CSRTensor`) or {DENSE_GOES}")
+        else:
+            fix = f"Use `{target}` ({platforms}); {SPARSE_SUGGESTION}"
+        self.report(node, f"`{symbol}` builds a sparse {fmt.upper()} tensor.", fix,
+                    symbol=symbol)
+
+
+class SparseMatmul(SparseRule):
+    """Flags sparse-dense products: ``torch.sparse.mm``, ``torch.spmm``,
+    ``torch.sparse.addmm``, ``torch.smm`` / ``hspmm`` / ``sspaddmm``, and ``mm`` /
+    ``matmul`` / ``bmm`` / ``@`` with an operand known to be sparse.
+
+    MindSpore multiplies a ``CSRTensor`` by a dense matrix with ``CSRTensor.mm`` / ``mv``
+    and a COO matrix with ``ops.SparseTensorDenseMatmul``, on GPU and CPU only; there is
+    no sparse product on Ascend and none for batched sparse tensors.
+
+    On GPU/CPU convert the operand to ``CSRTensor`` and call ``csr.mm(dense)``; on Ascend
+    densify the matrix (``ops.matmul``) — memory grows from nnz to rows x cols, so shrink
+    the batch and keep its effective size with gradient accumulation.
+    """
+
+    id = "MS302"
+    name = "sparse-matmul"
+    severity = Severity.ERROR
+    VALID = (
+        _IMPORTS + "def f(a, b):\n    return torch.mm(a, b) + a @ b\n",
+        _IMPORTS + "def f(a):\n    d = a.to_sparse().to_dense()\n    return d @ d\n",
+    )
+    INVALID = (
+        _IMPORTS + "def f(adj, x):\n    return torch.sparse.mm(adj, x)\n",
+        _IMPORTS + "def f(i, v, x):\n    a = torch.sparse_coo_tensor(i, v)\n"
+        "    return torch.mm(a, x)\n",
+        _IMPORTS + "def f(x, w):\n    s = w.to_sparse()\n    return s @ x\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self.ctx.call_target(node) or ""
+        if target in MATMUL_APIS:
+            self._report(node, target)
+            return
+        api = torch_api(self.ctx, node)
+        if api is None or api[0] not in ("mm", "matmul", "bmm", "mv", "addmm", "spmm"):
+            return
+        operands = [a.value for a in node.args]
+        inner = receiver(node) if api[1] else None
+        if inner is not None:
+            operands.append(inner)
+        if any(self.flow.is_sparse(o) for o in operands):
+            self._report(node, target)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if m.matches(node.operator, m.MatrixMultiply()) and (
+                self.flow.is_sparse(node.left) or self.flow.is_sparse(node.right)):
+            self._report(node, "@ (sparse operand)")
+
+    def _report(self, node: cst.CSTNode, symbol: str) -> None:
+        self.report(
+            node,
+            "A sparse-dense matrix product: MindSpore has it only for CSRTensor/COO on GPU "
+            "and CPU.",
+            "On GPU/CPU use `mindspore.CSRTensor(...).mm(dense)` (or "
+            f"`ops.SparseTensorDenseMatmul` for COO); on Ascend {DENSE_GOES}",
+            symbol=symbol,
+        )
+
+
+class SparseInternals(SparseRule):
+    """Flags reading a sparse tensor's parts: ``._indices()``, ``._values()``,
+    ``.indices()``, ``.values()``, ``._nnz()``, ``.coalesce()``, ``.crow_indices()``,
+    ``.col_indices()``, ``.to_dense()`` on a tensor known to be sparse (the sparse-only
+    methods also on any tensor).
+
+    ``COOTensor.indices`` is ``(nnz, 2)``, the transpose of torch's ``(ndim, nnz)``; the
+    parts are properties, not methods; ``coalesce`` and ``to_dense`` run on GPU only, and
+    MindSpore does not coalesce duplicate indices on construction.
+
+    Read ``coo.indices`` / ``coo.values`` / ``csr.indptr`` as properties (transpose COO
+    indices), deduplicate indices before building the tensor, and on CPU/Ascend keep a
+    dense copy instead of calling ``to_dense``.
+    """
+
+    id = "MS303"
+    name = "sparse-internals"
+    VALID = (
+        _IMPORTS + "def f(d):\n    return list(d.values()), d.indices()\n",
+        "import numpy as np\n\ndef f():\n    a = np.zeros(3)\n    return a._values()\n",
+    )
+    INVALID = (
+        _IMPORTS + "def f(a):\n    s = a.to_sparse().coalesce()\n"
+        "    return s.indices(), s.values()\n",
+        _IMPORTS + "def f(adj):\n    return adj._indices()\n",
+    )
+    METHODS: ClassVar[frozenset[str]] = SPARSE_ONLY_METHODS | {"indices", "values", "to_dense"}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in self.METHODS:
+            return
+        inner = func.value
+        method = func.attr.value
+        if self.ctx.qualify(func) is not None or not self.ctx.imports_torch:
+            return
+        if self.flow.is_sparse(inner):
+            confidence = Confidence.HIGH
+        elif method in SPARSE_ONLY_METHODS and not self.flow.is_foreign(inner):
+            confidence = Confidence.MEDIUM
+        else:
+            return
+        self.report(
+            node,
+            f"`.{method}()` reads a part of a sparse tensor; MindSpore's sparse tensors expose "
+            "their parts differently.",
+            "Use the properties `COOTensor.indices` (shape (nnz, 2), the transpose of torch's) "
+            "/ `.values` or `CSRTensor.indptr` / `.indices` / `.values`; `coalesce` and "
+            "`to_dense` run on GPU only, so deduplicate indices up front and keep a dense copy "
+            "on CPU/Ascend.",
+            symbol=f"torch.Tensor.{method}",
+            confidence=confidence,
+        )
+
+
+class SparseEmbedding(SparseRule):
+    """Flags ``nn.Embedding(..., sparse=True)``, ``nn.EmbeddingBag(..., sparse=True)``,
+    ``Embedding.from_pretrained(..., sparse=True)`` and ``F.embedding(..., sparse=True)``.
+
+    MindSpore's ``nn.Embedding`` has no sparse gradient: the whole table gets a dense
+    gradient each step, which for a large vocabulary costs vocabulary x dim memory.
+
+    Use ``mindspore.nn.Embedding`` and budget for the dense gradient (a smaller batch plus
+    gradient accumulation), or ``mindspore.nn.EmbeddingLookup(vocab, dim, sparse=True)``
+    (Ascend/GPU/CPU) for row-sparse updates of very large tables.
+    """
+
+    id = "MS304"
+    name = "sparse-embedding"
+    APIS: ClassVar[frozenset[str]] = frozenset({
+        "torch.nn.Embedding", "torch.nn.EmbeddingBag", "torch.nn.Embedding.from_pretrained",
+        "torch.nn.EmbeddingBag.from_pretrained", "torch.nn.functional.embedding",
+        "torch.nn.functional.embedding_bag", "torch.nn.modules.sparse.Embedding"})
+    VALID = (
+        "import torch.nn as nn\n\nemb = nn.Embedding(1000, 64, sparse=False)\n",
+        "import torch.nn.functional as F\n\ndef f(i, w):\n    return F.embedding(i, w)\n",
+    )
+    INVALID = (
+        "import torch.nn as nn\n\nemb = nn.Embedding(1000, 64, sparse=True)\n",
+        "from torch.nn import functional as F\n\ndef f(i, w):\n"
+        "    return F.embedding(i, w, sparse=True)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self.ctx.call_target(node)
+        if target not in self.APIS:
+            return
+        sparse = argument(node, "sparse", 99)
+        if sparse is None or not m.matches(sparse, m.Name("True")):
+            return
+        self.report(
+            node,
+            "An embedding with `sparse=True` produces row-sparse gradients; MindSpore's "
+            "`nn.Embedding` has none.",
+            "Use `mindspore.nn.Embedding` with its dense gradient (vocabulary x dim memory "
+            "per step: shrink the batch and use gradient accumulation), or "
+            "`mindspore.nn.EmbeddingLookup(vocab, dim, sparse=True)` for huge tables.",
+            symbol=target or "torch.nn.Embedding",
+        )
+
+
+class SparseOptimizer(SparseRule):
+    """Flags ``torch.optim.SparseAdam``.
+
+    SparseAdam updates only the rows a sparse gradient touches; MindSpore's sparse Adam
+    variants (``nn.LazyAdam``) are deprecated, and dense gradients reach the optimizer.
+
+    Use ``mindspore.nn.Adam`` (dense moments for the whole table) or, with
+    ``nn.EmbeddingLookup(sparse=True)``, ``mindspore.nn.Adam(..., use_lazy=True)``; budget
+    the optimizer state memory for every parameter.
+    """
+
+    id = "MS305"
+    name = "sparse-optimizer"
+    VALID = (
+        "import torch\n\ndef make(p):\n    return torch.optim.Adam(p, lr=1e-3)\n",
+    )
+    INVALID = (
+        "import torch\n\ndef make(p):\n    return torch.optim.SparseAdam(p, lr=1e-3)\n",
+        "from torch.optim import SparseAdam\n\nopt = SparseAdam([], lr=0.1)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self.ctx.call_target(node)
+        if target not in ("torch.optim.SparseAdam", "torch.optim.sparse_adam.SparseAdam"):
+            return
+        self.report(
+            node,
+            "`SparseAdam` updates only the rows of a sparse gradient; MindSpore has no "
+            "maintained sparse Adam.",
+            "Use `mindspore.nn.Adam` (with `use_lazy=True` for `EmbeddingLookup(sparse=True)` "
+            "gradients) and budget dense optimizer state for every parameter.",
+            symbol=target,
+        )
+
+
+_OP_SUGGESTION = (
+    "Element-wise add/sub/mul/div of two sparse tensors exist as `COOTensor.add`, "
+    "`CSRTensor.add`, `ops.coo_*` / `ops.csr_*` (GPU/CPU); anything else needs the dense "
+    "tensor: " + DENSE_GOES)
+_HANDLED = (SparseInternals.METHODS | frozenset({"mm", "matmul", "bmm", "mv", "addmm",
+                                                 "spmm"}) | frozenset(CONVERTERS))
+
+
+class SparseOp(SparseRule):
+    """Flags other work on sparse tensors: ``torch.sparse.sum`` / ``softmax`` /
+    ``log_softmax`` and friends, arithmetic (``adj + eye``, ``adj * 0.5``) and torch
+    functions or Tensor methods applied to a tensor known to be sparse.
+
+    MindSpore's ``COOTensor`` / ``CSRTensor`` support a short list of operators
+    (element-wise arithmetic, ``ops.coo_*`` / ``ops.csr_*`` unary functions,
+    ``csr_softmax``, ``CSRTensor.sum``), on GPU and CPU only.
+
+    Map supported operators to their ``ops.csr_*`` / ``ops.coo_*`` forms on GPU/CPU;
+    compute everything else on the dense tensor, budgeting rows x cols memory (smaller
+    batch, gradient accumulation).
+    """
+
+    id = "MS306"
+    name = "sparse-op"
+    VALID = (
+        _IMPORTS + "def f(a, b):\n    return torch.softmax(a + b, dim=-1)\n",
+        _IMPORTS + "def f(i, v):\n    s = torch.sparse_coo_tensor(i, v)\n    return s.indices()\n",
+    )
+    INVALID = (
+        _IMPORTS + "def f(s):\n    return torch.sparse.sum(s, dim=1)\n",
+        _IMPORTS + "def f(i, v, n):\n    a = torch.sparse_coo_tensor(i, v, (n, n))\n"
+        "    return a + torch.eye(n).to_sparse()\n",
+        _IMPORTS + "def f(x):\n    s = x.to_sparse()\n    return torch.relu(s)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self.ctx.call_target(node) or ""
+        if target.startswith("torch.sparse.") and target not in MATMUL_APIS and (
+                self.flow.constructor(node) is None):
+            self._report(node, target)
+            return
+        api = torch_api(self.ctx, node)
+        if api is None or api[0] in _HANDLED or self.flow.constructor(node) is not None:
+            return
+        if self.flow.is_sparse(node):
+            return  # a layout-keeping method: the tensor stays sparse, nothing computed
+        inner = receiver(node) if api[1] else None
+        operands = [a.value for a in node.args] + ([inner] if inner is not None else [])
+        if any(self.flow.is_sparse(o) for o in operands):
+            self._report(node, target)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if m.matches(node.operator, m.MatrixMultiply()):
+            return
+        if self.flow.is_sparse(node.left) or self.flow.is_sparse(node.right):
+            self._report(node, "sparse arithmetic")
+
+    def _report(self, node: cst.CSTNode, symbol: str) -> None:
+        self.report(node, "An operation on a sparse tensor; MindSpore's sparse tensors "
+                    "support only a few operators, on GPU/CPU.", _OP_SUGGESTION, symbol=symbol)
+
+
+class SparseArgument(SparseRule):
+    """Flags dense-only work on a parameter that receives a sparse tensor from a call in
+    the same file: ``propagate(adj, x)`` with a sparse ``adj``, where ``propagate`` does
+    ``torch.mm(adj, x)`` or ``adj @ x``; also through ``self.method(...)`` and
+    ``self.layer(...)`` into the layer's ``forward``.
+
+    The operation looks dense where it is written, but the tensor it gets is sparse, so
+    the MindSpore port needs the same COO/CSR decision as at the constructor.
+
+    Pass a ``mindspore.CSRTensor`` and use ``csr.mm(dense)`` on GPU/CPU, or densify the
+    argument before the call on Ascend (rows x cols memory: smaller batch, gradient
+    accumulation).
+    """
+
+    id = "MS307"
+    name = "sparse-argument"
+    VALID = (
+        _IMPORTS + "def prop(adj, x):\n    return torch.mm(adj, x)\n\n"
+        "def run(x):\n    return prop(torch.eye(3), x)\n",
+    )
+    INVALID = (
+        _IMPORTS + "def prop(adj, x):\n    return torch.mm(adj, x)\n\n"
+        "def run(i, v, x):\n    adj = torch.sparse_coo_tensor(i, v)\n    return prop(adj, x)\n",
+        "import torch\nimport torch.nn as nn\n\nclass Layer(nn.Module):\n"
+        "    def forward(self, x, adj):\n        return adj @ x\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.layer = Layer()\n\n"
+        "    def forward(self, x, a):\n        s = a.to_sparse()\n"
+        "        return self.layer(x, s)\n",
+    )
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.params: dict[str, list[str]] = {}
+        self.attr_classes: dict[tuple[str, str], str] = {}
+        self.passed: list[tuple[str, int | str, str]] = []  # callee, position/keyword, caller
+        self.uses: list[tuple[str, str, cst.CSTNode, str]] = []  # function, param, node, op
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.ctx.function is not None:
+            params = node.params
+            self.params[self.ctx.function] = [
+                p.name.value for p in (*params.posonly_params, *params.params)]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if (isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self"))
+                and isinstance(node.value, cst.Call) and self.ctx.class_name is not None):
+            cls = self.ctx.call_target(node.value)
+            if cls is not None:
+                self.attr_classes[(self.ctx.class_name, target.attr.value)] = cls
+
+    def visit_Call(self, node: cst.Call) -> None:
+        function = self.ctx.function
+        if function is None:
+            return
+        callee = self._callee(node)
+        if callee is not None:
+            position = 0
+            for arg in node.args:
+                if arg.star:
+                    break
+                key: int | str = arg.keyword.value if arg.keyword is not None else position
+                position += arg.keyword is None
+                if self.flow.is_sparse(arg.value):
+                    self.passed.append((callee, key, self.ctx.function or ""))
+            return
+        target = self.ctx.call_target(node) or ""
+        if target in MATMUL_APIS or not target.startswith("torch."):
+            return
+        inner = receiver(node) if target.startswith("torch.Tensor.") else None
+        for operand in [a.value for a in node.args] + ([inner] if inner is not None else []):
+            self._use(operand, node, target)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if self.ctx.function is not None:
+            for side in (node.left, node.right):
+                self._use(side, node, "@" if m.matches(node.operator, m.MatrixMultiply())
+                          else "arithmetic")
+
+    def _use(self, operand: cst.BaseExpression, node: cst.CSTNode, op: str) -> None:
+        function = self.ctx.function
+        if (isinstance(operand, cst.Name) and function is not None
+                and operand.value in self.params.get(function, ())
+                and self.ctx.value_of(operand.value) is None):
+            self.uses.append((function, operand.value, node, op))
+
+    def _callee(self, node: cst.Call) -> str | None:
+        """A function of this file the call runs, with ``self`` already bound."""
+        func = node.func
+        cls = self.ctx.class_name
+        if isinstance(func, cst.Attribute) and m.matches(func.value, m.Name("self")) and cls:
+            held = self.attr_classes.get((cls, func.attr.value))
+            return f"{held}.forward" if held else f"{cls}.{func.attr.value}"
+        target = self.ctx.call_target(node)
+        if target is not None and target.startswith(self.ctx.module + "."):
+            return target
+        return None
+
+    def leave_Module(self, node: cst.Module) -> None:
+        sparse_params: dict[tuple[str, str], str] = {}
+        for callee, key, caller in self.passed:
+            names = self.params.get(callee)
+            if names is None:
+                continue
+            if names and names[0] == "self":
+                names = names[1:]
+            if isinstance(key, str):
+                if key in names:
+                    sparse_params[(callee, key)] = caller
+            elif key < len(names):
+                sparse_params[(callee, names[key])] = caller
+        done: set[int] = set()
+        for function, param, use, op in self.uses:
+            caller = sparse_params.get((function, param))
+            if caller is None or id(use) in done:
+                continue
+            done.add(id(use))
+            short = caller.rsplit(".", 2)
+            self.report(
+                use,
+                f"`{param}` receives a sparse tensor from `{'.'.join(short[-2:])}`, so this "
+                f"`{op.rsplit('.', 1)[-1]}` runs on a sparse operand.",
+                "Pass a `mindspore.CSRTensor` and use `csr.mm(dense)` (GPU/CPU), or densify "
+                f"before the call: {DENSE_GOES}",
+                symbol=op,
+            )
