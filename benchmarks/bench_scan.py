@@ -149,7 +149,8 @@ def main() -> int:
     for name, values in rows.items():
         median = statistics.median(values)
         runs = " ".join(f"{v:.2f}" for v in values)
-        print(f"{name:<18}{median:>10.2f}{median / base:>10.2f}{median / base_pool:>14.2f}   {runs}")
+        ratios = f"{median / base:>10.2f}{median / base_pool:>14.2f}"
+        print(f"{name:<18}{median:>10.2f}{ratios}   {runs}")
     warm = statistics.median(rows["msready warm"])
     print(f"cold scan / bare parse: {cold / base:.2f} (one process) and {cold / base_pool:.2f} "
           f"({args.jobs} processes); cold / warm: {cold / warm:.1f}x")

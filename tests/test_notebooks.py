@@ -55,7 +55,8 @@ def test_a_broken_cell_is_a_finding_and_the_other_cells_are_scanned(make_repo: M
 
 
 def test_a_notebook_that_is_not_json_is_a_finding(make_repo: MakeRepo) -> None:
-    result = scan(str(make_repo({"nb.ipynb": "{not json", "ok.py": "import torch\ntorch.eye(1)\n"})),
+    files = {"nb.ipynb": "{not json", "ok.py": "import torch\ntorch.eye(1)\n"}
+    result = scan(str(make_repo(files)),
                   options=ScanOptions(jobs=1, cache=False))
     errors = [f for f in result.findings if f.category is Category.PARSE_ERROR]
     assert [e.location.path for e in errors] == ["nb.ipynb"]

@@ -60,7 +60,7 @@ def test_single_file_and_missing_path(make_repo: MakeRepo) -> None:
     with pytest.raises(SourceError, match="no such file"):
         scan(str(root / "nope"))
     (root / "data.txt").write_text("x")
-    with pytest.raises(SourceError, match="not a .py or .ipynb"):
+    with pytest.raises(SourceError, match=r"not a \.py or \.ipynb"):
         scan(str(root / "data.txt"))
 
 
@@ -102,7 +102,8 @@ def bare_repo(tmp_path: Path) -> tuple[str, dict[str, str]]:
 
 
 @pytest.mark.parametrize(("ref", "api"), [(None, "torch.ones"), ("v1", "torch.zeros"),
-                                          ("feature", "torch.eye"), ("first-commit", "torch.zeros")])
+                                          ("feature", "torch.eye"),
+                                          ("first-commit", "torch.zeros")])
 def test_git_url_is_cloned_at_the_ref_and_the_commit_recorded(
         bare_repo: tuple[str, dict[str, str]], ref: str | None, api: str) -> None:
     url, commits = bare_repo
