@@ -246,9 +246,8 @@ def build_apis(model: RepositoryModel, target: str) -> list[ApiUse]:
             if entry is None:
                 use = ApiUse(symbol, "unknown", None, kind)
             else:
-                api = entry.target(target).api
-                status = entry.status if api is not None else "missing"
-                use = ApiUse(symbol, status, api, kind, notes=entry.notes)
+                use = ApiUse(symbol, entry.status_for(target), entry.target(target).api, kind,
+                             notes=entry.notes)
             uses[symbol] = use
         use.locations.append(loc)
 
