@@ -132,8 +132,10 @@ def python_value(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> 
     the result of a builtin such as ``open`` or ``str``)."""
     if depth > _MAX_DEPTH:
         return False
+    # A tuple is left out: the walk records ``x, y = a, b`` as both names holding the
+    # whole tuple, so a tuple value says nothing about one name.
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
-                         cst.List, cst.Dict, cst.Set, cst.Tuple, cst.ListComp, cst.DictComp,
+                         cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
                          cst.SetComp, cst.Integer, cst.Float)):
         return True
     if isinstance(expr, cst.Call):

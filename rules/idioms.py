@@ -30,10 +30,12 @@ class Advice:
     message: str
     suggestion: str
     severity: Severity | None = None
+    symbol: str | None = None  # the torch API a method name stands for
 
 
-def _a(rule: str, message: str, suggestion: str, severity: Severity | None = None) -> Advice:
-    return Advice(rule, message, suggestion, severity)
+def _a(rule: str, message: str, suggestion: str, severity: Severity | None = None,
+       symbol: str | None = None) -> Advice:
+    return Advice(rule, message, suggestion, severity, symbol)
 
 
 _SET_DEVICE = "Pick the backend once with `mindspore.set_device('Ascend', device_id)`"
@@ -189,18 +191,24 @@ TABLE: dict[str, Advice] = {
 # Method names that belong to modules / optimizers in torch code -> owning rule and advice.
 METHODS: dict[str, Advice] = {
     "train": _a("MS603", "switches the module to training mode",
-                "Use `net.set_train(True)` (`set_train(False)` for evaluation)."),
-    "eval": _a("MS603", "switches the module to evaluation mode", "Use `net.set_train(False)`."),
-    "state_dict": _a("MS604", "reads parameters by torch names", f"{_CKPT}.", W),
-    "load_state_dict": _a("MS604", "loads parameters by torch names", f"{_CKPT}.", W),
+                "Use `net.set_train(True)` (`set_train(False)` for evaluation).",
+                symbol="torch.nn.Module.train"),
+    "eval": _a("MS603", "switches the module to evaluation mode", "Use `net.set_train(False)`.",
+               symbol="torch.nn.Module.eval"),
+    "state_dict": _a("MS604", "reads parameters by torch names", f"{_CKPT}.", W,
+                     symbol="torch.nn.Module.state_dict"),
+    "load_state_dict": _a("MS604", "loads parameters by torch names", f"{_CKPT}.", W,
+                          symbol="torch.nn.Module.load_state_dict"),
     "register_buffer": _a("MS605", "registers a non-trainable buffer",
                           "Use `Cell.register_buffer` (MindSpore 2.x) or "
                           "`mindspore.Parameter(t, requires_grad=False)`; check it still "
-                          "lands in the checkpoint."),
+                          "lands in the checkpoint.", symbol="torch.nn.Module.register_buffer"),
     "register_parameter": _a("MS605", "registers a parameter by name",
-                             "Assign `self.name = mindspore.Parameter(t, name='name')`."),
+                             "Assign `self.name = mindspore.Parameter(t, name='name')`.",
+                             symbol="torch.nn.Module.register_parameter"),
     "zero_grad": _a("MS609", "clears gradients for the next step",
-                    "Drop it: `mindspore.value_and_grad` returns fresh gradients each step.", W),
+                    "Drop it: `mindspore.value_and_grad` returns fresh gradients each step.", W,
+                    symbol="torch.optim.Optimizer.zero_grad"),
     "backward": TABLE["torch.Tensor.backward"],
 }
 _MODE_ARGS = frozenset({"train", "eval"})
@@ -278,7 +286,8 @@ class _IdiomRule(FileRule):
             return
         by_name = method_advice(self.ctx, node)
         if by_name is not None and isinstance(node.func, cst.Attribute):
-            self.emit(node, f"{target or node.func.attr.value}", by_name, Confidence.MEDIUM)
+            symbol = target or by_name.symbol or node.func.attr.value
+            self.emit(node, symbol, by_name, Confidence.MEDIUM)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         """Report bare decorators (``@torch.no_grad``, ``@torch.jit.script``)."""
