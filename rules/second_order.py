@@ -1,0 +1,524 @@
+"""Second-order gradient rules (4xx): double backward, the ops on its derivative chain
+without measured second-order support, MAML-style inner loops, and the helpers, callers and
+``backward()`` calls a double backward drags into the training step.
+
+The repository-wide work (sites, chains, measurements) lives in
+:mod:`msready.rules.second_order_chain`; the MAML rule reads one file's data flow here.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.findings import Category, Confidence, Finding, Location, Scope, Severity
+from msready.analyzer.repo import RepositoryModel, ResolvedCall
+from msready.rules.base import FileRule, RepoRule
+from msready.rules.second_order_chain import (
+    Chain,
+    ChainOp,
+    Site,
+    analyse,
+    backward_after,
+    chain_path,
+    helper_callers,
+    load_measurements,
+)
+from msready.rules.second_order_examples import (
+    BACKWARD_INVALID,
+    BACKWARD_VALID,
+    CALLER_INVALID,
+    CALLER_VALID,
+    DOUBLE_INVALID,
+    DOUBLE_VALID,
+    MAML_INVALID,
+    MAML_VALID,
+    OP_INVALID,
+    OP_VALID,
+)
+
+_CONFIDENCE = {"high": Confidence.HIGH, "medium": Confidence.MEDIUM, "low": Confidence.LOW}
+# Reformulations with ops that do have second-order gradients, by MindSpore API name
+# (lower-cased, underscores dropped).
+_REWRITES = {
+    "logsoftmax": "`x - ops.logsumexp(x, axis, keep_dims=True)`",
+    "softmax": "`ops.exp(x - ops.logsumexp(x, axis, keep_dims=True))`",
+    "gelu": "`0.5 * x * (1 + ops.erf(x / 2 ** 0.5))`",
+    "elu": "`ops.where(x > 0, x, alpha * (ops.exp(x) - 1))`",
+    "layernorm": "explicit mean / variance arithmetic",
+    "groupnorm": "explicit mean / variance arithmetic over the groups",
+    "avgpool2d": "a depthwise `ops.conv2d` with constant 1/k² weights",
+    "avgpool1d": "a depthwise `ops.conv1d` with constant 1/k weights",
+    "relu6": "`ops.clamp(x, 0, 6)`",
+    "smoothl1loss": "`ops.where(d < beta, 0.5 * d ** 2 / beta, d - 0.5 * beta)` on `d = |x - y|`",
+}
+
+
+def _location(rc: ResolvedCall) -> Location:
+    return Location.at(rc.file.path, rc.call.span, rc.call.cell)
+
+
+def _where(rc: ResolvedCall) -> str:
+    return f"{rc.file.path}:{rc.call.span.line}"
+
+
+def _summary(repo: RepositoryModel, chain: Chain, backend: str) -> str:
+    """``through Critic.forward → Block.forward: 7 torch APIs, 1 without second-order
+    support on cpu (torch.nn.LogSoftmax), 2 unmeasured``."""
+    apis = chain.apis()
+    failing = sorted({op.api for op in chain.failing()})
+    unmeasured = sorted({op.api for op in chain.ops if op.status == "unmeasured"}
+                        - set(failing))
+    path = chain_path(repo, chain)
+    where = f"through {path}: " if path else "in this function: "
+    parts = [f"{len(apis)} torch API{'s' if len(apis) != 1 else ''}"]
+    if failing:
+        parts.append(f"{len(failing)} without second-order support on {backend} "
+                     f"({', '.join(failing)})")
+    else:
+        parts.append(f"none measured as failing on {backend}")
+    if unmeasured:
+        parts.append(f"{len(unmeasured)} unmeasured")
+    text = where + ", ".join(parts)
+    if chain.unresolved:
+        text += f"; msready could not follow {', '.join(sorted(set(chain.unresolved)))}"
+    return text
+
+
+def _site_phrase(site: Site) -> str:
+    short = site.api.replace("torch.Tensor.", "Tensor.")
+    if site.flag.value == "maybe":
+        return f"`{short}` with {site.how} (second order whenever that is true)"
+    return f"`{short}` ({site.how})"
+
+
+class DoubleBackward(RepoRule):
+    """Flags a gradient that is differentiated again: ``torch.autograd.grad`` or
+    ``backward`` with ``create_graph=True`` (keyword or positional), the second-order
+    helpers of ``torch.autograd.functional`` and nested ``torch.func`` transforms. The
+    message lists the model code on the derivative chain and how many of its torch APIs
+    lack measured second-order support on the chosen backend.
+
+    MindSpore differentiates twice only when every operator on the chain has a bprop that
+    is itself differentiable; several common ones (log_softmax, softmax, GELU, ELU, GroupNorm,
+    average and max pooling on CPU) do not, and the failure only shows at run time.
+
+    Take the inner gradient with ``mindspore.grad`` inside the function that the outer
+    ``mindspore.grad`` / ``mindspore.value_and_grad`` differentiates, and fix every op the
+    related MS402 findings name (custom ``bprop``, reformulation, or first-order
+    approximation).
+    """
+
+    id = "MS401"
+    name = "double-backward"
+    category = Category.SECOND_ORDER
+    severity = Severity.WARNING
+    confidence = Confidence.HIGH
+    scope = Scope.ANYWHERE
+    VALID = DOUBLE_VALID
+    INVALID = DOUBLE_INVALID
+
+    def check(self, repo: RepositoryModel) -> Iterable[Finding]:
+        """One finding per double-backward site, with its chain summary."""
+        analysis = analyse(repo)
+        backend = analysis.builder.backend
+        for site, chain in analysis.sites:
+            confidence = _CONFIDENCE.get(site.rc.call.confidence, Confidence.MEDIUM)
+            if site.flag.value == "maybe" and confidence is Confidence.HIGH:
+                confidence = Confidence.MEDIUM
+            failing = chain.failing()
+            yield Finding(
+                rule=self.id, rule_name=self.name, category=self.category,
+                severity=Severity.ERROR if failing else self.severity,
+                confidence=confidence, location=_location(site.rc), symbol=site.api,
+                message=(f"{_site_phrase(site)} differentiates a gradient again "
+                         f"(second order) {_summary(repo, chain, backend)}."),
+                suggestion=("In MindSpore, take the inner gradient with `mindspore.grad` "
+                            "inside the function the outer `mindspore.grad` / "
+                            "`mindspore.value_and_grad` differentiates; every op on the "
+                            "chain needs a differentiable bprop"
+                            + (", so first fix the ops flagged MS402." if failing else ".")),
+                function=site.function, scope=self.scope,
+            )
+
+
+def _op_suggestion(op: ChainOp) -> str:
+    key = (op.target or op.api).rsplit(".", 1)[-1].lower().replace("_", "")
+    rewrite = _REWRITES.get(key)
+    hint = f" (here: {rewrite})" if rewrite else ""
+    return ("Give it a custom bprop (wrap it in a `mindspore.nn.Cell` whose "
+            "`bprop(self, x, out, dout)` uses only ops with their own gradients), "
+            f"reformulate it with supported ops{hint}, or accept the first-order "
+            "approximation (stop the gradient through the inner derivative, as "
+            "create_graph=False does).")
+
+
+class NoSecondOrderOp(RepoRule):
+    """Flags a torch API on a derivative chain whose MindSpore target, measured on the
+    installed MindSpore, fails when differentiated twice (``grad(grad(f))``), at the op's
+    call or constructor site.
+
+    The failure ("LogSoftmaxGrad's bprop not defined", "MaxPoolGradGrad does not support on
+    CPU") appears only when the second-order step runs, deep in training; the support was
+    measured by ``tools/measure_second_order.py`` on CPU.
+
+    Wrap the op in a Cell with a custom ``bprop`` written with differentiable ops,
+    reformulate it with supported ops (log_softmax as ``x - logsumexp(x)``), or use the
+    first-order approximation of the penalty or meta-gradient.
+    """
+
+    id = "MS402"
+    name = "no-second-order-op"
+    category = Category.SECOND_ORDER
+    severity = Severity.ERROR
+    confidence = Confidence.HIGH
+    scope = Scope.ANYWHERE
+    VALID = OP_VALID
+    INVALID = OP_INVALID
+
+    def check(self, repo: RepositoryModel) -> Iterable[Finding]:
+        """One finding per failing op site, however many chains it is on."""
+        analysis = analyse(repo)
+        backend = analysis.builder.backend
+        measured = load_measurements()
+        confidence = Confidence.HIGH if backend == measured.backend else Confidence.MEDIUM
+        seen: set[tuple[str, int, int, str]] = set()
+        for site, chain in analysis.sites:
+            for op in chain.failing():
+                key = (op.path, op.span.line, op.span.column, op.api)
+                if key in seen:
+                    continue
+                seen.add(key)
+                version = f"MindSpore {measured.mindspore_version}".strip()
+                yield Finding(
+                    rule=self.id, rule_name=self.name, category=self.category,
+                    severity=self.severity, confidence=confidence,
+                    location=Location.at(op.path, op.span, op.cell), symbol=op.api,
+                    message=(f"`{op.api}` maps to `{op.target}`, whose second-order gradient "
+                             f"fails on {backend} ({version}, measured on "
+                             f"{measured.backend.upper()}: {op.error}); it is on the "
+                             f"derivative chain of the double backward at {_where(site.rc)}."),
+                    suggestion=_op_suggestion(op),
+                    function=None, scope=self.scope,
+                )
+
+
+class CallsSecondOrderHelper(RepoRule):
+    """Flags each call of a repository function that takes a second-order gradient (a
+    gradient penalty helper, a meta-learning step), so the training step that calls it is
+    marked too.
+
+    The second-order work happens where the helper's result is back-propagated, in the
+    caller's training step; porting the helper alone does not make that step run in
+    MindSpore.
+
+    Move the call inside the function given to ``mindspore.value_and_grad`` so the
+    helper's inner ``mindspore.grad`` is differentiated again, and check the ops of the
+    chain (MS402).
+    """
+
+    id = "MS404"
+    name = "calls-second-order-helper"
+    category = Category.SECOND_ORDER
+    severity = Severity.WARNING
+    confidence = Confidence.HIGH
+    scope = Scope.ANYWHERE
+    VALID = CALLER_VALID
+    INVALID = CALLER_INVALID
+
+    def check(self, repo: RepositoryModel) -> Iterable[Finding]:
+        """One finding per call site of a helper holding a double backward."""
+        analysis = analyse(repo)
+        seen: set[tuple[str, int, int]] = set()
+        for site, chain in analysis.sites:
+            helper = site.function
+            if helper not in repo.functions:
+                continue
+            for rc in helper_callers(repo, helper):
+                key = (rc.file.path, rc.call.span.line, rc.call.span.column)
+                if key in seen:
+                    continue
+                seen.add(key)
+                name = repo.short_name(helper)
+                yield Finding(
+                    rule=self.id, rule_name=self.name, category=self.category,
+                    severity=self.severity, confidence=self.confidence,
+                    location=_location(rc), symbol=helper,
+                    message=(f"`{name}` takes a second-order gradient ({_site_phrase(site)} "
+                             f"at {_where(site.rc)}); calling it makes this training step "
+                             f"second order ({len(chain.apis())} torch APIs on the chain, "
+                             f"{len({o.api for o in chain.failing()})} without support on "
+                             f"{analysis.builder.backend})."),
+                    suggestion=("Call it inside the function given to "
+                                "`mindspore.value_and_grad`, so its inner `mindspore.grad` is "
+                                "differentiated again, and fix the MS402 ops of its chain."),
+                    function=rc.call.caller, scope=self.scope,
+                )
+
+
+def _backward_sites(repo: RepositoryModel) -> Iterator[tuple[ResolvedCall, Site]]:
+    """Each ``backward()`` that back-propagates through a double-backward site, in the
+    site's own function or in a caller of its helper."""
+    for site, _ in analyse(repo).sites:
+        found = backward_after(repo, site.function, site.span)
+        if found is not None and found is not site.rc:
+            yield found, site
+        if site.function in repo.functions:
+            for rc in helper_callers(repo, site.function):
+                found = backward_after(repo, rc.call.caller, rc.call.span)
+                if found is not None:
+                    yield found, site
+
+
+class BackwardThroughSecondOrder(RepoRule):
+    """Flags the ``backward()`` that back-propagates through a gradient taken with
+    ``create_graph=True``: the first ``backward()`` after the double-backward site in its
+    function, or after the call of the helper that holds it in each caller.
+
+    That backward is where the second derivative is actually computed; in MindSpore it
+    becomes the outer ``mindspore.value_and_grad``, and it fails at run time when an op on
+    the chain has no second-order gradient.
+
+    Compute the whole loss, penalty included, inside the function given to
+    ``mindspore.value_and_grad`` and apply the optimizer to its gradients.
+    """
+
+    id = "MS405"
+    name = "backward-through-second-order"
+    category = Category.SECOND_ORDER
+    severity = Severity.WARNING
+    confidence = Confidence.MEDIUM
+    scope = Scope.ANYWHERE
+    VALID = BACKWARD_VALID
+    INVALID = BACKWARD_INVALID
+
+    def check(self, repo: RepositoryModel) -> Iterable[Finding]:
+        """One finding per such ``backward()``."""
+        seen: set[tuple[str, int, int]] = set()
+        for rc, site in _backward_sites(repo):
+            key = (rc.file.path, rc.call.span.line, rc.call.span.column)
+            if key in seen:
+                continue
+            seen.add(key)
+            yield Finding(
+                rule=self.id, rule_name=self.name, category=self.category,
+                severity=self.severity, confidence=self.confidence,
+                location=_location(rc), symbol="torch.Tensor.backward",
+                message=(f"This backward() back-propagates through the gradient taken at "
+                         f"{_where(site.rc)} ({_site_phrase(site)} in "
+                         f"`{repo.short_name(site.function)}`): it computes second "
+                         f"derivatives."),
+                suggestion=("Compute the loss, including that gradient term, inside the "
+                            "function given to `mindspore.value_and_grad` and apply the "
+                            "optimizer to the gradients it returns."),
+                function=rc.call.caller, scope=self.scope,
+            )
+
+
+# ----- MAML-style inner loops (one file's data flow) -------------------------------------
+
+_GRAD = "torch.autograd.grad"
+_FUNCTIONAL_CALLS = frozenset({"torch.func.functional_call",
+                               "torch.nn.utils.stateless.functional_call",
+                               "functorch.functional_call"})
+_SUBTRACTS = frozenset({"torch.sub", "torch.subtract", "torch.Tensor.sub",
+                        "torch.Tensor.subtract"})
+_LOOPS = (cst.For, cst.While, cst.ListComp, cst.GeneratorExp)
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)}
+
+
+@dataclass(slots=True)
+class _GradUse:
+    node: cst.Call
+    names: set[str]
+    create_graph: cst.Arg | None
+    in_loop: bool
+
+
+@dataclass(slots=True)
+class _FunctionFlow:
+    grads: list[_GradUse] = field(default_factory=list)
+    aliases: list[tuple[set[str], set[str]]] = field(default_factory=list)  # used -> bound
+    updates: list[tuple[set[str], set[str]]] = field(default_factory=list)  # used -> bound
+    calls: list[tuple[cst.Call, set[str]]] = field(default_factory=list)
+
+
+class MamlInnerLoop(FileRule):
+    """Flags a MAML-style inner loop: a gradient from ``torch.autograd.grad`` turned into
+    updated weights (``w - lr * g``) that are fed to a functional forward
+    (``model.functional_forward(x, fast_weights)``, ``functional_call(model, params, x)``),
+    and says whether it is first order (no ``create_graph``) or second order.
+
+    A second-order inner loop needs every op of the model to support second-order
+    differentiation in MindSpore, and the functional forward with explicit weights has to
+    be written for the Cell (MindSpore Cells hold their parameters).
+
+    Write the inner step with ``mindspore.grad`` over a function of the weights and run the
+    Cell's computation with the updated weights passed explicitly (``ops`` functionals); keep
+    it first order (``ops.stop_gradient`` on the inner gradients) unless the meta-gradient
+    must flow through the inner step.
+    """
+
+    id = "MS403"
+    name = "maml-inner-loop"
+    category = Category.SECOND_ORDER
+    severity = Severity.WARNING
+    confidence = Confidence.HIGH
+    scope = Scope.ANYWHERE
+    VALID = MAML_VALID
+    INVALID = MAML_INVALID
+
+    def __init__(self, ctx: object) -> None:
+        super().__init__(ctx)  # type: ignore[arg-type]
+        self._flows: list[_FunctionFlow] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """Start the data flow of a function."""
+        self._flows.append(_FunctionFlow())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """Match gradients, weight updates and functional forwards of the function."""
+        flow = self._flows.pop()
+        for grad in flow.grads:
+            self._check(flow, grad)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Record gradients, subtracting calls and calls taking derived weights."""
+        if not self._flows:
+            return
+        flow = self._flows[-1]
+        target = self.ctx.call_target(node)
+        if target == _GRAD:
+            bound = self._assigned_names()
+            if bound:
+                flow.grads.append(_GradUse(node, bound, _create_graph_arg(node),
+                                           self._in_loop()))
+            return
+        if target in _SUBTRACTS:
+            bound = self._assigned_names()
+            if bound:
+                flow.updates.append((_names(node), bound))
+            return
+        if target is not None and target not in _FUNCTIONAL_CALLS and (
+                target.split(".")[0] in ("torch", "builtins", "numpy")):
+            return
+        used: set[str] = set()
+        args = list(node.args)
+        skip_first = target not in _FUNCTIONAL_CALLS
+        for i, arg in enumerate(args):
+            if i == 0 and arg.keyword is None and skip_first:
+                continue
+            used |= _names(arg.value)
+        if used:
+            flow.calls.append((node, used))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """Record ``fast = [w - lr * g ...]`` style updates."""
+        if self._flows and m.findall(node.value, m.BinaryOperation(operator=m.Subtract())):
+            bound = set().union(*(_target_names(t.target) for t in node.targets))
+            self._flows[-1].updates.append((_names(node.value), bound))
+
+    def visit_For(self, node: cst.For) -> None:
+        """Loop variables over the gradients alias them (``for g, w in zip(grads, ws)``)."""
+        if self._flows:
+            self._flows[-1].aliases.append((_names(node.iter), _target_names(node.target)))
+
+    def _assigned_names(self) -> set[str]:
+        for ancestor in reversed(self.ctx.ancestors):
+            if isinstance(ancestor, cst.Assign):
+                return set().union(*(_target_names(t.target) for t in ancestor.targets))
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return set()
+        return set()
+
+    def _in_loop(self) -> bool:
+        for ancestor in reversed(self.ctx.ancestors):
+            if isinstance(ancestor, cst.FunctionDef):
+                return False
+            if isinstance(ancestor, _LOOPS):
+                return True
+        return False
+
+    def _check(self, flow: _FunctionFlow, grad: _GradUse) -> None:
+        tainted = set(grad.names)
+        changed = True
+        while changed:
+            changed = False
+            for used, bound in flow.aliases:
+                if used & tainted and not bound <= tainted:
+                    tainted |= bound
+                    changed = True
+        fast: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for used, bound in flow.updates:
+                if used & (tainted | fast) and not bound <= fast:
+                    fast |= bound - tainted
+                    changed = True
+        consumer = next((call for call, used in flow.calls if used & fast), None)
+        if consumer is None:
+            return
+        span = self.ctx.span(consumer)
+        where = f"line {span.line}" if span else "later"
+        order = self._order(grad.create_graph)
+        loop = "inner loop" if grad.in_loop else "inner step"
+        self.report(
+            grad.node,
+            (f"MAML-style {loop}: this gradient updates weights "
+             f"`{', '.join(sorted(fast))}` that feed `{self.ctx.text(consumer.func)}` at "
+             f"{where}; it is {order}."),
+            ("Write the inner step with `mindspore.grad` over a function of the weights and "
+             "run the network functionally on the updated weights; "
+             + ("keep the first-order form with `ops.stop_gradient` on the inner gradients."
+                if order.startswith("first") else
+                "the outer `mindspore.value_and_grad` then differentiates through it, so every "
+                "op of the model needs second-order support (see MS401/MS402).")),
+            symbol=_GRAD,
+            severity=Severity.INFO if order.startswith("first") else Severity.WARNING,
+        )
+
+    def _order(self, arg: cst.Arg | None) -> str:
+        if arg is None:
+            return ("first-order (no create_graph): the outer update does not differentiate "
+                    "through the inner gradient")
+        text = self.ctx.text(arg.value)
+        try:
+            flag = "yes" if ast.literal_eval(text) else "no"
+        except (ValueError, SyntaxError, TypeError):
+            flag = "maybe"
+        if flag == "no":
+            return (f"first-order (create_graph={text}): the outer update does not "
+                    "differentiate through the inner gradient")
+        if flag == "maybe":
+            return (f"second-order whenever `{text}` is true (create_graph={text}), "
+                    "first-order otherwise")
+        return ("second-order (create_graph=True): the outer backward differentiates through "
+                "the inner gradient")
+
+
+def _create_graph_arg(call: cst.Call) -> cst.Arg | None:
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "create_graph":
+            return arg
+    return positional[4] if len(positional) > 4 else None
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_target_names(e.value) for e in target.elements))
+    if isinstance(target, cst.Subscript):
+        return _target_names(target.value)
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()

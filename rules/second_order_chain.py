@@ -1,0 +1,551 @@
+"""The repository-wide part of the second-order rules: double-backward sites and their
+derivative chains.
+
+A *site* is a call that differentiates a gradient again: ``torch.autograd.grad`` or
+``backward`` with ``create_graph``, the second-order helpers of
+``torch.autograd.functional`` and nested ``torch.func`` transforms. Its *chain* is the
+model code the twice-differentiated outputs run through: the calls made before the site in
+its function, the Modules passed to that function by its callers (followed through the
+call sites' arguments) or held by ``self``, their submodules, their ``forward`` methods and
+every helper those reach in the call graph. Every torch API on the chain is looked up in
+the API table and in the measured second-order support of its MindSpore target
+(``analyzer/data/second_order.json``, written by ``tools/measure_second_order.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from msready.analyzer.apitable import load_table
+from msready.analyzer.facts import Arg, CallKind, CallSite
+from msready.analyzer.findings import Span
+from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel, ResolvedCall
+
+MEASURED_BACKEND = "cpu"
+# Where ``create_graph`` sits among the positional parameters (``self`` excluded).
+CREATE_GRAPH_POSITION: dict[str, int | None] = {
+    "torch.autograd.grad": 4,
+    "torch.autograd.backward": 3,
+    "torch.Tensor.backward": 2,
+    "torch.autograd.functional.jacobian": 2,
+    "torch.autograd.functional.vjp": 3,
+}
+# Second derivatives by definition. (``torch.autograd.functional.jvp`` uses the
+# double-backward trick in torch, but its MindSpore counterpart is forward mode.)
+ALWAYS_SECOND_ORDER = frozenset({
+    "torch.autograd.functional.hessian", "torch.autograd.functional.hvp",
+    "torch.autograd.functional.vhp", "torch.func.hessian", "functorch.hessian",
+})
+_TRANSFORMS = ("grad", "grad_and_value", "jacrev", "jacfwd", "vjp", "jvp", "hessian")
+DERIVATIVE_TRANSFORMS = frozenset(f"{root}.{name}" for root in ("torch.func", "functorch")
+                                  for name in _TRANSFORMS)
+# Calls that move, inspect or create tensors rather than compute a differentiable result.
+NOT_OPS = frozenset(
+    [f"torch.Tensor.{m}" for m in (
+        "to", "cuda", "cpu", "size", "dim", "numel", "item", "numpy", "tolist", "detach",
+        "detach_", "requires_grad_", "backward", "zero_", "register_hook", "retain_grad",
+        "new_zeros", "new_ones", "new_empty", "new_full", "fill_", "uniform_", "normal_",
+        "data_ptr", "is_contiguous", "contiguous", "clone")]
+    + [f"torch.{f}" for f in (
+        "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
+        "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "zeros_like",
+        "ones_like", "empty_like", "full_like", "manual_seed", "device", "no_grad",
+        "enable_grad", "set_grad_enabled", "tensor", "as_tensor", "from_numpy", "is_tensor")]
+    + ["torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict",
+       "torch.nn.Parameter", "torch.nn.ParameterList", "torch.nn.ParameterDict",
+       "torch.nn.Identity", "torch.nn.Module"]
+)
+_NOT_LAYER_PREFIXES = ("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.",
+                       "torch.nn.parameter.", "torch.nn.Parameter")
+_NOT_OP_PREFIXES = ("torch.autograd", "torch.func", "functorch", "torch.optim", "torch.utils",
+                    "torch.cuda", "torch.backends", "torch.distributed")
+_HELD_CALLS = (CallKind.SELF_ATTR, CallKind.SELF_METHOD)
+_VARIABLE_PREFIXES = ("net", "model", "the", "my")
+
+
+def is_torch_module_class(name: str) -> bool:
+    """True for a torch layer class such as ``torch.nn.Conv2d``."""
+    last = name.rsplit(".", 1)[-1]
+    return (name.startswith("torch.nn.") and last[:1].isupper()
+            and not name.startswith(_NOT_LAYER_PREFIXES) and name not in NOT_OPS)
+
+
+def name_matches(variable: str, class_name: str) -> bool:
+    """Whether a variable's name plausibly names an instance of a class: ``netD`` and
+    ``Discriminator``, ``critic`` and ``Critic``, ``self.D`` and ``Discriminator``."""
+    var = variable.rsplit(".", 1)[-1].strip("_")
+    lowered = var.lower()
+    for prefix in _VARIABLE_PREFIXES:
+        if lowered.startswith(prefix) and len(lowered) > len(prefix):
+            var = var[len(prefix):].lstrip("_")
+            lowered = var.lower()
+            break
+    cls = class_name.lower()
+    if not lowered:
+        return False
+    if len(lowered) <= 2:
+        return cls.startswith(lowered)
+    return lowered in cls or cls in lowered
+# Measurement reasons that say the API is not differentiable: such calls are not part of a
+# derivative chain at all (random numbers, integer results, piecewise constants).
+_NOT_DIFFERENTIABLE = ("not a floating-point", "gradient is zero")
+
+
+@dataclass(frozen=True, slots=True)
+class Measurements:
+    """Measured second-order support of MindSpore APIs on one backend."""
+
+    mindspore_version: str
+    backend: str
+    entries: dict[str, dict[str, str]]
+
+    def status(self, api: str | None) -> tuple[str, str]:
+        """``pass`` / ``fail`` / ``untested`` / ``unmeasured`` and the error or reason."""
+        entry = self.entries.get(api or "")
+        if entry is None:
+            return "unmeasured", ""
+        return entry.get("status", "unmeasured"), entry.get("error", entry.get("reason", ""))
+
+
+@lru_cache(maxsize=1)
+def load_measurements() -> Measurements:
+    """The packaged measurements (empty when the data file is absent)."""
+    ref = resources.files("msready.analyzer").joinpath("data/second_order.json")
+    if not ref.is_file():
+        return Measurements("", MEASURED_BACKEND, {})
+    data = json.loads(ref.read_text(encoding="utf-8"))
+    entries = {str(k): {str(a): str(b) for a, b in v.items()}
+               for k, v in dict(data.get("entries", {})).items()}
+    return Measurements(str(data.get("mindspore_version", "")),
+                        str(data.get("backend", "CPU")).lower(), entries)
+
+
+# ----- sites ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """What a call's ``create_graph`` says: ``yes`` (a literal true value), ``no``
+    (absent or literally false) or ``maybe`` (an expression, e.g. ``not first_order``)."""
+
+    value: str
+    text: str = ""
+
+
+def create_graph_flag(args: tuple[Arg, ...], position: int | None) -> Flag:
+    """The ``create_graph`` argument of a call, given by keyword or by position."""
+    positional = 0
+    for arg in args:
+        if arg.keyword == "create_graph":
+            return _flag_of(arg)
+        if arg.keyword is None and not arg.star:
+            if position is not None and positional == position:
+                return _flag_of(arg)
+            positional += 1
+        elif arg.star == "*" and position is not None and positional <= position:
+            return Flag("no")  # unpacked positionals: the position is unknown
+    return Flag("no")
+
+
+def _flag_of(arg: Arg) -> Flag:
+    if arg.is_literal:
+        return Flag("yes" if arg.literal else "no", arg.text)
+    return Flag("maybe", arg.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One call that differentiates a gradient again."""
+
+    rc: ResolvedCall
+    api: str
+    how: str  # a short phrase: "create_graph=True", "nested torch.func transforms", ...
+    flag: Flag
+    inside_only: bool  # the chain is the differentiated function, not the calls before
+
+    @property
+    def function(self) -> str:
+        """The repository function the site is in."""
+        return self.rc.call.caller
+
+    @property
+    def span(self) -> Span:
+        """Where the site is."""
+        return self.rc.call.span
+
+
+def _inside(inner: Span, outer: Span) -> bool:
+    return ((inner.line, inner.column) >= (outer.line, outer.column)
+            and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column))
+
+
+def _before(span: Span, site: Span) -> bool:
+    return (span.line, span.column) <= (site.end_line, site.end_column)
+
+
+def find_sites(repo: RepositoryModel) -> list[Site]:
+    """Every double-backward site of the repository, in source order."""
+    sites: list[Site] = []
+    transforms = [rc for rc in repo.calls if rc.external in DERIVATIVE_TRANSFORMS]
+    for rc in repo.calls:
+        api = rc.external
+        if api is None:
+            continue
+        if api in CREATE_GRAPH_POSITION:
+            flag = create_graph_flag(rc.call.args, CREATE_GRAPH_POSITION[api])
+            if flag.value != "no":
+                how = (f"create_graph={flag.text}" if flag.value == "maybe"
+                       else "create_graph=True")
+                inside = api.startswith("torch.autograd.functional.")
+                sites.append(Site(rc, api, how, flag, inside))
+        elif api in ALWAYS_SECOND_ORDER:
+            sites.append(Site(rc, api, "a second-order derivative by definition",
+                              Flag("yes"), True))
+        elif api in DERIVATIVE_TRANSFORMS and _nested_transform(repo, rc, transforms):
+            sites.append(Site(rc, api, "nested derivative transforms", Flag("yes"), True))
+    sites.sort(key=lambda s: (s.rc.file.path, s.span.line, s.span.column))
+    return sites
+
+
+def _nested_transform(repo: RepositoryModel, rc: ResolvedCall,
+                      transforms: list[ResolvedCall]) -> bool:
+    """True when a derivative transform's argument is itself differentiated: another
+    transform inside its argument list, or a repository function that takes one."""
+    for other in transforms:
+        if (other is not rc and other.file is rc.file
+                and _inside(other.call.span, rc.call.span)):
+            return True
+    for fn in _function_args(repo, rc):
+        reached = repo.reachable(fn)
+        if any(other.call.caller in reached for other in transforms):
+            return True
+    return False
+
+
+def _function_args(repo: RepositoryModel, rc: ResolvedCall) -> list[str]:
+    """Repository functions passed as positional arguments (``grad(loss_fn)``)."""
+    out = []
+    for arg in rc.call.args:
+        if arg.keyword is None and not arg.star and arg.text.isidentifier():
+            resolved = repo.resolve(_bound_name(rc, arg.text), rc.file.module)
+            if resolved is not None and resolved.kind == "function":
+                out.append(resolved.name)
+    return out
+
+
+def _bound_name(rc: ResolvedCall, name: str) -> str:
+    """A bare name as the file binds it (an import or a module-level definition)."""
+    return rc.file.bindings.get(name, f"{rc.file.module}.{name}")
+
+
+# ----- chains -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChainOp:
+    """One torch API on a derivative chain and its second-order support."""
+
+    api: str
+    path: str
+    span: Span
+    cell: int | None
+    target: str | None
+    in_table: bool
+    status: str  # pass | fail | unmeasured
+    error: str = ""
+
+
+@dataclass(slots=True)
+class Chain:
+    """The model code and torch APIs a double-backward site differentiates twice."""
+
+    functions: list[str] = field(default_factory=list)
+    classes: list[str] = field(default_factory=list)
+    ops: list[ChainOp] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+
+    def failing(self) -> list[ChainOp]:
+        """Ops whose MindSpore target fails second-order differentiation."""
+        return [op for op in self.ops if op.status == "fail"]
+
+    def apis(self) -> list[str]:
+        """The distinct torch APIs on the chain."""
+        return sorted({op.api for op in self.ops})
+
+
+class ChainBuilder:
+    """Builds the derivative chain of each site of one repository."""
+
+    def __init__(self, repo: RepositoryModel, backend: str) -> None:
+        self.repo = repo
+        self.backend = backend
+        self.table = load_table()
+        self.measured = load_measurements()
+        self.by_caller: dict[str, list[ResolvedCall]] = {}
+        self.callers_of: dict[str, list[ResolvedCall]] = {}
+        self.constructed: dict[str, set[str]] = {}  # file path -> Module classes built there
+        for rc in repo.calls:
+            self.by_caller.setdefault(rc.call.caller, []).append(rc)
+            for callee in rc.callees:
+                self.callers_of.setdefault(callee, []).append(rc)
+            if rc.call.kind is CallKind.NAME:
+                resolved = repo.resolve(rc.call.target, rc.file.module)
+                if resolved is not None and resolved.name in repo.module_classes:
+                    self.constructed.setdefault(rc.file.path, set()).add(resolved.name)
+
+    # -- objects: which Module classes a name at a call site stands for ----------------------
+
+    def classes_of(self, text: str, rc: ResolvedCall, depth: int = 0) -> tuple[set[str], bool]:
+        """Module classes an argument's text may hold, and whether it was resolved."""
+        repo = self.repo
+        text = text.strip()
+        head = text.split("(", 1)[0].strip()
+        if text.startswith("self.") and head.count(".") >= 1:
+            owner = repo.owner_class(rc.call.caller)
+            attr = head.split(".")[1]
+            if owner is not None:
+                held = {r.name for r in repo.attribute_classes(owner, attr)
+                        if r.name in repo.module_classes}
+                if held:
+                    return held, True
+            return self._by_name(attr, rc), False
+        if head.isidentifier() or "." in head:
+            resolved = repo.resolve(_bound_name(rc, head.split(".")[0]) + head[len(
+                head.split(".")[0]):], rc.file.module)
+            if resolved is not None and resolved.name in repo.module_classes:
+                return {resolved.name}, True
+        if head.isidentifier() and depth < 3:
+            fact = repo.functions.get(rc.call.caller)
+            if fact is not None and head in fact.params:
+                found = self.param_classes(rc.call.caller, head, depth + 1)
+                if found:
+                    return found, True
+        return self._by_name(head.rsplit(".", 1)[-1], rc), False
+
+    def _by_name(self, name: str, rc: ResolvedCall) -> set[str]:
+        """Fallback for a local variable the model cannot follow: the Module classes
+        built in the same file (or else anywhere) whose name matches the variable's."""
+        pools = [self.constructed.get(rc.file.path, set()),
+                 set().union(*self.constructed.values()) if self.constructed else set()]
+        for pool in pools:
+            matches = {c for c in pool if name_matches(name, self.repo.classes[c].name)}
+            if matches:
+                return matches
+        return set()
+
+    def param_classes(self, function: str, param: str, depth: int = 0) -> set[str]:
+        """Module classes the callers of ``function`` pass as ``param``."""
+        fact = self.repo.functions.get(function)
+        if fact is None or param not in fact.params:
+            return set()
+        index = fact.params.index(param)
+        found: set[str] = set()
+        for rc in self.callers_of.get(function, []):
+            offset = 1 if (fact.class_qualname is not None and rc.call.kind in (
+                CallKind.SELF_METHOD, CallKind.SUPER)) else 0
+            for arg in _argument_for(rc.call, param, index - offset):
+                found |= self.classes_of(arg.text, rc, depth)[0]
+        return found
+
+    # -- the chain -----------------------------------------------------------------------------
+
+    def build(self, site: Site) -> Chain:
+        """The chain of one site."""
+        repo = self.repo
+        chain = Chain()
+        roots: list[str] = []
+        ops: list[ResolvedCall] = []
+        classes: set[str] = set()
+        for rc in self.by_caller.get(site.function, []):
+            if rc is site.rc:
+                continue
+            if site.inside_only and not _inside(rc.call.span, site.span):
+                continue
+            if not site.inside_only and not _before(rc.call.span, site.span):
+                continue
+            roots.extend(rc.callees)
+            if rc.external is not None:
+                ops.append(rc)
+            elif rc.call.kind is CallKind.SELF_ATTR and not rc.callees:
+                held = self.classes_of(f"self.{rc.call.target}", rc)[0]
+                classes |= held
+                if not held:
+                    chain.unresolved.append(f"self.{rc.call.target}")
+        roots.extend(_function_args(repo, site.rc))
+        fact = repo.functions.get(site.function)
+        unresolved_params = []
+        if fact is not None and not site.inside_only:
+            for param in fact.params:
+                if param in ("self", "cls"):
+                    continue
+                held = self.param_classes(site.function, param)
+                classes |= held
+                if not held:
+                    unresolved_params.append(param)
+        functions = self._closure(roots, classes)
+        chain.classes = sorted(classes)
+        chain.functions = functions
+        on_chain = set(functions)
+        for fn in functions:
+            ops.extend(rc for rc in self.by_caller.get(fn, []) if rc.external is not None)
+        for cls in classes:
+            ops.extend(self._constructors(cls))
+        chain.ops = self._ops(ops, site)
+        chain.functions = [f for f in functions if f in on_chain and f != site.function]
+        if not chain.functions and unresolved_params:
+            chain.unresolved.append(
+                "which Module the parameters " + ", ".join(f"`{p}`" for p in unresolved_params)
+                + " hold")
+        return chain
+
+    def _closure(self, roots: list[str], classes: set[str]) -> list[str]:
+        """Chain functions in a stable breadth-first order; grows ``classes`` with the
+        Module classes those functions belong to and the submodules they hold."""
+        repo = self.repo
+        order: list[str] = []
+        seen: set[str] = set()
+        pending = list(dict.fromkeys(roots))
+        queued_classes: set[str] = set()
+        while True:
+            for cls in sorted(classes - queued_classes):
+                queued_classes.add(cls)
+                for method in self._model_methods(cls):
+                    pending.append(method)
+            if not pending:
+                break
+            fn = pending.pop(0)
+            if fn in seen or fn not in repo.graph:
+                continue
+            seen.add(fn)
+            order.append(fn)
+            pending.extend(sorted(repo.graph.successors(fn)))
+            owner = repo.owner_class(fn)
+            if owner is not None and owner in repo.module_classes:
+                classes.add(owner)
+            for cls in list(classes):
+                for holder in repo.mro(cls):
+                    for _, targets in repo.classes[holder].attributes:
+                        module = repo.class_module[holder]
+                        for target in targets:
+                            resolved = repo.resolve(target, module)
+                            if resolved is not None and resolved.name in repo.module_classes:
+                                classes.add(resolved.name)
+        return order
+
+    def _model_methods(self, cls: str) -> list[str]:
+        """The methods of a Module class that run the model: ``forward`` and its
+        functional variants (``functional_forward``, ``forward_features``)."""
+        out = []
+        for holder in self.repo.mro(cls):
+            for method in self.repo.classes[holder].methods:
+                if "forward" in method:
+                    found = self.repo.find_method(cls, method)
+                    if found is not None:
+                        out.append(found)
+        return out
+
+    def _constructors(self, cls: str) -> Iterator[ResolvedCall]:
+        """Torch layer constructors (``nn.Conv2d(...)``) in a class's methods and the
+        helpers they call."""
+        repo = self.repo
+        for holder in repo.mro(cls):
+            for method in repo.classes[holder].methods:
+                qualname = f"{holder}.{method}"
+                for fn in repo.reachable(qualname) or {qualname}:
+                    for rc in self.by_caller.get(fn, []):
+                        if rc.external is not None and is_torch_module_class(rc.external):
+                            yield rc
+
+    def _ops(self, calls: Iterable[ResolvedCall], site: Site) -> list[ChainOp]:
+        out: dict[tuple[str, int, int, str], ChainOp] = {}
+        for rc in calls:
+            api = rc.external
+            if (api is None or rc is site.rc or api.split(".")[0] not in TORCH_ROOTS
+                    or api in NOT_OPS or api.startswith(_NOT_OP_PREFIXES)
+                    or rc.call.kind in _HELD_CALLS):  # a held layer: its constructor is
+                continue                                # the site reported
+            entry = self.table.lookup(api)
+            target = entry.target(self.backend).api if entry is not None else None
+            status, detail = self.measured.status(target)
+            if status == "untested" and any(r in detail for r in _NOT_DIFFERENTIABLE):
+                continue
+            if status == "untested":
+                status = "unmeasured"
+            if status == "unmeasured" and rc.call.confidence == "low":
+                continue  # a method on an expression of unknown type, and nothing known
+            span = rc.call.span
+            key = (rc.file.path, span.line, span.column, api)
+            out[key] = ChainOp(api, rc.file.path, span, rc.call.cell, target, entry is not None,
+                               status, detail if status == "fail" else "")
+        return [out[k] for k in sorted(out)]
+
+
+def _argument_for(call: CallSite, param: str, index: int) -> list[Arg]:
+    """The argument a call passes for a parameter (by keyword, else by position)."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for arg in call.args:
+        if arg.keyword == param:
+            return [arg]
+    if 0 <= index < len(positional):
+        return [positional[index]]
+    return []
+
+
+# ----- one analysis per repository --------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Analysis:
+    """Every site of a repository with its chain."""
+
+    sites: list[tuple[Site, Chain]]
+    builder: ChainBuilder
+
+
+_ANALYSES: weakref.WeakKeyDictionary[RepositoryModel, Analysis] = weakref.WeakKeyDictionary()
+
+
+def analyse(repo: RepositoryModel) -> Analysis:
+    """The sites and chains of a repository, computed once and shared by the rules."""
+    found = _ANALYSES.get(repo)
+    if found is None:
+        backend = str(getattr(repo, "target", "ascend"))
+        builder = ChainBuilder(repo, backend)
+        found = Analysis([(site, builder.build(site)) for site in find_sites(repo)], builder)
+        _ANALYSES[repo] = found
+    return found
+
+
+def helper_callers(repo: RepositoryModel, function: str) -> list[ResolvedCall]:
+    """Call sites that run ``function`` (its callers in the call graph)."""
+    if function not in repo.graph:
+        return []
+    callers = set(repo.graph.predecessors(function))
+    return [rc for rc in repo.calls
+            if function in rc.callees and rc.call.caller in callers | {rc.call.caller}]
+
+
+def backward_after(repo: RepositoryModel, function: str, span: Span) -> ResolvedCall | None:
+    """The first ``backward()`` in ``function`` after ``span``: the step that
+    back-propagates through what was computed there."""
+    later = [rc for rc in repo.calls
+             if rc.call.caller == function and rc.external == "torch.Tensor.backward"
+             and (rc.call.span.line, rc.call.span.column) > (span.end_line, span.end_column)]
+    return min(later, key=lambda rc: (rc.call.span.line, rc.call.span.column), default=None)
+
+
+def chain_path(repo: RepositoryModel, chain: Chain, limit: int = 4) -> str:
+    """``Critic.forward → Block.forward`` for a chain's first functions."""
+    names = [repo.short_name(f) for f in chain.functions]
+    shown = " → ".join(names[:limit])
+    return shown + (f" → … ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+__all__ = ["Analysis", "Chain", "ChainOp", "Flag", "Measurements", "Site", "analyse",
+           "backward_after", "chain_path", "create_graph_flag", "find_sites", "helper_callers",
+           "load_measurements"]
