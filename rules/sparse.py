@@ -45,6 +45,20 @@ class SparseRule(FileRule):
         super().__init__(ctx)
         self.flow = SparseFlow(ctx)
 
+    def leave_Assign(self, node: cst.Assign) -> None:
+        """Track which locals hold sparse tensors (after the value is walked)."""
+        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+        for target in node.targets:
+            if isinstance(target.target, cst.Tuple):
+                names += [e.value.value for e in target.target.elements
+                          if isinstance(e.value, cst.Name)]
+        self.flow.note_assign(names, node.value)
+
+    def leave_Return(self, node: cst.Return) -> None:
+        """Track functions that return a sparse tensor."""
+        if node.value is not None:
+            self.flow.note_return(node.value)
+
 
 class SparseTensor(SparseRule):
     """Flags sparse tensor construction: ``torch.sparse_coo_tensor``,
@@ -459,11 +473,11 @@ class SparseArgument(SparseRule):
                 sparse_params[(callee, names[key])] = caller
         done: set[int] = set()
         for function, param, use, op in self.uses:
-            caller = sparse_params.get((function, param))
-            if caller is None or id(use) in done:
+            source = sparse_params.get((function, param))
+            if source is None or id(use) in done:
                 continue
             done.add(id(use))
-            short = caller.rsplit(".", 2)
+            short = source.rsplit(".", 2)
             self.report(
                 use,
                 f"`{param}` receives a sparse tensor from `{'.'.join(short[-2:])}`, so this "

@@ -70,6 +70,26 @@ class SparseFlow:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
+        # (function, name) of locals known sparse after their latest assignment, so that
+        # ``adj = adj.coalesce()`` still knows the ``adj`` it started from.
+        self.sparse_names: set[tuple[str | None, str]] = set()
+        # Functions of this file that return a sparse tensor.
+        self.returns_sparse: set[str] = set()
+
+    def note_assign(self, names: list[str], value: cst.BaseExpression) -> None:
+        """Record whether the local ``names`` now hold a sparse tensor."""
+        sparse = self.is_sparse(value)
+        for name in names:
+            key = (self.ctx.function, name)
+            if sparse:
+                self.sparse_names.add(key)
+            else:
+                self.sparse_names.discard(key)
+
+    def note_return(self, value: cst.BaseExpression) -> None:
+        """Record that the current function returns a sparse tensor, if ``value`` is one."""
+        if self.ctx.function is not None and self.is_sparse(value):
+            self.returns_sparse.add(self.ctx.function)
 
     def constructor(self, call: cst.Call) -> tuple[str, str] | None:
         """``(symbol, format)`` when ``call`` builds a sparse tensor."""
@@ -102,13 +122,17 @@ class SparseFlow:
             target = self.ctx.call_target(expr) or ""
             if target in ("torch.sparse.softmax", "torch.sparse.log_softmax"):
                 return True
+            if target in self.returns_sparse:
+                return True
             func = expr.func
             inner = receiver(expr)
             return (isinstance(func, cst.Attribute) and func.attr.value in KEEP_METHODS
                     and inner is not None and self.ctx.qualify(func) is None
                     and self.is_sparse(inner, assumed, seen, depth + 1))
-        if not isinstance(expr, cst.Name) or expr.value in seen:
+        if not isinstance(expr, cst.Name):
             return False
+        if expr.value in seen:
+            return (self.ctx.function, expr.value) in self.sparse_names
         value = self.ctx.value_of(expr.value)
         if value is None or value is expr:
             return expr.value in assumed and value is None
