@@ -162,7 +162,7 @@ def accumulation_facts(tree: ast.Module, path: str, cell: int | None) -> Iterato
             if (isinstance(node, ast.If) and _has_modulo(node.test)
                     and _calls_method(node.body, ("step",))):
                 yield SourceFact("gradient accumulation", "step every k iterations",
-                                 f"optimizer step under `if {ast.unparse(node.test)}`",
+                                 f"optimizer step under if {ast.unparse(node.test)}",
                                  path, node.lineno, cell)
 
 

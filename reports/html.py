@@ -1,0 +1,223 @@
+"""``report.html``: one self-contained readiness report (inline CSS, SVG and JS, no network).
+
+The page renders the finished scan result: the score and why, charts of APIs by status,
+findings by category and the files with the most findings, the torch APIs with their
+MindSpore targets, the findings with their source lines, the skeleton runs and the
+checklist. Filters by category, severity and file run in plain JavaScript and follow the
+URL hash (``report.html#category=dynamic-shape&severity=error``), so a filtered view can be
+bookmarked or shared as a link to the local file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from msready.analyzer.apitable import load_table
+from msready.analyzer.findings import Category, Finding, Severity
+from msready.analyzer.result import ApiUse, ChecklistItem, ScanResult
+
+STATUS_ORDER = ("consistent", "differs", "missing", "unknown")
+STATUS_COLOURS = {"consistent": "#2e7d32", "differs": "#f9a825", "missing": "#c62828",
+                  "unknown": "#78909c"}
+SEVERITY_COLOURS = {"error": "#c62828", "warning": "#ef6c00", "info": "#1e88e5"}
+CONTEXT_LINES = 2
+MAX_CONTEXT = 12
+TOP_FILES = 10
+MAX_LOCATIONS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class CodeLine:
+    """One line of source shown around a finding."""
+
+    number: int
+    text: str
+    hit: bool
+
+
+@dataclass(slots=True)
+class FindingView:
+    """A finding with the source lines around it and its rule-documentation link."""
+
+    finding: Finding
+    where: str
+    lines: list[CodeLine]
+    doc: str
+
+
+@dataclass(slots=True)
+class ChartBar:
+    """One bar of a horizontal bar chart, cut into coloured segments."""
+
+    label: str
+    filter: str  # the filter a click sets: "category" or "file"
+    key: str
+    total: int
+    segments: list[tuple[str, int, float, float]] = field(default_factory=list)
+
+
+def where(path: str, line: int, cell: int | None) -> str:
+    """``path:line`` or ``path[cell N]:line``."""
+    return f"{path}:{line}" if cell is None else f"{path}[cell {cell}]:{line}"
+
+
+def code_lines(result: ScanResult, finding: Finding) -> list[CodeLine]:
+    """The finding's lines with a little context, from the text the scan kept."""
+    loc = finding.location
+    source = result.source_lines(loc.path, loc.cell)
+    if not source:
+        return []
+    end = max(loc.line, min(loc.end_line, loc.line + MAX_CONTEXT))
+    first = max(1, loc.line - CONTEXT_LINES)
+    last = min(len(source), end + CONTEXT_LINES)
+    return [CodeLine(n, source[n - 1], loc.line <= n <= end) for n in range(first, last + 1)]
+
+
+def finding_views(result: ScanResult) -> list[tuple[Category, list[FindingView]]]:
+    """Findings grouped by category, each with its source lines."""
+    groups: list[tuple[Category, list[FindingView]]] = []
+    for category in Category:
+        views = [FindingView(f, where(f.location.path, f.location.line, f.location.cell),
+                             code_lines(result, f), f"docs/rules.md#{f.rule.lower()}")
+                 for f in result.findings if f.category is category]
+        if views:
+            groups.append((category, views))
+    return groups
+
+
+def status_donut(apis: list[ApiUse]) -> list[dict[str, Any]]:
+    """Donut segments (stroke-dasharray on a circle of circumference 100) per API status."""
+    counts = Counter(api.status for api in apis)
+    calls = Counter[str]()
+    for api in apis:
+        calls[api.status] += api.count
+    total = sum(counts.values()) or 1
+    offset = 0.0
+    out = []
+    for status in STATUS_ORDER:
+        share = 100.0 * counts.get(status, 0) / total
+        out.append({"status": status, "apis": counts.get(status, 0),
+                    "calls": calls.get(status, 0), "colour": STATUS_COLOURS[status],
+                    "dash": f"{share:.3f} {100 - share:.3f}", "offset": f"{25 - offset:.3f}",
+                    "share": share})
+        offset += share
+    return out
+
+
+def _bars(kind: str, rows: list[tuple[str, str, Counter[str]]]) -> list[ChartBar]:
+    peak = max((sum(c.values()) for _, _, c in rows), default=0) or 1
+    bars = []
+    for label, key, counts in rows:
+        bar = ChartBar(label, kind, key, sum(counts.values()))
+        x = 0.0
+        for severity in Severity:
+            n = counts.get(severity.value, 0)
+            width = 100.0 * n / peak
+            if n:
+                bar.segments.append((SEVERITY_COLOURS[severity.value], n, x, width))
+            x += width
+        bars.append(bar)
+    return bars
+
+
+def category_bars(findings: list[Finding]) -> list[ChartBar]:
+    """Findings per category, split by severity."""
+    rows = []
+    for category in Category:
+        counts = Counter(f.severity.value for f in findings if f.category is category)
+        if counts:
+            rows.append((category.value, category.value, counts))
+    return _bars("category", rows)
+
+
+def file_bars(findings: list[Finding]) -> list[ChartBar]:
+    """The files with the most findings (errors first), split by severity."""
+    per_file: dict[str, Counter[str]] = {}
+    for f in findings:
+        per_file.setdefault(f.location.path, Counter())[f.severity.value] += 1
+    ranked = sorted(per_file.items(), key=lambda kv: (
+        -kv[1]["error"], -kv[1]["warning"], -kv[1]["info"], kv[0]))[:TOP_FILES]
+    return _bars("file", [(path, path, counts) for path, counts in ranked])
+
+
+def api_rows(result: ScanResult) -> list[dict[str, Any]]:
+    """The torch APIs used, with the table's entry (differences, notes) where it has one."""
+    table = load_table()
+    rows = []
+    for api in sorted(result.apis, key=lambda a: (STATUS_ORDER.index(a.status)
+                                                  if a.status in STATUS_ORDER else 9,
+                                                  -a.count, a.symbol)):
+        entry = table.lookup(api.symbol)
+        rows.append({
+            "api": api,
+            "entry": entry,
+            "locations": [where(loc.path, loc.line, loc.cell) for loc in api.locations],
+            "more": max(0, api.count - MAX_LOCATIONS),
+        })
+    return rows
+
+
+def checklist_sections(items: list[ChecklistItem]) -> list[tuple[str, list[ChecklistItem]]]:
+    """Checklist items by section, in the order the checklist gives them."""
+    sections: dict[str, list[ChecklistItem]] = {}
+    for item in items:
+        sections.setdefault(item.section or "Checklist", []).append(item)
+    return list(sections.items())
+
+
+def verdict(result: ScanResult) -> str:
+    """One sentence on the first screen that reads the score and its confidence."""
+    score = result.score
+    if score is None:
+        return "No readiness score was computed for this scan."
+    if score.confidence == "low":
+        return ("msready understood too little of this repository's torch use to call it "
+                "ready; treat the score as a floor and read the unresolved APIs first.")
+    if score.value >= 80:
+        return "Close to ready: mostly direct API mappings and a few local fixes."
+    if score.value >= 50:
+        return "Portable with work: several hazards and API differences need changes."
+    return "Hard to migrate as it stands: major hazards or unmapped APIs block a direct port."
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("msready.reports", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["pct"] = lambda value: f"{100 * float(value):.0f}%"
+    return env
+
+
+def context(result: ScanResult) -> dict[str, Any]:
+    """Everything the template shows."""
+    files = sorted({f.location.path for f in result.findings})
+    severities = Counter(f.severity.value for f in result.findings)
+    return {
+        "r": result,
+        "score": result.score,
+        "verdict": verdict(result),
+        "score_colour": ("#2e7d32" if result.score and result.score.value >= 80 else
+                         "#ef6c00" if result.score and result.score.value >= 50 else "#c62828"),
+        "donut": status_donut(result.apis),
+        "api_total": len(result.apis),
+        "category_bars": category_bars(result.findings),
+        "file_bars": file_bars(result.findings),
+        "groups": finding_views(result),
+        "categories": [c.value for c in Category],
+        "severities": [s.value for s in Severity],
+        "severity_counts": severities,
+        "severity_colours": SEVERITY_COLOURS,
+        "status_colours": STATUS_COLOURS,
+        "files": files,
+        "apis": api_rows(result),
+        "max_locations": MAX_LOCATIONS,
+        "checklist": checklist_sections(result.checklist),
+    }
+
+
+def render(result: ScanResult) -> str:
+    """``report.html`` text."""
+    return _environment().get_template("report.html.j2").render(context(result))

@@ -1,0 +1,170 @@
+"""``msready.sarif``: the findings as a SARIF 2.1.0 log for code-scanning UIs.
+
+One ``tool.driver.rules`` entry per msready rule (with its docstring as help and a link to
+its section of ``docs/rules.md``), one result per finding. Findings suppressed by an
+``# msready: ignore`` comment or by the repository's configuration are kept with a SARIF
+``suppressions`` entry, so that a code-scanning UI shows them as dismissed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections import Counter
+from typing import Any
+
+from msready.analyzer.config import suppressed_by_comment
+from msready.analyzer.findings import Category, Finding, Severity
+from msready.analyzer.result import ScanResult
+from msready.rules.base import Rule
+from msready.rules.registry import all_rules
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/msready/msready"
+LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+SRCROOT = "%SRCROOT%"
+
+# Findings the engine itself makes, without a rule class.
+ENGINE_RULES: tuple[tuple[str, str, Category, Severity, str], ...] = (
+    ("MS000", "parse-error", Category.PARSE_ERROR, Severity.ERROR,
+     "A file msready could not read or parse.\n\nNone of its code is checked, so every hazard "
+     "in it is unknown.\n\nMake the file valid Python 3 (python3 -m py_compile) and scan again."),
+    ("MS001", "rule-crashed", Category.IDIOM, Severity.INFO,
+     "One of msready's rules failed on this code.\n\nThat rule's findings are missing here."
+     "\n\nCheck the hazard by hand and report the failure to msready."),
+)
+
+
+def help_uri(rule_id: str) -> str:
+    """The rule's section of the generated rule documentation."""
+    return f"docs/rules.md#{rule_id.lower()}"
+
+
+def _descriptor(rule_id: str, name: str, category: Category, severity: Severity,
+                doc: str) -> dict[str, Any]:
+    paragraphs = [p.strip() for p in doc.split("\n\n") if p.strip()]
+    short = " ".join(paragraphs[0].split()) if paragraphs else name
+    full = "\n\n".join(" ".join(p.split()) for p in paragraphs) or short
+    return {
+        "id": rule_id,
+        "name": name,
+        "shortDescription": {"text": short},
+        "fullDescription": {"text": full},
+        "help": {"text": full, "markdown": f"{full}\n\n[Rule documentation]({help_uri(rule_id)})"},
+        "helpUri": help_uri(rule_id),
+        "defaultConfiguration": {"level": LEVELS[severity]},
+        "properties": {"category": category.value, "tags": [category.value, "mindspore"]},
+    }
+
+
+def rule_descriptors(rules: tuple[type[Rule], ...] | None = None) -> list[dict[str, Any]]:
+    """``tool.driver.rules``: the engine's own rules, then every msready rule by id."""
+    out = [_descriptor(*engine) for engine in ENGINE_RULES]
+    for rule in rules if rules is not None else all_rules():
+        out.append(_descriptor(rule.id, rule.name, rule.category, rule.severity,
+                               inspect.getdoc(rule) or rule.name))
+    return out
+
+
+def fingerprint_key(finding: Finding) -> str:
+    """What identifies a finding across edits that move lines (rule, file, cell, symbol,
+    message)."""
+    loc = finding.location
+    return "\0".join((finding.rule, loc.path, str(loc.cell or ""), finding.symbol,
+                      finding.message))
+
+
+def result_entry(finding: Finding, index: dict[str, int], occurrence: int = 0) -> dict[str, Any]:
+    """One SARIF result for a finding; ``occurrence`` counts earlier findings with the same
+    fingerprint key in the file, so that repeated findings keep distinct fingerprints."""
+    loc = finding.location
+    region: dict[str, int] = {"startLine": max(1, loc.line), "startColumn": max(1, loc.column)}
+    if loc.end_line >= loc.line:
+        region["endLine"] = loc.end_line
+        if loc.end_line > loc.line or loc.end_column > loc.column:
+            region["endColumn"] = max(1, loc.end_column)
+    properties: dict[str, Any] = {
+        "category": finding.category.value,
+        "severity": finding.severity.value,
+        "confidence": finding.confidence.value,
+        "symbol": finding.symbol,
+        "suggestion": finding.suggestion,
+        "ruleName": finding.rule_name,
+    }
+    if loc.cell is not None:
+        properties["cell"] = loc.cell
+    if finding.trace:
+        properties["trace"] = list(finding.trace)
+    entry: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "level": LEVELS[finding.severity],
+        "message": {"text": f"{finding.message} Suggestion: {finding.suggestion}"},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": loc.path, "uriBaseId": SRCROOT},
+            "region": region,
+        }}],
+        "partialFingerprints": {"msready/v1": hashlib.sha256(
+            f"{fingerprint_key(finding)}\0{occurrence}".encode()).hexdigest()[:32]},
+        "properties": properties,
+    }
+    if finding.rule in index:
+        entry["ruleIndex"] = index[finding.rule]
+    return entry
+
+
+def _suppression(result: ScanResult, finding: Finding) -> dict[str, str]:
+    file = result.model.files.get(finding.location.path)
+    if file is not None and suppressed_by_comment(finding, file.suppressions):
+        return {"kind": "inSource", "justification": "# msready: ignore comment"}
+    return {"kind": "external", "justification": "disabled by [tool.msready] configuration"}
+
+
+def to_sarif(result: ScanResult) -> dict[str, Any]:
+    """The SARIF log as plain JSON-ready data."""
+    rules = rule_descriptors()
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    seen: Counter[str] = Counter()
+    results = []
+    for finding in [*result.findings, *result.suppressed]:
+        key = fingerprint_key(finding)
+        results.append(result_entry(finding, index, seen[key]))
+        seen[key] += 1
+    for entry, finding in zip(results[len(result.findings):], result.suppressed, strict=True):
+        entry["suppressions"] = [_suppression(result, finding)]
+    score = result.score
+    run_properties: dict[str, Any] = {"target": result.target,
+                                      "mindspore_version": result.mindspore_version}
+    if score is not None:
+        run_properties.update(score=score.value, score_confidence=score.confidence)
+    run: dict[str, Any] = {
+        "tool": {"driver": {
+            "name": "msready",
+            "version": result.tool_version,
+            "semanticVersion": result.tool_version,
+            "informationUri": INFORMATION_URI,
+            "rules": rules,
+        }},
+        "invocations": [{"executionSuccessful": True,
+                         "toolExecutionNotifications": [
+                             {"message": {"text": w}, "level": "warning"}
+                             for w in result.warnings]}],
+        "originalUriBaseIds": {SRCROOT: {"description": {
+            "text": f"The root of the scanned repository ({result.source.input})"}}},
+        "results": results,
+        "columnKind": "unicodeCodePoints",
+        "properties": run_properties,
+    }
+    if result.source.commit and "://" in result.source.input:
+        run["versionControlProvenance"] = [{
+            "repositoryUri": result.source.input,
+            "revisionId": result.source.commit,
+            **({"branch": result.source.ref} if result.source.ref else {}),
+        }]
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def render(result: ScanResult) -> str:
+    """``msready.sarif`` text."""
+    return json.dumps(to_sarif(result), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,121 @@
+(function () {
+  "use strict";
+  var KEYS = ["category", "severity", "file"];
+  var selects = {};
+  KEYS.forEach(function (key) { selects[key] = document.getElementById("filter-" + key); });
+  var findings = Array.prototype.slice.call(document.querySelectorAll("article.finding"));
+  var groups = Array.prototype.slice.call(document.querySelectorAll("section.group"));
+  var counter = document.getElementById("filter-count");
+
+  function hasOption(select, value) {
+    return Array.prototype.some.call(select.options, function (o) { return o.value === value; });
+  }
+
+  function applyFilters() {
+    var shown = 0;
+    findings.forEach(function (el) {
+      var visible = KEYS.every(function (key) {
+        var wanted = selects[key].value;
+        return !wanted || el.getAttribute("data-" + key) === wanted;
+      });
+      el.hidden = !visible;
+      if (visible) { shown += 1; }
+    });
+    groups.forEach(function (group) {
+      var visible = group.querySelectorAll("article.finding:not([hidden])").length;
+      group.hidden = visible === 0;
+      var count = group.querySelector(".group-count");
+      if (count) { count.textContent = "(" + visible + ")"; }
+    });
+    if (counter) { counter.textContent = shown + " of " + findings.length + " shown"; }
+  }
+
+  function writeHash() {
+    var parts = [];
+    KEYS.forEach(function (key) {
+      if (selects[key].value) {
+        parts.push(key + "=" + encodeURIComponent(selects[key].value));
+      }
+    });
+    var hash = parts.length ? "#" + parts.join("&") : "#findings";
+    try {
+      history.replaceState(null, "", hash);
+    } catch (e) {
+      /* some browsers refuse replaceState on file:// pages; the filter still applies */
+    }
+  }
+
+  function readHash() {
+    var text = window.location.hash.replace(/^#/, "");
+    var found = false;
+    var values = {};
+    text.split("&").forEach(function (pair) {
+      var at = pair.indexOf("=");
+      if (at > 0) {
+        values[pair.slice(0, at)] = decodeURIComponent(pair.slice(at + 1));
+      }
+    });
+    KEYS.forEach(function (key) {
+      if (Object.prototype.hasOwnProperty.call(values, key) && hasOption(selects[key], values[key])) {
+        selects[key].value = values[key];
+        found = true;
+      } else if (text.indexOf("=") >= 0) {
+        selects[key].value = "";
+      }
+    });
+    return found;
+  }
+
+  function setFilter(key, value) {
+    selects[key].value = hasOption(selects[key], value) ? value : "";
+    applyFilters();
+    writeHash();
+  }
+
+  if (selects.category && selects.severity && selects.file) {
+    KEYS.forEach(function (key) {
+      selects[key].addEventListener("change", function () { applyFilters(); writeHash(); });
+    });
+    document.getElementById("filter-reset").addEventListener("click", function () {
+      KEYS.forEach(function (key) { selects[key].value = ""; });
+      applyFilters();
+      writeHash();
+    });
+    Array.prototype.forEach.call(document.querySelectorAll(".bar-row"), function (bar) {
+      bar.addEventListener("click", function () {
+        KEYS.forEach(function (key) { selects[key].value = ""; });
+        setFilter(bar.getAttribute("data-filter"), bar.getAttribute("data-value"));
+        document.getElementById("findings").scrollIntoView();
+      });
+    });
+    window.addEventListener("hashchange", function () {
+      if (readHash()) { applyFilters(); }
+    });
+    var filtered = readHash();
+    applyFilters();
+    if (filtered) { document.getElementById("findings").scrollIntoView(); }
+  }
+
+  var statusSelect = document.getElementById("filter-status");
+  var apiSearch = document.getElementById("filter-api");
+  var apiRows = Array.prototype.slice.call(document.querySelectorAll("tr.api"));
+
+  function applyApiFilters() {
+    var status = statusSelect ? statusSelect.value : "";
+    var needle = apiSearch ? apiSearch.value.trim().toLowerCase() : "";
+    apiRows.forEach(function (row) {
+      row.hidden = (status && row.getAttribute("data-status") !== status) ||
+        (needle && row.getAttribute("data-symbol").indexOf(needle) < 0);
+    });
+  }
+
+  if (statusSelect) { statusSelect.addEventListener("change", applyApiFilters); }
+  if (apiSearch) { apiSearch.addEventListener("input", applyApiFilters); }
+  Array.prototype.forEach.call(document.querySelectorAll("[data-api-status]"), function (btn) {
+    btn.addEventListener("click", function () {
+      if (statusSelect) { statusSelect.value = btn.getAttribute("data-api-status"); }
+      applyApiFilters();
+      document.getElementById("apis").scrollIntoView();
+    });
+  });
+})();
