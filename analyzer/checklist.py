@@ -35,6 +35,9 @@ OPTIMIZER_PARAMS = ("lr", "momentum", "nesterov", "weight_decay", "betas", "eps"
 DATASET_BASES = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset",
                  "torch.utils.data.dataset.Dataset", "torch.utils.data.dataset.IterableDataset")
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+SEED_CALLS = frozenset({"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+                        "torch.random.manual_seed", "numpy.random.seed", "random.seed",
+                        "mindspore.set_seed"})
 TRAINING_ORDER = ("epochs", "batch size", "learning rate", "weight decay", "momentum", "warm-up",
                   "seed")
 
@@ -80,7 +83,10 @@ def _args_text(args: Iterable[Arg], skip_first: bool = False) -> str:
         if skip_first and i == 0 and arg.keyword is None:
             continue
         head = f"{arg.keyword}=" if arg.keyword else arg.star
-        shown.append(head + arg.text)
+        text = arg.text
+        if arg.is_literal and isinstance(arg.literal, tuple) and not text.startswith("("):
+            text = f"({text})"  # the recorded text of a parenthesised tuple lacks its parens
+        shown.append(head + text)
     return ", ".join(shown) or "no arguments"
 
 
@@ -233,11 +239,18 @@ def _fact_item(section: str, fact: SourceFact) -> ChecklistItem:
                  _Where(fact.path, fact.line, fact.cell))
 
 
+def _is_seed(name: str) -> bool:
+    return name in SEED_CALLS
+
+
 def training_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistItem]:
     """Epochs, batch size, learning rate... from argparse defaults, constants and loaders."""
     items = []
     for key in TRAINING_ORDER:
         found = [_fact_item(TRAINING, f) for f in facts if f.key == key]
+        if key == "seed":
+            found += [_item(TRAINING, key, f"{rc.external}({_args_text(rc.call.args)})",
+                            _call_where(rc)) for rc in torch_calls(model, _is_seed)]
         if key == "batch size":
             found += [_item(TRAINING, key, f"DataLoader batch_size={a.text}", _call_where(rc))
                       for rc in torch_calls(model, lambda n: n in DATALOADERS)

@@ -14,7 +14,9 @@ Four parts, each a value from 0 to 1 with a weight:
 - **Skeletons**: when generated Cells ran, the share of PyNative and GRAPH_MODE runs that
   passed.
 
-The score is the weighted mean of the parts present, times 100, rounded.
+The score is the weighted mean of the parts present, times 100, rounded, and never more
+than the share of torch calls the table resolved: unresolved calls can lower the score but
+never raise it, and a repository msready does not understand cannot look ready.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ FORMULA = (
     "backend support = calls of known, non-missing APIs with a target on the chosen backend / "
     "calls of known, non-missing APIs. skeletons = passed runs / all runs (PyNative and "
     "GRAPH_MODE) of the generated Cells. Weights: API coverage 0.35, hazards 0.35, "
-    "backend support 0.15, skeletons 0.15 (only when Cells ran)."
+    "backend support 0.15, skeletons 0.15 (only when Cells ran). The score never exceeds "
+    "the share of torch calls msready resolved (100 x (1 - unresolved share)), so code it does "
+    "not understand can never look ready."
 )
 NO_TORCH = ("no torch usage was found (no call or reference to torch or torchvision), so there "
             "is nothing msready can judge: the score is 0 and means 'not understood', not "
@@ -138,9 +142,10 @@ def backend_part(apis: list[ApiUse], backend: str, table: ApiTable) -> ScorePart
             supported += api.count
         else:
             lacking.append(api.symbol)
-    value = supported / portable if portable else 1.0
+    value = supported / portable if portable else 0.0
     if not portable:
-        detail = f"no call of a known, portable API to check against the {backend} backend"
+        detail = (f"no call of a known API with a MindSpore counterpart, so nothing is shown "
+                  f"to run on {backend}")
     else:
         detail = (f"{supported} of {portable} calls of portable APIs have a MindSpore target "
                   f"on {backend}")
@@ -163,11 +168,13 @@ def skeletons_part(result: ScanResult) -> ScorePart | None:
 
 
 def unresolved_part(counts: ApiCounts) -> ScorePart:
-    """The explicit bucket of calls msready could not judge: weight 0, it sets confidence."""
+    """The explicit bucket of calls msready could not judge: its value is their share of
+    all torch calls; weight 0, because it sets the confidence instead of the score."""
     share = counts.unresolved_share if counts.total else 0.0
     detail = (f"{counts.unknown} of {counts.total} torch calls use APIs the table does not know "
-              f"({share:.0%}); they earn nothing in API coverage and lower the confidence")
-    return ScorePart("unresolved", 1.0 - share, 0.0, detail)
+              f"({share:.0%}); not a term of the mean (weight 0): they earn nothing in API "
+              "coverage and set the confidence")
+    return ScorePart("unresolved", share, 0.0, detail)
 
 
 def score_confidence(counts: ApiCounts, result: ScanResult) -> str:
@@ -203,12 +210,12 @@ def compute_score(result: ScanResult, table: ApiTable | None = None) -> Score:
         parts.append(skeletons)
     weight = sum(p.weight for p in parts)
     parts.append(unresolved_part(counts))
-    value = round(100 * sum(p.value * p.weight for p in parts) / weight)
-    if counts.total == 0:
-        value = 0
+    mean = sum(p.value * p.weight for p in parts) / weight
+    understood = 1.0 - counts.unresolved_share
+    value = round(100 * min(mean, understood))
     confidence = score_confidence(counts, result)
     formula = FORMULA
     if counts.total == 0:
-        formula += (" The repository imports torch but calls no torch API msready could "
-                    "resolve, so the score is 0.")
+        formula += (" The repository imports torch but uses no torch API msready could "
+                    "find, so the score is 0.")
     return Score(max(0, min(100, value)), tuple(parts), formula, confidence)

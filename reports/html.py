@@ -10,15 +10,18 @@ bookmarked or shared as a link to the local file.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from msready.analyzer.apitable import load_table
 from msready.analyzer.findings import Category, Finding, Severity
 from msready.analyzer.result import ApiUse, ChecklistItem, ScanResult
+from msready.analyzer.score import finding_cost
 
 STATUS_ORDER = ("consistent", "differs", "missing", "unknown")
 STATUS_COLOURS = {"consistent": "#2e7d32", "differs": "#f9a825", "missing": "#c62828",
@@ -135,13 +138,14 @@ def category_bars(findings: list[Finding]) -> list[ChartBar]:
 
 
 def file_bars(findings: list[Finding]) -> list[ChartBar]:
-    """The files with the most findings (errors first), split by severity."""
+    """The files whose findings cost the most (as the score weighs them), split by severity."""
     per_file: dict[str, Counter[str]] = {}
+    cost: Counter[str] = Counter()
     for f in findings:
         per_file.setdefault(f.location.path, Counter())[f.severity.value] += 1
-    ranked = sorted(per_file.items(), key=lambda kv: (
-        -kv[1]["error"], -kv[1]["warning"], -kv[1]["info"], kv[0]))[:TOP_FILES]
-    return _bars("file", [(path, path, counts) for path, counts in ranked])
+        cost[f.location.path] += finding_cost(f)
+    ranked = sorted(per_file, key=lambda path: (-cost[path], path))[:TOP_FILES]
+    return _bars("file", [(path, path, per_file[path]) for path in ranked])
 
 
 def api_rows(result: ScanResult) -> list[dict[str, Any]]:
@@ -184,9 +188,18 @@ def verdict(result: ScanResult) -> str:
     return "Hard to migrate as it stands: major hazards or unmapped APIs block a direct port."
 
 
+_TICKS = re.compile(r"`([^`\n]+)`")
+
+
+def ticks(text: str) -> Markup:
+    """Escape text and show its `backtick` spans as code."""
+    return Markup(_TICKS.sub(r"<code>\1</code>", str(escape(text))))
+
+
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("msready.reports", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["ticks"] = ticks
     env.filters["pct"] = lambda value: f"{100 * float(value):.0f}%"
     return env
 
