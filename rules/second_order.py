@@ -66,13 +66,16 @@ def _where(rc: ResolvedCall) -> str:
     return f"{rc.file.path}:{rc.call.span.line}"
 
 
-def _summary(repo: RepositoryModel, chain: Chain, backend: str) -> str:
+def _summary(repo: RepositoryModel, chain: Chain, backend: str, measured_on: str) -> str:
     """``through Critic.forward → Block.forward: 7 torch APIs, 1 without second-order
     support on cpu (torch.nn.LogSoftmax), 2 unmeasured``."""
     apis = chain.apis()
     failing = sorted({op.api for op in chain.failing()})
-    unmeasured = sorted({op.api for op in chain.ops if op.status == "unmeasured"}
-                        - set(failing))
+    unknown = {op.api for op in chain.ops if op.status == "unmeasured"} - set(failing)
+    not_in_table = sorted({op.api for op in chain.ops if not op.in_table} & unknown)
+    no_target = sorted({op.api for op in chain.ops if op.in_table and op.target is None}
+                       & unknown)
+    unmeasured = sorted(unknown - set(not_in_table) - set(no_target))
     path = chain_path(repo, chain)
     where = f"through {path}: " if path else "in this function: "
     parts = [f"{len(apis)} torch API{'s' if len(apis) != 1 else ''}"]
@@ -81,8 +84,16 @@ def _summary(repo: RepositoryModel, chain: Chain, backend: str) -> str:
                      f"({', '.join(failing)})")
     else:
         parts.append(f"none measured as failing on {backend}")
+    if backend != measured_on:
+        parts[-1] += f" (second-order support is measured on {measured_on.upper()} only)"
     if unmeasured:
         parts.append(f"{len(unmeasured)} unmeasured")
+    if no_target:
+        parts.append(f"{len(no_target)} without a MindSpore target on {backend} "
+                     f"({', '.join(no_target[:3])}{', …' if len(no_target) > 3 else ''})")
+    if not_in_table:
+        parts.append(f"{len(not_in_table)} not in the table "
+                     f"({', '.join(not_in_table[:3])}{', …' if len(not_in_table) > 3 else ''})")
     text = where + ", ".join(parts)
     if chain.unresolved:
         text += f"; msready could not follow {', '.join(sorted(set(chain.unresolved)))}"
@@ -136,7 +147,8 @@ class DoubleBackward(RepoRule):
                 severity=Severity.ERROR if failing else self.severity,
                 confidence=confidence, location=_location(site.rc), symbol=site.api,
                 message=(f"{_site_phrase(site)} differentiates a gradient again "
-                         f"(second order) {_summary(repo, chain, backend)}."),
+                         f"(second order) "
+                         f"{_summary(repo, chain, backend, load_measurements().backend)}."),
                 suggestion=("In MindSpore, take the inner gradient with `mindspore.grad` "
                             "inside the function the outer `mindspore.grad` / "
                             "`mindspore.value_and_grad` differentiates; every op on the "

@@ -289,6 +289,7 @@ class ChainBuilder:
         self.by_caller: dict[str, list[ResolvedCall]] = {}
         self.callers_of: dict[str, list[ResolvedCall]] = {}
         self.constructed: dict[str, set[str]] = {}  # file path -> Module classes built there
+        self.built_in: dict[str, set[str]] = {}  # caller function -> Module classes it builds
         for rc in repo.calls:
             self.by_caller.setdefault(rc.call.caller, []).append(rc)
             for callee in rc.callees:
@@ -297,6 +298,7 @@ class ChainBuilder:
                 resolved = repo.resolve(rc.call.target, rc.file.module)
                 if resolved is not None and resolved.name in repo.module_classes:
                     self.constructed.setdefault(rc.file.path, set()).add(resolved.name)
+                    self.built_in.setdefault(rc.call.caller, set()).add(resolved.name)
 
     # -- objects: which Module classes a name at a call site stands for ----------------------
 
@@ -329,14 +331,16 @@ class ChainBuilder:
 
     def _by_name(self, name: str, rc: ResolvedCall) -> set[str]:
         """Fallback for a local variable the model cannot follow: the Module classes
-        built in the same file (or else anywhere) whose name matches the variable's."""
+        built in the same file (or else anywhere) whose name matches the variable's, else
+        the one Module class the calling function builds."""
         pools = [self.constructed.get(rc.file.path, set()),
                  set().union(*self.constructed.values()) if self.constructed else set()]
         for pool in pools:
             matches = {c for c in pool if name_matches(name, self.repo.classes[c].name)}
             if matches:
                 return matches
-        return set()
+        built = self.built_in.get(rc.call.caller, set())
+        return set(built) if len(built) == 1 else set()
 
     def param_classes(self, function: str, param: str, depth: int = 0) -> set[str]:
         """Module classes the callers of ``function`` pass as ``param``."""
@@ -369,9 +373,11 @@ class ChainBuilder:
             if not site.inside_only and not _before(rc.call.span, site.span):
                 continue
             roots.extend(rc.callees)
+            if site.inside_only:
+                roots.extend(_function_args(repo, rc))
             if rc.external is not None:
                 ops.append(rc)
-            elif rc.call.kind is CallKind.SELF_ATTR and not rc.callees:
+            elif rc.call.kind in _HELD_CALLS and not rc.callees:
                 held = self.classes_of(f"self.{rc.call.target}", rc)[0]
                 classes |= held
                 if not held:

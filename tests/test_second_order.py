@@ -1,0 +1,377 @@
+"""Second-order rules (MS401-MS405) on small repositories and on a whole fixture.
+
+``tests/fixtures/second_order`` is a WGAN-GP (script and class styles, the penalty in a
+helper module), a MAML learner with first- and second-order inner loops and a file of
+Hessians / Jacobians with lookalikes. Lines that must be reported carry
+``# expect: MS4xx``; the fixture test compares the exact set of (path, line, rule).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from msready.analyzer.findings import Finding, Severity
+from msready.analyzer.result import ScanResult
+from msready.analyzer.scan import ScanOptions, scan, scan_files
+from msready.rules.second_order_chain import analyse, create_graph_flag, name_matches
+
+FIXTURE = Path(__file__).parent / "fixtures" / "second_order"
+EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
+FAMILY = "MS4"
+
+MODELS = """\
+import torch
+from torch import nn
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.act = nn.LeakyReLU(0.2)
+        self.out = nn.LogSoftmax(dim=1)
+
+    def forward(self, x):
+        return self.out(self.act(self.conv(x)).flatten(1))
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 3 * 8 * 8)
+        self.norm = nn.LayerNorm(3 * 8 * 8)
+
+    def forward(self, z):
+        return self.norm(self.fc(z)).view(-1, 3, 8, 8)
+"""
+
+LOSSES = """\
+import torch
+from torch.autograd import grad as torch_grad
+
+
+def gradient_penalty(critic, real, fake):
+    alpha = torch.rand(real.size(0), 1, 1, 1)
+    mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    out = critic(mixed)
+    g = torch_grad(out, mixed, torch.ones_like(out), create_graph=True)[0]
+    return torch.log_softmax(g.flatten(1), 1).mean()
+"""
+
+TRAIN = """\
+import torch
+
+from models import Critic, Generator
+from losses import gradient_penalty
+
+
+def train(data, opt_d, opt_g):
+    critic = Critic()
+    gen = Generator()
+    for real in data:
+        fake = gen(torch.randn(4, 16)).detach()
+        opt_d.zero_grad()
+        d_loss = critic(fake).mean() - critic(real).mean()
+        d_loss = d_loss + gradient_penalty(critic, real, fake)
+        d_loss.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        g_loss = -critic(gen(torch.randn(4, 16))).mean()
+        g_loss.backward()
+        opt_g.step()
+"""
+
+WGAN = {"models.py": MODELS, "losses.py": LOSSES, "train.py": TRAIN}
+
+
+def _ours(result: ScanResult, rule: str | None = None) -> list[Finding]:
+    return [f for f in result.findings
+            if f.rule.startswith(FAMILY) and (rule is None or f.rule == rule)]
+
+
+def _lines(result: ScanResult, rule: str) -> list[tuple[str, int]]:
+    return sorted((f.location.path, f.location.line) for f in _ours(result, rule))
+
+
+def _scan(source: str, target: str = "cpu") -> ScanResult:
+    return scan_files({"example.py": source}, target=target)
+
+
+# ----- the whole fixture ---------------------------------------------------------------------
+
+
+def expected(root: Path) -> set[tuple[str, int, str]]:
+    """(path, line, rule) for every ``# expect: MS4xx`` under ``root``."""
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            match = EXPECT.search(line)
+            if match:
+                for rule in (r.strip() for r in match.group(1).split(",")):
+                    if rule.startswith(FAMILY):
+                        found.add((rel, number, rule))
+    return found
+
+
+@pytest.fixture(scope="module")
+def fixture_result() -> ScanResult:
+    return scan(str(FIXTURE), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+
+
+def test_exact_second_order_findings(fixture_result: ScanResult) -> None:
+    got = {(f.location.path, f.location.line, f.rule) for f in _ours(fixture_result)}
+    want = expected(FIXTURE)
+    assert want, "the fixture lost its expectations"
+    assert sorted(got - want) == [], "unexpected findings"
+    assert sorted(want - got) == [], "missing findings"
+
+
+def test_fixture_chains_name_the_model_code(fixture_result: ScanResult) -> None:
+    chains = {(s.rc.file.path, s.span.line): c for s, c in analyse(fixture_result.model).sites}
+    penalty = chains[("gan/losses.py", 11)]
+    assert penalty.functions == ["gan.models.Discriminator.forward", "gan.models.Block.forward"]
+    assert {"torch.nn.Conv2d", "torch.nn.LeakyReLU", "torch.nn.AvgPool2d", "torch.nn.Linear",
+            "torch.nn.functional.log_softmax"} <= set(penalty.apis())
+    # The generator's LayerNorm fails second order too, but it is not on the critic's chain.
+    assert "torch.nn.LayerNorm" not in penalty.apis()
+    assert chains[("gan/trainer.py", 27)].apis() == penalty.apis()
+    assert chains[("meta/maml.py", 22)].classes == ["meta.learner.Learner"]
+
+
+# ----- the WGAN-GP across three files ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wgan() -> ScanResult:
+    return scan_files(WGAN, target="cpu")
+
+
+def test_penalty_site_lists_the_critic_chain(wgan: ScanResult) -> None:
+    [site] = _ours(wgan, "MS401")
+    assert (site.location.path, site.location.line) == ("losses.py", 9)
+    assert site.symbol == "torch.autograd.grad"
+    assert site.severity is Severity.ERROR
+    assert "through Critic.forward" in site.message
+    assert "1 without second-order support on cpu (torch.nn.LogSoftmax)" in site.message
+    [(_, chain)] = analyse(wgan.model).sites
+    assert {"torch.nn.Conv2d", "torch.nn.LeakyReLU", "torch.nn.LogSoftmax"} <= set(chain.apis())
+    targets = {op.api: op.target for op in chain.ops}
+    assert targets["torch.nn.Conv2d"] == "mindspore.nn.Conv2d"
+    assert targets["torch.nn.LogSoftmax"] == "mindspore.nn.LogSoftmax"
+    statuses = {op.api: op.status for op in chain.ops}
+    assert statuses["torch.nn.LeakyReLU"] == "pass"
+    assert statuses["torch.nn.LogSoftmax"] == "fail"
+
+
+def test_log_softmax_flagged_at_its_constructor(wgan: ScanResult) -> None:
+    [op] = _ours(wgan, "MS402")
+    assert (op.location.path, op.location.line, op.symbol) == ("models.py", 10,
+                                                              "torch.nn.LogSoftmax")
+    assert "LogSoftmaxGrad's bprop not defined" in op.message
+    assert "bprop" in op.suggestion and "logsumexp" in op.suggestion
+
+
+def test_log_softmax_after_the_gradient_is_not_on_the_chain(wgan: ScanResult) -> None:
+    # losses.py applies torch.log_softmax to the gradient itself: differentiated once.
+    assert not any(f.symbol == "torch.log_softmax" for f in _ours(wgan))
+
+
+def test_callers_and_the_backward_through_the_penalty(wgan: ScanResult) -> None:
+    assert _lines(wgan, "MS404") == [("train.py", 14)]
+    assert _lines(wgan, "MS405") == [("train.py", 15)]  # not the generator's backward
+
+
+def test_every_caller_of_the_helper_is_reported() -> None:
+    files = dict(WGAN)
+    files["eval.py"] = ("from losses import gradient_penalty\n\n\n"
+                        "def check(critic, real, fake):\n"
+                        "    return gradient_penalty(critic, real, fake).item()\n")
+    result = scan_files(files, target="cpu")
+    assert _lines(result, "MS404") == [("eval.py", 5), ("train.py", 14)]
+
+
+def test_other_backends_report_only_what_was_measured(wgan: ScanResult) -> None:
+    result = scan_files(WGAN, target="ascend")
+    assert _ours(result, "MS402") == []  # ascend targets are mint APIs, not measured on CPU
+    [site] = _ours(result, "MS401")
+    assert "measured on CPU only" in site.message and "unmeasured" in site.message
+
+
+# ----- detection -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\n\ndef f(y, x):\n    return torch.autograd.grad(y, x, create_graph=True)\n",
+    "import torch\n\ndef f(y, x):\n    return torch.autograd.grad(y, x, None, False, True)\n",
+    "import torch.autograd as ag\n\ndef f(y, x):\n    return ag.grad([y], [x], create_graph=1)\n",
+    "from torch import autograd\n\ndef f(y, x):\n"
+    "    return autograd.grad(outputs=y, inputs=x, create_graph=True)\n",
+    "try:\n    from torch.autograd import grad as g\nexcept ImportError:\n    raise\n\n"
+    "def f(y, x):\n    return g(y, x, create_graph=True)\n",
+    "import torch\n\ndef f(x):\n    loss = torch.sum(x ** 2)\n"
+    "    loss.backward(create_graph=True)\n",
+    "import torch\n\ndef f(x):\n    loss = torch.sum(x ** 2)\n"
+    "    loss.backward(None, None, True)\n",
+    "import torch\n\ndef f(loss):\n    torch.autograd.backward(loss, None, None, True)\n",
+    "import torch\n\ndef f(fn, x, v):\n    return torch.autograd.functional.hvp(fn, x, v)\n",
+    "from torch.autograd.functional import vjp\n\ndef f(fn, x, v):\n"
+    "    return vjp(fn, x, v, True)\n",
+    "import torch\n\ndef f(fn, x):\n    return torch.func.hessian(fn)(x)\n",
+    "import functorch\n\ndef f(fn, x):\n    return functorch.grad(functorch.grad(fn))(x)\n",
+    "from torch.func import grad\n\ndef inner(x):\n    return grad(energy)(x).sum()\n\n"
+    "def energy(x):\n    return (x ** 3).sum()\n\ndef f(x):\n    return grad(inner)(x)\n",
+])
+def test_double_backward_is_detected(source: str) -> None:
+    assert _ours(_scan(source), "MS401"), source
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\n\ndef f(y, x):\n    return torch.autograd.grad(y, x, create_graph=False)\n",
+    "import torch\n\ndef f(y, x):\n    return torch.autograd.grad(y, x, retain_graph=True)\n",
+    "import torch\n\ndef f(y, x):\n    return torch.autograd.grad(y, x, None, True)\n",
+    "import torch\n\ndef f(y, x):\n    return torch.autograd.grad(y, x, create_graph=None)\n",
+    "import torch\n\ndef f(m, x):\n    x.requires_grad_(True)\n"
+    "    return torch.autograd.grad(m(x).max(), x)[0].abs()\n",
+    "import torch\n\ndef f(x):\n    loss = torch.sum(x ** 2)\n"
+    "    loss.backward(retain_graph=True)\n",
+    "import torch\n\ndef f(fn, x):\n    return torch.autograd.functional.jacobian(fn, x)\n",
+    "import torch\n\ndef f(fn, x, v):\n    return torch.autograd.functional.jvp(fn, x, v)\n",
+    "from torch.func import grad, vmap\n\ndef f(fn, xs):\n    return vmap(grad(fn))(xs)\n",
+    "import paddle\n\ndef f(y, x):\n    return paddle.grad(y, x, create_graph=True)\n",
+    "import mindspore as ms\n\ndef f(fn, x):\n    return ms.grad(ms.grad(fn))(x)\n",
+    "def grad(y, x, create_graph=False):\n    return y\n\n"
+    "def f(a, b):\n    return grad(a, b, create_graph=True)\n",
+    "class Opt:\n    def backward(self, create_graph=False):\n        return self\n\n"
+    "def f():\n    Opt().backward(create_graph=True)\n",
+])
+def test_lookalikes_and_first_order_are_quiet(source: str) -> None:
+    assert _ours(_scan(source)) == [], source
+
+
+def test_conditional_create_graph_is_reported_with_its_condition() -> None:
+    result = _scan("import torch\n\ndef inner(loss, params, first_order):\n"
+                   "    return torch.autograd.grad(loss, params, create_graph=not first_order)\n")
+    [site] = _ours(result, "MS401")
+    assert "create_graph=not first_order" in site.message
+    assert site.confidence.value == "medium"
+
+
+def test_create_graph_flag_positions() -> None:
+    from msready.analyzer.facts import Arg
+
+    def arg(text: str, keyword: str | None = None) -> Arg:
+        import ast
+        return Arg(keyword, text, ast.literal_eval(text), True)
+
+    assert create_graph_flag((arg("1"), arg("2"), arg("None"), arg("True"), arg("True")),
+                             4).value == "yes"
+    assert create_graph_flag((arg("1"), arg("2"), arg("None"), arg("True")), 4).value == "no"
+    assert create_graph_flag((arg("1"), Arg(None, "rest", star="*")), 4).value == "no"
+    assert create_graph_flag((Arg("create_graph", "flag"),), 4).value == "maybe"
+
+
+@pytest.mark.parametrize(("variable", "cls", "matches"), [
+    ("netD", "Discriminator", True), ("critic", "Critic", True), ("self.D", "Discriminator",
+                                                                  True),
+    ("netD", "Generator", False), ("model", "Critic", False), ("disc", "Discriminator", True),
+])
+def test_variable_names_match_module_classes(variable: str, cls: str, matches: bool) -> None:
+    assert name_matches(variable, cls) is matches
+
+
+# ----- MAML ----------------------------------------------------------------------------------
+
+MAML = """\
+import torch
+import torch.nn.functional as F
+
+
+def adapt(model, x, y, lr=0.01, steps=5):
+    weights = list(model.parameters())
+    for _ in range(steps):
+        loss = F.cross_entropy(model.functional_forward(x, weights), y)
+        grads = torch.autograd.grad(loss, weights{flag})
+        weights = [w - lr * g for w, g in zip(weights, grads)]
+    return weights
+"""
+
+
+def test_maml_first_order() -> None:
+    result = _scan(MAML.format(flag=""))
+    [maml] = _ours(result)
+    assert (maml.rule, maml.location.line, maml.severity) == ("MS403", 9, Severity.INFO)
+    assert "first-order" in maml.message and "model.functional_forward" in maml.message
+
+
+def test_maml_second_order() -> None:
+    result = _scan(MAML.format(flag=", create_graph=True"))
+    assert sorted((f.rule, f.location.line) for f in _ours(result)) == [("MS401", 9),
+                                                                         ("MS403", 9)]
+    [maml] = _ours(result, "MS403")
+    assert maml.severity is Severity.WARNING and "second-order (create_graph=True)" in maml.message
+
+
+def test_maml_conditional_order() -> None:
+    result = _scan(MAML.format(flag=", create_graph=not first_order"))
+    [maml] = _ours(result, "MS403")
+    assert "second-order whenever `not first_order` is true" in maml.message
+
+
+def test_maml_with_functional_call_and_dict_weights() -> None:
+    result = _scan("""\
+import torch
+from torch.func import functional_call
+
+
+def inner(model, params, x, y, lr):
+    out = functional_call(model, params, (x,))
+    grads = torch.autograd.grad((out - y).pow(2).mean(), list(params.values()))
+    new = {}
+    for (name, p), g in zip(params.items(), grads):
+        new[name] = p - lr * g
+    return functional_call(model, new, (x,))
+""")
+    assert [(f.rule, f.location.line) for f in _ours(result)] == [("MS403", 7)]
+
+
+def test_sgd_and_adversarial_inputs_are_not_maml() -> None:
+    result = _scan("""\
+import torch
+
+
+def sgd(model, loss, lr):
+    grads = torch.autograd.grad(loss, list(model.parameters()))
+    with torch.no_grad():
+        for p, g in zip(model.parameters(), grads):
+            p -= lr * g
+
+
+def fgsm(model, x, y, eps, loss_fn):
+    g = torch.autograd.grad(loss_fn(model(x), y), x)[0]
+    x_adv = x - eps * g.sign()
+    return model(x_adv)
+""")
+    assert _ours(result) == []
+
+
+def test_hessian_of_a_repository_function_walks_into_it() -> None:
+    result = _scan("""\
+import torch
+import torch.nn.functional as F
+
+
+def energy(x):
+    return F.elu(x).sum()
+
+
+def curvature(x):
+    return torch.autograd.functional.hessian(energy, x)
+""")
+    assert [(f.rule, f.location.line) for f in _ours(result)] == [("MS402", 6), ("MS401", 10)]
+    [site] = _ours(result, "MS401")
+    assert site.symbol == "torch.autograd.functional.hessian"
+    assert "through energy" in site.message
