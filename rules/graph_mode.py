@@ -26,7 +26,6 @@ from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.rules.base import RepoRule
 from msready.rules.graph_mode_flow import (
     GRAPH,
-    STDLIB,
     GraphRule,
     enclosing_function,
     in_init,
@@ -39,6 +38,9 @@ THREAD_MODULES = ("threading", "multiprocessing", "concurrent", "_thread", "subp
 QUIET_ROOTS = frozenset({"torch", "torchvision", "builtins", "math", "typing", "mindspore",
                          "logging", "warnings", "typing_extensions", "abc"})
 OUTPUT_ROOTS = frozenset({"logging", "warnings"})
+# Pure-Python helpers: harmless on constants at compile time, so only worth a note.
+PURE_STDLIB = frozenset({"functools", "itertools", "operator", "collections", "copy",
+                         "dataclasses", "enum", "numbers", "string", "re", "inspect"})
 
 
 class _GraphRepoRule(RepoRule):
@@ -100,6 +102,10 @@ class LibraryCallInGraph(_GraphRepoRule):
          "pkg/net.py": "import torch\nfrom pkg.util import scale\n\n"
                        "class Net(torch.nn.Module):\n    def forward(self, x):\n"
                        "        return scale(x)\n"},
+        {"net/model.py": "import torch\nfrom utils.boxes import iou\n\n"
+                         "class Net(torch.nn.Module):\n    def forward(self, x):\n"
+                         "        return iou(x, x)\n",
+         "tools/utils/boxes.py": "def iou(a, b):\n    return a\n"},
     )
     INVALID = (
         "import numpy as np\nimport torch\n\nclass Net(torch.nn.Module):\n"
@@ -112,16 +118,19 @@ class LibraryCallInGraph(_GraphRepoRule):
 
     def check(self, repo: RepositoryModel) -> Iterable[Finding]:
         """Calls into non-torch libraries from forward-reachable functions."""
+        local_roots = {part for module in repo.modules for part in module.split(".")}
         for rc in _forward_calls(repo):
             name = rc.external
             if (name is None or rc.call.kind not in (CallKind.NAME, CallKind.SELF_ATTR)
                     or root(name) in QUIET_ROOTS or _is_thread_api(name)):
                 continue
             library = root(name)
-            stdlib = library in STDLIB
+            if library in local_roots:
+                continue  # a repository package the scan did not include
+            stdlib = library in PURE_STDLIB
             yield self.finding(
                 repo, rc, name,
-                f"`{name}` ({'Python standard library' if stdlib else library}) runs inside "
+                f"`{name}` ({'Python helper module' if stdlib else library}) runs inside "
                 f"forward; {GRAPH} compiles only MindSpore operators, so this call runs once "
                 "at compile time on constants or fails on tensors.",
                 "Rewrite it with `mindspore.ops`/`mindspore.mint` operators on tensors, or "

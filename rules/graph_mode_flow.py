@@ -37,6 +37,13 @@ PYTHON_VALUED_FUNCTIONS = frozenset({
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
 DEVICE_STRINGS = ("cuda", "cpu", "mps", "xpu", "npu", "meta")
 STDLIB = frozenset(sys.stdlib_module_names)
+# Frameworks whose objects have train()/eval()/step()/state_dict() methods of their own.
+OTHER_FRAMEWORKS = frozenset({
+    "mindspore", "tensorflow", "keras", "jax", "flax", "optax", "paddle", "mxnet", "oneflow",
+    "sklearn", "xgboost", "lightgbm", "catboost", "gensim", "fasttext",
+    "sentencepiece", "tokenizers", "spacy", "gym", "gymnasium", "pandas", "numpy", "scipy",
+})
+FOREIGN_ROOTS = STDLIB | OTHER_FRAMEWORKS | {"builtins"}
 
 _MAX_DEPTH = 8
 GRAPH = "MindSpore GRAPH_MODE (static graph, `mindspore.jit`)"
@@ -111,10 +118,9 @@ def device_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
     if isinstance(expr, cst.Call):
         if ctx.call_target(expr) == "torch.device":
             return True
-        return bool(m.matches(expr.func, m.Attribute(attr=m.Name("device")))
-                    or any(device_valued(ctx, a.value, depth + 1) for a in expr.args[:1]))
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value == "device"
+        return m.matches(expr.func, m.Attribute(attr=m.Name("device")))
+    if isinstance(expr, cst.Attribute):  # x.device, self.device, cfg.DEVICE, args.target_device
+        return "device" in expr.attr.value.lower()
     if isinstance(expr, cst.IfExp):
         return device_valued(ctx, expr.body, depth + 1) or device_valued(
             ctx, expr.orelse, depth + 1)
@@ -128,8 +134,10 @@ def device_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
 
 
 def python_value(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """True when local data flow shows a plain Python value (a literal, a container, or
-    the result of a builtin such as ``open`` or ``str``)."""
+    """True when local data flow shows a value that is not torch's: a literal, a
+    container, the result of a builtin (``open``, ``str``) or an object built by another
+    framework (``transformers.Trainer(...)``, ``sklearn``, ``mindspore``), whose
+    ``train``/``eval``/``step`` methods are their own."""
     if depth > _MAX_DEPTH:
         return False
     # A tuple is left out: the walk records ``x, y = a, b`` as both names holding the
@@ -141,7 +149,7 @@ def python_value(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> 
     if isinstance(expr, cst.Call):
         target = ctx.qualify(expr.func)
         if target is not None:
-            return root(target) == "builtins"
+            return root(target) in FOREIGN_ROOTS
         if isinstance(expr.func, cst.Attribute):
             return python_value(ctx, expr.func.value, depth + 1)
         return False

@@ -396,6 +396,8 @@ class TrainEvalMode(_IdiomRule):
         "import pandas as pd\nimport torch\n\ndef f(df):\n    return df.eval('a + b')\n",
         "def evaluate(expr):\n    return eval(expr)\n",
         "import mindspore\n\ndef f(net):\n    net.set_train(False)\n",
+        "import torch\nfrom mindspore.train import Model\n\ndef fit(net, epochs):\n"
+        "    model = Model(net)\n    model.train(epochs)\n",
     )
     INVALID = (
         "import torch\n\ndef evaluate(model, x):\n    model.eval()\n    return model(x)\n",
