@@ -3,7 +3,8 @@
 ``tests/fixtures/graph_mode`` is a detection network whose ``forward`` reaches hazards
 in its own file, in a method, and two helper calls below it in other files; beside it sit
 a training script, a dataset and a MindSpore port that use the same constructs outside any
-forward. Every line that must be reported carries ``# expect: MS5xx``; the test compares
+forward, and a file of everyday forward code (`net/clean.py`) that must stay quiet. Every
+line that must be reported carries ``# expect: MS5xx``; the test compares
 the exact set of (path, line, rule) of the MS5xx findings.
 """
 
