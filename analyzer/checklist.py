@@ -77,16 +77,20 @@ def _call_where(rc: ResolvedCall) -> _Where:
     return _Where(rc.file.path, rc.call.span.line, rc.call.cell)
 
 
+def arg_text(arg: Arg) -> str:
+    """An argument's source text (a literal tuple keeps its parentheses)."""
+    if arg.is_literal and isinstance(arg.literal, tuple) and not arg.text.startswith("("):
+        return f"({arg.text})"  # the recorded text of a parenthesised tuple lacks them
+    return arg.text
+
+
 def _args_text(args: Iterable[Arg], skip_first: bool = False) -> str:
     shown = []
     for i, arg in enumerate(args):
         if skip_first and i == 0 and arg.keyword is None:
             continue
         head = f"{arg.keyword}=" if arg.keyword else arg.star
-        text = arg.text
-        if arg.is_literal and isinstance(arg.literal, tuple) and not text.startswith("("):
-            text = f"({text})"  # the recorded text of a parenthesised tuple lacks its parens
-        shown.append(head + text)
+        shown.append(head + arg_text(arg))
     return ", ".join(shown) or "no arguments"
 
 
@@ -215,7 +219,7 @@ def optimizer_items(model: RepositoryModel) -> list[ChecklistItem]:
         name = _short(rc.external or "")
         where = _call_where(rc)
         items.append(_item(OPTIMIZER, f"optimizer {name}", _args_text(rc.call.args, True), where))
-        given = {a.keyword: a.text for a in rc.call.args if a.keyword}
+        given = {a.keyword: arg_text(a) for a in rc.call.args if a.keyword}
         for param in OPTIMIZER_PARAMS:
             if param in given:
                 items.append(_item(OPTIMIZER, f"{name} {param}", given[param], where))
@@ -252,7 +256,8 @@ def training_items(model: RepositoryModel, facts: list[SourceFact]) -> list[Chec
             found += [_item(TRAINING, key, f"{rc.external}({_args_text(rc.call.args)})",
                             _call_where(rc)) for rc in torch_calls(model, _is_seed)]
         if key == "batch size":
-            found += [_item(TRAINING, key, f"DataLoader batch_size={a.text}", _call_where(rc))
+            found += [_item(TRAINING, key, f"DataLoader batch_size={arg_text(a)}",
+                            _call_where(rc))
                       for rc in torch_calls(model, lambda n: n in DATALOADERS)
                       for a in rc.call.args if a.keyword == "batch_size"]
         items += found or [_missing(TRAINING, key)]

@@ -145,22 +145,42 @@ def _has_modulo(expr: ast.expr) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(expr))
 
 
-def _calls_method(body: list[ast.stmt], names: tuple[str, ...]) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr in names for stmt in body for n in ast.walk(stmt))
+def _method_calls(body: list[ast.stmt], name: str) -> list[ast.Call]:
+    return [n for stmt in body for n in ast.walk(stmt)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == name]
+
+
+def _receiver(call: ast.Call) -> str:
+    assert isinstance(call.func, ast.Attribute)
+    return ast.unparse(call.func.value)
+
+
+def _steps_an_optimizer(body: list[ast.stmt], zeroed: set[str]) -> bool:
+    """True when ``body`` steps something whose gradients the loop zeroes (an optimizer),
+    directly (``opt.step()``) or through a loss scaler (``scaler.step(opt)``)."""
+    if _method_calls(body, "zero_grad"):
+        return bool(_method_calls(body, "step"))
+    for call in _method_calls(body, "step"):
+        first = ast.unparse(call.args[0]) if call.args else None
+        if _receiver(call) in zeroed or first in zeroed:
+            return True
+    return False
 
 
 def accumulation_facts(tree: ast.Module, path: str, cell: int | None) -> Iterator[SourceFact]:
-    """Gradient accumulation: an optimizer ``step()`` under ``if <i> % <k> ...`` inside a loop
-    that also calls ``backward()``."""
+    """Gradient accumulation: inside a loop that calls ``backward()``, an optimizer step
+    under ``if <i> % <k> ...`` (an optimizer being what the loop calls ``zero_grad()`` on;
+    ``if epoch % 10 == 0: scheduler.step()`` is not accumulation)."""
     for loop in ast.walk(tree):
         if not isinstance(loop, (ast.For, ast.While)):
             continue
-        if not _calls_method(loop.body, ("backward",)):
+        if not _method_calls(loop.body, "backward"):
             continue
+        zeroed = {_receiver(c) for c in _method_calls(loop.body, "zero_grad")}
         for node in ast.walk(loop):
             if (isinstance(node, ast.If) and _has_modulo(node.test)
-                    and _calls_method(node.body, ("step",))):
+                    and _steps_an_optimizer(node.body, zeroed)):
                 yield SourceFact("gradient accumulation", "step every k iterations",
                                  f"optimizer step under if {ast.unparse(node.test)}",
                                  path, node.lineno, cell)

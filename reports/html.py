@@ -140,10 +140,10 @@ def category_bars(findings: list[Finding]) -> list[ChartBar]:
 def file_bars(findings: list[Finding]) -> list[ChartBar]:
     """The files whose findings cost the most (as the score weighs them), split by severity."""
     per_file: dict[str, Counter[str]] = {}
-    cost: Counter[str] = Counter()
+    cost: dict[str, float] = {}
     for f in findings:
         per_file.setdefault(f.location.path, Counter())[f.severity.value] += 1
-        cost[f.location.path] += finding_cost(f)
+        cost[f.location.path] = cost.get(f.location.path, 0.0) + finding_cost(f)
     ranked = sorted(per_file, key=lambda path: (-cost[path], path))[:TOP_FILES]
     return _bars("file", [(path, path, per_file[path]) for path in ranked])
 
