@@ -24,6 +24,8 @@ PYTHON_VALUED_METHODS = frozenset({
     "data_ptr", "get_device", "stride", "storage_offset", "type", "has_names", "numpy",
     "untyped_storage", "storage", "dim_order", "__len__",
 })
+# Tensor method names that str, list, set or dict methods share (``name.split(".")``).
+SHARED_METHOD_NAMES = frozenset({"split", "sort", "add", "values", "index"})
 # torch modules whose lower-case functions compute tensors.
 TENSOR_MODULES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft",
                             "torch.special", "torch.Tensor"})
@@ -59,17 +61,35 @@ def is_torch(name: str | None) -> bool:
     return name is not None and root(name) in TORCH_ROOTS
 
 
-def _tensor_call(ctx: FileContext, call: cst.Call) -> bool:
+def _tensor_call(ctx: FileContext, call: cst.Call, depth: int) -> bool:
     target = ctx.call_target(call)
     if target is None or not is_torch(target):
         return False
     module, _, name = target.rpartition(".")
     if module == "torch.Tensor":
-        return name not in PYTHON_VALUED_METHODS and not name.startswith(("is_", "__"))
+        if name in PYTHON_VALUED_METHODS or name.startswith(("is_", "__")):
+            return False
+        if name in SHARED_METHOD_NAMES and isinstance(call.func, cst.Attribute):
+            return _tensor_receiver(ctx, call, depth)
+        return True
     if module not in TENSOR_MODULES or not name[:1].islower():
         return False
     return name not in PYTHON_VALUED_FUNCTIONS and not name.startswith(
         ("is_", "are_", "get_", "set_", "use_"))
+
+
+def _tensor_receiver(ctx: FileContext, call: cst.Call, depth: int) -> bool:
+    """For a method name that str/list/set/dict share with torch.Tensor: True only when
+    the receiver is known to be a tensor, or (``split``) the arguments are a tensor's."""
+    assert isinstance(call.func, cst.Attribute)
+    receiver = call.func.value
+    if ctx.is_tensor(receiver) or tensor_valued(ctx, receiver, depth + 1):
+        return True
+    if call.func.attr.value == "split":
+        first = call.args[0].value if call.args else None
+        return first is not None and not isinstance(
+            first, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+    return False
 
 
 def tensor_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -82,7 +102,7 @@ def tensor_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
         return False
     nxt = depth + 1
     if isinstance(expr, cst.Call):
-        return _tensor_call(ctx, expr)
+        return _tensor_call(ctx, expr, depth)
     if isinstance(expr, cst.Name):
         value = ctx.value_of(expr.value)
         if value is None or value is expr or ctx.qualify(expr) is not None:
@@ -230,6 +250,9 @@ class TensorToPython(GraphRule):
         "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x, names):\n"
         "        parts = 'a b'.split()\n        return x, float('1.5'), parts\n",
+        "import numpy as np\nimport torch\n\nclass Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n        sizes = np.array([1, 2])\n"
+        "        return x.split(sizes.tolist())\n",
     )
     INVALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
@@ -526,6 +549,9 @@ class TensorBranchInGraph(GraphRule):
         "import torch\n\ndef train(model, x):\n    loss = model(x).sum()\n"
         "    if loss > 10:\n        print('diverged')\n\n"
         "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x, name, seen):\n"
+        "        parts = name.split('.')\n        if parts[0] == 'head' or seen.values():\n"
+        "            return x\n        return -x\n",
     )
     INVALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
