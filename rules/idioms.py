@@ -212,6 +212,11 @@ METHODS: dict[str, Advice] = {
     "backward": TABLE["torch.Tensor.backward"],
 }
 _MODE_ARGS = frozenset({"train", "eval"})
+EFFORT = {
+    Severity.INFO: "in MindSpore this is a mechanical change",
+    Severity.WARNING: "the MindSpore port restructures this code",
+    Severity.ERROR: "MindSpore has no equivalent, so this needs a redesign",
+}
 
 
 def lookup(name: str | None) -> Advice | None:
@@ -273,8 +278,9 @@ class _IdiomRule(FileRule):
             return
         self._lines.add(line)
         short = symbol.removeprefix("torch.Tensor.")
-        self.report(node, f"`{short}` {advice.message}; MindSpore does this differently.",
-                    advice.suggestion, symbol=symbol, severity=advice.severity,
+        severity = advice.severity or self.severity
+        self.report(node, f"`{short}` {advice.message}; {EFFORT[severity]}.",
+                    advice.suggestion, symbol=symbol, severity=severity,
                     confidence=confidence)
 
     def visit_Call(self, node: cst.Call) -> None:
