@@ -24,7 +24,7 @@ from msready.analyzer.findings import (
 from msready.analyzer.names import dotted
 from msready.analyzer.repo import RepositoryModel
 from msready.rules.base import FileRule, RepoRule
-from msready.rules.dynamic_shape_flow import DynamicRule, in_forward
+from msready.rules.dynamic_shape_flow import DynamicRule, call_target, in_forward
 
 # Calls that only report a problem: a branch made of these changes no shape.
 _REPORTING_ROOTS = ("builtins.print", "warnings.", "logging.")
@@ -182,7 +182,7 @@ class PaddedSequence(FileRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = self.ctx.call_target(node)
+        target = call_target(self.ctx, node)
         if target not in _PAD_APIS:
             return
         short = target.rsplit(".", 1)[1]

@@ -17,6 +17,7 @@ only what the flow proves.
 
 from __future__ import annotations
 
+import weakref
 from typing import ClassVar
 
 import libcst as cst
@@ -60,10 +61,28 @@ _PYTHON_LITERALS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedStrin
                     cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Tuple)
 
 
+# Per walk: call node id -> its qualified target. Every rule asks for the same calls, and
+# the data-flow predicates ask again for the calls behind each local name.
+_TARGETS: weakref.WeakKeyDictionary[FileContext, dict[int, str | None]] = (
+    weakref.WeakKeyDictionary())
+
+
+def call_target(ctx: FileContext, call: cst.Call) -> str | None:
+    """``ctx.call_target(call)``, computed once per call node of the file being walked."""
+    try:
+        cache = _TARGETS.setdefault(ctx, {})
+    except TypeError:  # a context that cannot be weakly referenced: no cache
+        return ctx.call_target(call)
+    key = id(call)
+    if key not in cache:
+        cache[key] = ctx.call_target(call)
+    return cache[key]
+
+
 def torch_api(ctx: FileContext, call: cst.Call) -> tuple[str, bool] | None:
     """``(name, is_method)`` for a call of a torch function (``torch.nonzero``) or a
     torch.Tensor method (``x.nonzero()``); None for anything else."""
-    target = ctx.call_target(call)
+    target = call_target(ctx, call)
     if target is None:
         return None
     if target.startswith("torch.Tensor."):
@@ -161,19 +180,24 @@ class Flow:
         if isinstance(expr, cst.Attribute):
             return expr.attr.value in SHAPE_ATTRS
         if isinstance(expr, cst.Subscript):
-            return (isinstance(expr.value, cst.Attribute)
-                    and expr.value.attr.value in SHAPE_ATTRS) or (
-                isinstance(expr.value, cst.Call) and self._is_shape_call(expr.value))
+            base = expr.value
+            if isinstance(base, cst.Attribute) and base.attr.value in SHAPE_ATTRS:
+                return not self.is_varlen(base.value, seen, depth + 1)
+            return isinstance(base, cst.Call) and self._is_shape_call(base, seen, depth)
         if isinstance(expr, cst.Call):
-            return self._is_shape_call(expr)
+            return self._is_shape_call(expr, seen, depth)
         nxt = self._follow(expr, seen)
         return nxt is not None and self.is_shape(nxt[0], nxt[1], depth + 1)
 
-    def _is_shape_call(self, call: cst.Call) -> bool:
-        if (isinstance(call.func, cst.Attribute) and call.func.attr.value in SHAPE_METHODS
-                and self.ctx.qualify(call.func) is None):
-            return True
-        return self.ctx.qualify(call.func) == "builtins.len"
+    def _is_shape_call(self, call: cst.Call, seen: frozenset[str], depth: int) -> bool:
+        """``x.size(1)`` / ``len(x)``, unless ``x``'s own length depends on data."""
+        func = call.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in SHAPE_METHODS
+                and self.ctx.qualify(func) is None):
+            return not self.is_varlen(func.value, seen, depth + 1)
+        if self.ctx.qualify(func) == "builtins.len":
+            return not (call.args and self.is_varlen(call.args[0].value, seen, depth + 1))
+        return False
 
     # ----- boolean masks ---------------------------------------------------------------
 

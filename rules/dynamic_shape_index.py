@@ -17,6 +17,7 @@ from msready.rules.dynamic_shape_flow import (
     ApiRule,
     DynamicRule,
     argument,
+    call_target,
     in_forward,
     receiver,
     torch_api,
@@ -65,7 +66,7 @@ class VariableLengthIndex(DynamicRule):
         for element in node.slice:
             piece = element.slice
             if (isinstance(piece, cst.Index) and not self.flow.is_bool(piece.value)
-                    and isinstance(piece.value, cst.Name) and self.flow.is_varlen(piece.value)
+                    and self.flow.is_varlen(piece.value)
                     and not self.flow.is_python(node.value)):
                 self._report(node, "tensor[index]")
                 return
@@ -122,7 +123,7 @@ class SegmentReduce(DynamicRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = self.ctx.call_target(node) or ""
+        target = call_target(self.ctx, node) or ""
         if target.split(".")[0] == "torch_scatter":
             if not any(a.keyword is not None and a.keyword.value in ("dim_size", "out")
                        for a in node.args):
@@ -207,7 +208,7 @@ class RandomSampling(DynamicRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = self.ctx.call_target(node) or ""
+        target = call_target(self.ctx, node) or ""
         if target in self.FOREIGN:
             self._report(node, target, Severity.ERROR)
             return

@@ -14,7 +14,7 @@ from collections.abc import Set
 import libcst as cst
 
 from msready.rules.base import FileContext
-from msready.rules.dynamic_shape_flow import receiver
+from msready.rules.dynamic_shape_flow import call_target, receiver
 
 MAX_DEPTH = 12
 # torch constructor -> sparse format.
@@ -93,7 +93,7 @@ class SparseFlow:
 
     def constructor(self, call: cst.Call) -> tuple[str, str] | None:
         """``(symbol, format)`` when ``call`` builds a sparse tensor."""
-        target = self.ctx.call_target(call)
+        target = call_target(self.ctx, call)
         if target in CONSTRUCTORS:
             return target, CONSTRUCTORS[target]
         func = call.func
@@ -119,7 +119,7 @@ class SparseFlow:
         if isinstance(expr, cst.Call):
             if self.constructor(expr) is not None:
                 return True
-            target = self.ctx.call_target(expr) or ""
+            target = call_target(self.ctx, expr) or ""
             if target in ("torch.sparse.softmax", "torch.sparse.log_softmax"):
                 return True
             if target in self.returns_sparse:

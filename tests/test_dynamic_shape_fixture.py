@@ -1,0 +1,134 @@
+"""Whole-repository fixtures for the dynamic-shape rules (MS2xx).
+
+``tests/fixtures/dynamic_shape`` is scanned as a repository; every line that must be
+reported carries ``# expect: MS2xx`` (several ids separated by commas). The set of
+(path, line, rule) found for the dynamic-shape and sparse families must equal the
+expectations exactly: lookalikes (numpy/jax files, three-argument ``where``,
+``masked_fill``, shape-derived slices and ``k``, data prep and training code not called
+from a forward) must stay quiet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from msready.analyzer.findings import Category, Finding
+from msready.analyzer.scan import ScanOptions, ScanResult, scan, scan_files
+from msready.rules import registry
+
+FIXTURES = Path(__file__).parent / "fixtures" / "dynamic_shape"
+# The dynamic-shape family spans these modules (too many rules for one module).
+FAMILY_MODULES = ("msready.rules.dynamic_shape", "msready.rules.dynamic_shape_index",
+                  "msready.rules.dynamic_shape_control", "msready.rules.sparse")
+_EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
+# The registry as shipped, read before any test adds the family modules to it.
+REGISTERED = registry.FAMILIES
+
+
+def expectations(root: Path) -> set[tuple[str, int, str]]:
+    """(path, line, rule) for every ``# expect:`` comment under ``root``."""
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            match = _EXPECT.search(line)
+            if match:
+                for rule in match.group(1).split(","):
+                    found.add((path.relative_to(root).as_posix(), number, rule.strip()))
+    return found
+
+
+def family_findings(result: ScanResult) -> Iterator[Finding]:
+    """The scan's dynamic-shape and sparse findings."""
+    return (f for f in result.findings if f.rule.startswith(("MS2", "MS3")))
+
+
+@pytest.fixture(scope="module")
+def with_family() -> Iterator[None]:
+    """Make sure every dynamic-shape module is among the registered rule families."""
+    with pytest.MonkeyPatch.context() as patch:
+        families = tuple(dict.fromkeys((*registry.FAMILIES, *FAMILY_MODULES)))
+        patch.setattr(registry, "FAMILIES", families)
+        registry.all_rules.cache_clear()
+        yield
+    registry.all_rules.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def result(with_family: None) -> ScanResult:
+    return scan(str(FIXTURES), options=ScanOptions(jobs=1, cache=False))
+
+
+def test_fixture_findings_are_exactly_the_expected_ones(result: ScanResult) -> None:
+    got = {(f.location.path, f.location.line, f.rule) for f in family_findings(result)}
+    expected = expectations(FIXTURES)
+    assert not expected - got, f"missing: {sorted(expected - got)}"
+    assert not got - expected, f"unexpected: {sorted(got - expected)}"
+
+
+def test_no_rule_crashed(result: ScanResult) -> None:
+    assert not [f for f in result.findings if f.rule in ("MS000", "MS001")]
+
+
+def test_hazard_two_helpers_below_forward_carries_its_path(result: ScanResult) -> None:
+    unique = [f for f in result.findings
+              if f.rule == "MS203" and f.location.path == "detection/assigner.py"]
+    assert len(unique) == 1
+    assert unique[0].trace == ("Head.forward", "assign", "match")
+    assert unique[0].symbol == "torch.unique"
+
+
+def test_forward_hazards_have_a_trace_and_input_pipelines_do_not(result: ScanResult) -> None:
+    for finding in family_findings(result):
+        if finding.rule in ("MS220", "MS221"):
+            assert finding.trace == ()
+        else:
+            assert finding.trace and finding.trace[0].endswith(".forward"), finding
+
+
+def test_findings_explain_and_suggest(result: ScanResult) -> None:
+    for finding in family_findings(result):
+        assert finding.category is Category.DYNAMIC_SHAPE
+        assert finding.message.endswith(".") and len(finding.message) > 30
+        assert finding.suggestion and finding.symbol
+        assert finding.location.column >= 1
+
+
+def test_collate_finding_names_the_collate_function(result: ScanResult) -> None:
+    messages = sorted(f.message for f in result.findings if f.rule == "MS221")
+    assert any("`pad_collate`" in m for m in messages)
+    assert any("`PadToLongest.__call__`" in m for m in messages)
+
+
+def test_every_family_module_is_registered() -> None:
+    """The scan only runs rule modules listed in the registry."""
+    assert set(FAMILY_MODULES) <= set(REGISTERED), sorted(set(FAMILY_MODULES) - set(REGISTERED))
+
+
+FORWARD = "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x, y):\n"
+CASES = [
+    # a mask kept through a reassignment
+    ("mask = x > 0\n        mask = mask & (y > 0)\n        return x[mask]\n", {(8, "MS204")}),
+    # a shape of a variable-length tensor is a runtime value
+    ("keep = x.nonzero()\n        return x[: keep.shape[0]]\n", {(6, "MS201"), (7, "MS205")}),
+    # .long() of a mask is an index of zeros and ones, not a mask
+    ("idx = (x > 0).long()\n        return x[idx]\n", set()),
+    # an if on a runtime value that only raises is no shape change
+    ("if y.sum() > 0:\n            raise ValueError('bad')\n        return x\n", set()),
+    # the dim of a reduction given by a keyword tensor
+    ("return x.sum(dim=y.argmax())\n", {(6, "MS212")}),
+    # a conditional expression on a tensor
+    ("return x[:1] if x.any() else x\n", {(6, "MS213")}),
+    # bincount with a minlength keeps its size
+    ("return y.bincount(minlength=4), y.bincount()\n", {(6, "MS210")}),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), CASES)
+def test_small_cases(with_family: None, body: str, expected: set[tuple[int, str]]) -> None:
+    result = scan_files({"example.py": FORWARD + "        " + body}, target="cpu")
+    got = {(f.location.line, f.rule) for f in family_findings(result)}
+    assert got == expected
