@@ -208,8 +208,9 @@ class SparseInternals(SparseRule):
             node,
             f"`.{method}()` reads a part of a sparse tensor; MindSpore's sparse tensors expose "
             "their parts differently.",
-            "Use the properties `COOTensor.indices` (shape (nnz, 2), the transpose of torch's) "
-            "/ `.values` or `CSRTensor.indptr` / `.indices` / `.values`; `coalesce` and "
+            "Use the properties `mindspore.COOTensor.indices` (shape (nnz, 2), the transpose "
+            "of torch's) / `.values` or `mindspore.CSRTensor.indptr` / `.indices` / `.values`; "
+            "`coalesce` and "
             "`to_dense` run on GPU only, so deduplicate indices up front and keep a dense copy "
             "on CPU/Ascend.",
             symbol=f"torch.Tensor.{method}",

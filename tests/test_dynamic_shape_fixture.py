@@ -108,7 +108,8 @@ def test_every_family_module_is_registered() -> None:
     assert set(FAMILY_MODULES) <= set(REGISTERED), sorted(set(FAMILY_MODULES) - set(REGISTERED))
 
 
-FORWARD = "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def forward(self, x, y):\n"
+FORWARD = ("import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n"
+           "    def forward(self, x, y):\n")
 CASES = [
     # a mask kept through a reassignment
     ("mask = x > 0\n        mask = mask & (y > 0)\n        return x[mask]\n", {(8, "MS204")}),
