@@ -128,11 +128,60 @@ def subject(ctx: FileContext, call: cst.Call) -> cst.BaseExpression | None:
     return argument(call, "input", 0)
 
 
+_FLOWS: weakref.WeakKeyDictionary[FileContext, Flow] = weakref.WeakKeyDictionary()
+KINDS = ("python", "shape", "bool", "varlen", "runtime_scalar", "runtime")
+
+
 class Flow:
-    """Predicates over one file's local data flow, bound to the walking context."""
+    """Predicates over one file's local data flow, bound to the walking context.
+
+    A local reassigned from itself (``keep = keep.squeeze(1)``, ``mask = mask.view(-1)``)
+    has only its newest value in ``ctx.value_of``; what the earlier value was is kept here
+    per kind, recorded when each assignment has been walked (:meth:`note_assign`).
+    """
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
+        self.known: dict[str, set[tuple[str | None, str]]] = {kind: set() for kind in KINDS}
+        self._noted: set[int] = set()
+
+    @classmethod
+    def of(cls, ctx: FileContext) -> Flow:
+        """The one flow of the file being walked, shared by every dynamic-shape rule."""
+        try:
+            flow = _FLOWS.get(ctx)
+            if flow is None:
+                flow = _FLOWS[ctx] = cls(ctx)
+        except TypeError:  # a context that cannot be weakly referenced
+            return cls(ctx)
+        return flow
+
+    def note_assign(self, node: cst.Assign) -> None:
+        """Record what each plain local target of ``node`` now holds (once per node)."""
+        if id(node) in self._noted:
+            return
+        self._noted.add(id(node))
+        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+        if not names:
+            return
+        checks = {"python": self.is_python, "shape": self.is_shape, "bool": self.is_bool,
+                  "varlen": self.is_varlen, "runtime_scalar": self.is_runtime_scalar,
+                  "runtime": self.is_runtime}
+        for kind, check in checks.items():
+            holds = check(node.value)
+            for name in names:
+                key = (self.ctx.function, name)
+                if holds:
+                    self.known[kind].add(key)
+                else:
+                    self.known[kind].discard(key)
+
+    def _recall(self, expr: cst.BaseExpression, seen: frozenset[str], kind: str
+                ) -> bool | None:
+        """For a name met again while following its own value: what it held before."""
+        if isinstance(expr, cst.Name) and expr.value in seen:
+            return (self.ctx.function, expr.value) in self.known[kind]
+        return None
 
     def _follow(self, expr: cst.BaseExpression, seen: frozenset[str]
                 ) -> tuple[cst.BaseExpression, frozenset[str]] | None:
@@ -160,6 +209,9 @@ class Flow:
             target = self.ctx.qualify(expr.func)
             return target in ("builtins.list", "builtins.dict", "builtins.tuple",
                               "builtins.str", "builtins.sorted", "builtins.range")
+        recalled = self._recall(expr, seen, "python")
+        if recalled is not None:
+            return recalled
         nxt = self._follow(expr, seen)
         return nxt is not None and self.is_python(nxt[0], nxt[1], depth + 1)
 
@@ -186,6 +238,9 @@ class Flow:
             return isinstance(base, cst.Call) and self._is_shape_call(base, seen, depth)
         if isinstance(expr, cst.Call):
             return self._is_shape_call(expr, seen, depth)
+        recalled = self._recall(expr, seen, "shape")
+        if recalled is not None:
+            return recalled
         nxt = self._follow(expr, seen)
         return nxt is not None and self.is_shape(nxt[0], nxt[1], depth + 1)
 
@@ -226,6 +281,9 @@ class Flow:
             return self._is_bool_call(expr, seen, depth)
         if isinstance(expr, cst.Subscript):
             return self.is_bool(expr.value, seen, depth + 1)
+        recalled = self._recall(expr, seen, "bool")
+        if recalled is not None:
+            return recalled
         nxt = self._follow(expr, seen)
         return nxt is not None and self.is_bool(nxt[0], nxt[1], depth + 1)
 
@@ -273,6 +331,9 @@ class Flow:
                 return True
             return any(self.element_is_mask(e, seen, depth) or self.element_is_runtime_slice(
                 e, seen, depth) for e in expr.slice)
+        recalled = self._recall(expr, seen, "varlen")
+        if recalled is not None:
+            return recalled
         nxt = self._follow(expr, seen)
         return nxt is not None and self.is_varlen(nxt[0], nxt[1], depth + 1)
 
@@ -311,6 +372,9 @@ class Flow:
                 self.is_runtime_scalar(base, seen, depth + 1))
         if isinstance(expr, cst.Call):
             return self._is_runtime_scalar_call(expr, seen, depth)
+        recalled = self._recall(expr, seen, "runtime_scalar")
+        if recalled is not None:
+            return recalled
         nxt = self._follow(expr, seen)
         return nxt is not None and self.is_runtime_scalar(nxt[0], nxt[1], depth + 1)
 
@@ -352,6 +416,9 @@ class Flow:
             inner = receiver(expr)
             return (api[1] and api[0] in KEEP_APIS | {"long", "int"} and inner is not None
                     and self.is_runtime(inner, seen, depth + 1))
+        recalled = self._recall(expr, seen, "runtime")
+        if recalled is not None:
+            return recalled
         nxt = self._follow(expr, seen)
         return nxt is not None and self.is_runtime(nxt[0], nxt[1], depth + 1)
 
@@ -418,7 +485,11 @@ class DynamicRule(FileRule):
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
-        self.flow = Flow(self.ctx)
+        self.flow = Flow.of(self.ctx)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        """Keep the flow's memory of reassigned locals up to date."""
+        self.flow.note_assign(node)
 
     def _confidence(self, call: cst.Call, is_method: bool) -> Confidence:
         """High for a qualified torch function or a method on a known tensor."""

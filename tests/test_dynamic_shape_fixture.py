@@ -113,6 +113,11 @@ FORWARD = ("import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n"
 CASES = [
     # a mask kept through a reassignment
     ("mask = x > 0\n        mask = mask & (y > 0)\n        return x[mask]\n", {(8, "MS204")}),
+    # an index list kept through a reassignment from itself
+    ("keep = torch.nonzero(y)\n        keep = keep.squeeze(1)\n        return x[keep]\n",
+     {(6, "MS201"), (8, "MS209")}),
+    # a reassignment that makes the name static again
+    ("k = int(y.sum())\n        k = x.size(0)\n        return x[:k]\n", set()),
     # a shape of a variable-length tensor is a runtime value
     ("keep = x.nonzero()\n        return x[: keep.shape[0]]\n", {(6, "MS201"), (7, "MS205")}),
     # .long() of a mask is an index of zeros and ones, not a mask
