@@ -72,3 +72,10 @@ def test_other_framework_and_training_code_stay_quiet(result: ScanResult) -> Non
     quiet = {"train.py", "data.py", "ms_port.py"}
     assert not [f for f in result.findings
                 if f.rule.startswith(FAMILY) and f.location.path in quiet]
+
+
+def test_graph_mode_modules_are_registered() -> None:
+    from msready.rules.registry import FAMILIES
+
+    missing = {"msready.rules.graph_mode", "msready.rules.graph_mode_flow"} - set(FAMILIES)
+    assert not missing, f"add {sorted(missing)} to FAMILIES in rules/registry.py"

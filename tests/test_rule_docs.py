@@ -85,10 +85,12 @@ def test_render_unwraps_paragraphs_and_fences_examples_safely() -> None:
 
 def test_check_mode_reports_a_stale_page(tmp_path: Path) -> None:
     tool = _tool()
-    assert tool.main(["--check"]) == 0
     tool.ROOT = tmp_path
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "rules.md").write_text("# old\n")
-    assert tool.main(["--check"]) == 1
+    assert tool.main(["--check"]) == 1  # no page yet
     assert tool.main([]) == 0
-    assert (tmp_path / "docs" / "rules.md").read_text() == render_rule_docs()
+    page = tmp_path / "docs" / "rules.md"
+    assert page.read_text() == render_rule_docs()
+    assert tool.main(["--check"]) == 0
+    page.write_text("# old\n")
+    assert tool.main(["--check"]) == 1
+    assert page.read_text() == "# old\n"  # --check writes nothing
