@@ -289,3 +289,86 @@ class VariableAxis(ApiRule):
                     confidence=self._confidence(call, is_method),
                 )
                 return
+
+
+class RuntimeSize(DynamicRule):
+    """Flags shapes given by values read from tensor data: creation (``torch.zeros(n)``,
+    ``torch.arange(n)``), reshaping (``x.view(n, -1)``, ``x.expand(n, d)``), splitting
+    (``x.split(counts.tolist())``), narrowing, padding and resizing
+    (``F.interpolate(size=(h, w))``) with ``n = int(t)``, ``t.item()``, ``mask.sum()``.
+
+    The output shape is then known only at run time; GRAPH_MODE needs every size to be a
+    constant or a shape of an input.
+
+    Take sizes from shapes or constants (a configured maximum) and mask or pad the
+    rest; resize to a fixed size (``ops.interpolate(size=(M, M))``, ``ops.roi_align``) and
+    crop outside the network; split into equal parts with a validity mask.
+    """
+
+    id = "MS214"
+    name = "runtime-size"
+    # API -> (positional indexes holding sizes, None meaning all; size keywords).
+    SIZES: ClassVar[dict[str, tuple[tuple[int, ...] | None, tuple[str, ...]]]] = {
+        "torch.zeros": (None, ("size",)), "torch.ones": (None, ("size",)),
+        "torch.empty": (None, ("size",)), "torch.rand": (None, ("size",)),
+        "torch.randn": (None, ("size",)), "torch.full": ((0,), ("size",)),
+        "torch.arange": (None, ("end", "start")), "torch.eye": (None, ("n", "m")),
+        "torch.linspace": ((2,), ("steps",)), "torch.narrow": ((3,), ("length",)),
+        "torch.split": ((1,), ("split_size_or_sections",)),
+        "torch.Tensor.new_zeros": (None, ("size",)), "torch.Tensor.new_ones": (None, ("size",)),
+        "torch.Tensor.new_empty": (None, ("size",)), "torch.Tensor.new_full": ((0,), ("size",)),
+        "torch.Tensor.view": (None, ("size",)), "torch.Tensor.reshape": (None, ("shape",)),
+        "torch.Tensor.expand": (None, ("size",)), "torch.Tensor.repeat": (None, ()),
+        "torch.Tensor.tile": (None, ("dims",)), "torch.Tensor.narrow": ((2,), ("length",)),
+        "torch.Tensor.split": ((0,), ("split_size",)),
+        "torch.nn.functional.interpolate": ((1, 2), ("size", "scale_factor")),
+        "torch.nn.functional.upsample": ((1, 2), ("size", "scale_factor")),
+        "torch.nn.functional.pad": ((1,), ("pad",)),
+        "torch.nn.functional.adaptive_avg_pool1d": ((1,), ("output_size",)),
+        "torch.nn.functional.adaptive_avg_pool2d": ((1,), ("output_size",)),
+        "torch.nn.functional.adaptive_max_pool2d": ((1,), ("output_size",)),
+    }
+    VALID = (
+        in_forward("        n, c = x.shape[:2]\n"
+                   "        return x.view(n, c, -1), torch.zeros(n, 4)\n"),
+        in_forward("        return torch.nn.functional.interpolate(x, size=(32, 32))\n"),
+        in_forward("        return x.split(x.size(0) // 2)\n"),
+    )
+    INVALID = (
+        in_forward("        n = int((y > 0).sum())\n        return torch.zeros(n, 4)\n"),
+        in_forward("        h = int(y[0].item())\n"
+                   "        return torch.nn.functional.interpolate(x, size=(h, h))\n"),
+        in_forward("        counts = (y > 0).sum(1)\n        return x.split(counts.tolist())\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = call_target(self.ctx, node)
+        spec = self.SIZES.get(target or "")
+        if spec is None:
+            return
+        positions, keywords = spec
+        index = 0
+        for arg in node.args:
+            if arg.star:
+                return
+            if arg.keyword is not None:
+                sized = arg.keyword.value in keywords
+            else:
+                sized = positions is None or index in positions
+                index += 1
+            if sized and self._runtime(arg.value):
+                self.report(
+                    node,
+                    f"`{target}` gets a size read from tensor values, so its output shape "
+                    "depends on the data.",
+                    "Take sizes from shapes or constants (a configured maximum) and mask or "
+                    "pad the rest; resize to a fixed size and crop outside the network; split "
+                    "into equal parts with a validity mask.",
+                    symbol=target or "size",
+                )
+                return
+
+    def _runtime(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, (cst.Tuple, cst.List)):
+            return any(self._runtime(e.value) for e in value.elements)
+        return self.flow.is_runtime(value)
