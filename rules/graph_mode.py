@@ -106,6 +106,9 @@ class LibraryCallInGraph(_GraphRepoRule):
                          "class Net(torch.nn.Module):\n    def forward(self, x):\n"
                          "        return iou(x, x)\n",
          "tools/utils/boxes.py": "def iou(a, b):\n    return a\n"},
+        "import timm\nimport torch\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.backbone = timm.create_model('resnet18')\n\n"
+        "    def forward(self, x):\n        return self.backbone(x)\n",
     )
     INVALID = (
         "import numpy as np\nimport torch\n\nclass Net(torch.nn.Module):\n"
@@ -121,7 +124,9 @@ class LibraryCallInGraph(_GraphRepoRule):
         local_roots = {part for module in repo.modules for part in module.split(".")}
         for rc in _forward_calls(repo):
             name = rc.external
-            if (name is None or rc.call.kind not in (CallKind.NAME, CallKind.SELF_ATTR)
+            # Only calls of imported names: a `self.<attr>(...)` holding another library's
+            # object (a timm or transformers model) is a torch module, not a Python library.
+            if (name is None or rc.call.kind is not CallKind.NAME
                     or root(name) in QUIET_ROOTS or _is_thread_api(name)):
                 continue
             library = root(name)

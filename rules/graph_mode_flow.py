@@ -446,6 +446,7 @@ class DeviceMoveInGraph(GraphRule):
 
     id = "MS516"
     name = "device-move-in-graph"
+    severity = Severity.INFO
     VALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
         "        return x.to(torch.float16)\n\n"
