@@ -269,13 +269,24 @@ class VariableAxis(ApiRule):
         in_forward("        return x.transpose(0, y.argmax().item())\n"),
     )
 
+    # Positional places of the axis arguments in the method form (None: every one);
+    # the function form (``torch.sum(x, d)``) has the input first. Default: (0,).
+    DIM_POSITIONS: ClassVar[dict[str, tuple[int, ...] | None]] = {
+        "transpose": (0, 1), "swapaxes": (0, 1), "swapdims": (0, 1), "movedim": (0, 1),
+        "flatten": (0, 1), "permute": None, "flip": None, "roll": (1,), "norm": (1,),
+        "split": (1,), "chunk": (1,)}
+
     def check(self, call: cst.Call, name: str, is_method: bool) -> None:
+        positions = self.DIM_POSITIONS.get(name, (0,))
+        index = 0 if is_method else -1
         for arg in call.args:
             keyword = arg.keyword.value if arg.keyword is not None else None
             if keyword is not None and keyword not in self.DIM_KEYWORDS:
                 continue
-            if keyword is None and not is_method and arg is call.args[0]:
-                continue  # the input tensor of torch.sum(x, d)
+            if keyword is None:
+                place, index = index, index + 1
+                if place < 0 or (positions is not None and place not in positions):
+                    continue
             varies = (self.flow.is_runtime(arg.value) if keyword is not None
                       else self.flow.is_runtime_scalar(arg.value))
             if varies:
