@@ -339,6 +339,7 @@ _FUNCTIONAL_CALLS = frozenset({"torch.func.functional_call",
                                "functorch.functional_call"})
 _SUBTRACTS = frozenset({"torch.sub", "torch.subtract", "torch.Tensor.sub",
                         "torch.Tensor.subtract"})
+_ITERATORS = frozenset({"builtins.zip", "builtins.map", "builtins.enumerate"})
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.GeneratorExp)
 
 
@@ -360,13 +361,16 @@ class _FunctionFlow:
     aliases: list[tuple[set[str], set[str]]] = field(default_factory=list)  # used -> bound
     updates: list[tuple[set[str], set[str]]] = field(default_factory=list)  # used -> bound
     calls: list[tuple[cst.Call, set[str]]] = field(default_factory=list)
+    returns: list[tuple[cst.Return, set[str]]] = field(default_factory=list)
+    iterated: set[str] = field(default_factory=set)  # names walked element by element
 
 
 class MamlInnerLoop(FileRule):
-    """Flags a MAML-style inner loop: a gradient from ``torch.autograd.grad`` turned into
-    updated weights (``w - lr * g``) that are fed to a functional forward
-    (``model.functional_forward(x, fast_weights)``, ``functional_call(model, params, x)``),
-    and says whether it is first order (no ``create_graph``) or second order.
+    """Flags a MAML-style inner loop: gradients from ``torch.autograd.grad``, walked weight
+    by weight, turned into updated weights (``w - lr * g``) that are fed to a functional
+    forward (``model.functional_forward(x, fast_weights)``, ``functional_call(model,
+    params, x)``) or returned for one, and says whether it is first order (no
+    ``create_graph``) or second order.
 
     A second-order inner loop needs every op of the model to support second-order
     differentiation in MindSpore, and the functional forward with explicit weights has to
@@ -413,6 +417,9 @@ class MamlInnerLoop(FileRule):
                 flow.grads.append(_GradUse(node, bound, _create_graph_arg(node),
                                            self._in_loop()))
             return
+        if target in _ITERATORS:
+            flow.iterated |= _names(node)
+            return
         if target in _SUBTRACTS:
             bound = self._assigned_names()
             if bound:
@@ -437,10 +444,24 @@ class MamlInnerLoop(FileRule):
             bound = set().union(*(_target_names(t.target) for t in node.targets))
             self._flows[-1].updates.append((_names(node.value), bound))
 
+    def visit_Return(self, node: cst.Return) -> None:
+        """Record what a function returns: an inner-step helper returns the new weights."""
+        if self._flows and node.value is not None:
+            values = (node.value.elements if isinstance(node.value, cst.Tuple)
+                      else [cst.Element(node.value)])
+            names = {e.value.value for e in values if isinstance(e.value, cst.Name)}
+            self._flows[-1].returns.append((node, names))
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        """A comprehension walks its iterable element by element."""
+        if self._flows:
+            self._flows[-1].iterated |= _names(node.iter)
+
     def visit_For(self, node: cst.For) -> None:
         """Loop variables over the gradients alias them (``for g, w in zip(grads, ws)``)."""
         if self._flows:
             self._flows[-1].aliases.append((_names(node.iter), _target_names(node.target)))
+            self._flows[-1].iterated |= _names(node.iter)
 
     def _assigned_names(self) -> set[str]:
         for ancestor in reversed(self.ctx.ancestors):
@@ -459,6 +480,8 @@ class MamlInnerLoop(FileRule):
         return False
 
     def _check(self, flow: _FunctionFlow, grad: _GradUse) -> None:
+        if not grad.names & flow.iterated:
+            return  # one gradient tensor (``grad(...)[0]``): an input update, not weights
         tainted = set(grad.names)
         changed = True
         while changed:
@@ -476,17 +499,22 @@ class MamlInnerLoop(FileRule):
                     fast |= bound - tainted
                     changed = True
         consumer = next((call for call, used in flow.calls if used & fast), None)
-        if consumer is None:
+        returned = next((ret for ret, used in flow.returns if used & fast), None)
+        if consumer is not None:
+            span = self.ctx.span(consumer)
+            use = (f"that feed `{self.ctx.text(consumer.func)}` at "
+                   f"{f'line {span.line}' if span else 'a later call'}")
+        elif returned is not None:
+            use = "that the function returns for a functional forward"
+        else:
             return
-        span = self.ctx.span(consumer)
-        where = f"line {span.line}" if span else "later"
+        fast_names = ", ".join(sorted(fast))
         order = self._order(grad.create_graph)
         loop = "inner loop" if grad.in_loop else "inner step"
         self.report(
             grad.node,
-            (f"MAML-style {loop}: this gradient updates weights "
-             f"`{', '.join(sorted(fast))}` that feed `{self.ctx.text(consumer.func)}` at "
-             f"{where}; it is {order}."),
+            f"MAML-style {loop}: this gradient updates weights `{fast_names}` {use}; "
+            f"it is {order}.",
             ("Write the inner step with `mindspore.grad` over a function of the weights and "
              "run the network functionally on the updated weights; "
              + ("keep the first-order form with `ops.stop_gradient` on the inner gradients."

@@ -218,7 +218,30 @@ def meta(net, x, y, lr, loss_fn):
 """,
 )
 
+MAML_INVALID += (
+    """\
+from collections import OrderedDict
+
+import torch
+
+def update_parameters(loss, params, step_size, first_order=False):
+    grads = torch.autograd.grad(loss, params.values(), create_graph=not first_order)
+    out = OrderedDict()
+    for (name, param), grad in zip(params.items(), grads):
+        out[name] = param - step_size * grad
+    return out
+""",
+)
+
 MAML_VALID: _Examples = (
+    """\
+import torch
+
+def pgd_step(model, x, y, eps, loss_fn):
+    g = torch.autograd.grad(loss_fn(model(x), y), x)[0]
+    x_adv = x - eps * g.sign()
+    return x_adv
+""",
     """\
 import torch
 

@@ -139,7 +139,7 @@ def test_fixture_chains_name_the_model_code(fixture_result: ScanResult) -> None:
     # The generator's LayerNorm fails second order too, but it is not on the critic's chain.
     assert "torch.nn.LayerNorm" not in penalty.apis()
     assert chains[("gan/trainer.py", 27)].apis() == penalty.apis()
-    assert chains[("meta/maml.py", 22)].classes == ["meta.learner.Learner"]
+    assert chains[("meta/maml.py", 24)].classes == ["meta.learner.Learner"]
 
 
 # ----- the WGAN-GP across three files ----------------------------------------------------------
@@ -354,6 +354,12 @@ def fgsm(model, x, y, eps, loss_fn):
     g = torch.autograd.grad(loss_fn(model(x), y), x)[0]
     x_adv = x - eps * g.sign()
     return model(x_adv)
+
+
+def pgd_step(model, x, y, eps, loss_fn):
+    g = torch.autograd.grad(loss_fn(model(x), y), x)[0]
+    x_adv = x - eps * g.sign()
+    return x_adv, model(x, x_adv)
 """)
     assert _ours(result) == []
 
