@@ -53,7 +53,7 @@ TABLE: dict[str, Advice] = {
                        "MindSpore places every tensor on that device."),
     "torch.cuda.": _a("MS601", "queries or controls the CUDA runtime",
                       f"{_SET_DEVICE}; availability checks and CUDA calls go away."),
-    "torch.backends.": _a("MS601", "sets a CUDA/cuDNN backend flag",
+    "torch.backends.": _a("MS601", "reads or sets a torch backend switch (cuDNN, TF32, MHA)",
                           "Drop it; MindSpore selects kernels itself (`mindspore.set_context("
                           "jit_config=...)` for graph options)."),
     "torch.set_default_device": _a("MS601", "sets the default device", f"{_SET_DEVICE}."),
