@@ -257,6 +257,9 @@ class TensorToPython(GraphRule):
     INVALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
         "        k = x.sum().item()\n        return x * k\n",
+        {"net.py": "import torch\nfrom stats import peak\n\nclass Net(torch.nn.Module):\n"
+                   "    def forward(self, x):\n        return x / peak(x)\n",
+         "stats.py": "def peak(t):\n    return t.max().item()\n"},
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
         "        n = int(torch.max(x))\n        return x[:, :n]\n",
     )
@@ -264,6 +267,12 @@ class TensorToPython(GraphRule):
     def visit_Call(self, node: cst.Call) -> None:
         """Report conversions of tensors to Python values."""
         target = self.ctx.call_target(node)
+        confidence = None
+        if target is None and self._helper_conversion(node):
+            # A helper module without torch imports: the receiver is most likely a tensor
+            # handed down from forward, but nothing in the file proves it.
+            assert isinstance(node.func, cst.Attribute)
+            target, confidence = f"torch.Tensor.{node.func.attr.value}", Confidence.LOW
         if target is None:
             return
         method = target.removeprefix("torch.Tensor.")
@@ -271,7 +280,7 @@ class TensorToPython(GraphRule):
             self.report(node, f"`.{method}()` turns a tensor into a Python value inside "
                         f"forward; {GRAPH} has no Python values at run time.",
                         "Keep it a tensor (use `ops.*` on it); call `.asnumpy()` on the "
-                        "network's output instead.", symbol=target)
+                        "network's output instead.", symbol=target, confidence=confidence)
             return
         if (target in self.CASTS or root(target) == "math") and any(
                 tensor_valued(self.ctx, a.value) for a in node.args):
@@ -279,6 +288,12 @@ class TensorToPython(GraphRule):
                         f"its runtime value; {GRAPH} cannot compile that conversion.",
                         "Stay in tensors: use `ops.cast`, `ops.sqrt`, comparisons and masks "
                         "instead of Python numbers.", symbol=target)
+
+    def _helper_conversion(self, node: cst.Call) -> bool:
+        func = node.func
+        return (not self.ctx.imports_torch and isinstance(func, cst.Attribute)
+                and func.attr.value in self.METHODS and self.ctx.qualify(func.value) is None
+                and not python_value(self.ctx, func.value))
 
 
 
