@@ -240,8 +240,8 @@ class ThreadInGraph(_GraphRepoRule):
                 continue
             yield self.finding(
                 repo, rc, rc.external,
-                f"`{rc.external}` starts threads or processes inside forward; {GRAPH} "
-                "cannot compile Python concurrency.",
+                f"`{rc.external}` uses threads, processes or their locks and queues inside "
+                f"forward; {GRAPH} cannot compile Python concurrency.",
                 "Move the concurrency out of the network: use `mindspore.dataset` workers for "
                 "input loading, or MindSpore's parallel context for model parallelism.",
             )
