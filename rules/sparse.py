@@ -204,18 +204,34 @@ class SparseInternals(SparseRule):
             confidence = Confidence.MEDIUM
         else:
             return
-        self.report(
-            node,
-            f"`.{method}()` reads a part of a sparse tensor; MindSpore's sparse tensors expose "
-            "their parts differently.",
-            "Use the properties `mindspore.COOTensor.indices` (shape (nnz, 2), the transpose "
-            "of torch's) / `.values` or `mindspore.CSRTensor.indptr` / `.indices` / `.values`; "
-            "`coalesce` and "
-            "`to_dense` run on GPU only, so deduplicate indices up front and keep a dense copy "
-            "on CPU/Ascend.",
-            symbol=f"torch.Tensor.{method}",
-            confidence=confidence,
-        )
+        message, fix = _INTERNALS.get(method, _INTERNALS["indices"])
+        self.report(node, message.format(method=method), fix,
+                    symbol=f"torch.Tensor.{method}", confidence=confidence)
+
+
+_PARTS_FIX = ("Read the properties `mindspore.COOTensor.indices` (shape (nnz, 2), the "
+              "transpose of torch's (2, nnz)) / `.values`, or `mindspore.CSRTensor.indptr` / "
+              "`.indices` / `.values`.")
+_INTERNALS: dict[str, tuple[str, str]] = {
+    **{name: ("`.{method}()` reads a part of a sparse tensor; MindSpore exposes the parts as "
+              "properties, with COO indices transposed.", _PARTS_FIX)
+       for name in ("indices", "values", "_indices", "_values", "crow_indices", "col_indices",
+                    "ccol_indices", "row_indices")},
+    **{name: ("`.{method}()` merges or checks duplicate sparse indices; MindSpore does not "
+              "coalesce on construction and `COOTensor.coalesce` runs on GPU only.",
+              "Deduplicate the indices before building `mindspore.COOTensor` (in the data "
+              "pipeline, e.g. scipy's `coo_matrix.sum_duplicates()`), or call `coalesce()` on "
+              "GPU.")
+       for name in ("coalesce", "is_coalesced")},
+    "to_dense": ("`.to_dense()` densifies a sparse tensor; MindSpore's `to_dense` runs on GPU "
+                 "only.",
+                 "On CPU/Ascend keep the dense tensor you built the sparse one from (or build "
+                 "it with `ops.scatter_nd(indices, values, shape)`); memory grows to rows x cols."),
+    **{name: ("`.{method}()` reads sparse metadata that MindSpore's sparse tensors do not have.",
+              "Use `mindspore.COOTensor.values.shape[0]` for the number of stored elements and "
+              "`.shape` for the dense shape (always 2-D).")
+       for name in ("_nnz", "sparse_dim", "dense_dim")},
+}
 
 
 class SparseEmbedding(SparseRule):
@@ -357,8 +373,9 @@ class SparseOp(SparseRule):
             self._report(node, "sparse arithmetic")
 
     def _report(self, node: cst.CSTNode, symbol: str) -> None:
-        self.report(node, "An operation on a sparse tensor; MindSpore's sparse tensors "
-                    "support only a few operators, on GPU/CPU.", _OP_SUGGESTION, symbol=symbol)
+        what = "Arithmetic" if symbol == "sparse arithmetic" else f"`{symbol}`"
+        self.report(node, f"{what} on a sparse tensor: MindSpore's sparse tensors support only "
+                    "a few operators, on GPU/CPU.", _OP_SUGGESTION, symbol=symbol)
 
 
 class SparseArgument(SparseRule):

@@ -62,7 +62,8 @@ FORMATS: dict[str, tuple[str | None, str]] = {
 DENSE_GOES = ("go dense (`ops.matmul` on the dense matrix): memory grows from nnz to "
               "rows x cols elements, so shrink the batch and keep the effective batch size with "
               "gradient accumulation.")
-SPARSE_SUGGESTION = ("on Ascend there is no sparse support, so " + DENSE_GOES)
+SPARSE_SUGGESTION = ("MindSpore's sparse operators run on GPU/CPU only, so on Ascend "
+                     + DENSE_GOES)
 
 
 class SparseFlow:
