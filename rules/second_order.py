@@ -8,25 +8,18 @@ The repository-wide work (sites, chains, measurements) lives in
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-
-import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Scope, Severity
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
-from msready.rules.base import FileRule, RepoRule
+from msready.rules.base import RepoRule
 from msready.rules.second_order_chain import (
     Chain,
     ChainOp,
-    Site,
     analyse,
     backward_after,
     chain_path,
     helper_callers,
-    load_measurements,
 )
 from msready.rules.second_order_examples import (
     BACKWARD_INVALID,
@@ -40,6 +33,8 @@ from msready.rules.second_order_examples import (
     OP_INVALID,
     OP_VALID,
 )
+from msready.rules.second_order_maml import MamlFlow
+from msready.rules.second_order_sites import Site, load_measurements
 
 _CONFIDENCE = {"high": Confidence.HIGH, "medium": Confidence.MEDIUM, "low": Confidence.LOW}
 # Reformulations with ops that do have second-order gradients, by MindSpore API name
@@ -331,41 +326,7 @@ class BackwardThroughSecondOrder(RepoRule):
             )
 
 
-# ----- MAML-style inner loops (one file's data flow) -------------------------------------
-
-_GRAD = "torch.autograd.grad"
-_FUNCTIONAL_CALLS = frozenset({"torch.func.functional_call",
-                               "torch.nn.utils.stateless.functional_call",
-                               "functorch.functional_call"})
-_SUBTRACTS = frozenset({"torch.sub", "torch.subtract", "torch.Tensor.sub",
-                        "torch.Tensor.subtract"})
-_ITERATORS = frozenset({"builtins.zip", "builtins.map", "builtins.enumerate"})
-_LOOPS = (cst.For, cst.While, cst.ListComp, cst.GeneratorExp)
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)}
-
-
-@dataclass(slots=True)
-class _GradUse:
-    node: cst.Call
-    names: set[str]
-    create_graph: cst.Arg | None
-    in_loop: bool
-
-
-@dataclass(slots=True)
-class _FunctionFlow:
-    grads: list[_GradUse] = field(default_factory=list)
-    aliases: list[tuple[set[str], set[str]]] = field(default_factory=list)  # used -> bound
-    updates: list[tuple[set[str], set[str]]] = field(default_factory=list)  # used -> bound
-    calls: list[tuple[cst.Call, set[str]]] = field(default_factory=list)
-    returns: list[tuple[cst.Return, set[str]]] = field(default_factory=list)
-    iterated: set[str] = field(default_factory=set)  # names walked element by element
-
-
-class MamlInnerLoop(FileRule):
+class MamlInnerLoop(MamlFlow):
     """Flags a MAML-style inner loop: gradients from ``torch.autograd.grad``, walked weight
     by weight, turned into updated weights (``w - lr * g``) that are fed to a functional
     forward (``model.functional_forward(x, fast_weights)``, ``functional_call(model,
@@ -390,175 +351,3 @@ class MamlInnerLoop(FileRule):
     scope = Scope.ANYWHERE
     VALID = MAML_VALID
     INVALID = MAML_INVALID
-
-    def __init__(self, ctx: object) -> None:
-        super().__init__(ctx)  # type: ignore[arg-type]
-        self._flows: list[_FunctionFlow] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        """Start the data flow of a function."""
-        self._flows.append(_FunctionFlow())
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        """Match gradients, weight updates and functional forwards of the function."""
-        flow = self._flows.pop()
-        for grad in flow.grads:
-            self._check(flow, grad)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        """Record gradients, subtracting calls and calls taking derived weights."""
-        if not self._flows:
-            return
-        flow = self._flows[-1]
-        target = self.ctx.call_target(node)
-        if target == _GRAD:
-            bound = self._assigned_names()
-            if bound:
-                flow.grads.append(_GradUse(node, bound, _create_graph_arg(node),
-                                           self._in_loop()))
-            return
-        if target in _ITERATORS:
-            flow.iterated |= _names(node)
-            return
-        if target in _SUBTRACTS:
-            bound = self._assigned_names()
-            if bound:
-                flow.updates.append((_names(node), bound))
-            return
-        if target is not None and target not in _FUNCTIONAL_CALLS and (
-                target.split(".")[0] in ("torch", "builtins", "numpy")):
-            return
-        used: set[str] = set()
-        args = list(node.args)
-        skip_first = target not in _FUNCTIONAL_CALLS
-        for i, arg in enumerate(args):
-            if i == 0 and arg.keyword is None and skip_first:
-                continue
-            used |= _names(arg.value)
-        if used:
-            flow.calls.append((node, used))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        """Record ``fast = [w - lr * g ...]`` style updates."""
-        if self._flows and m.findall(node.value, m.BinaryOperation(operator=m.Subtract())):
-            bound = set().union(*(_target_names(t.target) for t in node.targets))
-            self._flows[-1].updates.append((_names(node.value), bound))
-
-    def visit_Return(self, node: cst.Return) -> None:
-        """Record what a function returns: an inner-step helper returns the new weights."""
-        if self._flows and node.value is not None:
-            values = (node.value.elements if isinstance(node.value, cst.Tuple)
-                      else [cst.Element(node.value)])
-            names = {e.value.value for e in values if isinstance(e.value, cst.Name)}
-            self._flows[-1].returns.append((node, names))
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        """A comprehension walks its iterable element by element."""
-        if self._flows:
-            self._flows[-1].iterated |= _names(node.iter)
-
-    def visit_For(self, node: cst.For) -> None:
-        """Loop variables over the gradients alias them (``for g, w in zip(grads, ws)``)."""
-        if self._flows:
-            self._flows[-1].aliases.append((_names(node.iter), _target_names(node.target)))
-            self._flows[-1].iterated |= _names(node.iter)
-
-    def _assigned_names(self) -> set[str]:
-        for ancestor in reversed(self.ctx.ancestors):
-            if isinstance(ancestor, cst.Assign):
-                return set().union(*(_target_names(t.target) for t in ancestor.targets))
-            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-                return set()
-        return set()
-
-    def _in_loop(self) -> bool:
-        for ancestor in reversed(self.ctx.ancestors):
-            if isinstance(ancestor, cst.FunctionDef):
-                return False
-            if isinstance(ancestor, _LOOPS):
-                return True
-        return False
-
-    def _check(self, flow: _FunctionFlow, grad: _GradUse) -> None:
-        if not grad.names & flow.iterated:
-            return  # one gradient tensor (``grad(...)[0]``): an input update, not weights
-        tainted = set(grad.names)
-        changed = True
-        while changed:
-            changed = False
-            for used, bound in flow.aliases:
-                if used & tainted and not bound <= tainted:
-                    tainted |= bound
-                    changed = True
-        fast: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for used, bound in flow.updates:
-                if used & (tainted | fast) and not bound <= fast:
-                    fast |= bound - tainted
-                    changed = True
-        consumer = next((call for call, used in flow.calls if used & fast), None)
-        returned = next((ret for ret, used in flow.returns if used & fast), None)
-        if consumer is not None:
-            span = self.ctx.span(consumer)
-            use = (f"that feed `{self.ctx.text(consumer.func)}` at "
-                   f"{f'line {span.line}' if span else 'a later call'}")
-        elif returned is not None:
-            use = "that the function returns for a functional forward"
-        else:
-            return
-        fast_names = ", ".join(sorted(fast))
-        order = self._order(grad.create_graph)
-        loop = "inner loop" if grad.in_loop else "inner step"
-        self.report(
-            grad.node,
-            f"MAML-style {loop}: this gradient updates weights `{fast_names}` {use}; "
-            f"it is {order}.",
-            ("Write the inner step with `mindspore.grad` over a function of the weights and "
-             "run the network functionally on the updated weights; "
-             + ("keep the first-order form with `ops.stop_gradient` on the inner gradients."
-                if order.startswith("first") else
-                "the outer `mindspore.value_and_grad` then differentiates through it, so every "
-                "op of the model needs second-order support (see MS401/MS402).")),
-            symbol=_GRAD,
-            severity=Severity.INFO if order.startswith("first") else Severity.WARNING,
-        )
-
-    def _order(self, arg: cst.Arg | None) -> str:
-        if arg is None:
-            return ("first-order (no create_graph): the outer update does not differentiate "
-                    "through the inner gradient")
-        text = self.ctx.text(arg.value)
-        try:
-            flag = "yes" if ast.literal_eval(text) else "no"
-        except (ValueError, SyntaxError, TypeError):
-            flag = "maybe"
-        if flag == "no":
-            return (f"first-order (create_graph={text}): the outer update does not "
-                    "differentiate through the inner gradient")
-        if flag == "maybe":
-            return (f"second-order whenever `{text}` is true (create_graph={text}), "
-                    "first-order otherwise")
-        return ("second-order (create_graph=True): the outer backward differentiates through "
-                "the inner gradient")
-
-
-def _create_graph_arg(call: cst.Call) -> cst.Arg | None:
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "create_graph":
-            return arg
-    return positional[4] if len(positional) > 4 else None
-
-
-def _target_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_target_names(e.value) for e in target.elements))
-    if isinstance(target, cst.Subscript):
-        return _target_names(target.value)
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return set()

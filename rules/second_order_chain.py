@@ -1,49 +1,33 @@
-"""The repository-wide part of the second-order rules: double-backward sites and their
-derivative chains.
+"""The derivative chain of each double-backward site.
 
-A *site* is a call that differentiates a gradient again: ``torch.autograd.grad`` or
-``backward`` with ``create_graph``, the second-order helpers of
-``torch.autograd.functional`` and nested ``torch.func`` transforms. Its *chain* is the
-model code the twice-differentiated outputs run through: the calls made before the site in
-its function, the Modules passed to that function by its callers (followed through the
-call sites' arguments) or held by ``self``, their submodules, their ``forward`` methods and
-every helper those reach in the call graph. Every torch API on the chain is looked up in
-the API table and in the measured second-order support of its MindSpore target
-(``analyzer/data/second_order.json``, written by ``tools/measure_second_order.py``).
+A site's *chain* is the model code the twice-differentiated outputs run through: the
+calls made before the site in its function, the Modules passed to that function by its
+callers (followed through the call sites' arguments) or held by ``self``, their
+submodules, their ``forward`` methods and every helper those reach in the call graph.
+Every torch API on the chain is looked up in the API table and in the measured
+second-order support of its MindSpore target.
 """
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 
 from msready.analyzer.apitable import load_table
 from msready.analyzer.facts import Arg, CallKind, CallSite
 from msready.analyzer.findings import Span
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel, ResolvedCall
+from msready.rules.second_order_sites import (
+    Site,
+    bound_name,
+    find_sites,
+    function_args,
+    inside,
+    is_before,
+    load_measurements,
+)
 
-MEASURED_BACKEND = "cpu"
-# Where ``create_graph`` sits among the positional parameters (``self`` excluded).
-CREATE_GRAPH_POSITION: dict[str, int | None] = {
-    "torch.autograd.grad": 4,
-    "torch.autograd.backward": 3,
-    "torch.Tensor.backward": 2,
-    "torch.autograd.functional.jacobian": 2,
-    "torch.autograd.functional.vjp": 3,
-}
-# Second derivatives by definition. (``torch.autograd.functional.jvp`` uses the
-# double-backward trick in torch, but its MindSpore counterpart is forward mode.)
-ALWAYS_SECOND_ORDER = frozenset({
-    "torch.autograd.functional.hessian", "torch.autograd.functional.hvp",
-    "torch.autograd.functional.vhp", "torch.func.hessian", "functorch.hessian",
-})
-_TRANSFORMS = ("grad", "grad_and_value", "jacrev", "jacfwd", "vjp", "jvp", "hessian")
-DERIVATIVE_TRANSFORMS = frozenset(f"{root}.{name}" for root in ("torch.func", "functorch")
-                                  for name in _TRANSFORMS)
 # Calls that move, inspect or create tensors rather than compute a differentiable result.
 NOT_OPS = frozenset(
     [f"torch.Tensor.{m}" for m in (
@@ -91,156 +75,10 @@ def name_matches(variable: str, class_name: str) -> bool:
     if len(lowered) <= 2:
         return cls.startswith(lowered)
     return lowered in cls or cls in lowered
+
 # Measurement reasons that say the API is not differentiable: such calls are not part of a
 # derivative chain at all (random numbers, integer results, piecewise constants).
 _NOT_DIFFERENTIABLE = ("not a floating-point", "gradient is zero")
-
-
-@dataclass(frozen=True, slots=True)
-class Measurements:
-    """Measured second-order support of MindSpore APIs on one backend."""
-
-    mindspore_version: str
-    backend: str
-    entries: dict[str, dict[str, str]]
-
-    def status(self, api: str | None) -> tuple[str, str]:
-        """``pass`` / ``fail`` / ``untested`` / ``unmeasured`` and the error or reason."""
-        entry = self.entries.get(api or "")
-        if entry is None:
-            return "unmeasured", ""
-        return entry.get("status", "unmeasured"), entry.get("error", entry.get("reason", ""))
-
-
-@lru_cache(maxsize=1)
-def load_measurements() -> Measurements:
-    """The packaged measurements (empty when the data file is absent)."""
-    ref = resources.files("msready.analyzer").joinpath("data/second_order.json")
-    if not ref.is_file():
-        return Measurements("", MEASURED_BACKEND, {})
-    data = json.loads(ref.read_text(encoding="utf-8"))
-    entries = {str(k): {str(a): str(b) for a, b in v.items()}
-               for k, v in dict(data.get("entries", {})).items()}
-    return Measurements(str(data.get("mindspore_version", "")),
-                        str(data.get("backend", "CPU")).lower(), entries)
-
-
-# ----- sites ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Flag:
-    """What a call's ``create_graph`` says: ``yes`` (a literal true value), ``no``
-    (absent or literally false) or ``maybe`` (an expression, e.g. ``not first_order``)."""
-
-    value: str
-    text: str = ""
-
-
-def create_graph_flag(args: tuple[Arg, ...], position: int | None) -> Flag:
-    """The ``create_graph`` argument of a call, given by keyword or by position."""
-    positional = 0
-    for arg in args:
-        if arg.keyword == "create_graph":
-            return _flag_of(arg)
-        if arg.keyword is None and not arg.star:
-            if position is not None and positional == position:
-                return _flag_of(arg)
-            positional += 1
-        elif arg.star == "*" and position is not None and positional <= position:
-            return Flag("no")  # unpacked positionals: the position is unknown
-    return Flag("no")
-
-
-def _flag_of(arg: Arg) -> Flag:
-    if arg.is_literal:
-        return Flag("yes" if arg.literal else "no", arg.text)
-    return Flag("maybe", arg.text)
-
-
-@dataclass(frozen=True, slots=True)
-class Site:
-    """One call that differentiates a gradient again."""
-
-    rc: ResolvedCall
-    api: str
-    how: str  # a short phrase: "create_graph=True", "nested torch.func transforms", ...
-    flag: Flag
-    inside_only: bool  # the chain is the differentiated function, not the calls before
-
-    @property
-    def function(self) -> str:
-        """The repository function the site is in."""
-        return self.rc.call.caller
-
-    @property
-    def span(self) -> Span:
-        """Where the site is."""
-        return self.rc.call.span
-
-
-def _inside(inner: Span, outer: Span) -> bool:
-    return ((inner.line, inner.column) >= (outer.line, outer.column)
-            and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column))
-
-
-def _before(span: Span, site: Span) -> bool:
-    return (span.line, span.column) <= (site.end_line, site.end_column)
-
-
-def find_sites(repo: RepositoryModel) -> list[Site]:
-    """Every double-backward site of the repository, in source order."""
-    sites: list[Site] = []
-    transforms = [rc for rc in repo.calls if rc.external in DERIVATIVE_TRANSFORMS]
-    for rc in repo.calls:
-        api = rc.external
-        if api is None:
-            continue
-        if api in CREATE_GRAPH_POSITION:
-            flag = create_graph_flag(rc.call.args, CREATE_GRAPH_POSITION[api])
-            if flag.value != "no":
-                how = (f"create_graph={flag.text}" if flag.value == "maybe"
-                       else "create_graph=True")
-                inside = api.startswith("torch.autograd.functional.")
-                sites.append(Site(rc, api, how, flag, inside))
-        elif api in ALWAYS_SECOND_ORDER:
-            sites.append(Site(rc, api, "a second-order derivative by definition",
-                              Flag("yes"), True))
-        elif api in DERIVATIVE_TRANSFORMS and _nested_transform(repo, rc, transforms):
-            sites.append(Site(rc, api, "nested derivative transforms", Flag("yes"), True))
-    sites.sort(key=lambda s: (s.rc.file.path, s.span.line, s.span.column))
-    return sites
-
-
-def _nested_transform(repo: RepositoryModel, rc: ResolvedCall,
-                      transforms: list[ResolvedCall]) -> bool:
-    """True when a derivative transform's argument is itself differentiated: another
-    transform inside its argument list, or a repository function that takes one."""
-    for other in transforms:
-        if (other is not rc and other.file is rc.file
-                and _inside(other.call.span, rc.call.span)):
-            return True
-    for fn in _function_args(repo, rc):
-        reached = repo.reachable(fn)
-        if any(other.call.caller in reached for other in transforms):
-            return True
-    return False
-
-
-def _function_args(repo: RepositoryModel, rc: ResolvedCall) -> list[str]:
-    """Repository functions passed as positional arguments (``grad(loss_fn)``)."""
-    out = []
-    for arg in rc.call.args:
-        if arg.keyword is None and not arg.star and arg.text.isidentifier():
-            resolved = repo.resolve(_bound_name(rc, arg.text), rc.file.module)
-            if resolved is not None and resolved.kind == "function":
-                out.append(resolved.name)
-    return out
-
-
-def _bound_name(rc: ResolvedCall, name: str) -> str:
-    """A bare name as the file binds it (an import or a module-level definition)."""
-    return rc.file.bindings.get(name, f"{rc.file.module}.{name}")
 
 
 # ----- chains -----------------------------------------------------------------------------
@@ -317,7 +155,7 @@ class ChainBuilder:
                     return held, True
             return self._by_name(attr, rc), False
         if head.isidentifier() or "." in head:
-            resolved = repo.resolve(_bound_name(rc, head.split(".")[0]) + head[len(
+            resolved = repo.resolve(bound_name(rc, head.split(".")[0]) + head[len(
                 head.split(".")[0]):], rc.file.module)
             if resolved is not None and resolved.name in repo.module_classes:
                 return {resolved.name}, True
@@ -368,13 +206,13 @@ class ChainBuilder:
         for rc in self.by_caller.get(site.function, []):
             if rc is site.rc:
                 continue
-            if site.inside_only and not _inside(rc.call.span, site.span):
+            if site.inside_only and not inside(rc.call.span, site.span):
                 continue
-            if not site.inside_only and not _before(rc.call.span, site.span):
+            if not site.inside_only and not is_before(rc.call.span, site.span):
                 continue
             roots.extend(rc.callees)
             if site.inside_only:
-                roots.extend(_function_args(repo, rc))
+                roots.extend(function_args(repo, rc))
             if rc.external is not None:
                 ops.append(rc)
             elif rc.call.kind in _HELD_CALLS and not rc.callees:
@@ -382,7 +220,7 @@ class ChainBuilder:
                 classes |= held
                 if not held:
                     chain.unresolved.append(f"self.{rc.call.target}")
-        roots.extend(_function_args(repo, site.rc))
+        roots.extend(function_args(repo, site.rc))
         fact = repo.functions.get(site.function)
         unresolved_params = []
         if fact is not None and not site.inside_only:
@@ -550,8 +388,3 @@ def chain_path(repo: RepositoryModel, chain: Chain, limit: int = 4) -> str:
     names = [repo.short_name(f) for f in chain.functions]
     shown = " → ".join(names[:limit])
     return shown + (f" → … ({len(names) - limit} more)" if len(names) > limit else "")
-
-
-__all__ = ["Analysis", "Chain", "ChainOp", "Flag", "Measurements", "Site", "analyse",
-           "backward_after", "chain_path", "create_graph_flag", "find_sites", "helper_callers",
-           "load_measurements"]

@@ -16,7 +16,8 @@ import pytest
 from msready.analyzer.findings import Finding, Severity
 from msready.analyzer.result import ScanResult
 from msready.analyzer.scan import ScanOptions, scan, scan_files
-from msready.rules.second_order_chain import analyse, create_graph_flag, name_matches
+from msready.rules.second_order_chain import analyse, name_matches
+from msready.rules.second_order_sites import create_graph_flag
 
 FIXTURE = Path(__file__).parent / "fixtures" / "second_order"
 EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from msready.analyzer.apitable import load_table
-from msready.rules.second_order_chain import load_measurements
+from msready.rules.second_order_sites import load_measurements
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "measure_second_order.py"
