@@ -67,8 +67,12 @@ def _examples(title: str, examples: Sequence[Example]) -> list[str]:
     lines = [f"**{title}**", ""]
     for example in examples:
         if isinstance(example, Mapping):
+            lines += [f"*One example of {len(example)} files:*", ""]
             for path, source in example.items():
-                lines += [f"`{path}`:", "", *_code_block(source)]
+                if source.strip():
+                    lines += [f"`{path}`:", "", *_code_block(source)]
+                else:
+                    lines += [f"`{path}`: (empty)", ""]
         else:
             lines += _code_block(example)
     return lines

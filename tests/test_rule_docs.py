@@ -44,7 +44,7 @@ def test_every_rule_has_an_anchor_a_section_and_its_examples() -> None:
         for example in (*rule.INVALID, *rule.VALID):
             sources = example.values() if isinstance(example, dict) else [example]
             for source in sources:
-                assert source.rstrip("\n") in section, rule.id
+                assert source.rstrip("\n") in section or not source.strip(), rule.id
 
 
 def test_engine_findings_have_anchors_for_report_links() -> None:
@@ -68,7 +68,7 @@ class _Sample(FileRule):
     severity = Severity.INFO
     confidence = Confidence.LOW
     scope = Scope.FORWARD
-    INVALID = ({"pkg/a.py": "x = '```'\n", "pkg/b.py": "y = 1\n"},)
+    INVALID = ({"pkg/a.py": "x = '```'\n", "pkg/b.py": "y = 1\n", "pkg/__init__.py": ""},)
     VALID = ("z = 2\n",)
 
 
@@ -77,7 +77,8 @@ def test_render_unwraps_paragraphs_and_fences_examples_safely() -> None:
     page = render_rule_docs([_Sample])
     assert "**What it flags.** Flags the sample construct over two lines." in page
     assert "\nA fourth note.\n" in page
-    assert "`pkg/a.py`:\n\n````python\nx = '```'\n````" in page
+    assert "*One example of 3 files:*\n\n`pkg/a.py`:\n\n````python\nx = '```'\n````" in page
+    assert "`pkg/__init__.py`: (empty)" in page
     assert "```python\nz = 2\n```" in page
     assert "| idiom | info | low | forward |" in page
     assert "## Porting idioms (6xx)" in page
