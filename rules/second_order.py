@@ -13,14 +13,7 @@ from collections.abc import Iterable, Iterator
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Scope, Severity
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.rules.base import RepoRule
-from msready.rules.second_order_chain import (
-    Chain,
-    ChainOp,
-    analyse,
-    backward_after,
-    chain_path,
-    helper_callers,
-)
+from msready.rules.second_order_chain import Chain, ChainOp, analyse, chain_path
 from msready.rules.second_order_examples import (
     BACKWARD_INVALID,
     BACKWARD_VALID,
@@ -243,19 +236,20 @@ class CallsSecondOrderHelper(RepoRule):
         seen: set[tuple[str, int, int]] = set()
         for site, chain in analysis.sites:
             helper = site.function
-            if helper not in repo.functions:
-                continue
-            for rc in helper_callers(repo, helper):
+            for rc, _ in analysis.builder.propagation(site):
                 key = (rc.file.path, rc.call.span.line, rc.call.span.column)
                 if key in seen:
                     continue
                 seen.add(key)
-                name = repo.short_name(helper)
+                name = f"`{repo.short_name(helper)}`"
+                called = [c for c in rc.callees if c != helper]
+                if helper not in rc.callees and called:
+                    name = f"`{repo.short_name(called[0])}` calls {name}, which"
                 yield Finding(
                     rule=self.id, rule_name=self.name, category=self.category,
                     severity=self.severity, confidence=self.confidence,
                     location=_location(rc), symbol=helper,
-                    message=(f"`{name}` takes a second-order gradient ({_site_phrase(site)} "
+                    message=(f"{name} takes a second-order gradient ({_site_phrase(site)} "
                              f"at {_where(site.rc)}); calling it makes this training step "
                              f"second order ({len(chain.apis())} torch APIs on the chain, "
                              f"{len({o.api for o in chain.failing()})} without support on "
@@ -269,16 +263,15 @@ class CallsSecondOrderHelper(RepoRule):
 
 def _backward_sites(repo: RepositoryModel) -> Iterator[tuple[ResolvedCall, Site]]:
     """Each ``backward()`` that back-propagates through a double-backward site, in the
-    site's own function or in a caller of its helper."""
-    for site, _ in analyse(repo).sites:
-        found = backward_after(repo, site.function, site.span)
+    site's own function or in the callers its result is passed up to."""
+    analysis = analyse(repo)
+    for site, _ in analysis.sites:
+        found = analysis.builder.backward_after(site.function, site.span)
         if found is not None and found is not site.rc:
             yield found, site
-        if site.function in repo.functions:
-            for rc in helper_callers(repo, site.function):
-                found = backward_after(repo, rc.call.caller, rc.call.span)
-                if found is not None:
-                    yield found, site
+        for _, backward in analysis.builder.propagation(site):
+            if backward is not None:
+                yield backward, site
 
 
 class BackwardThroughSecondOrder(RepoRule):

@@ -11,7 +11,7 @@ second-order support of its MindSpore target.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from msready.analyzer.apitable import load_table
@@ -128,6 +128,8 @@ class ChainBuilder:
         self.callers_of: dict[str, list[ResolvedCall]] = {}
         self.constructed: dict[str, set[str]] = {}  # file path -> Module classes built there
         self.built_in: dict[str, set[str]] = {}  # caller function -> Module classes it builds
+        self._submodule_cache: dict[str, set[str]] = {}
+        self._constructor_cache: dict[str, list[ResolvedCall]] = {}
         for rc in repo.calls:
             self.by_caller.setdefault(rc.call.caller, []).append(rc)
             for callee in rc.callees:
@@ -137,6 +139,39 @@ class ChainBuilder:
                 if resolved is not None and resolved.name in repo.module_classes:
                     self.constructed.setdefault(rc.file.path, set()).add(resolved.name)
                     self.built_in.setdefault(rc.call.caller, set()).add(resolved.name)
+
+    # -- the training steps a site drags in ------------------------------------------------
+
+    def backward_after(self, function: str, span: Span) -> ResolvedCall | None:
+        """The first ``backward()`` in ``function`` after ``span``: the step that
+        back-propagates through what was computed there."""
+        later = [rc for rc in self.by_caller.get(function, [])
+                 if rc.external == "torch.Tensor.backward"
+                 and (rc.call.span.line, rc.call.span.column) > (span.end_line, span.end_column)]
+        return min(later, key=lambda rc: (rc.call.span.line, rc.call.span.column), default=None)
+
+    def propagation(self, site: Site, depth: int = 3) -> list[tuple[ResolvedCall,
+                                                                     ResolvedCall | None]]:
+        """Each call that runs the site's function, with the ``backward()`` after it in
+        the calling function. A caller without one passes the value on: its own callers
+        are followed, up to ``depth`` levels."""
+        out: list[tuple[ResolvedCall, ResolvedCall | None]] = []
+        frontier = [site.function]
+        seen = {site.function}
+        for _ in range(depth):
+            following: list[str] = []
+            for function in frontier:
+                for rc in self.callers_of.get(function, []):
+                    caller = rc.call.caller
+                    if caller == function:
+                        continue
+                    backward = self.backward_after(caller, rc.call.span)
+                    out.append((rc, backward))
+                    if backward is None and caller not in seen and caller in self.repo.graph:
+                        seen.add(caller)
+                        following.append(caller)
+            frontier = following
+        return out
 
     # -- objects: which Module classes a name at a call site stands for ----------------------
 
@@ -258,8 +293,8 @@ class ChainBuilder:
         while True:
             for cls in sorted(classes - queued_classes):
                 queued_classes.add(cls)
-                for method in self._model_methods(cls):
-                    pending.append(method)
+                pending.extend(self._model_methods(cls))
+                classes |= self._submodules(cls)
             if not pending:
                 break
             fn = pending.pop(0)
@@ -271,15 +306,23 @@ class ChainBuilder:
             owner = repo.owner_class(fn)
             if owner is not None and owner in repo.module_classes:
                 classes.add(owner)
-            for cls in list(classes):
-                for holder in repo.mro(cls):
-                    for _, targets in repo.classes[holder].attributes:
-                        module = repo.class_module[holder]
-                        for target in targets:
-                            resolved = repo.resolve(target, module)
-                            if resolved is not None and resolved.name in repo.module_classes:
-                                classes.add(resolved.name)
         return order
+
+    def _submodules(self, cls: str) -> set[str]:
+        """The repository Module classes a class's attributes hold (its submodules)."""
+        found = self._submodule_cache.get(cls)
+        if found is None:
+            repo = self.repo
+            found = set()
+            for holder in repo.mro(cls):
+                module = repo.class_module[holder]
+                for _, targets in repo.classes[holder].attributes:
+                    for target in targets:
+                        resolved = repo.resolve(target, module)
+                        if resolved is not None and resolved.name in repo.module_classes:
+                            found.add(resolved.name)
+            self._submodule_cache[cls] = found
+        return found
 
     def _model_methods(self, cls: str) -> list[str]:
         """The methods of a Module class that run the model: ``forward`` and its
@@ -293,17 +336,21 @@ class ChainBuilder:
                         out.append(found)
         return out
 
-    def _constructors(self, cls: str) -> Iterator[ResolvedCall]:
+    def _constructors(self, cls: str) -> list[ResolvedCall]:
         """Torch layer constructors (``nn.Conv2d(...)``) in a class's methods and the
         helpers they call."""
-        repo = self.repo
-        for holder in repo.mro(cls):
-            for method in repo.classes[holder].methods:
-                qualname = f"{holder}.{method}"
-                for fn in repo.reachable(qualname) or {qualname}:
-                    for rc in self.by_caller.get(fn, []):
-                        if rc.external is not None and is_torch_module_class(rc.external):
-                            yield rc
+        found = self._constructor_cache.get(cls)
+        if found is None:
+            repo = self.repo
+            functions: set[str] = set()
+            for holder in repo.mro(cls):
+                for method in repo.classes[holder].methods:
+                    qualname = f"{holder}.{method}"
+                    functions |= repo.reachable(qualname) or {qualname}
+            found = [rc for fn in sorted(functions) for rc in self.by_caller.get(fn, [])
+                     if rc.external is not None and is_torch_module_class(rc.external)]
+            self._constructor_cache[cls] = found
+        return found
 
     def _ops(self, calls: Iterable[ResolvedCall], site: Site) -> list[ChainOp]:
         out: dict[tuple[str, int, int, str], ChainOp] = {}
@@ -363,24 +410,6 @@ def analyse(repo: RepositoryModel) -> Analysis:
         found = Analysis([(site, builder.build(site)) for site in find_sites(repo)], builder)
         _ANALYSES[repo] = found
     return found
-
-
-def helper_callers(repo: RepositoryModel, function: str) -> list[ResolvedCall]:
-    """Call sites that run ``function`` (its callers in the call graph)."""
-    if function not in repo.graph:
-        return []
-    callers = set(repo.graph.predecessors(function))
-    return [rc for rc in repo.calls
-            if function in rc.callees and rc.call.caller in callers | {rc.call.caller}]
-
-
-def backward_after(repo: RepositoryModel, function: str, span: Span) -> ResolvedCall | None:
-    """The first ``backward()`` in ``function`` after ``span``: the step that
-    back-propagates through what was computed there."""
-    later = [rc for rc in repo.calls
-             if rc.call.caller == function and rc.external == "torch.Tensor.backward"
-             and (rc.call.span.line, rc.call.span.column) > (span.end_line, span.end_column)]
-    return min(later, key=lambda rc: (rc.call.span.line, rc.call.span.column), default=None)
 
 
 def chain_path(repo: RepositoryModel, chain: Chain, limit: int = 4) -> str:

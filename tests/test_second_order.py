@@ -382,3 +382,32 @@ def curvature(x):
     [site] = _ours(result, "MS401")
     assert site.symbol == "torch.autograd.functional.hessian"
     assert "through energy" in site.message
+
+
+def test_the_penalty_value_is_followed_up_to_the_backward() -> None:
+    files = dict(WGAN)
+    files["train.py"] = """\
+import torch
+
+from models import Critic
+from losses import gradient_penalty
+
+
+def critic_loss(critic, real, fake):
+    return critic(fake).mean() - critic(real).mean() + gradient_penalty(critic, real, fake)
+
+
+def train(data, opt):
+    critic = Critic()
+    for real, fake in data:
+        opt.zero_grad()
+        loss = critic_loss(critic, real, fake)
+        loss.backward()
+        opt.step()
+"""
+    result = scan_files(files, target="cpu")
+    assert _lines(result, "MS404") == [("train.py", 8), ("train.py", 15)]
+    assert _lines(result, "MS405") == [("train.py", 16)]
+    outer = next(f for f in _ours(result, "MS404") if f.location.line == 15)
+    assert outer.message.startswith("`critic_loss` calls `gradient_penalty`, which takes")
+    assert _ours(result, "MS402")  # the critic is still found through two callers
