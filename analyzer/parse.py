@@ -119,7 +119,7 @@ class _SpanState(CodegenState):
         *,
         start_node: cst.CSTNode | None = None,
         end_node: cst.CSTNode | None = None,
-    ) -> _Record:
+    ) -> _Record:  # type: ignore[override]  # any context manager serves
         return _Record(self, node, start_node, end_node)
 
 
