@@ -113,13 +113,13 @@ class _SpanState(CodegenState):
         if key not in self.spans:
             self.spans[key] = (start, self.offset)
 
-    def record_syntactic_position(
+    def record_syntactic_position(  # type: ignore[override]  # any context manager serves
         self,
         node: cst.CSTNode,
         *,
         start_node: cst.CSTNode | None = None,
         end_node: cst.CSTNode | None = None,
-    ) -> _Record:  # type: ignore[override]  # any context manager serves
+    ) -> _Record:
         return _Record(self, node, start_node, end_node)
 
 
