@@ -69,10 +69,11 @@ def default_cache_dir() -> Path:
 def code_fingerprint() -> str:
     """A hash of msready's own code and data, so a changed rule never reads stale cache."""
     digest = hashlib.sha256(__version__.encode())
-    for package in ("msready.analyzer", "msready.rules"):
-        root = resources.files(package)
-        for entry in sorted(root.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith((".py", ".txt")) and entry.is_file():
+    folders = [resources.files("msready.analyzer"), resources.files("msready.rules"),
+               resources.files("msready.analyzer").joinpath("data")]
+    for folder in folders:
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith((".py", ".txt", ".json", ".toml")) and entry.is_file():
                 digest.update(entry.name.encode())
                 digest.update(entry.read_bytes())
     return digest.hexdigest()[:16]
