@@ -124,8 +124,16 @@ def hazards_part(findings: list[Finding], calls: int) -> ScorePart:
     return ScorePart("hazards", value, WEIGHTS["hazards"], detail)
 
 
-def _supports(platforms: tuple[str, ...], backend: str) -> bool:
-    return not platforms or backend in {p.lower() for p in platforms}
+# Targets that run on the host whatever the device: the dataset pipeline's operations list
+# only CPU among their platforms because they run there for every backend.
+HOST_SIDE = ("mindspore.dataset.",)
+
+
+def supports(api: str, platforms: tuple[str, ...], backend: str) -> bool:
+    """True when a MindSpore target runs for ``backend``: its platforms list it, it lists
+    none, or it is a host-side (dataset pipeline) operation."""
+    return (not platforms or backend in {p.lower() for p in platforms}
+            or api.startswith(HOST_SIDE))
 
 
 def backend_part(apis: list[ApiUse], backend: str, table: ApiTable) -> ScorePart:
@@ -138,7 +146,7 @@ def backend_part(apis: list[ApiUse], backend: str, table: ApiTable) -> ScorePart
             continue
         portable += api.count
         target = entry.target(backend)
-        if target.api is not None and _supports(target.platforms, backend):
+        if target.api is not None and supports(target.api, target.platforms, backend):
             supported += api.count
         else:
             lacking.append(api.symbol)

@@ -243,6 +243,20 @@ def test_loads_without_console_errors_or_network(browser: Browser, report: Path)
     assert all(u.startswith(("file:", "data:")) for u in browser.requests()), browser.requests()
 
 
+def test_example_repository_report_loads_cleanly(browser: Browser, tmp_path: Path) -> None:
+    from msready.analyzer.scan import ScanOptions, scan
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "tinynet"
+    scanned = scan(str(example), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    page = tmp_path / "report.html"
+    page.write_text(html.render(scanned), encoding="utf-8")
+    browser.events.clear()
+    browser.open(page.as_uri() + "#category=idiom")
+    idioms = sum(1 for f in scanned.findings if f.category is Category.IDIOM)
+    assert idioms and browser.js(VISIBLE) == idioms
+    assert browser.errors() == []
+
+
 def test_category_filter_hides_other_findings(browser: Browser, report: Path) -> None:
     browser.open(report.as_uri())
     shown = browser.js("""(() => {

@@ -159,3 +159,22 @@ def test_real_scan_without_findings_is_valid(schema: dict[str, Any]) -> None:
     jsonschema.Draft4Validator(schema).validate(log)
     assert log["runs"][0]["properties"]["target"] == "ascend"
     assert log["runs"][0]["properties"]["score"] == clean.score.value  # type: ignore[union-attr]
+
+
+def test_example_repository_scan_is_valid(schema: dict[str, Any]) -> None:
+    from pathlib import Path
+
+    from msready.analyzer.scan import ScanOptions, scan
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "tinynet"
+    scanned = scan(str(example), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    log = json.loads(sarif.render(scanned))
+    jsonschema.Draft4Validator(schema).validate(log)
+    results = log["runs"][0]["results"]
+    assert len(results) == len(scanned.findings) + len(scanned.suppressed) > 0
+    known = {r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]}
+    assert {r["ruleId"] for r in results} <= known
+    notebook = [r for r in results
+                if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
+                    ".ipynb")]
+    assert notebook and all("cell" in r["properties"] for r in notebook)

@@ -27,6 +27,9 @@ TABLE = ApiTable({
         "cpu": Target("mindspore.mint.conv", ("Ascend",)),
     }),
     "torch.gone": ApiEntry("torch.gone", "missing"),
+    "torchvision.transforms.Resize": ApiEntry("torchvision.transforms.Resize", "differs", {
+        b: Target("mindspore.dataset.vision.Resize", ("CPU",)) for b in ("ascend", "gpu", "cpu")
+    }),
 }, {})
 
 
@@ -152,6 +155,13 @@ def test_backend_without_target_lowers_backend_support(base: ScanResult) -> None
     detail = next(p.detail for p in compute_score(base, TABLE).parts
                   if p.name == "backend support")
     assert "no gpu target for torch.conv" in detail
+
+
+def test_dataset_pipeline_targets_run_on_every_backend(base: ScanResult) -> None:
+    base.apis[1] = _use("torchvision.transforms.Resize", "differs", 10)
+    for backend in ("ascend", "gpu", "cpu"):
+        base.target = backend
+        assert _part(base, "backend support") == 1.0
 
 
 def test_skeleton_runs_count_when_present(base: ScanResult) -> None:
