@@ -4,6 +4,7 @@ does not know the API. Also the keyword renames a call needs."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ _FALLBACK: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # Keyword names MindSpore spells differently, applied when the table has no entry and the
 # MindSpore signature has the new name but not the old one.
-_SYNONYMS = {"dim": "axis", "keepdim": "keep_dims", "input": "x", "bias": "has_bias",
+SYNONYMS = {"dim": "axis", "keepdim": "keep_dims", "input": "x", "bias": "has_bias",
              "groups": "group", "eps": "epsilon"}
 
 
@@ -48,7 +49,7 @@ def ms_object(dotted: str) -> Any:
     for i in range(len(parts), 0, -1):
         try:
             obj: Any = importlib.import_module(".".join(parts[:i]))
-        except Exception:  # noqa: BLE001 - any import failure means "not a module"
+        except Exception:  # any import failure means "not a module"
             continue
         try:
             for attr in parts[i:]:
@@ -72,9 +73,10 @@ def _signature_names(obj: Any) -> set[str] | None:
 
 def _from_entry(entry: ApiEntry, backend: str) -> Mapping:
     target = entry.target(backend)
-    renames = {p.torch: p.mindspore for p in entry.params
-               if p.kind == "renamed" and p.mindspore}
-    dropped = frozenset(p.torch for p in entry.params if p.kind == "missing")
+    params = [p for p in entry.params
+              if not getattr(p, "backends", ()) or backend in getattr(p, "backends", ())]
+    renames = {p.torch: p.mindspore for p in params if p.kind == "renamed" and p.mindspore}
+    dropped = frozenset(p.torch for p in params if p.kind == "missing")
     return Mapping(entry.torch, target.api, renames, dropped, target.platforms,
                    entry.suggestion or entry.notes)
 
@@ -90,7 +92,7 @@ def _fallback(name: str) -> Mapping:
                 continue
             names = _signature_names(obj)
             renames = {} if names is None else {
-                old: new for old, new in _SYNONYMS.items() if new in names and old not in names}
+                old: new for old, new in SYNONYMS.items() if new in names and old not in names}
             return Mapping(name, base + rest, renames, from_table=False,
                            note="same name in the installed MindSpore (not in the API table)")
         break
@@ -140,7 +142,9 @@ def torch_order(name: str) -> tuple[str, ...] | None:
             obj = getattr(obj, attr)
         target = obj.__init__ if inspect.isclass(obj) else obj
         params = list(inspect.signature(target).parameters.values())
-    except Exception:  # noqa: BLE001 - torch missing, or a builtin without a signature
+    except ValueError:  # a builtin: its docstring's first line holds the signature
+        return _doc_order(obj)
+    except Exception:  # torch missing
         return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds and p.name != "self")
@@ -159,3 +163,27 @@ def ms_order(api: str) -> tuple[str, ...] | None:
         return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds and p.name != "self")
+
+
+@lru_cache(maxsize=1024)
+def ms_keywords(api: str) -> frozenset[str] | None:
+    """Every keyword a MindSpore API accepts, None when unknown or open (``**kwargs``)."""
+    obj = ms_object(api)
+    names = _signature_names(obj) if obj is not None else None
+    return frozenset(names) if names is not None else None
+
+
+def _doc_order(obj: Any) -> tuple[str, ...] | None:
+    """Positional parameters from a builtin's docstring (``cat(tensors, dim=0, *, out=None)``)."""
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    head = doc.split("->", 1)[0].strip()
+    if "(" not in head or not head.endswith(")"):
+        return None
+    params = head[head.index("(") + 1:-1]
+    try:
+        tree = ast.parse(f"def f({params}): pass")
+    except SyntaxError:
+        return None
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    return tuple(a.arg for a in [*fn.args.posonlyargs, *fn.args.args] if a.arg != "self")

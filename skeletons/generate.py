@@ -76,8 +76,8 @@ def _files_to_write(result: ScanResult) -> list[FileResult]:
         file = model.modules[wanted[i]]
         for target in file.bindings.values():
             parts = target.split(".")
-            for i in range(len(parts), 0, -1):  # the module a name is imported from
-                prefix = ".".join(parts[:i])
+            for cut in range(len(parts), 0, -1):  # the module a name is imported from
+                prefix = ".".join(parts[:cut])
                 if prefix in model.modules and prefix not in wanted:
                     wanted.append(prefix)
                     break
@@ -105,7 +105,7 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
         translation = translate_file(parsed, file, result.model, result.target, findings)
         body = translation.code
         ast.parse(body)
-    except Exception as exc:  # noqa: BLE001 - a failed translation still yields a file
+    except Exception as exc:  # a failed translation still yields a file
         return _stub(cells, f"{type(exc).__name__}: {exc}"), cells
     return body, cells
 

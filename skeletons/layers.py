@@ -108,7 +108,12 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     args = call.bound(apis.torch_order(call.torch))
     todos = [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
              for k, _ in args if k in mapping.dropped]
-    args = _rename(_without(args, *mapping.dropped), mapping.renames)
+    # In-place variants are a torch memory optimisation; MindSpore's are Ascend kernels.
+    args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
+    known = apis.ms_keywords(mapping.api)
+    if known is not None:  # renames the table missed, measured on the installed MindSpore
+        args = [(apis.SYNONYMS.get(k, k) if k and k not in known and
+                 apis.SYNONYMS.get(k) in known else k, v) for k, v in args]
     ms_order = apis.ms_order(mapping.api)
     out: ArgList = []
     positional = True
@@ -131,7 +136,7 @@ _CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding"
 def convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """Conv: ``padding`` needs ``pad_mode='pad'`` (MindSpore defaults to 'same'), ``bias``
     becomes ``has_bias`` (default False in MindSpore), ``groups`` becomes ``group``."""
-    order = _CONV_ORDER
+    order: tuple[str, ...] = _CONV_ORDER
     if "Transpose" in call.torch:
         order = (*_CONV_ORDER[:5], "output_padding", "groups", "bias", "dilation",
                  "padding_mode")
@@ -277,7 +282,7 @@ def pooling(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 def sequential(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """Sequential(*modules) -> SequentialCell([...]); an OrderedDict passes through."""
     func = "nn.SequentialCell"
-    if call.star or len(call.args) == 1 and not m.matches(call.args[0][1], m.Call() | m.Name()):
+    if call.star or (len(call.args) == 1 and not m.matches(call.args[0][1], m.Call() | m.Name())):
         return Rewrite(func, list(call.args))
     if len(call.args) == 1 and m.matches(call.args[0][1], m.Call(func=m.Name("OrderedDict")
                                                                | m.Attribute(
@@ -312,4 +317,97 @@ def translate_call(call: CallIn) -> Rewrite:
     call.torch = name
     mapping = apis.lookup(name, call.backend)
     special = HANDLERS.get(name)
-    return special(call, mapping) if special is not None else generic(call, mapping)
+    # The handlers know the mindspore.nn forms; a torch-like target (mint) takes the
+    # table's renames as they are.
+    if special is not None and not (mapping.api or "").startswith("mindspore.mint."):
+        return special(call, mapping)
+    return generic(call, mapping)
+
+
+# Calls of a sub-Cell whose forward differs from torch's: torch layer -> argument fix.
+CallFix = Callable[[ArgList], tuple[ArgList, list[tuple[str, str]]]]
+CALL_FIXES: dict[str, CallFix] = {}
+
+
+def call_fix(*names: str) -> Callable[[CallFix], CallFix]:
+    """Register an argument fix for calling a torch layer held by ``self``."""
+    def register(fn: CallFix) -> CallFix:
+        for name in names:
+            CALL_FIXES[name] = fn
+        return fn
+    return register
+
+
+@call_fix("torch.nn.MultiheadAttention")
+def attention_call(args: ArgList) -> tuple[ArgList, list[tuple[str, str]]]:
+    """MindSpore's MultiheadAttention returns a 1-tuple for ``need_weights=False`` where
+    torch returns ``(output, None)``; keep the weights so the unpacking still works."""
+    return [(k, v) for k, v in args if k != "need_weights"], []
+
+
+# Tensor methods whose MindSpore spelling is not a same-name method.
+MethodFix = Callable[[cst.BaseExpression, ArgList], cst.BaseExpression | None]
+METHOD_FIXES: dict[str, MethodFix] = {}
+
+
+def method_fix(*names: str) -> Callable[[MethodFix], MethodFix]:
+    """Register a rewrite of ``x.<name>(...)`` for torch tensor methods ``names``."""
+    def register(fn: MethodFix) -> MethodFix:
+        for name in names:
+            METHOD_FIXES[name] = fn
+        return fn
+    return register
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _is_dtype(node: cst.BaseExpression) -> bool:
+    text = _code(node)
+    return text.startswith("mindspore.") and text.rsplit(".", 1)[-1][:1].islower()
+
+
+@method_fix("size")
+def size(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.size()`` -> ``x.shape``, ``x.size(i)`` -> ``x.shape[i]`` (MindSpore's ``size``
+    is the element count)."""
+    shape = cst.Attribute(receiver, cst.Name("shape"))
+    if not args:
+        return shape
+    return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(args[0][1]))])
+
+
+@method_fix("to", "cuda", "cpu", "pin_memory")
+def device(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """Device moves disappear (MindSpore places tensors by context); a dtype becomes
+    ``astype``."""
+    dtype = next((v for _, v in args if _is_dtype(v)), None)
+    if dtype is None:
+        return receiver
+    return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
+
+
+@method_fix("type_as")
+def type_as(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.type_as(y)`` -> ``x.astype(y.dtype)``."""
+    if not args:
+        return None
+    return cst.Call(cst.Attribute(receiver, cst.Name("astype")),
+                    [cst.Arg(cst.Attribute(args[0][1], cst.Name("dtype")))])
+
+
+@method_fix("detach")
+def detach(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.detach()`` -> ``ops.stop_gradient(x)``."""
+    return expr(f"ops.stop_gradient({_code(receiver)})")
+
+
+@method_fix("transpose")
+def transpose(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.transpose(a, b)`` swaps two axes; MindSpore's ``Tensor.transpose`` permutes all
+    axes in GRAPH_MODE, so write ``ops.swapaxes``."""
+    if len(args) != 2 or any(k for k, _ in args):
+        return None
+    return cst.Call(expr("ops.swapaxes"), [cst.Arg(receiver), cst.Arg(args[0][1]),
+                                           cst.Arg(args[1][1])])

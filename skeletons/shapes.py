@@ -83,6 +83,13 @@ def evaluate(node: cst.BaseExpression, env: dict[str, object]) -> object:
     return UNKNOWN
 
 
+def _evaluate_text(text: str, env: dict[str, object]) -> object:
+    try:
+        return evaluate(cst.parse_expression(text), env)
+    except cst.ParserSyntaxError:
+        return UNKNOWN
+
+
 class Planner:
     """Finds constructor arguments and inputs for the repository's Module classes."""
 
@@ -90,6 +97,7 @@ class Planner:
         self.result = result
         self.model: RepositoryModel = result.model
         self._parsed: dict[str, Parsed | None] = {}
+        self._active: set[str] = set()
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -166,13 +174,37 @@ class Planner:
             if resolved is None or resolved.kind != "class" or resolved.name != cls:
                 continue
             values: dict[str, object] = {}
+            env: dict[str, object] | None = None
             for i, arg in enumerate(rc.call.args):
                 if arg.star:
                     break
                 key = arg.keyword or (names[i] if i < len(names) else None)
-                if key is not None and arg.is_literal:
+                if key is None:
+                    continue
+                if arg.is_literal:
                     values[key] = arg.literal
+                    continue
+                if env is None:
+                    env = self._caller_environment(rc.call.caller)
+                value = _evaluate_text(arg.text, env)
+                if value is not UNKNOWN:
+                    values[key] = value
             yield values
+
+    def _caller_environment(self, caller: str) -> dict[str, object]:
+        """The constructor parameters of the Module class whose ``__init__`` is ``caller``,
+        bound to that class's own constructor arguments (so ``Block(dim)`` inside
+        ``Net.__init__(self, dim=64)`` builds ``Block(64)``)."""
+        owner, _, method = caller.rpartition(".")
+        if method != "__init__" or owner not in self.model.module_classes or \
+                owner in self._active:
+            return {}
+        self._active.add(owner)
+        try:
+            kwargs, _ = self.constructor(owner)
+            return self.environment(owner, kwargs)
+        finally:
+            self._active.discard(owner)
 
     def constructor(self, cls: str) -> tuple[dict[str, object], str | None]:
         """Keyword arguments to build ``cls`` with, or the reason none could be found."""
@@ -185,7 +217,7 @@ class Planner:
         for site in candidates:
             kwargs: dict[str, object] = {}
             missing = []
-            for name, default, required in params:
+            for name, _default, required in params:
                 if name in site:
                     kwargs[name] = site[name]
                 elif required:

@@ -39,7 +39,7 @@ def run_module(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
         arrays = {f"param:{k}": v.detach().cpu().numpy() for k, v in net.state_dict().items()}
         arrays["output"] = out.detach().cpu().numpy()
         np.savez(job["compare"], **arrays)
-    except Exception as exc:  # noqa: BLE001 - the user's code failing is the result
+    except Exception as exc:  # the user's code failing is the result
         res["error"] = f"running the torch module: {first_line(exc)}"
     return res
 

@@ -6,6 +6,7 @@ go, and what cannot be translated is kept with a ``# TODO(msready <rule>): reaso
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 import libcst.matchers as m
@@ -16,12 +17,20 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.skeletons import apis
-from msready.skeletons.layers import CallIn, expr, translate_call
+from msready.skeletons.layers import (
+    CALL_FIXES,
+    METHOD_FIXES,
+    ArgList,
+    CallIn,
+    expr,
+    translate_call,
+)
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
-_DEVICE_METHODS = frozenset({"cuda", "cpu", "to", "pin_memory", "share_memory_"})
 _KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
 Todo = tuple[str, str]
+NodeT = TypeVar("NodeT", bound=cst.CSTNode)
+SmallResult = cst.BaseSmallStatement | cst.RemovalSentinel
 
 
 def _is_torch(name: str | None) -> bool:
@@ -64,6 +73,7 @@ class CellTransformer(cst.CSTTransformer):
         self._used: set[int] = set()
         self._todos: list[list[Todo]] = [[]]
         self._classes: list[bool] = []  # is each enclosing class an nn.Module
+        self._class_names: list[str] = []
         self._replace: dict[cst.CSTNode, cst.BaseExpression] = {}
         self._call_funcs: set[cst.CSTNode] = set()
         self._names_not_values: set[cst.CSTNode] = set()
@@ -107,7 +117,7 @@ class CellTransformer(cst.CSTTransformer):
                 out.append((f.rule, f.message))
         return out
 
-    def _attach(self, original: cst.CSTNode, updated: cst.CSTNode, whole: bool) -> cst.CSTNode:
+    def _attach(self, original: cst.CSTNode, updated: NodeT, whole: bool) -> NodeT:
         todos = self._todos.pop() + self._finding_todos(original, whole)
         if not todos:
             return updated
@@ -117,14 +127,16 @@ class CellTransformer(cst.CSTTransformer):
         leading = getattr(updated, "leading_lines", None)
         if leading is None:
             return updated
-        return updated.with_changes(leading_lines=[*leading, *lines])
+        changed: NodeT = updated.with_changes(leading_lines=[*leading, *lines])
+        return changed
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
-                                  updated_node: cst.SimpleStatementLine) -> cst.CSTNode:
+                                  updated_node: cst.SimpleStatementLine) -> cst.BaseStatement:
         return self._attach(original_node, updated_node, whole=True)
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> object:
-        result = super().on_leave(original_node, updated_node)  # type: ignore[arg-type]
+    def on_leave(self, original_node: NodeT, updated_node: NodeT
+                 ) -> NodeT | cst.RemovalSentinel | cst.FlattenSentinel[NodeT]:
+        result = super().on_leave(original_node, updated_node)
         if isinstance(original_node, cst.BaseCompoundStatement) and isinstance(
                 result, cst.CSTNode):
             return self._attach(original_node, result, whole=False)
@@ -132,7 +144,7 @@ class CellTransformer(cst.CSTTransformer):
 
     # ----- imports and module level ---------------------------------------------------
 
-    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> object:
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> SmallResult:
         keep = [a for a in updated_node.names
                 if not _is_torch((dotted(a.name) or "").split(".")[0])]
         if not keep:
@@ -141,7 +153,7 @@ class CellTransformer(cst.CSTTransformer):
         return updated_node.with_changes(names=keep)
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom,
-                         updated_node: cst.ImportFrom) -> object:
+                         updated_node: cst.ImportFrom) -> SmallResult:
         module = dotted(updated_node.module) if updated_node.module is not None else None
         if not updated_node.relative and _is_torch(module):
             return cst.RemoveFromParent()
@@ -167,6 +179,7 @@ class CellTransformer(cst.CSTTransformer):
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         qualname = f"{self.file.module}.{self._class_path(node)}"
         self._classes.append(qualname in self.model.module_classes)
+        self._class_names.append(qualname)
         self._names_not_values.add(node.name)
         return True
 
@@ -175,6 +188,7 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_ClassDef(self, original_node: cst.ClassDef,
                        updated_node: cst.ClassDef) -> cst.ClassDef:
+        self._class_names.pop()
         if self._classes.pop():
             self.cells.append(updated_node.name.value)
         return updated_node
@@ -245,7 +259,7 @@ class CellTransformer(cst.CSTTransformer):
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._replace.get(original_node, updated_node)
 
-    def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> object:
+    def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> SmallResult:
         call = updated_node.value
         if not m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"),
                                                        attr=m.Name("register_buffer")))):
@@ -258,11 +272,33 @@ class CellTransformer(cst.CSTTransformer):
         if _is_torch(name):
             assert name is not None
             return self._torch_call(name, updated_node)
+        fixed = self._layer_call(updated_node)
+        if fixed is not None:
+            return fixed
         span = self.parsed.span(original_node)
         key = (span.line, span.column, span.end_line, span.end_column) if span else None
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _layer_call(self, call: cst.Call) -> cst.Call | None:
+        """``self.attn(q, k, v, need_weights=False)`` on a torch layer whose call differs."""
+        func = call.func
+        if not self._class_names or not m.matches(func, m.Attribute(value=m.Name("self"))):
+            return None
+        assert isinstance(func, cst.Attribute)
+        held = self.model.attribute_classes(self._class_names[-1], func.attr.value) \
+            if self._class_names[-1] in self.model.classes else []
+        for target in held:
+            fix = CALL_FIXES.get(apis.canonical(target.name))
+            if target.kind != "external" or fix is None:
+                continue
+            args, todos = fix([(a.keyword.value if a.keyword else None, a.value)
+                               for a in call.args])
+            for rule, reason in todos:
+                self._note(rule, reason)
+            return call.with_changes(args=_args(args))
+        return None
 
     def _torch_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
         args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args]
@@ -274,31 +310,16 @@ class CellTransformer(cst.CSTTransformer):
             return call.with_changes(func=expr(name))
         if star:
             return call.with_changes(func=expr(rewrite.func))
-        return cst.Call(func=expr(rewrite.func), args=[
-            cst.Arg(value=v, keyword=cst.Name(k) if k else None,
-                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
-                    if k else cst.MaybeSentinel.DEFAULT)
-            for k, v in rewrite.args])
+        return cst.Call(func=expr(rewrite.func), args=_args(rewrite.args))
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
         method = func.attr.value
-        receiver = func.value
-        args = call.args
-        if method == "size":
-            shape = cst.Attribute(receiver, cst.Name("shape"))
-            if not args:
-                return shape
-            return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(args[0].value))])
-        if method in _DEVICE_METHODS:
-            dtype = next((a.value for a in args if self._is_dtype(a.value)), None)
-            if dtype is None:
-                return receiver
-            return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
-        if method == "type_as" and args:
-            return cst.Call(cst.Attribute(receiver, cst.Name("astype")),
-                            [cst.Arg(cst.Attribute(args[0].value, cst.Name("dtype")))])
-        if method == "detach":
-            return expr(f"ops.stop_gradient({_code(receiver)})")
+        fix = METHOD_FIXES.get(method)
+        if fix is not None and not any(a.star for a in call.args):
+            fixed = fix(func.value, [(a.keyword.value if a.keyword else None, a.value)
+                                     for a in call.args])
+            if fixed is not None:
+                return fixed
         mapping = apis.lookup(f"torch.Tensor.{method}", self.backend)
         if mapping.api is None:
             self._note("MS100", f"Tensor.{method} has no MindSpore equivalent in the API table")
@@ -306,15 +327,18 @@ class CellTransformer(cst.CSTTransformer):
         new = mapping.api.rsplit(".", 1)[1]
         if mapping.api.startswith("mindspore.Tensor.") and new != method:
             return call.with_changes(func=func.with_changes(attr=cst.Name(new)))
-        if not mapping.api.startswith("mindspore.Tensor."):
-            rest = [cst.Arg(receiver), *args]
+        if not mapping.api.startswith("mindspore.Tensor.") and apis.ms_object(
+                f"mindspore.Tensor.{method}") is None:
+            rest = [cst.Arg(func.value), *call.args]
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call
 
-    @staticmethod
-    def _is_dtype(node: cst.BaseExpression) -> bool:
-        text = _code(node)
-        return text.startswith("mindspore.") and text.split(".")[-1][:1].islower()
+
+def _args(args: ArgList) -> list[cst.Arg]:
+    """libcst arguments written ``name=value`` without spaces."""
+    return [cst.Arg(value=v, keyword=cst.Name(k) if k else None,
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+                    if k else cst.MaybeSentinel.DEFAULT) for k, v in args]
 
 
 def _buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
@@ -343,9 +367,8 @@ def _keep_top(stmt: cst.BaseStatement) -> bool:
     for small in stmt.body:
         if isinstance(small, (cst.Import, cst.ImportFrom)):
             continue
-        if isinstance(small, (cst.Assign, cst.AnnAssign)):
-            if not m.findall(small, m.Call()):
-                continue
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and not m.findall(small, m.Call()):
+            continue
         return False
     return True
 

@@ -121,7 +121,7 @@ def convert_checkpoint(pth: Path, ckpt: Path, weight_map: Path | None) -> int:
         return _error(f"checkpoint {pth} does not exist")
     try:
         loaded = torch.load(str(pth), map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is one error line
+    except Exception as exc:  # any unreadable file is one error line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return _error(f"cannot read {pth} as a torch checkpoint: {first}")
     tensors = _state_dict(loaded)
