@@ -288,6 +288,11 @@ def _owner(model: RepositoryModel, finding: Finding) -> str | None:
     return model.owner_class(finding.function)
 
 
+def _line(finding: Finding) -> str:
+    loc = finding.location
+    return f"line {loc.line}" if loc.cell is None else f"cell {loc.cell} line {loc.line}"
+
+
 def work_items(result: ScanResult) -> list[ChecklistItem]:
     """Per category: the findings grouped by class, Module classes leaves first, then the
     rest of the code file by file."""
@@ -305,7 +310,7 @@ def work_items(result: ScanResult) -> list[ChecklistItem]:
         for key in sorted(by_owner, key=lambda k: (k not in rank, rank.get(k, 0), k)):
             group = by_owner[key]
             value = f"{len(group)} finding{'s' * (len(group) != 1)}: " + "; ".join(
-                f"{f.rule} {f.rule_name} line {f.location.line}" for f in group[:8])
+                f"{f.rule} {f.rule_name} {_line(f)}" for f in group[:8])
             if len(group) > 8:
                 value += f"; ... {len(group) - 8} more"
             if key.startswith("file:"):

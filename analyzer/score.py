@@ -119,7 +119,8 @@ def hazards_part(findings: list[Finding], calls: int) -> ScorePart:
     by_category = Counter(f.category.value for f in findings)
     on_forward = sum(1 for f in findings if f.trace)
     listed = ", ".join(f"{n} {c}" for c, n in sorted(by_category.items())) or "none"
-    detail = (f"{len(findings)} findings ({listed}; {on_forward} reached from a forward) "
+    noun = "finding" if len(findings) == 1 else "findings"
+    detail = (f"{len(findings)} {noun} ({listed}; {on_forward} reached from a forward) "
               f"cost {cost:.1f} points over {max(MIN_CALLS, calls)} calls")
     return ScorePart("hazards", value, WEIGHTS["hazards"], detail)
 

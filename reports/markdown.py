@@ -86,8 +86,10 @@ def _findings_lines(result: ScanResult) -> list[str]:
             lines += [_finding_line(f) for f in group]
             lines.append("")
     if result.suppressed:
-        lines += [f"{len(result.suppressed)} findings are suppressed by `# msready: ignore` "
-                  "comments or `[tool.msready]` configuration.", ""]
+        count = len(result.suppressed)
+        verb = "finding is" if count == 1 else "findings are"
+        lines += [f"{count} {verb} suppressed by `# msready: ignore` comments or "
+                  "`[tool.msready]` configuration.", ""]
     return lines
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -120,8 +121,12 @@ class Browser:
             self.call(f"{domain}.enable", session=self.session)
 
     def _wire_fds(self) -> None:
-        os.dup2(self._to_chrome_r, 3)
-        os.dup2(self._from_chrome_w, 4)
+        # In the child: Chromium reads commands on fd 3 and writes answers on fd 4. Copy both
+        # pipe ends out of the way first, so that wiring one never overwrites the other.
+        read_end = fcntl.fcntl(self._to_chrome_r, fcntl.F_DUPFD, 10)
+        write_end = fcntl.fcntl(self._from_chrome_w, fcntl.F_DUPFD, 10)
+        os.dup2(read_end, 3)
+        os.dup2(write_end, 4)
 
     def _read(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:

@@ -77,7 +77,7 @@ def test_findings_per_category_with_path_line_and_fix(result: ScanResult) -> Non
     assert "Boolean mask \\| shape depends on data." in text
     assert "Fix: Use \\`mindspore.ops.masked\\_fill\\` with a fixed shape." in text
     assert "Reached from: Net.forward" in text
-    assert "1 findings are suppressed" in text
+    assert "1 finding is suppressed" in text
 
 
 def test_notebook_locations_name_the_cell() -> None:

@@ -196,7 +196,7 @@ def test_formula_and_parts_are_written_out(base: ScanResult) -> None:
     score = compute_score(replace(base, findings=[_finding()]), TABLE)
     assert "exp(-2" in score.formula and "unresolved" in score.formula
     hazards = next(p for p in score.parts if p.name == "hazards")
-    assert "1 findings (1 dynamic-shape" in hazards.detail
+    assert "1 finding (1 dynamic-shape" in hazards.detail
     assert all(0.0 <= p.value <= 1.0 for p in score.parts)
 
 
