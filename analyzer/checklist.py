@@ -324,16 +324,32 @@ def work_items(result: ScanResult) -> list[ChecklistItem]:
     return items
 
 
+def _guarded(section: str, build: Callable[[], list[ChecklistItem]]) -> list[ChecklistItem]:
+    """A section's items; a failure loses only that section, reported as an item."""
+    try:
+        return build()
+    except Exception as exc:  # one odd repository must not stop the scan
+        return [ChecklistItem("msready could not fill this section",
+                              f"{type(exc).__name__}: {exc}", None, None, section)]
+
+
 def build_checklist(result: ScanResult) -> list[ChecklistItem]:
     """The whole checklist, section by section."""
     model = result.model
-    facts = source_facts(result.sources)
+    source: list[SourceFact] = []
+    unread: list[ChecklistItem] = []
+    try:
+        source = source_facts(result.sources)
+    except Exception as exc:  # argparse options and constants are then missing, and said so
+        unread = [ChecklistItem("msready could not read options and constants from the source",
+                                f"{type(exc).__name__}: {exc}", None, None, TRAINING)]
     return [
-        *structure_items(model),
-        *data_items(model),
-        *lr_items(model),
-        *optimizer_items(model),
-        *training_items(model, facts),
-        *process_items(model, facts),
-        *work_items(result),
+        *_guarded(STRUCTURE, lambda: structure_items(model)),
+        *_guarded(DATA, lambda: data_items(model)),
+        *_guarded(LR_POLICY, lambda: lr_items(model)),
+        *_guarded(OPTIMIZER, lambda: optimizer_items(model)),
+        *unread,
+        *_guarded(TRAINING, lambda: training_items(model, source)),
+        *_guarded(PROCESS, lambda: process_items(model, source)),
+        *_guarded(WORK, lambda: work_items(result)),
     ]

@@ -308,3 +308,16 @@ def test_notebook_items_carry_their_cell() -> None:
     [use] = [a for a in result.apis if a.symbol == "torch.optim.SGD"]
     assert (item.path, item.line) == ("nb.ipynb", 2)
     assert item.cell is not None and item.cell == use.locations[0].cell
+
+
+def test_a_failing_section_is_reported_not_raised() -> None:
+    result = _scan(TRAIN)
+    result.model.calls.append(None)  # type: ignore[arg-type]  # a model msready cannot read
+    checklist = build_checklist(result)
+    failed = [c for c in checklist if c.item == "msready could not fill this section"]
+    assert {c.section for c in failed} >= {"Optimizer", "Learning-rate policy"}
+    assert all(c.path is None for c in failed)
+    # Sections that do not read the calls are untouched.
+    assert [(c.item, c.value) for c in checklist if c.section == "Network structure"] == [
+        ("nn.Module classes", NOT_FOUND)]
+    assert [c.value for c in checklist if c.item == "epochs"] == ["--epochs: default 300"]
