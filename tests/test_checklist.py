@@ -320,4 +320,3 @@ def test_a_failing_section_is_reported_not_raised() -> None:
     # Sections that do not read the calls are untouched.
     assert [(c.item, c.value) for c in checklist if c.section == "Network structure"] == [
         ("nn.Module classes", NOT_FOUND)]
-    assert [c.value for c in checklist if c.item == "epochs"] == ["--epochs: default 300"]
