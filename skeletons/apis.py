@@ -187,3 +187,14 @@ def _doc_order(obj: Any) -> tuple[str, ...] | None:
     fn = tree.body[0]
     assert isinstance(fn, ast.FunctionDef)
     return tuple(a.arg for a in [*fn.args.posonlyargs, *fn.args.args] if a.arg != "self")
+
+
+@lru_cache(maxsize=1024)
+def ms_varargs(api: str) -> bool:
+    """True when a MindSpore function takes ``*args`` (``ops.randn(*size)``)."""
+    obj = ms_object(api) if api else None
+    try:
+        params = inspect.signature(obj).parameters.values() if obj is not None else ()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)

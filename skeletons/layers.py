@@ -111,20 +111,42 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     # In-place variants are a torch memory optimisation; MindSpore's are Ascend kernels.
     args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
     known = apis.ms_keywords(mapping.api)
-    if known is not None:  # renames the table missed, measured on the installed MindSpore
+    if known is not None:  # what the table missed, measured on the installed MindSpore
         args = [(apis.SYNONYMS.get(k, k) if k and k not in known and
                  apis.SYNONYMS.get(k) in known else k, v) for k, v in args]
+        todos += [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
+                  for k, _ in args if k and k not in known and k not in _PLACEMENT]
+        args = [(k, v) for k, v in args if k is None or k in known]
     ms_order = apis.ms_order(mapping.api)
     out: ArgList = []
     positional = True
+    written = sum(1 for k, _ in call.args if k is None)  # positional in the source
     for i, (k, v) in enumerate(args):
-        same = ms_order is not None and i < len(ms_order) and (i == 0 or k == ms_order[i])
+        same = ms_order is not None and i < min(len(ms_order), written) and (
+            i == 0 or k == ms_order[i])
         if k is None or (positional and same):
             out.append((None, v))
         else:
             positional = False
             out.append((k, v))
     return Rewrite(apis.short_name(mapping.api), out, todos)
+
+
+# Where a tensor lives, not what it holds: MindSpore places tensors by context.
+_PLACEMENT = frozenset({"device", "pin_memory", "layout", "memory_format", "requires_grad",
+                        "non_blocking"})
+
+
+@handler("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn")
+def factory(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """``torch.zeros(2, 3)`` takes sizes as separate arguments; MindSpore's ``ops.zeros``
+    takes one shape tuple (``ops.randn`` takes both)."""
+    sizes = [v for k, v in call.args if k is None]
+    if len(sizes) > 1 and not call.star and not apis.ms_varargs(mapping.api or ""):
+        shape = cst.Tuple([cst.Element(v) for v in sizes])
+        call = CallIn(call.torch, [(None, shape), *[(k, v) for k, v in call.args if k]],
+                      call.backend)
+    return generic(call, mapping)
 
 
 _CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",

@@ -1,0 +1,134 @@
+"""Starter Cells for example repositories, generated and run through the real pipeline:
+scan the folder, build the Cells, run them in PyNative and GRAPH_MODE on CPU."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from msready.analyzer.result import SkeletonResult
+from msready.analyzer.scan import ScanOptions, scan
+from msready.skeletons.generate import build_skeletons
+
+FIXTURES = Path(__file__).parent / "fixtures" / "skeletons"
+_CACHE: dict[tuple[str, bool], tuple[Path, dict[str, SkeletonResult]]] = {}
+
+
+def run_example(name: str, tmp_root: Path, compare: bool = False
+                ) -> tuple[Path, dict[str, SkeletonResult]]:
+    """Scan one example folder and build (and run) its Cells; results by class name."""
+    key = (name, compare)
+    if key not in _CACHE:
+        result = scan(str(FIXTURES / name), options=ScanOptions(jobs=1, cache=False,
+                                                                target="cpu"))
+        out = tmp_root / f"{name}-{compare}"
+        skeletons = build_skeletons(result, out / "skeletons", run=True, compare_torch=compare)
+        _CACHE[key] = (out, {s.torch_class.rsplit(".", 1)[1]: s for s in skeletons})
+    return _CACHE[key]
+
+
+@pytest.fixture(scope="module")
+def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("skeletons")
+
+
+@pytest.mark.parametrize(("example", "cls"), [
+    ("mlp", "MLP"),
+    ("cnn", "CNN"),
+    ("cnn", "ConvBNReLU"),
+    ("lm", "LanguageModel"),
+    ("transformer", "TransformerBlock"),
+    ("transformer", "FeedForward"),
+    ("buffers", "Standardize"),
+    ("hazard", "Gate"),
+])
+def test_example_cells_pass_in_both_modes(example: str, cls: str, tmp_root: Path) -> None:
+    _, results = run_example(example, tmp_root)
+    res = results[cls]
+    assert (res.pynative, res.graph, res.error) == ("pass", "pass", None)
+
+
+def test_hazard_cell_passes_pynative_and_fails_graph_mode(tmp_root: Path) -> None:
+    out, results = run_example("hazard", tmp_root)
+    res = results["Clipper"]
+    assert (res.pynative, res.graph) == ("pass", "fail")
+    assert res.error is not None and "Try" in res.error
+    code = (out / "skeletons" / "gate.py").read_text()
+    ast.parse(code)
+    assert "# TODO(msready MS506)" in code
+    assert "# TODO(msready MS202)" in code
+    assert "# msready: Clipper: PyNative pass, GRAPH_MODE fail: " in code
+
+
+def test_result_fields_point_at_the_torch_class(tmp_root: Path) -> None:
+    _, results = run_example("cnn", tmp_root)
+    res = results["ConvBNReLU"]
+    assert (res.torch_class, res.path, res.line) == ("models.blocks.ConvBNReLU",
+                                                    "models/blocks.py", 5)
+    assert res.cell_file == "skeletons/models/blocks.py"
+
+
+def test_files_mirror_the_repository_and_import_across_files(tmp_root: Path) -> None:
+    out, _ = run_example("cnn", tmp_root)
+    root = out / "skeletons"
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")) == [
+        "models/__init__.py", "models/blocks.py", "models/net.py"]
+    net = (root / "models" / "net.py").read_text()
+    assert "from .blocks import ConvBNReLU" in net
+    assert "import torch" not in net and "from torch" not in net
+    assert "class CNN(nn.Cell):" in net and "def construct(self, x):" in net
+    assert "from .net import CNN" in (root / "models" / "__init__.py").read_text()
+
+
+def test_constructor_arguments_come_from_instantiation_sites(tmp_root: Path) -> None:
+    # MLP has no defaults: MLP(20, 64, classes=3) in build() supplies them.
+    _, results = run_example("mlp", tmp_root)
+    assert results["MLP"].pynative == "pass"
+
+
+def test_unknown_inputs_and_arguments_are_skipped_with_the_reason(tmp_root: Path) -> None:
+    _, results = run_example("skip", tmp_root)
+    swish, head = results["Swish"], results["Head"]
+    assert (swish.pynative, swish.graph) == ("skipped", "skipped")
+    assert swish.error is not None and swish.error.startswith("input shape unknown")
+    assert (head.pynative, head.graph) == ("skipped", "skipped")
+    assert head.error is not None and "config" in head.error
+
+
+def test_weight_maps_are_written_next_to_the_cells(tmp_root: Path) -> None:
+    import json
+
+    out, _ = run_example("cnn", tmp_root)
+    mapping = json.loads((out / "skeletons" / "models" / "net.py.weights.json").read_text())
+    cnn = mapping["CNN"]
+    assert cnn["features.0.bn.weight"] == "features.0.bn.gamma"
+    assert cnn["features.0.bn.running_var"] == "features.0.bn.moving_variance"
+    assert cnn["features.2.conv.weight"] == "features.2.conv.weight"
+    assert cnn["classifier.bias"] == "classifier.bias"
+    assert cnn["features.0.bn.num_batches_tracked"] is None
+    lm_out, _ = run_example("lm", tmp_root)
+    lm = json.loads((lm_out / "skeletons" / "lm.py.weights.json").read_text())["LanguageModel"]
+    assert lm["embed.weight"] == "embed.embedding_table"
+    assert lm["rnn.weight_hh_l1"] == "rnn.weight_hh_l1"
+
+
+@pytest.mark.parametrize(("example", "classes"), [
+    ("cnn", ("CNN", "ConvBNReLU")),
+    ("lm", ("LanguageModel",)),
+    ("transformer", ("TransformerBlock",)),
+    ("buffers", ("Standardize",)),
+])
+def test_compare_torch_matches_the_original_outputs(example: str, classes: tuple[str, ...],
+                                                     tmp_root: Path) -> None:
+    _, results = run_example(example, tmp_root, compare=True)
+    for cls in classes:
+        res = results[cls]
+        assert res.pynative == "pass", res.error
+        assert res.max_abs_diff is not None and res.max_abs_diff < 1e-4, (cls, res)
+
+
+def test_without_compare_no_difference_is_reported(tmp_root: Path) -> None:
+    _, results = run_example("lm", tmp_root)
+    assert results["LanguageModel"].max_abs_diff is None

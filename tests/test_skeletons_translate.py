@@ -1,0 +1,212 @@
+"""What the generated Cells say: translations through the API table and the handlers,
+lookalikes left alone, TODOs where nothing fits, and files that always parse.
+Generation only (``--skeletons write``); running is covered by test_skeletons.py."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from msready.analyzer.scan import scan_files
+from msready.skeletons import generate
+from msready.skeletons.generate import NOT_RUN, build_skeletons
+from msready.skeletons.translate import FileTranslation
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+
+
+def generated(tmp_path: Path, body: str, target: str = "cpu", path: str = "example.py",
+              extra: dict[str, str] | None = None) -> str:
+    """The generated file for ``HEADER + body`` (one class per example)."""
+    result = scan_files({path: HEADER + body, **(extra or {})}, target=target)
+    build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
+    code = (tmp_path / "skeletons" / path).read_text()
+    ast.parse(code)
+    return code
+
+
+def module(init: str, forward: str = "return x") -> str:
+    """A Module class with the given constructor and forward bodies."""
+    init_lines = "\n".join(f"        {line}" for line in init.splitlines())
+    forward_lines = "\n".join(f"        {line}" for line in forward.splitlines())
+    return (f"class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            f"{init_lines}\n\n    def forward(self, x):\n{forward_lines}\n")
+
+
+@pytest.mark.parametrize(("init", "expected"), [
+    ("self.c = nn.Conv2d(3, 8, 3, padding=1)",
+     "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=1, has_bias=True)"),
+    ("self.c = nn.Conv2d(3, 8, kernel_size=5)",
+     "nn.Conv2d(3, 8, 5, pad_mode='valid', has_bias=True)"),
+    ("self.c = nn.Conv2d(3, 8, 3, 1, 'same', bias=False, groups=1)",
+     "nn.Conv2d(3, 8, 3, stride=1, pad_mode='same', group=1, has_bias=False)"),
+    ("self.c = nn.Conv1d(4, 4, 3, padding=2, padding_mode='reflect')",
+     "TODO(msready MS100): padding_mode other than 'zeros'"),
+    ("self.bn = nn.BatchNorm2d(8, momentum=0.01)", "nn.BatchNorm2d(8, momentum=1 - 0.01)"),
+    ("self.bn = nn.BatchNorm1d(8)", "nn.BatchNorm1d(8)"),
+    ("self.bn = nn.BatchNorm2d(8, track_running_stats=False)",
+     "nn.BatchNorm2d(8, use_batch_statistics=True)"),
+    ("self.fc = nn.Linear(4, 2, bias=False)", "nn.Dense(4, 2, has_bias=False)"),
+    ("self.fc = nn.Linear(in_features=4, out_features=2)", "nn.Dense(4, 2)"),
+    ("self.d = nn.Dropout(0.2)", "nn.Dropout(p=0.2)"),
+    ("self.d = nn.Dropout()", "nn.Dropout(p=0.5)"),
+    ("self.e = nn.Embedding(100, 16, padding_idx=0)", "nn.Embedding(100, 16, padding_idx=0)"),
+    ("self.e = nn.Embedding(100, 16, sparse=True)", "TODO(msready MS301)"),
+    ("self.r = nn.LSTM(8, 16, 2, bias=False, batch_first=True)",
+     "nn.LSTM(8, 16, num_layers=2, has_bias=False, batch_first=True)"),
+    ("self.n = nn.LayerNorm(16)", "nn.LayerNorm(tuple(16) if isinstance(16, (list, tuple)) "
+                                  "else (16,), epsilon=1e-5)"),
+    ("self.n = nn.LayerNorm((4, 4), eps=1e-6)", "nn.LayerNorm((4, 4), epsilon=1e-6)"),
+    ("self.g = nn.GELU()", "nn.GELU(approximate=False)"),
+    ("self.g = nn.GELU(approximate='tanh')", "nn.GELU(approximate=True)"),
+    ("self.p = nn.MaxPool2d(3)", "nn.MaxPool2d(kernel_size=3, stride=3)"),
+    ("self.p = nn.AvgPool2d(2, stride=1, padding=1)",
+     "nn.AvgPool2d(kernel_size=2, stride=1, padding=1, pad_mode='pad')"),
+    ("self.s = nn.Sequential(nn.ReLU(), nn.Tanh())", "nn.SequentialCell([nn.ReLU(), nn.Tanh()])"),
+    ("self.s = nn.Sequential(*[nn.ReLU() for _ in range(2)])",
+     "nn.SequentialCell(*[nn.ReLU() for _ in range(2)])"),
+    ("self.l = nn.ModuleList([nn.ReLU()])", "nn.CellList([nn.ReLU()])"),
+    ("self.m = nn.ModuleDict({'a': nn.ReLU()})", "nn.CellDict({'a': nn.ReLU()})"),
+    ("self.w = nn.Parameter(torch.zeros(3, 4))", "Parameter(ops.zeros((3, 4))"),
+    ("self.register_buffer('steps', torch.zeros(1))",
+     "self.steps = Parameter(ops.zeros(1), requires_grad=False)"),
+    ("self.register_buffer('mask', None)", "self.mask = None"),
+    ("self.a = nn.Softmax(dim=1)", "nn.Softmax(axis=1)"),
+])
+def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> None:
+    assert expected in generated(tmp_path, module(init))
+
+
+@pytest.mark.parametrize(("forward", "expected"), [
+    ("return torch.cat([x, x], dim=1)", "ops.cat([x, x], axis=1)"),
+    ("return torch.cat([x, x], 1)", "ops.cat([x, x], 1)"),
+    ("return torch.zeros(2, 3) + torch.randn(2, 3)", "ops.zeros((2, 3)) + ops.randn(2, 3)"),
+    ("return torch.ones(2, device=x.device, requires_grad=False)", "ops.ones(2)"),
+    ("return F.relu(x)", "ops.relu(x)"),
+    ("return F.relu(x, inplace=True)", "ops.relu(x)"),
+    ("return torch.flatten(x, 1)", "ops.flatten(x, start_dim=1)"),
+    ("return F.softmax(x, dim=-1)", "ops.softmax(x, axis=-1)"),
+    ("return torch.log_softmax(x, dim=-1)", "ops.log_softmax(x, axis=-1)"),
+    ("return x.view(x.size(0), -1)", "x.view(x.shape[0], -1)"),
+    ("n = x.size()\nreturn x", "n = x.shape"),
+    ("return x.to(x.device)", "return x\n"),
+    ("return x.cuda()", "return x\n"),
+    ("return x.to(torch.float16)", "x.astype(mindspore.float16)"),
+    ("return x.float().type_as(x)", "x.float().astype(x.dtype)"),
+    ("return x.detach()", "ops.stop_gradient(x)"),
+    ("return x.transpose(1, 2)", "ops.swapaxes(x, 1, 2)"),
+    ("return x.permute(0, 2, 1).contiguous()", "x.permute(0, 2, 1).contiguous()"),
+    ("return torch.zeros(2, dtype=torch.float32)", "dtype=mindspore.float32"),
+])
+def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> None:
+    code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))
+    assert "def construct(self, x):" in code
+    assert expected in code
+
+
+def test_torch_imports_go_and_mindspore_imports_come(tmp_path: Path) -> None:
+    code = generated(tmp_path, "import math\n" + module("self.fc = nn.Linear(4, 4)"))
+    assert "import torch" not in code
+    assert "import math" in code
+    assert "from mindspore import Parameter, Tensor, mint, nn, ops" in code
+
+
+def test_untranslatable_call_keeps_its_torch_name_with_a_todo(tmp_path: Path) -> None:
+    code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)",
+                                      "return torch.cuda.current_device()"))
+    assert "# TODO(msready MS100): torch.cuda.current_device" in code
+    assert "return torch.cuda.current_device()" in code
+
+
+def test_module_level_script_code_is_dropped(tmp_path: Path) -> None:
+    body = module("self.fc = nn.Linear(4, 4)") + (
+        "\n\nSIZE = 4\nnet = Net()\n\nif __name__ == '__main__':\n    print(net)\n")
+    code = generated(tmp_path, body)
+    assert "SIZE = 4" in code
+    assert "net = Net()" not in code and "__main__" not in code
+
+
+def test_subclass_of_a_repository_module_keeps_its_base(tmp_path: Path) -> None:
+    body = module("self.fc = nn.Linear(4, 4)") + (
+        "\n\nclass Wide(Net):\n    def forward(self, x):\n        return self.fc(x) * 2\n")
+    code = generated(tmp_path, body)
+    assert "class Wide(Net):" in code
+    assert code.count("def construct(self, x):") == 2
+
+
+# ----- lookalikes the mechanism keeps quiet -----------------------------------------------
+
+def test_repository_class_named_like_a_torch_layer_is_not_translated(tmp_path: Path) -> None:
+    body = ("class Linear:\n    def __init__(self, a, b):\n        self.a = a\n\n\n"
+            + module("self.fc = Linear(4, 4)\nself.real = nn.Linear(4, 4)"))
+    code = generated(tmp_path, body)
+    assert "self.fc = Linear(4, 4)" in code
+    assert "self.real = nn.Dense(4, 4)" in code
+
+
+def test_non_tensor_size_and_numpy_calls_are_left_alone(tmp_path: Path) -> None:
+    body = "import numpy as np\n\n" + module(
+        "self.fc = nn.Linear(4, 4)\nself.sizes = {'a': 1}",
+        "n = len(self.sizes)\nk = np.concatenate([[1], [2]])\nreturn x")
+    code = generated(tmp_path, body)
+    assert "np.concatenate([[1], [2]])" in code
+    assert "len(self.sizes)" in code
+
+
+def test_attribute_named_like_a_torch_function_is_kept(tmp_path: Path) -> None:
+    body = "from torch.nn.functional import relu\n\n" + module(
+        "self.relu = nn.ReLU()", "return self.relu(relu(x))")
+    code = generated(tmp_path, body)
+    assert "self.relu = nn.ReLU()" in code
+    assert "return self.relu(ops.relu(x))" in code
+
+
+def test_keyword_named_like_an_import_is_kept(tmp_path: Path) -> None:
+    code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)",
+                                      "return F.softmax(x, dim=1).sum(dim=1)"))
+    assert "ops.softmax(x, axis=1).sum(dim=1)" in code
+
+
+def test_non_module_classes_are_not_cells(tmp_path: Path) -> None:
+    body = "class Config:\n    def forward(self):\n        return 1\n\n\n" + module(
+        "self.fc = nn.Linear(4, 4)")
+    code = generated(tmp_path, body)
+    assert "class Config:\n    def forward(self):" in code
+
+
+# ----- targets, failures, write mode ------------------------------------------------------
+
+def test_ascend_target_uses_the_table_target_with_torch_like_arguments(tmp_path: Path) -> None:
+    code = generated(tmp_path, module("self.c = nn.Conv2d(3, 8, 3, padding=1)"),
+                     target="ascend")
+    assert "self.c = mint.nn.Conv2d(3, 8, 3, padding=1)" in code
+
+
+def test_write_mode_marks_cells_not_run(tmp_path: Path) -> None:
+    result = scan_files({"example.py": HEADER + module("self.fc = nn.Linear(4, 4)")},
+                        target="cpu")
+    results = build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
+    assert [(r.torch_class, r.pynative, r.graph, r.error) for r in results] == [
+        ("example.Net", "skipped", "skipped", NOT_RUN)]
+    code = (tmp_path / "skeletons" / "example.py").read_text()
+    assert code.startswith(f"# msready: Net: skipped: {NOT_RUN}\n")
+
+
+def test_invalid_translation_falls_back_to_a_stub_that_parses(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object) -> FileTranslation:
+        return FileTranslation("class Net(nn.Cell:\n", ["Net"])
+
+    monkeypatch.setattr(generate, "translate_file", broken)
+    code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)"))
+    assert "class Net(nn.Cell):" in code
+    assert "# TODO(msready MS100): the translation did not produce valid Python" in code
+
+
+def test_notebook_and_unparsable_files_do_not_stop_generation(tmp_path: Path) -> None:
+    result = scan_files({"example.py": HEADER + module("self.fc = nn.Linear(4, 4)"),
+                         "old.py": "print 'python 2'\n"}, target="cpu")
+    results = build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
+    assert [r.torch_class for r in results] == ["example.Net"]
