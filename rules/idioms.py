@@ -259,6 +259,29 @@ def method_advice(ctx: FileContext, call: cst.Call) -> Advice | None:
     return advice
 
 
+_last_call: list[tuple[cst.Call, tuple[str, Advice, Confidence | None] | None]] = []
+
+
+def classify_call(ctx: FileContext,
+                  node: cst.Call) -> tuple[str, Advice, Confidence | None] | None:
+    """The symbol, advice and confidence for a call, or None. Every idiom rule asks about
+    the same node in turn, so the answer for the last node is kept."""
+    if _last_call and _last_call[0][0] is node:
+        return _last_call[0][1]
+    target = ctx.call_target(node)
+    advice = lookup(target)
+    found: tuple[str, Advice, Confidence | None] | None = None
+    if advice is not None and target is not None:
+        found = (target, advice, None)
+    else:
+        by_name = method_advice(ctx, node)
+        if by_name is not None and isinstance(node.func, cst.Attribute):
+            found = (target or by_name.symbol or node.func.attr.value, by_name,
+                     Confidence.MEDIUM)
+    _last_call[:] = [(node, found)]
+    return found
+
+
 class _IdiomRule(FileRule):
     category = Category.IDIOM
     severity = Severity.INFO
@@ -285,15 +308,10 @@ class _IdiomRule(FileRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         """Report table entries called here, and module/optimizer methods by name."""
-        target = self.ctx.call_target(node)
-        advice = lookup(target)
-        if advice is not None and target is not None:
-            self.emit(node, target, advice)
-            return
-        by_name = method_advice(self.ctx, node)
-        if by_name is not None and isinstance(node.func, cst.Attribute):
-            symbol = target or by_name.symbol or node.func.attr.value
-            self.emit(node, symbol, by_name, Confidence.MEDIUM)
+        found = classify_call(self.ctx, node)
+        if found is not None and found[1].rule == self.id:
+            symbol, advice, confidence = found
+            self.emit(node, symbol, advice, confidence)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         """Report bare decorators (``@torch.no_grad``, ``@torch.jit.script``)."""
