@@ -571,8 +571,8 @@ class TrainingStep(_IdiomRule):
     name = "training-step"
     severity = Severity.WARNING
     VALID = (
-        "import torch\n\ndef rollout(env, action, sched):\n    env.step(action)\n"
-        "    sched.step()\n",
+        "import torch\n\ndef rollout(env, action, sched, opt, scaler):\n    env.step(action)\n"
+        "    sched.step()\n    scaler.step(opt)\n",
         "import mindspore\n\ndef step(grad_fn, opt, x):\n    loss, grads = grad_fn(x)\n"
         "    opt(grads)\n",
     )
@@ -581,23 +581,40 @@ class TrainingStep(_IdiomRule):
         "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    for x, y in loader:\n"
         "        opt.zero_grad()\n        loss = torch.nn.functional.mse_loss(model(x), y)\n"
         "        loss.backward()\n        opt.step()\n",
+        "import torch\n\ndef train_epoch(model, optimizer, batches):\n    for x in batches:\n"
+        "        optimizer.zero_grad()\n        model(x).sum().backward()\n"
+        "        optimizer.step()\n",
     )
 
+    STEP = _a("MS609", "applies the gradients",
+              "Call the MindSpore optimizer with the gradients: `optimizer(grads)`.",
+              Severity.WARNING)
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # (function, receiver text) of objects whose zero_grad() was called: optimizers.
+        self._zeroed: set[tuple[str | None, str]] = set()
+
     def visit_Call(self, node: cst.Call) -> None:
-        """Report backward / zero_grad, and step() of an optimizer known by data flow."""
+        """Report backward / zero_grad, and step() of an optimizer: one built from
+        ``torch.optim`` in this function, or one whose ``zero_grad()`` ran before."""
         func = node.func
-        if (isinstance(func, cst.Attribute) and func.attr.value == "step"
-                and isinstance(func.value, cst.Name)):
-            value = self.ctx.value_of(func.value.value)
-            target = self.ctx.call_target(value) if isinstance(value, cst.Call) else None
-            if target is not None and target.startswith("torch.optim.") and (
-                    ".lr_scheduler." not in target):
-                self.emit(node, "torch.optim.Optimizer.step", _a(
-                    self.id, "applies the gradients",
-                    "Call the MindSpore optimizer with the gradients: `optimizer(grads)`.",
-                    Severity.WARNING))
+        if isinstance(func, cst.Attribute) and func.attr.value in ("step", "zero_grad"):
+            key = (self.ctx.function, self.ctx.text(func.value))
+            if func.attr.value == "zero_grad":
+                self._zeroed.add(key)
+            elif key in self._zeroed or self._built_optimizer(func.value):
+                self.emit(node, "torch.optim.Optimizer.step", self.STEP)
                 return
         super().visit_Call(node)
+
+    def _built_optimizer(self, receiver: cst.BaseExpression) -> bool:
+        if not isinstance(receiver, cst.Name):
+            return False
+        value = self.ctx.value_of(receiver.value)
+        target = self.ctx.call_target(value) if isinstance(value, cst.Call) else None
+        return target is not None and target.startswith("torch.optim.") and (
+            ".lr_scheduler." not in target)
 
 
 class MixedPrecision(_IdiomRule):
