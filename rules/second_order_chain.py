@@ -129,7 +129,9 @@ class ChainBuilder:
         self.constructed: dict[str, set[str]] = {}  # file path -> Module classes built there
         self.built_in: dict[str, set[str]] = {}  # caller function -> Module classes it builds
         self._submodule_cache: dict[str, set[str]] = {}
+        self._method_cache: dict[str, list[str]] = {}
         self._constructor_cache: dict[str, list[ResolvedCall]] = {}
+        self._classified: dict[str, tuple[str | None, bool, str, str]] = {}
         for rc in repo.calls:
             self.by_caller.setdefault(rc.call.caller, []).append(rc)
             for callee in rc.callees:
@@ -139,6 +141,7 @@ class ChainBuilder:
                 if resolved is not None and resolved.name in repo.module_classes:
                     self.constructed.setdefault(rc.file.path, set()).add(resolved.name)
                     self.built_in.setdefault(rc.call.caller, set()).add(resolved.name)
+        self.constructed_anywhere: set[str] = set().union(*self.constructed.values())
 
     # -- the training steps a site drags in ------------------------------------------------
 
@@ -206,8 +209,7 @@ class ChainBuilder:
         """Fallback for a local variable the model cannot follow: the Module classes
         built in the same file (or else anywhere) whose name matches the variable's, else
         the one Module class the calling function builds."""
-        pools = [self.constructed.get(rc.file.path, set()),
-                 set().union(*self.constructed.values()) if self.constructed else set()]
+        pools = [self.constructed.get(rc.file.path, set()), self.constructed_anywhere]
         for pool in pools:
             matches = {c for c in pool if name_matches(name, self.repo.classes[c].name)}
             if matches:
@@ -327,52 +329,79 @@ class ChainBuilder:
     def _model_methods(self, cls: str) -> list[str]:
         """The methods of a Module class that run the model: ``forward`` and its
         functional variants (``functional_forward``, ``forward_features``)."""
-        out = []
-        for holder in self.repo.mro(cls):
-            for method in self.repo.classes[holder].methods:
-                if "forward" in method:
-                    found = self.repo.find_method(cls, method)
-                    if found is not None:
-                        out.append(found)
-        return out
+        found = self._method_cache.get(cls)
+        if found is None:
+            found = []
+            for holder in self.repo.mro(cls):
+                for method in self.repo.classes[holder].methods:
+                    if "forward" in method:
+                        qualname = self.repo.find_method(cls, method)
+                        if qualname is not None and qualname not in found:
+                            found.append(qualname)
+            self._method_cache[cls] = found
+        return found
 
     def _constructors(self, cls: str) -> list[ResolvedCall]:
-        """Torch layer constructors (``nn.Conv2d(...)``) in a class's methods and the
-        helpers they call."""
+        """Torch layer constructors (``nn.Conv2d(...)``) in a class's methods and in the
+        helpers they call (but not in other Module classes, which are chained on their
+        own)."""
         found = self._constructor_cache.get(cls)
         if found is None:
             repo = self.repo
+            stack = [f"{holder}.{method}" for holder in repo.mro(cls)
+                     for method in repo.classes[holder].methods]
             functions: set[str] = set()
-            for holder in repo.mro(cls):
-                for method in repo.classes[holder].methods:
-                    qualname = f"{holder}.{method}"
-                    functions |= repo.reachable(qualname) or {qualname}
+            while stack:
+                fn = stack.pop()
+                if fn in functions:
+                    continue
+                functions.add(fn)
+                if fn in repo.graph:
+                    stack.extend(callee for callee in repo.graph.successors(fn)
+                                 if repo.owner_class(callee) in (None, cls)
+                                 or repo.owner_class(callee) not in repo.module_classes)
             found = [rc for fn in sorted(functions) for rc in self.by_caller.get(fn, [])
                      if rc.external is not None and is_torch_module_class(rc.external)]
             self._constructor_cache[cls] = found
         return found
 
-    def _ops(self, calls: Iterable[ResolvedCall], site: Site) -> list[ChainOp]:
-        out: dict[tuple[str, int, int, str], ChainOp] = {}
-        for rc in calls:
-            api = rc.external
-            if (api is None or rc is site.rc or api.split(".")[0] not in TORCH_ROOTS
-                    or api in NOT_OPS or api.startswith(_NOT_OP_PREFIXES)
-                    or rc.call.kind in _HELD_CALLS):  # a held layer: its constructor is
-                continue                                # the site reported
+    def _classify(self, api: str) -> tuple[str | None, bool, str, str]:
+        """An API's MindSpore target on the backend, whether the table knows the API, and
+        the measured status (``pass`` / ``fail`` / ``unmeasured`` / ``skip`` for APIs that
+        are not differentiable) with its error."""
+        found = self._classified.get(api)
+        if found is None:
             entry = self.table.lookup(api)
             target = entry.target(self.backend).api if entry is not None else None
             status, detail = self.measured.status(target)
-            if status == "untested" and any(r in detail for r in _NOT_DIFFERENTIABLE):
-                continue
             if status == "untested":
-                status = "unmeasured"
+                status = ("skip" if any(r in detail for r in _NOT_DIFFERENTIABLE)
+                          else "unmeasured")
+            found = (target, entry is not None, status, detail if status == "fail" else "")
+            self._classified[api] = found
+        return found
+
+    def _ops(self, calls: Iterable[ResolvedCall], site: Site) -> list[ChainOp]:
+        out: dict[tuple[str, int, int, str], ChainOp] = {}
+        done: set[int] = set()
+        for rc in calls:
+            api = rc.external
+            if id(rc) in done or api is None or rc is site.rc:
+                continue
+            done.add(id(rc))
+            if (api.split(".")[0] not in TORCH_ROOTS or api in NOT_OPS
+                    or api.startswith(_NOT_OP_PREFIXES)
+                    or rc.call.kind in _HELD_CALLS):  # a held layer: its constructor is
+                continue                                # the site reported
+            target, in_table, status, error = self._classify(api)
+            if status == "skip":
+                continue
             if status == "unmeasured" and rc.call.confidence == "low":
                 continue  # a method on an expression of unknown type, and nothing known
             span = rc.call.span
             key = (rc.file.path, span.line, span.column, api)
-            out[key] = ChainOp(api, rc.file.path, span, rc.call.cell, target, entry is not None,
-                               status, detail if status == "fail" else "")
+            out[key] = ChainOp(api, rc.file.path, span, rc.call.cell, target, in_table,
+                               status, error)
         return [out[k] for k in sorted(out)]
 
 
