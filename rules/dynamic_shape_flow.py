@@ -55,6 +55,16 @@ NUMBER_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.round",
                              "builtins.abs", "math.ceil", "math.floor", "math.sqrt"})
 MINMAX_BUILTINS = frozenset({"builtins.min", "builtins.max", "builtins.sum"})
 TEST_APIS = frozenset({"any", "all", "item", "equal", "is_nonzero", "allclose"})
+# Namespaces whose functions return tensors; other torch sub-namespaces (torch.cuda,
+# torch.jit, torch.distributed, ...) mostly answer questions with Python values.
+TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+NON_TENSOR_METHODS = SHAPE_METHODS | DATA_METHODS | frozenset({
+    "data_ptr", "type", "tolist", "numpy", "storage", "untyped_storage", "dim_order",
+    "__len__", "element_size", "nbytes", "itemsize", "names", "qscheme", "storage_offset",
+    "q_scale", "q_zero_point", "layout"})
+NON_TENSOR_FUNCTIONS = frozenset({"numel", "typename", "device", "dtype", "Size",
+                                  "compile", "no_grad", "enable_grad", "manual_seed",
+                                  "set_grad_enabled", "inference_mode", "load", "save"})
 _BIT_OPS = m.BitAnd() | m.BitOr() | m.BitXor()
 _IDENTITY_OPS = m.Is() | m.IsNot() | m.In() | m.NotIn()
 _PYTHON_LITERALS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
@@ -439,6 +449,8 @@ class Flow:
             if any(m.matches(c.operator, _IDENTITY_OPS) for c in expr.comparisons):
                 return False
             sides = [expr.left, *(c.comparator for c in expr.comparisons)]
+            if any(self._is_constant(s) for s in sides):
+                return False  # compared with a string, a container or torch.float32
             return any(self._is_tensor_value(s, seen, depth + 1) for s in sides)
         if isinstance(expr, cst.Call):
             api = torch_api(self.ctx, expr)
@@ -446,16 +458,52 @@ class Flow:
                 return True
         return self._is_tensor_value(expr, seen, depth + 1)
 
+    def _is_constant(self, expr: cst.BaseExpression) -> bool:
+        """A string or container literal, or a torch constant (``torch.float32``)."""
+        if isinstance(expr, _PYTHON_LITERALS):
+            return True
+        return isinstance(expr, cst.Attribute) and (self.ctx.qualify(expr) or "").startswith(
+            "torch.")
+
     def _is_tensor_value(self, expr: cst.BaseExpression, seen: frozenset[str], depth: int
                          ) -> bool:
+        """True for a tensor computed from data (not a flag such as
+        ``torch.cuda.is_available()`` or a comparison of unknown Python values)."""
+        if depth > MAX_DEPTH:
+            return False
         if self.is_shape(expr, seen, depth) or self.is_python(expr, seen, depth):
             return False
-        if (self.is_runtime(expr, seen, depth) or self.is_bool(expr, seen, depth)
-                or self.is_varlen(expr, seen, depth)):
+        if self.is_runtime(expr, seen, depth) or self.is_varlen(expr, seen, depth):
             return True
-        if isinstance(expr, (cst.Name, cst.Call, cst.Subscript)):
-            return self.ctx.is_tensor(expr)
-        return False
+        if isinstance(expr, cst.Call):
+            return self._returns_tensor(expr, seen, depth)
+        if isinstance(expr, cst.Subscript):
+            return self._is_tensor_value(expr.value, seen, depth + 1)
+        if isinstance(expr, cst.Comparison):
+            return self.is_tensor_test(expr, seen, depth + 1)
+        if isinstance(expr, (cst.UnaryOperation, cst.BinaryOperation)):
+            return self.is_bool(expr, seen, depth)
+        recalled = self._recall(expr, seen, "bool")
+        if recalled is not None:
+            return recalled
+        nxt = self._follow(expr, seen)
+        return nxt is not None and self._is_tensor_value(nxt[0], nxt[1], depth + 1)
+
+    def _returns_tensor(self, call: cst.Call, seen: frozenset[str], depth: int) -> bool:
+        """True for a torch function returning a tensor, or a Tensor method returning one
+        called on a value the flow knows is a tensor."""
+        api = torch_api(self.ctx, call)
+        if api is None:
+            target = call_target(self.ctx, call) or ""
+            return target.startswith(TENSOR_NAMESPACES)
+        name, is_method = api
+        if name.startswith(("is_", "_", "get_", "set_", "has_")):
+            return False
+        if not is_method:
+            return name not in NON_TENSOR_FUNCTIONS
+        inner = receiver(call)
+        return (name not in NON_TENSOR_METHODS and inner is not None
+                and self._is_tensor_value(inner, seen, depth + 1))
 
 
 # ----- rule bases ------------------------------------------------------------------------

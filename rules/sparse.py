@@ -319,8 +319,12 @@ _OP_SUGGESTION = (
     "Element-wise add/sub/mul/div of two sparse tensors exist as `COOTensor.add`, "
     "`CSRTensor.add`, `ops.coo_*` / `ops.csr_*` (GPU/CPU); anything else needs the dense "
     "tensor: " + DENSE_GOES)
+# Questions about a tensor that any layout answers.
+_METADATA = frozenset({"size", "dim", "numel", "nelement", "ndimension", "stride", "type",
+                       "element_size", "get_device", "data_ptr", "layout", "dtype",
+                       "device", "sparse_dim", "dense_dim", "_nnz"})
 _HANDLED = (SparseInternals.METHODS | frozenset({"mm", "matmul", "bmm", "mv", "addmm",
-                                                 "spmm"}) | frozenset(CONVERTERS))
+                                                 "spmm"}) | frozenset(CONVERTERS) | _METADATA)
 
 
 class SparseOp(SparseRule):
@@ -357,7 +361,8 @@ class SparseOp(SparseRule):
             self._report(node, target)
             return
         api = torch_api(self.ctx, node)
-        if api is None or api[0] in _HANDLED or self.flow.constructor(node) is not None:
+        if (api is None or api[0] in _HANDLED or api[0].startswith("is_")
+                or self.flow.constructor(node) is not None):
             return
         if self.flow.is_sparse(node):
             return  # a layout-keeping method: the tensor stays sparse, nothing computed
@@ -445,9 +450,11 @@ class SparseArgument(SparseRule):
                     self.passed.append((callee, key, self.ctx.function or ""))
             return
         target = call_target(self.ctx, node) or ""
-        if target in MATMUL_APIS or not target.startswith("torch."):
+        api = torch_api(self.ctx, node)
+        if target in MATMUL_APIS or api is None or api[0] in _METADATA or api[0].startswith(
+                "is_"):
             return
-        inner = receiver(node) if target.startswith("torch.Tensor.") else None
+        inner = receiver(node) if api[1] else None
         for operand in [a.value for a in node.args] + ([inner] if inner is not None else []):
             self._use(operand, node, target)
 
