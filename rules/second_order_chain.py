@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from msready.analyzer.apitable import load_table
 from msready.analyzer.facts import Arg, CallKind, CallSite
 from msready.analyzer.findings import Span
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel, ResolvedCall
 from msready.rules.second_order_sites import (
+    Flag,
     Site,
     bound_name,
     find_sites,
@@ -142,6 +143,31 @@ class ChainBuilder:
                     self.constructed.setdefault(rc.file.path, set()).add(resolved.name)
                     self.built_in.setdefault(rc.call.caller, set()).add(resolved.name)
         self.constructed_anywhere: set[str] = set().union(*self.constructed.values())
+
+    # -- a create_graph that a parameter decides -------------------------------------------
+
+    def settle(self, site: Site) -> Site | None:
+        """Decide ``create_graph=<parameter>`` from what the callers pass: dropped when
+        every caller passes a false literal, certain when one passes a true literal."""
+        flag = site.flag
+        fact = self.repo.functions.get(site.function)
+        if flag.value != "maybe" or fact is None or flag.text not in fact.params:
+            return site
+        index = fact.params.index(flag.text)
+        passed = []
+        for rc in self.callers_of.get(site.function, []):
+            offset = 1 if (fact.class_qualname is not None and rc.call.kind in (
+                CallKind.SELF_METHOD, CallKind.SUPER)) else 0
+            passed.append((rc, _argument_for(rc.call, flag.text, index - offset)))
+        if passed and all(args and args[0].is_literal and not args[0].literal
+                          for _, args in passed):
+            return None
+        for rc, args in passed:
+            if args and args[0].is_literal and args[0].literal:
+                where = f"{rc.file.path}:{rc.call.span.line}"
+                return replace(site, flag=Flag("yes", flag.text),
+                               how=f"create_graph={flag.text}, passed as True at {where}")
+        return site
 
     # -- the training steps a site drags in ------------------------------------------------
 
@@ -436,7 +462,8 @@ def analyse(repo: RepositoryModel) -> Analysis:
     if found is None:
         backend = str(getattr(repo, "target", "ascend"))
         builder = ChainBuilder(repo, backend)
-        found = Analysis([(site, builder.build(site)) for site in find_sites(repo)], builder)
+        sites = [s for site in find_sites(repo) if (s := builder.settle(site)) is not None]
+        found = Analysis([(site, builder.build(site)) for site in sites], builder)
         _ANALYSES[repo] = found
     return found
 

@@ -411,3 +411,25 @@ def train(data, opt):
     outer = next(f for f in _ours(result, "MS404") if f.location.line == 15)
     assert outer.message.startswith("`critic_loss` calls `gradient_penalty`, which takes")
     assert _ours(result, "MS402")  # the critic is still found through two callers
+
+
+PASS_THROUGH = """\
+import torch
+
+
+def input_grad(y, x, create_graph):
+    return torch.autograd.grad(y, x, create_graph=create_graph)[0]
+
+
+def use(model, x):
+    return input_grad(model(x).sum(), x, {flag})
+"""
+
+
+def test_create_graph_decided_by_the_callers() -> None:
+    assert _ours(_scan(PASS_THROUGH.format(flag="False"))) == []
+    [site] = _ours(_scan(PASS_THROUGH.format(flag="create_graph=True")), "MS401")
+    assert "passed as True at example.py:9" in site.message
+    assert site.confidence.value == "high"
+    [site] = _ours(_scan(PASS_THROUGH.format(flag="flag")), "MS401")
+    assert site.confidence.value == "medium"
