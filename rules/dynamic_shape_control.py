@@ -56,6 +56,10 @@ class TensorControlFlow(DynamicRule):
                    "            raise ValueError('nan input')\n        return x\n"),
         in_forward("        if y is None:\n            return x\n        return x + y\n"),
         in_forward("        for i in range(x.size(0)):\n            x = x + 1\n        return x\n"),
+        in_forward("        if torch.cuda.is_available() and not torch.jit.is_scripting():\n"
+                   "            x = x.cuda()\n        return x\n"),
+        in_forward("        for part in y.keys():\n            if part.split('.')[0] == '':\n"
+                   "                x = x + 1\n        return x\n"),
         "import torch\n\ndef train_step(loss):\n    if loss.item() > 10:\n"
         "        return None\n    return loss\n",
     )

@@ -346,6 +346,8 @@ class SparseOp(SparseRule):
     VALID = (
         _IMPORTS + "def f(a, b):\n    return torch.softmax(a + b, dim=-1)\n",
         _IMPORTS + "def f(i, v):\n    s = torch.sparse_coo_tensor(i, v)\n    return s.indices()\n",
+        _IMPORTS + "def f(s):\n    s = s.to_sparse()\n"
+        "    return s.size(0), s.numel(), s.is_sparse\n",
     )
     INVALID = (
         _IMPORTS + "def f(s):\n    return torch.sparse.sum(s, dim=1)\n",
