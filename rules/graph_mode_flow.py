@@ -10,6 +10,7 @@ Python bool, ``x.shape`` is a tuple, and a comparison of a tensor is still a ten
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 
 import libcst as cst
 import libcst.matchers as m
@@ -543,59 +544,87 @@ def _optimizer(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
     return False
 
 
-class TensorBranchInGraph(GraphRule):
-    """Flags Python `if` / `while` / conditional expressions whose condition is a tensor
-    value: `if mask.any():`, `if t.sum() > 0:`, `while err > tol:` with `err` a tensor.
+class TensorCheckInGraph(GraphRule):
+    """Flags Python `if` statements on a tensor value whose branches only check or report:
+    `if torch.isnan(x).any(): raise ...`, `if loss.sum() > 0: print(...)`. Branches that
+    build values on a tensor condition are the dynamic-shape family's (MS213).
 
-    A static graph cannot branch on a runtime tensor value in Python: MindSpore either
-    compiles both branches into control flow with matching outputs or fails, and loops
-    on tensors are unrolled or rejected.
+    A static graph cannot evaluate a Python condition on tensor data: raising on a runtime
+    value needs `jit_syntax_level=LAX`, and `print`/`logging` inside such a branch run at
+    compile time, not when the condition holds.
 
-    Compute both results and pick with a mask (`ops.select(cond, a, b)`, `ops.where`),
-    or decide the branch from shapes, dtypes and constructor arguments, which are
-    compile-time constants.
+    Validate inputs outside `construct` (in the data pipeline or the training step), use
+    `ops.print_` for run-time debugging output, or drop the check in the ported Cell.
     """
 
     id = "MS518"
-    name = "tensor-branch-in-graph"
+    name = "tensor-check-in-graph"
+    REPORTING = ("builtins.print", "logging.", "warnings.")
+    LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception",
+                             "critical", "log"})
     VALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
-        "        if x.dim() == 4 and self.training:\n            x = x.flatten(1)\n"
-        "        if torch.jit.is_scripting():\n            return x\n        return x\n",
+        "        if x.dim() != 4 and self.training:\n            raise ValueError('NCHW')\n"
+        "        if torch.jit.is_scripting():\n            print('scripted')\n        return x\n",
         "import torch\n\ndef train(model, x):\n    loss = model(x).sum()\n"
         "    if loss > 10:\n        print('diverged')\n\n"
         "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x, name, seen):\n"
         "        parts = name.split('.')\n        if parts[0] == 'head' or seen.values():\n"
-        "            return x\n        return -x\n",
+        "            raise KeyError(name)\n        return -x\n",
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        if x.sum() > 0:\n            x = -x\n        return x\n",
     )
     INVALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
-        "        if x.sum() > 0:\n            return x\n        return -x\n",
-        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
-        "        err = torch.norm(x)\n        while err > 1e-3:\n            x = x / 2\n"
-        "            err = torch.norm(x)\n        return x\n",
+        "        if torch.isnan(x).any():\n            raise ValueError('nan input')\n"
+        "        return x\n",
+        "import logging\nimport torch\n\nlog = logging.getLogger(__name__)\n\n"
+        "class Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        if not (x.abs().max() < 1e4):\n            log.warning('large input')\n"
+        "        return x\n",
     )
 
     def visit_If(self, node: cst.If) -> None:
-        """Report an if statement on a tensor."""
-        self._check(node.test, "if")
-
-    def visit_While(self, node: cst.While) -> None:
-        """Report a while loop on a tensor."""
-        self._check(node.test, "while")
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        """Report a conditional expression on a tensor."""
-        self._check(node.test, "if-else expression")
-
-    def _check(self, test: cst.BaseExpression, keyword: str) -> None:
-        if not _tensor_test(self.ctx, test):
+        """Report an if statement on a tensor whose branches only raise or report."""
+        if not _tensor_test(self.ctx, node.test) or not self._only_reports(node):
             return
-        self.report(test, f"`{keyword} {self.ctx.text(test)}` branches on a runtime tensor "
-                    f"value in forward; {GRAPH} cannot decide a Python branch from tensor data.",
-                    "Compute both results and choose with a mask (`ops.select(cond, a, b)`), "
-                    "or branch on shapes/constants only.", symbol=keyword)
+        self.report(node.test, f"`if {self.ctx.text(node.test)}` checks a runtime tensor value "
+                    f"in forward; {GRAPH} cannot evaluate a Python condition on tensor data.",
+                    "Validate the inputs outside `construct`, use `ops.print_` for run-time "
+                    "output, or drop the check in the port.", symbol="if")
+
+    def _only_reports(self, node: cst.If) -> bool:
+        blocks: list[cst.BaseSuite] = [node.body]
+        if isinstance(node.orelse, cst.If):
+            return False
+        if isinstance(node.orelse, cst.Else):
+            blocks.append(node.orelse.body)
+        return all(self._reporting(stmt) for block in blocks for stmt in _statements(block))
+
+    def _reporting(self, stmt: cst.CSTNode) -> bool:
+        if isinstance(stmt, (cst.Raise, cst.Pass)):
+            return True
+        if not (isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call)):
+            return False
+        func = stmt.value.func
+        target = self.ctx.qualify(func) or ""
+        if target.startswith(self.REPORTING):
+            return True
+        return isinstance(func, cst.Attribute) and func.attr.value in self.LOG_METHODS
+
+
+def _statements(block: cst.BaseSuite) -> Iterator[cst.CSTNode]:
+    """The simple and compound statements of a suite, in order."""
+    if isinstance(block, cst.IndentedBlock):
+        for stmt in block.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                yield from stmt.body
+            else:
+                yield stmt
+    else:
+        assert isinstance(block, cst.SimpleStatementSuite)
+        yield from block.body
 
 
 def _tensor_test(ctx: FileContext, test: cst.BaseExpression) -> bool:
