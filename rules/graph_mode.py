@@ -35,8 +35,9 @@ from msready.rules.graph_mode_flow import (
 THREAD_MODULES = ("threading", "multiprocessing", "concurrent", "_thread", "subprocess",
                   "torch.multiprocessing", "queue")
 # Modules whose calls other rules of this family own, or that are fine in a graph.
+# (torch_scatter's segment ops are the dynamic-shape family's.)
 QUIET_ROOTS = frozenset({"torch", "torchvision", "builtins", "math", "typing", "mindspore",
-                         "logging", "warnings", "typing_extensions", "abc"})
+                         "logging", "warnings", "typing_extensions", "abc", "torch_scatter"})
 OUTPUT_ROOTS = frozenset({"logging", "warnings"})
 # Pure-Python helpers: harmless on constants at compile time, so only worth a note.
 PURE_STDLIB = frozenset({"functools", "itertools", "operator", "collections", "copy",
