@@ -347,7 +347,7 @@ class GeneratorInGraph(GraphRule):
 
     def visit_Yield(self, node: cst.Yield) -> None:
         """Report a yield expression."""
-        self.report(node, f"a generator (`yield`) runs in forward; {GRAPH} cannot compile "
+        self.report(node, f"A generator (`yield`) runs in forward; {GRAPH} cannot compile "
                     "lazy generators.", "Build and return a tuple or list instead of yielding.",
                     symbol="yield")
 
