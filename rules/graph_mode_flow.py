@@ -1,5 +1,6 @@
-"""What the graph-mode rules ask of an expression: does it hold a torch tensor, is it a
-device, which statement or function encloses it.
+"""Graph-mode hazards that depend on what a value holds (MS504, MS513-MS518), and the
+helpers every graph-mode rule asks: does an expression hold a torch tensor, is it a
+device, is it a plain Python or other-framework value, which function encloses it.
 
 The walk's own data flow (:meth:`FileContext.is_tensor`) treats every ``torch.Tensor``
 method as returning a tensor; these helpers add what graph-mode hazards need on top:
