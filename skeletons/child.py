@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from msready.skeletons.weights import weight_map
+from msready.skeletons.weights import fit_shape, weight_map
 
 MARK = "@@msready "
 _NOISE = ("----", "- C++ Call Stack", "- Python Call Stack", "Traceback", "(See file")
@@ -95,17 +95,18 @@ def run_cell(ms: Any, job: dict[str, Any]) -> dict[str, Any]:
     return res
 
 
-def _load_torch(ms: Any, cell: Any, names: dict[str, str | None], npz: Path) -> Any:
+def _load_torch(ms: Any, cell: Any, weights: dict[str, Any], npz: Path) -> Any:
     """Copy the torch module's weights into the Cell; return the torch output."""
     data = np.load(npz)
     params = {p.name: p for p in cell.get_parameters()}
     for key in data.files:
         if not key.startswith("param:"):
             continue
-        name = names.get(key[len("param:"):])
+        name = weights["params"].get(key[len("param:"):])
         if name is None or name not in params:
             continue
-        params[name].set_data(ms.Tensor(data[key]).astype(params[name].dtype))
+        value = fit_shape(data[key], tuple(params[name].shape))
+        params[name].set_data(ms.Tensor(value).astype(params[name].dtype))
     return np.asarray(data["output"], dtype=np.float64)
 
 

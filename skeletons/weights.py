@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 _BATCH_NORM = {"gamma": "weight", "beta": "bias", "moving_mean": "running_mean",
                "moving_variance": "running_var"}
 _NORM = {"gamma": "weight", "beta": "bias"}
@@ -33,20 +35,33 @@ CELL_EXTRA: dict[str, tuple[str, ...]] = {
 }
 
 
-def weight_map(cell: Any) -> dict[str, str | None]:
-    """torch ``state_dict`` key -> MindSpore parameter name (None: nothing to load) for an
-    instantiated MindSpore Cell."""
+def weight_map(cell: Any) -> dict[str, Any]:
+    """For an instantiated MindSpore Cell: ``params`` (torch ``state_dict`` key ->
+    MindSpore parameter name, None when there is nothing to load) and ``shapes``
+    (MindSpore parameter name -> shape, for weights laid out differently, such as Conv1d's
+    ``(out, in, 1, k)`` against torch's ``(out, in, k)``)."""
     cells = dict(cell.cells_and_names())
-    out: dict[str, str | None] = {}
+    params: dict[str, str | None] = {}
+    shapes: dict[str, list[int]] = {}
     for name, param in cell.parameters_and_names():
         prefix, _, leaf = name.rpartition(".")
         kind = type(cells.get(prefix)).__name__
         torch_leaf = CELL_RENAMES.get(kind, {}).get(leaf, leaf)
-        out[f"{prefix}.{torch_leaf}" if prefix else torch_leaf] = param.name
+        params[f"{prefix}.{torch_leaf}" if prefix else torch_leaf] = param.name
+        shapes[param.name] = [int(d) for d in param.shape]
     for prefix, sub in cells.items():
         for extra in CELL_EXTRA.get(type(sub).__name__, ()):
-            out[f"{prefix}.{extra}" if prefix else extra] = None
-    return out
+            params[f"{prefix}.{extra}" if prefix else extra] = None
+    return {"params": params, "shapes": shapes}
+
+
+def fit_shape(array: Any, shape: list[int] | tuple[int, ...] | None) -> Any:
+    """``array`` reshaped to the MindSpore parameter's shape when only the layout differs."""
+    if shape is None or tuple(array.shape) == tuple(shape):
+        return array
+    if int(np.prod(array.shape)) == int(np.prod(shape)):
+        return array.reshape(tuple(shape))
+    return array
 
 
 def builtin_map(keys: list[str], shapes: Mapping[str, tuple[int, ...]]) -> dict[str, str | None]:
@@ -95,19 +110,42 @@ def _state_dict(loaded: object) -> dict[str, Any] | None:
     return None
 
 
-def _read_map(path: Path, keys: list[str]) -> dict[str, str | None]:
-    """A weight map file: flat (torch key -> name) or per class (the class whose keys
-    match the checkpoint best)."""
+Names = dict[str, str | None]
+Shapes = dict[str, list[int]]
+
+
+def _read_map(path: Path, keys: list[str]) -> tuple[Names, Shapes]:
+    """A weight map file: one class's ``{"params", "shapes"}``, a flat torch key -> name
+    object, or a generated file's map (per class; the class whose keys match the
+    checkpoint best)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise ValueError("the map is not a JSON object")
     if all(isinstance(v, (str, type(None))) for v in data.values()):
-        return dict(data)
-    per_class = {k: v for k, v in data.items() if isinstance(v, dict)}
-    if not per_class:
+        return dict(data), {}
+    if isinstance(data.get("params"), dict):
+        return _entry(data)
+    per_class = [v for v in data.values() if isinstance(v, dict)]
+    entries = [_entry(v) for v in per_class]
+    if not entries:
         raise ValueError("the map holds no torch -> MindSpore names")
-    best = max(per_class.values(), key=lambda v: len(set(v) & set(keys)))
-    return {str(k): (None if v is None else str(v)) for k, v in best.items()}
+    return max(entries, key=lambda e: len(set(e[0]) & set(keys)))
+
+
+def _entry(raw: dict[str, Any]) -> tuple[Names, Shapes]:
+    params = raw.get("params", raw)
+    shapes = raw.get("shapes", {})
+    if not isinstance(params, dict) or not isinstance(shapes, dict):
+        raise ValueError("the map's params and shapes must be objects")
+    return ({str(k): (None if v is None else str(v)) for k, v in params.items()},
+            {str(k): [int(d) for d in v] for k, v in shapes.items()})
+
+
+def _builtin_shape(key: str, shape: tuple[int, ...]) -> list[int] | None:
+    """Without a map: a 3-D ``weight`` is a Conv1d kernel, 2-D in MindSpore."""
+    if key.rpartition(".")[2] == "weight" and len(shape) == 3:
+        return [shape[0], shape[1], 1, shape[2]]
+    return None
 
 
 def convert_checkpoint(pth: Path, ckpt: Path, weight_map: Path | None) -> int:
@@ -128,10 +166,15 @@ def convert_checkpoint(pth: Path, ckpt: Path, weight_map: Path | None) -> int:
     if tensors is None:
         return _error(f"{pth} holds no state_dict of tensors")
     keys = list(tensors)
+    torch_shapes = {k: tuple(int(d) for d in v.shape) for k, v in tensors.items()}
     try:
-        names = _read_map(weight_map, keys) if weight_map is not None else builtin_map(
-            keys, {k: tuple(v.shape) for k, v in tensors.items()})
-    except (OSError, ValueError) as exc:
+        if weight_map is not None:
+            names, shapes = _read_map(weight_map, keys)
+        else:
+            names = builtin_map(keys, torch_shapes)
+            shapes = {str(names[k]): s for k in keys
+                      if names.get(k) and (s := _builtin_shape(k, torch_shapes[k]))}
+    except (OSError, ValueError, TypeError) as exc:
         return _error(f"cannot read weight map {weight_map}: {exc}")
     mindspore = importlib.import_module("mindspore")
     params: list[dict[str, Any]] = []
@@ -143,7 +186,7 @@ def convert_checkpoint(pth: Path, ckpt: Path, weight_map: Path | None) -> int:
         name = names[key]
         if name is None:
             continue
-        array = value.detach().cpu().numpy()
+        array = fit_shape(value.detach().cpu().numpy(), shapes.get(name))
         params.append({"name": name, "data": mindspore.Tensor(array)})
     if not params:
         return _error("no checkpoint key matches the weight map")

@@ -102,14 +102,16 @@ def test_weight_maps_are_written_next_to_the_cells(tmp_root: Path) -> None:
 
     out, _ = run_example("cnn", tmp_root)
     mapping = json.loads((out / "skeletons" / "models" / "net.py.weights.json").read_text())
-    cnn = mapping["CNN"]
+    cnn = mapping["CNN"]["params"]
     assert cnn["features.0.bn.weight"] == "features.0.bn.gamma"
     assert cnn["features.0.bn.running_var"] == "features.0.bn.moving_variance"
     assert cnn["features.2.conv.weight"] == "features.2.conv.weight"
     assert cnn["classifier.bias"] == "classifier.bias"
     assert cnn["features.0.bn.num_batches_tracked"] is None
+    assert mapping["CNN"]["shapes"]["features.0.conv.weight"] == [8, 3, 3, 3]
     lm_out, _ = run_example("lm", tmp_root)
-    lm = json.loads((lm_out / "skeletons" / "lm.py.weights.json").read_text())["LanguageModel"]
+    lm_map = json.loads((lm_out / "skeletons" / "lm.py.weights.json").read_text())
+    lm = lm_map["LanguageModel"]["params"]
     assert lm["embed.weight"] == "embed.embedding_table"
     assert lm["rnn.weight_hh_l1"] == "rnn.weight_hh_l1"
 
