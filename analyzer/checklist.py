@@ -114,6 +114,17 @@ def _class_where(model: RepositoryModel, cls: str) -> _Where:
     return _Where(model.modules[module].path, fact.span.line, fact.cell)
 
 
+def _in_ema_class(model: RepositoryModel, fn: str) -> bool:
+    owner = model.owner_class(fn)
+    fact = model.classes.get(owner) if owner else None
+    return fact is not None and "ema" in name_words(fact.name)
+
+
+def _function_where(model: RepositoryModel, fn: str) -> _Where:
+    fact = model.functions[fn]
+    return _Where(model.modules[model.function_module[fn]].path, fact.span.line, fact.cell)
+
+
 def containment(model: RepositoryModel) -> nx.DiGraph:
     """Module class -> the repository Module classes its attributes hold (edge ``attr``)."""
     graph = nx.DiGraph()
@@ -226,12 +237,15 @@ def optimizer_items(model: RepositoryModel) -> list[ChecklistItem]:
     return items or [_missing(OPTIMIZER, "torch.optim optimizer")]
 
 
-def lr_items(model: RepositoryModel) -> list[ChecklistItem]:
-    """Learning-rate schedulers and their parameters."""
+def lr_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistItem]:
+    """Learning-rate schedulers and their parameters, and learning rates set by hand."""
     calls = torch_calls(model, lambda n: n.startswith("torch.optim.lr_scheduler.")
                         and _short(n)[:1].isupper())
     items = [_item(LR_POLICY, f"scheduler {_short(rc.external or '')}",
                    _args_text(rc.call.args, True), _call_where(rc)) for rc in calls]
+    items += [_item(LR_POLICY, "learning rate set by hand", f"{f.name} {f.value}",
+                    _Where(f.path, f.line, f.cell))
+              for f in facts if f.key == "learning-rate policy"]
     return items or [_missing(LR_POLICY, "torch.optim.lr_scheduler scheduler")]
 
 
@@ -275,6 +289,11 @@ def process_items(model: RepositoryModel, facts: list[SourceFact]) -> list[Check
             found += [_item(PROCESS, point, f"class {model.classes[c].name} (named for EMA)",
                             _class_where(model, c))
                       for c in sorted(model.classes) if "ema" in name_words(model.classes[c].name)]
+            found += [_item(PROCESS, point, f"function {model.short_name(fn)} (named for EMA)",
+                            _function_where(model, fn))
+                      for fn in sorted(model.functions)
+                      if "ema" in name_words(model.functions[fn].name)
+                      and not _in_ema_class(model, fn)]
         items += found or [_missing(PROCESS, point)]
     return items
 
@@ -346,7 +365,7 @@ def build_checklist(result: ScanResult) -> list[ChecklistItem]:
     return [
         *_guarded(STRUCTURE, lambda: structure_items(model)),
         *_guarded(DATA, lambda: data_items(model)),
-        *_guarded(LR_POLICY, lambda: lr_items(model)),
+        *_guarded(LR_POLICY, lambda: lr_items(model, source)),
         *_guarded(OPTIMIZER, lambda: optimizer_items(model)),
         *unread,
         *_guarded(TRAINING, lambda: training_items(model, source)),

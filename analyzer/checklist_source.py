@@ -141,6 +141,41 @@ def constant_facts(text: str, tree: ast.Module, path: str,
                 yield SourceFact(key, name, shown, path, line, cell)
 
 
+def _lr_key(target: ast.expr) -> ast.expr | None:
+    """The container of a ``<container>["lr"]`` assignment target, else None."""
+    if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
+            and target.slice.value == "lr"):
+        return target.value
+    return None
+
+
+def _mentions_param_groups(expr: ast.expr) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "param_groups" for n in ast.walk(expr))
+
+
+def lr_update_facts(text: str, tree: ast.Module, path: str,
+                    cell: int | None) -> Iterator[SourceFact]:
+    """A hand-written learning-rate policy: ``group["lr"] = ...`` for the groups of
+    ``optimizer.param_groups`` (in a loop over them or indexed directly)."""
+    groups: set[str] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+                and _mentions_param_groups(node.iter)):
+            groups.add(node.target.id)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            container = _lr_key(target)
+            if container is None:
+                continue
+            if ((isinstance(container, ast.Name) and container.id in groups)
+                    or _mentions_param_groups(container)):
+                yield SourceFact("learning-rate policy", _segment(text, target),
+                                 f"set by code: {_segment(text, node.value)}", path,
+                                 node.lineno, cell)
+
+
 def _has_modulo(expr: ast.expr) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(expr))
 
@@ -204,6 +239,7 @@ def source_facts(sources: dict[tuple[str, int | None], str]) -> list[SourceFact]
         facts.extend(argparse_facts(text, tree, path, cell))
         facts.extend(constant_facts(text, tree, path, cell))
         facts.extend(accumulation_facts(tree, path, cell))
+        facts.extend(lr_update_facts(text, tree, path, cell))
     unique = list(dict.fromkeys(facts))
     unique.sort(key=lambda f: (f.path, f.cell or 0, f.line))
     return unique

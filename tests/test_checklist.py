@@ -320,3 +320,43 @@ def test_a_failing_section_is_reported_not_raised() -> None:
     # Sections that do not read the calls are untouched.
     assert [(c.item, c.value) for c in checklist if c.section == "Network structure"] == [
         ("nn.Module classes", NOT_FOUND)]
+
+
+def test_hand_written_learning_rate_policy() -> None:
+    result = _scan('''\
+def adjust_learning_rate(optimizer, epoch, base):
+    lr = base * (0.1 ** (epoch // 30))
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.param_groups[0]["lr"] = lr * 2
+    settings = {}
+    settings["lr"] = lr
+''')
+    assert _values(result, "Learning-rate policy", "learning rate set by hand") == [
+        ('group["lr"] set by code: lr', "train.py", 4),
+        ('optimizer.param_groups[0]["lr"] set by code: lr * 2', "train.py", 5)]
+
+
+def test_ema_functions_and_methods_by_name() -> None:
+    result = _scan('''\
+import torch
+
+
+class Trainer:
+    def update_ema(self):
+        pass
+
+
+class ModelEMA:
+    def update(self):
+        pass
+
+    def ema_step(self):
+        pass
+
+
+def schema_check():
+    pass
+''')
+    assert [v for v, _, _ in _values(result, "Training process", "EMA")] == [
+        "class ModelEMA (named for EMA)", "function Trainer.update_ema (named for EMA)"]
