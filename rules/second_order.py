@@ -46,6 +46,10 @@ _REWRITES = {
 }
 
 
+_STATUS_WORDS = {"pass": "second order runs", "fail": "second order fails",
+                 "unmeasured": "unmeasured"}
+
+
 def _location(rc: ResolvedCall) -> Location:
     return Location.at(rc.file.path, rc.call.span, rc.call.cell)
 
@@ -85,7 +89,27 @@ def _summary(repo: RepositoryModel, chain: Chain, backend: str, measured_on: str
     text = where + ", ".join(parts)
     if chain.unresolved:
         text += f"; msready could not follow {', '.join(sorted(set(chain.unresolved)))}"
-    return text
+    listed = _api_list(chain)
+    return text + (f". APIs on the chain: {listed}" if listed else "")
+
+
+def _api_list(chain: Chain, limit: int = 12) -> str:
+    """``torch.nn.Conv2d → mindspore.nn.Conv2d (pass), ...`` for the chain's APIs."""
+    first: dict[str, ChainOp] = {}
+    for op in chain.ops:
+        if op.api not in first or op.status == "fail":
+            first[op.api] = op
+    items = []
+    for api in sorted(first, key=lambda a: (first[a].status != "fail", a))[:limit]:
+        op = first[api]
+        if not op.in_table:
+            items.append(f"{api} (not in the table)")
+        elif op.target is None:
+            items.append(f"{api} (no MindSpore target)")
+        else:
+            items.append(f"{api} → {op.target} ({_STATUS_WORDS[op.status]})")
+    more = len(first) - limit
+    return ", ".join(items) + (f", and {more} more" if more > 0 else "")
 
 
 def _site_phrase(site: Site) -> str:

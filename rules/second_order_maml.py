@@ -157,7 +157,9 @@ class MamlFlow(FileRule):
                 if used & (tainted | fast) and not bound <= fast:
                     fast |= bound - tainted
                     changed = True
-        consumer = next((call for call, used in flow.calls if used & fast), None)
+        consumers = [call for call, used in flow.calls if used & fast]
+        after = [call for call in consumers if _starts_after(self, call, grad.node)]
+        consumer = (after or consumers or [None])[0]
         returned = next((ret for ret, used in flow.returns if used & fast), None)
         if consumer is not None:
             span = self.ctx.span(consumer)
@@ -221,3 +223,10 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return _target_names(target.value)
     return set()
+
+
+def _starts_after(rule: FileRule, node: cst.CSTNode, anchor: cst.CSTNode) -> bool:
+    first, second = rule.ctx.span(node), rule.ctx.span(anchor)
+    if first is None or second is None:
+        return False
+    return (first.line, first.column) > (second.end_line, second.end_column)

@@ -158,6 +158,8 @@ def test_penalty_site_lists_the_critic_chain(wgan: ScanResult) -> None:
     assert site.severity is Severity.ERROR
     assert "through Critic.forward" in site.message
     assert "1 without second-order support on cpu (torch.nn.LogSoftmax)" in site.message
+    assert "torch.nn.Conv2d → mindspore.nn.Conv2d (second order runs)" in site.message
+    assert "torch.nn.LogSoftmax → mindspore.nn.LogSoftmax (second order fails)" in site.message
     [(_, chain)] = analyse(wgan.model).sites
     assert {"torch.nn.Conv2d", "torch.nn.LeakyReLU", "torch.nn.LogSoftmax"} <= set(chain.apis())
     targets = {op.api: op.target for op in chain.ops}
