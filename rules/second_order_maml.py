@@ -159,7 +159,7 @@ class MamlFlow(FileRule):
                     changed = True
         consumers = [call for call, used in flow.calls if used & fast]
         after = [call for call in consumers if _starts_after(self, call, grad.node)]
-        consumer = (after or consumers or [None])[0]
+        consumer = (after or consumers)[0] if consumers else None
         returned = next((ret for ret, used in flow.returns if used & fast), None)
         if consumer is not None:
             span = self.ctx.span(consumer)
