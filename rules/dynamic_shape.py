@@ -13,13 +13,9 @@ from __future__ import annotations
 import libcst as cst
 
 from msready.analyzer.findings import Severity
-from msready.rules.dynamic_shape_flow import (
-    ApiRule,
-    DynamicRule,
-    argument,
-    in_forward,
-    positional,
-)
+from msready.rules.base import FileContext
+from msready.rules.dynamic_shape_base import ApiRule, DynamicRule, in_forward
+from msready.rules.dynamic_shape_calls import argument, positional
 
 
 class Nonzero(ApiRule):
@@ -165,23 +161,72 @@ class BooleanMaskIndex(DynamicRule):
         in_forward("        return torch.where(x > 0, x, y)\n"),
         in_forward("        flags = [True, False]\n        return flags[x.dim() > 2]\n"),
         "import numpy as np\n\ndef f(a):\n    return a[a > 0]\n",
+        "import torch\nimport torch.nn as nn\n\ndef pick(x, idx):\n    return x[idx]\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n"
+        "        return pick(x, torch.arange(x.size(0)))\n",
     )
     INVALID = (
         in_forward("        return x[x > 0]\n"),
         in_forward("        mask = torch.isnan(x)\n        return x[~mask]\n"),
         in_forward("        keep = (x > 0) & y.bool()\n        return x[:, keep]\n"),
         in_forward("        x[x < 0] = 0\n        return x\n"),
+        "import torch\nimport torch.nn as nn\n\ndef pick(x, keep):\n    return x[keep]\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return pick(x, x > 0)\n",
+        "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return self.pick(x, torch.isnan(x))\n\n"
+        "    def pick(self, x, bad):\n        return x[bad]\n",
     )
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # Subscripts by a bare parameter, per function, waiting for a call that passes a
+        # mask to that parameter: (parameter, node, is a store).
+        self.pending: dict[str, list[tuple[str, cst.Subscript, bool]]] = {}
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if not any(self.flow.element_is_mask(e) for e in node.slice):
-            return
         if self.flow.is_python(node.value):
             return
-        if self._is_store(node):
+        function = self.ctx.function
+        if any(self.flow.element_is_mask(e) for e in node.slice):
+            via = ""
+            for element in node.slice:
+                piece = element.slice
+                if isinstance(piece, cst.Index) and isinstance(piece.value, cst.Name):
+                    source = self.flow.mask_source(function, piece.value.value)
+                    if source is not None and self.ctx.value_of(piece.value.value) is None:
+                        via = _via(piece.value.value, source)
+            self._report(node, self._is_store(node), via)
+            return
+        for element in node.slice:
+            piece = element.slice
+            if (function is not None and isinstance(piece, cst.Index)
+                    and isinstance(piece.value, cst.Name)
+                    and piece.value.value in self.flow.params.get(function, ())
+                    and self.ctx.value_of(piece.value.value) is None):
+                self.pending.setdefault(function, []).append(
+                    (piece.value.value, node, self._is_store(node)))
+                return
+
+    def leave_Call(self, node: cst.Call) -> None:
+        super().leave_Call(node)
+        callee = self.flow.callee(node)
+        waiting = self.pending.get(callee or "")
+        if not waiting or callee is None:
+            return
+        left = []
+        for param, subscript, store in waiting:
+            source = self.flow.mask_source(callee, param)
+            if source is None:
+                left.append((param, subscript, store))
+            else:
+                self._report(subscript, store, _via(param, source))
+        self.pending[callee] = left
+
+    def _report(self, node: cst.Subscript, store: bool, via: str = "") -> None:
+        if store:
             self.report(
                 node,
-                "Assignment through a boolean mask writes at data-dependent positions.",
+                f"Assignment through a boolean mask{via} writes at data-dependent positions.",
                 "Write `x = ops.masked_fill(x, mask, value)` or `x = ops.select(mask, value, "
                 "x)`: same result with static shapes.",
                 symbol="tensor[mask] = value",
@@ -190,8 +235,8 @@ class BooleanMaskIndex(DynamicRule):
             return
         self.report(
             node,
-            "Indexing with a boolean mask keeps one element per true entry, so the result's "
-            "shape depends on the mask's values.",
+            f"Indexing with a boolean mask{via} keeps one element per true entry, so the "
+            "result's shape depends on the mask's values.",
             "Keep the full shape and carry the mask: `ops.masked_fill(x, ~mask, 0)` or "
             "`ops.select(mask, x, 0)`, reducing with `mask.sum()` as the count; pad to a "
             "fixed size if a compact tensor is needed.",
@@ -202,6 +247,12 @@ class BooleanMaskIndex(DynamicRule):
         parent = self.ctx.ancestors[-2] if len(self.ctx.ancestors) > 1 else None
         return (isinstance(parent, cst.AssignTarget)
                 or (isinstance(parent, cst.AugAssign) and parent.target is node))
+
+
+def _via(param: str, caller: str) -> str:
+    """The message part naming where a parameter's mask comes from."""
+    short = ".".join(caller.rsplit(".", 2)[-2:])
+    return f" (`{param}` receives a boolean mask from `{short}`)"
 
 
 class RuntimeSlice(DynamicRule):

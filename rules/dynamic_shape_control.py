@@ -24,7 +24,8 @@ from msready.analyzer.findings import (
 from msready.analyzer.names import dotted
 from msready.analyzer.repo import RepositoryModel
 from msready.rules.base import FileRule, RepoRule
-from msready.rules.dynamic_shape_flow import DynamicRule, call_target, in_forward
+from msready.rules.dynamic_shape_base import DynamicRule, in_forward
+from msready.rules.dynamic_shape_calls import call_target
 
 # Calls that only report a problem: a branch made of these changes no shape.
 _REPORTING_ROOTS = ("builtins.print", "warnings.", "logging.")

@@ -18,13 +18,17 @@ only what the flow proves.
 from __future__ import annotations
 
 import weakref
-from typing import ClassVar
 
 import libcst as cst
 import libcst.matchers as m
 
-from msready.analyzer.findings import Category, Confidence, Scope, Severity
-from msready.rules.base import FileContext, FileRule
+from msready.rules.base import FileContext
+from msready.rules.dynamic_shape_calls import (
+    call_target,
+    positional,
+    receiver,
+    torch_api,
+)
 
 MAX_DEPTH = 12
 SHAPE_METHODS = frozenset({"size", "dim", "numel", "nelement", "ndimension", "stride",
@@ -71,73 +75,6 @@ _PYTHON_LITERALS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedStrin
                     cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Tuple)
 
 
-# Per walk: call node id -> its qualified target. Every rule asks for the same calls, and
-# the data-flow predicates ask again for the calls behind each local name.
-_TARGETS: weakref.WeakKeyDictionary[FileContext, dict[int, str | None]] = (
-    weakref.WeakKeyDictionary())
-
-
-def call_target(ctx: FileContext, call: cst.Call) -> str | None:
-    """``ctx.call_target(call)``, computed once per call node of the file being walked."""
-    try:
-        cache = _TARGETS.setdefault(ctx, {})
-    except TypeError:  # a context that cannot be weakly referenced: no cache
-        return ctx.call_target(call)
-    key = id(call)
-    if key not in cache:
-        cache[key] = ctx.call_target(call)
-    return cache[key]
-
-
-def torch_api(ctx: FileContext, call: cst.Call) -> tuple[str, bool] | None:
-    """``(name, is_method)`` for a call of a torch function (``torch.nonzero``) or a
-    torch.Tensor method (``x.nonzero()``); None for anything else."""
-    target = call_target(ctx, call)
-    if target is None:
-        return None
-    if target.startswith("torch.Tensor."):
-        return target[len("torch.Tensor."):], True
-    parts = target.split(".")
-    if len(parts) == 2 and parts[0] == "torch":
-        return parts[1], False
-    return None
-
-
-def receiver(call: cst.Call) -> cst.BaseExpression | None:
-    """The object a method is called on (``x`` in ``x.view(-1)``)."""
-    return call.func.value if isinstance(call.func, cst.Attribute) else None
-
-
-def positional(call: cst.Call) -> list[cst.BaseExpression] | None:
-    """The positional arguments, or None when one is unpacked with ``*``."""
-    out: list[cst.BaseExpression] = []
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            out.append(arg.value)
-    return out
-
-
-def argument(call: cst.Call, keyword: str, index: int) -> cst.BaseExpression | None:
-    """The argument given by ``keyword`` or at positional ``index``."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    args = positional(call)
-    if args is not None and index < len(args):
-        return args[index]
-    return None
-
-
-def subject(ctx: FileContext, call: cst.Call) -> cst.BaseExpression | None:
-    """The tensor an API works on: the receiver of a method, else the first argument."""
-    api = torch_api(ctx, call)
-    if api is not None and api[1]:
-        return receiver(call)
-    return argument(call, "input", 0)
-
-
 _FLOWS: weakref.WeakKeyDictionary[FileContext, Flow] = weakref.WeakKeyDictionary()
 KINDS = ("python", "shape", "bool", "varlen", "runtime_scalar", "runtime")
 
@@ -154,6 +91,12 @@ class Flow:
         self.ctx = ctx
         self.known: dict[str, set[tuple[str | None, str]]] = {kind: set() for kind in KINDS}
         self._noted: set[int] = set()
+        # Functions of this file: their parameters (without self), the classes held by
+        # ``self.<attr>``, and the (function, parameter) that receive a boolean mask from a
+        # call seen so far, with the calling function.
+        self.params: dict[str, list[str]] = {}
+        self.attr_classes: dict[tuple[str, str], str] = {}
+        self.mask_args: dict[tuple[str, int | str], str] = {}
 
     @classmethod
     def of(cls, ctx: FileContext) -> Flow:
@@ -171,6 +114,7 @@ class Flow:
         if id(node) in self._noted:
             return
         self._noted.add(id(node))
+        self._note_attribute(node)
         names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
         if not names:
             return
@@ -185,6 +129,70 @@ class Flow:
                     self.known[kind].add(key)
                 else:
                     self.known[kind].discard(key)
+
+    # ----- masks passed between functions of this file ---------------------------------
+
+    def _note_attribute(self, node: cst.Assign) -> None:
+        """``self.head = Head(...)``: calls of ``self.head(...)`` run ``Head.forward``."""
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        cls = self.ctx.class_name
+        if (isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self"))
+                and isinstance(node.value, cst.Call) and cls is not None):
+            held = call_target(self.ctx, node.value)
+            if held is not None and held.startswith(self.ctx.module + "."):
+                self.attr_classes[(cls, target.attr.value)] = held
+
+    def note_function(self, node: cst.FunctionDef) -> None:
+        """Record the parameters of the function being entered (``self`` dropped)."""
+        function = self.ctx.function
+        if function is None or function in self.params:
+            return
+        params = node.params
+        names = [p.name.value for p in (*params.posonly_params, *params.params)]
+        parents = self.ctx.ancestors
+        static = any(m.matches(d.decorator, m.Name("staticmethod")) for d in node.decorators)
+        if len(parents) > 2 and isinstance(parents[-3], cst.ClassDef) and names and not static:
+            names = names[1:]
+        self.params[function] = names + [p.name.value for p in params.kwonly_params]
+
+    def callee(self, call: cst.Call) -> str | None:
+        """The function of this file a call runs, if the file tells."""
+        func = call.func
+        cls = self.ctx.class_name
+        if isinstance(func, cst.Attribute) and m.matches(func.value, m.Name("self")) and cls:
+            held = self.attr_classes.get((cls, func.attr.value))
+            return f"{held}.forward" if held else f"{cls}.{func.attr.value}"
+        target = call_target(self.ctx, call)
+        if target is not None and target.startswith(self.ctx.module + "."):
+            return target
+        return None
+
+    def note_call(self, call: cst.Call) -> str | None:
+        """Record the boolean masks a call passes to a function of this file; returns the
+        callee (once per call node)."""
+        callee = self.callee(call)
+        if callee is None or id(call) in self._noted:
+            return callee
+        self._noted.add(id(call))
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                break
+            key: int | str = arg.keyword.value if arg.keyword is not None else position
+            position += arg.keyword is None
+            if self.is_bool(arg.value):
+                self.mask_args.setdefault((callee, key), self.ctx.function or "")
+        return callee
+
+    def mask_source(self, function: str | None, name: str) -> str | None:
+        """The caller that passes a boolean mask to parameter ``name`` of ``function``."""
+        if function is None:
+            return None
+        params = self.params.get(function, [])
+        found = self.mask_args.get((function, name))
+        if found is None and name in params:
+            found = self.mask_args.get((function, params.index(name)))
+        return found
 
     def _recall(self, expr: cst.BaseExpression, seen: frozenset[str], kind: str
                 ) -> bool | None:
@@ -291,6 +299,9 @@ class Flow:
             return self._is_bool_call(expr, seen, depth)
         if isinstance(expr, cst.Subscript):
             return self.is_bool(expr.value, seen, depth + 1)
+        if (isinstance(expr, cst.Name) and self.ctx.value_of(expr.value) is None
+                and self.mask_source(self.ctx.function, expr.value) is not None):
+            return True
         recalled = self._recall(expr, seen, "bool")
         if recalled is not None:
             return recalled
@@ -504,63 +515,3 @@ class Flow:
         inner = receiver(call)
         return (name not in NON_TENSOR_METHODS and inner is not None
                 and self._is_tensor_value(inner, seen, depth + 1))
-
-
-# ----- rule bases ------------------------------------------------------------------------
-
-_MODULE = """import torch
-import torch.nn as nn
-
-
-class Net(nn.Module):
-    def forward(self, x, y):
-"""
-
-
-def in_forward(body: str) -> str:
-    """A snippet with ``body`` (lines indented by 8) inside ``Net.forward``."""
-    return _MODULE + body
-
-
-class DynamicRule(FileRule):
-    """Shared metadata and helpers of the dynamic-shape rules."""
-
-    id: ClassVar[str]
-    category = Category.DYNAMIC_SHAPE
-    severity = Severity.ERROR
-    confidence = Confidence.HIGH
-    scope = Scope.FORWARD
-
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        self.flow = Flow.of(self.ctx)
-
-    def leave_Assign(self, node: cst.Assign) -> None:
-        """Keep the flow's memory of reassigned locals up to date."""
-        self.flow.note_assign(node)
-
-    def _confidence(self, call: cst.Call, is_method: bool) -> Confidence:
-        """High for a qualified torch function or a method on a known tensor."""
-        inner = receiver(call)
-        if not is_method or (inner is not None and self.ctx.is_tensor(inner)):
-            return Confidence.HIGH
-        return Confidence.MEDIUM
-
-    @staticmethod
-    def _symbol(name: str, is_method: bool) -> str:
-        return f"torch.Tensor.{name}" if is_method else f"torch.{name}"
-
-
-class ApiRule(DynamicRule):
-    """A rule triggered by calls of some torch APIs (functions or Tensor methods)."""
-
-    APIS: ClassVar[frozenset[str]] = frozenset()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        api = torch_api(self.ctx, node)
-        if api is not None and api[0] in self.APIS:
-            self.check(node, api[0], api[1])
-
-    def check(self, call: cst.Call, name: str, is_method: bool) -> None:
-        """Report ``call`` of API ``name`` when it is a hazard."""
-        raise NotImplementedError

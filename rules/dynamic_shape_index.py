@@ -13,15 +13,8 @@ from typing import ClassVar
 import libcst as cst
 
 from msready.analyzer.findings import Severity
-from msready.rules.dynamic_shape_flow import (
-    ApiRule,
-    DynamicRule,
-    argument,
-    call_target,
-    in_forward,
-    receiver,
-    torch_api,
-)
+from msready.rules.dynamic_shape_base import ApiRule, DynamicRule, in_forward
+from msready.rules.dynamic_shape_calls import argument, call_target, receiver, torch_api
 
 
 class VariableLengthIndex(DynamicRule):

@@ -18,7 +18,7 @@ import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
 from msready.rules.base import FileContext, FileRule
-from msready.rules.dynamic_shape_flow import argument, call_target, receiver, torch_api
+from msready.rules.dynamic_shape_calls import argument, call_target, receiver, torch_api
 from msready.rules.sparse_flow import (
     CONVERTERS,
     DENSE_GOES,

@@ -14,7 +14,7 @@ from collections.abc import Set
 import libcst as cst
 
 from msready.rules.base import FileContext
-from msready.rules.dynamic_shape_flow import call_target, receiver
+from msready.rules.dynamic_shape_calls import call_target, receiver
 
 MAX_DEPTH = 12
 # torch constructor -> sparse format.
