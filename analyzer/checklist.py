@@ -149,8 +149,11 @@ def leaves_first(graph: nx.DiGraph) -> list[str]:
 
 def structure_items(model: RepositoryModel) -> list[ChecklistItem]:
     """Top-level networks, the parts each Module class holds, and backbone/neck/head roles."""
+    zoo = [_item(STRUCTURE, f"torchvision model {_short(rc.external or '')}",
+                 _args_text(rc.call.args), _call_where(rc))
+           for rc in torch_calls(model, _is_zoo_model)]
     if not model.module_classes:
-        return [_missing(STRUCTURE, "nn.Module classes")]
+        return [*zoo, _missing(STRUCTURE, "nn.Module classes")]
     graph = containment(model)
     items = []
     tops = sorted(c for c in graph if graph.in_degree(c) == 0 and graph.out_degree(c) > 0)
@@ -175,7 +178,14 @@ def structure_items(model: RepositoryModel) -> list[ChecklistItem]:
     for role in ("backbone", "neck", "head"):
         if not any(r.item == role for r in roles):
             roles.append(_missing(STRUCTURE, role))
-    return items + roles
+    return zoo + items + roles
+
+
+def _is_zoo_model(name: str) -> bool:
+    """A torchvision model constructor (``torchvision.models.resnet50``,
+    ``torchvision.models.detection.fasterrcnn_resnet50_fpn``)."""
+    return name.startswith("torchvision.models.") and _short(name)[:1].islower() and (
+        _short(name) not in ("get_model", "get_weight", "list_models", "get_model_weights"))
 
 
 def _parts_text(model: RepositoryModel, graph: nx.DiGraph, cls: str) -> str:
@@ -231,6 +241,9 @@ def optimizer_items(model: RepositoryModel) -> list[ChecklistItem]:
         where = _call_where(rc)
         items.append(_item(OPTIMIZER, f"optimizer {name}", _args_text(rc.call.args, True), where))
         given = {a.keyword: arg_text(a) for a in rc.call.args if a.keyword}
+        positional = [a for a in rc.call.args if a.keyword is None and not a.star]
+        if "lr" not in given and len(positional) > 1:
+            given["lr"] = arg_text(positional[1])  # every torch.optim optimizer: (params, lr)
         for param in OPTIMIZER_PARAMS:
             if param in given:
                 items.append(_item(OPTIMIZER, f"{name} {param}", given[param], where))

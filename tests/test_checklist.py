@@ -311,15 +311,21 @@ def test_notebook_items_carry_their_cell() -> None:
 
 
 def test_a_failing_section_is_reported_not_raised() -> None:
+    from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
+
     result = _scan(TRAIN)
     result.model.calls.append(None)  # type: ignore[arg-type]  # a model msready cannot read
+    result.findings = [Finding("MS601", "device", Category.IDIOM, Severity.INFO, Confidence.HIGH,
+                               Location("train.py", 33, 5, 33, 20), "torch.manual_seed", "m", "s")]
     checklist = build_checklist(result)
     failed = [c for c in checklist if c.item == "msready could not fill this section"]
-    assert {c.section for c in failed} >= {"Optimizer", "Learning-rate policy"}
-    assert all(c.path is None for c in failed)
-    # Sections that do not read the calls are untouched.
-    assert [(c.item, c.value) for c in checklist if c.section == "Network structure"] == [
-        ("nn.Module classes", NOT_FOUND)]
+    assert {c.section for c in failed} == {
+        "Network structure", "Data pipeline and augmentation", "Learning-rate policy",
+        "Optimizer", "Training parameters", "Training process"}
+    assert all(c.path is None and c.value.startswith("AttributeError") for c in failed)
+    # The work list does not read the calls and is still there.
+    assert [(c.item, c.line) for c in checklist if c.section == "Migration work: idiom"] == [
+        ("train.py", 33)]
 
 
 def test_hand_written_learning_rate_policy() -> None:
@@ -360,3 +366,19 @@ def schema_check():
 ''')
     assert [v for v, _, _ in _values(result, "Training process", "EMA")] == [
         "class ModelEMA (named for EMA)", "function Trainer.update_ema (named for EMA)"]
+
+
+def test_positional_learning_rate_and_torchvision_models() -> None:
+    result = _scan('''\
+import torch
+import torchvision.models as models
+
+model = models.resnet50(pretrained=True)
+weights = models.get_model_weights("resnet50")
+optimizer = torch.optim.SGD(model.parameters(), 0.1, momentum=0.9)
+''')
+    assert _values(result, "Optimizer", "SGD lr") == [("0.1", "train.py", 6)]
+    assert _values(result, "Network structure", "torchvision model resnet50") == [
+        ("pretrained=True", "train.py", 4)]
+    assert not _values(result, "Network structure", "torchvision model get_model_weights")
+    assert _values(result, "Network structure", "nn.Module classes") == [(NOT_FOUND, None, None)]
