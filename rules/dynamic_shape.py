@@ -4,8 +4,9 @@ MindSpore's GRAPH_MODE compiles ``construct`` once for static shapes; an operato
 output length depends on tensor values (``nonzero``, ``x[mask]``, ``unique``, ``x[:k]``
 with a runtime ``k``) either fails to compile, recompiles on every new shape, or runs only
 in PyNative. Each rule here names the construct, says why its shape depends on the data and
-what the fixed-shape MindSpore form is. Input pipelines with varying batch shapes are
-reported wherever they are (:mod:`msready.rules.dynamic_shape_input`).
+what the fixed-shape MindSpore form is. The family continues in
+:mod:`msready.rules.dynamic_shape_index` (indices, segments, sampling, axes, sizes) and
+:mod:`msready.rules.dynamic_shape_control` (control flow, input pipelines).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ Each predicate follows a local name to the expression last assigned to it (throu
 - a *shape value*: ``x.size(1)``, ``x.shape[2]``, ``len(x)``, constants and their sums.
 
 Names that cannot be followed (parameters, attributes) count as neither: a rule reports
-only what the flow proves.
+only what the flow proves. One exception: a parameter that a call in the same file passes
+a boolean mask to is a mask inside that function.
 """
 
 from __future__ import annotations
