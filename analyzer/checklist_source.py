@@ -64,9 +64,32 @@ def parse_source(text: str) -> ast.Module | None:
         return None
 
 
-def _segment(text: str, node: ast.AST) -> str:
-    segment = ast.get_source_segment(text, node) or ast.unparse(node)
-    return segment if len(segment) <= 80 else segment[:77] + "..."
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class SourceText:
+    """A scanned text split into lines once, with its syntax tree's nodes, so that the
+    facts below read source segments without re-splitting the text for every node."""
+
+    def __init__(self, text: str, tree: ast.Module) -> None:
+        self.text = text
+        self.lines = _NEWLINE.split(text)
+        self.nodes = list(ast.walk(tree))
+
+    def segment(self, node: ast.AST, limit: int = 80) -> str:
+        """The source text of a node (as ``ast.get_source_segment``), shortened to
+        ``limit`` characters."""
+        place = [getattr(node, name, None)
+                 for name in ("lineno", "end_lineno", "col_offset", "end_col_offset")]
+        line, end, col, end_col = (p if isinstance(p, int) else -1 for p in place)
+        if min(line, end, col, end_col) < 0 or end > len(self.lines):
+            text = ast.unparse(node)
+        else:
+            rows = [r.encode() for r in self.lines[line - 1:end]]
+            rows[-1] = rows[-1][:end_col]
+            rows[0] = rows[0][col:]
+            text = "\n".join(r.decode(errors="replace") for r in rows)
+        return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _option_name(call: ast.Call) -> str | None:
@@ -79,10 +102,9 @@ def _option_name(call: ast.Call) -> str | None:
     return chosen[0] if chosen else None
 
 
-def argparse_facts(text: str, tree: ast.Module, path: str,
-                   cell: int | None) -> Iterator[SourceFact]:
+def argparse_facts(src: SourceText, path: str, cell: int | None) -> Iterator[SourceFact]:
     """Training parameters from ``add_argument("--epochs", default=...)`` calls."""
-    for node in ast.walk(tree):
+    for node in src.nodes:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "add_argument"):
             continue
@@ -95,7 +117,7 @@ def argparse_facts(text: str, tree: ast.Module, path: str,
         default = next((k.value for k in node.keywords if k.arg == "default"), None)
         action = next((k.value for k in node.keywords if k.arg == "action"), None)
         if default is not None:
-            value = f"default {_segment(text, default)}"
+            value = f"default {src.segment(default)}"
         elif isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
             value = f"flag ({action.value}), off unless given"
         else:
@@ -103,20 +125,19 @@ def argparse_facts(text: str, tree: ast.Module, path: str,
         yield SourceFact(key, option, value, path, node.lineno, cell)
 
 
-def _constant_text(text: str, value: ast.expr) -> str | None:
+def _constant_text(src: SourceText, value: ast.expr) -> str | None:
     if isinstance(value, ast.Constant) and isinstance(value.value, (int, float, bool)):
-        return _segment(text, value)
+        return src.segment(value)
     if (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub)
             and isinstance(value.operand, ast.Constant)):
-        return _segment(text, value)
+        return src.segment(value)
     return None
 
 
-def constant_facts(text: str, tree: ast.Module, path: str,
-                   cell: int | None) -> Iterator[SourceFact]:
+def constant_facts(src: SourceText, path: str, cell: int | None) -> Iterator[SourceFact]:
     """Training parameters from plain assignments (``EPOCHS = 300``, ``cfg["lr"] = 0.1``)
     and dict literals (``dict(lr=0.1)``, ``{"batch_size": 64}``) of numbers."""
-    for node in ast.walk(tree):
+    for node in src.nodes:
         pairs: list[tuple[str, ast.expr, int]] = []
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
@@ -136,7 +157,7 @@ def constant_facts(text: str, tree: ast.Module, path: str,
             pairs.extend((k.arg, k.value, k.value.lineno) for k in node.keywords if k.arg)
         for name, value, line in pairs:
             key = TRAINING_KEYS.get(normalise(name))
-            shown = _constant_text(text, value)
+            shown = _constant_text(src, value)
             if key is not None and shown is not None:
                 yield SourceFact(key, name, shown, path, line, cell)
 
@@ -153,16 +174,15 @@ def _mentions_param_groups(expr: ast.expr) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == "param_groups" for n in ast.walk(expr))
 
 
-def lr_update_facts(text: str, tree: ast.Module, path: str,
-                    cell: int | None) -> Iterator[SourceFact]:
+def lr_update_facts(src: SourceText, path: str, cell: int | None) -> Iterator[SourceFact]:
     """A hand-written learning-rate policy: ``group["lr"] = ...`` for the groups of
     ``optimizer.param_groups`` (in a loop over them or indexed directly)."""
     groups: set[str] = set()
-    for node in ast.walk(tree):
+    for node in src.nodes:
         if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
                 and _mentions_param_groups(node.iter)):
             groups.add(node.target.id)
-    for node in ast.walk(tree):
+    for node in src.nodes:
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
@@ -171,8 +191,8 @@ def lr_update_facts(text: str, tree: ast.Module, path: str,
                 continue
             if ((isinstance(container, ast.Name) and container.id in groups)
                     or _mentions_param_groups(container)):
-                yield SourceFact("learning-rate policy", _segment(text, target),
-                                 f"set by code: {_segment(text, node.value)}", path,
+                yield SourceFact("learning-rate policy", src.segment(target),
+                                 f"set by code: {src.segment(node.value)}", path,
                                  node.lineno, cell)
 
 
@@ -203,11 +223,11 @@ def _steps_an_optimizer(body: list[ast.stmt], zeroed: set[str]) -> bool:
     return False
 
 
-def accumulation_facts(tree: ast.Module, path: str, cell: int | None) -> Iterator[SourceFact]:
+def accumulation_facts(src: SourceText, path: str, cell: int | None) -> Iterator[SourceFact]:
     """Gradient accumulation: inside a loop that calls ``backward()``, an optimizer step
     under ``if <i> % <k> ...`` (an optimizer being what the loop calls ``zero_grad()`` on;
     ``if epoch % 10 == 0: scheduler.step()`` is not accumulation)."""
-    for loop in ast.walk(tree):
+    for loop in src.nodes:
         if not isinstance(loop, (ast.For, ast.While)):
             continue
         if not _method_calls(loop.body, "backward"):
@@ -236,10 +256,11 @@ def source_facts(sources: dict[tuple[str, int | None], str]) -> list[SourceFact]
         tree = parse_source(text)
         if tree is None:
             continue
-        facts.extend(argparse_facts(text, tree, path, cell))
-        facts.extend(constant_facts(text, tree, path, cell))
-        facts.extend(accumulation_facts(tree, path, cell))
-        facts.extend(lr_update_facts(text, tree, path, cell))
+        src = SourceText(text, tree)
+        facts.extend(argparse_facts(src, path, cell))
+        facts.extend(constant_facts(src, path, cell))
+        facts.extend(accumulation_facts(src, path, cell))
+        facts.extend(lr_update_facts(src, path, cell))
     unique = list(dict.fromkeys(facts))
     unique.sort(key=lambda f: (f.path, f.cell or 0, f.line))
     return unique
