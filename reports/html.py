@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from msready.analyzer.apitable import load_table
 from msready.analyzer.findings import Category, Finding, Severity
 from msready.analyzer.result import ApiUse, ChecklistItem, ScanResult
-from msready.analyzer.score import finding_cost
+from msready.analyzer.score import finding_cost, uses_torch
 
 STATUS_ORDER = ("consistent", "differs", "missing", "unknown")
 STATUS_COLOURS = {"consistent": "#2e7d32", "differs": "#f9a825", "missing": "#c62828",
@@ -178,6 +178,9 @@ def verdict(result: ScanResult) -> str:
     score = result.score
     if score is None:
         return "No readiness score was computed for this scan."
+    if not uses_torch(result):
+        return ("msready found no torch usage here: either there is nothing to migrate or the "
+                "PyTorch code is not in the scanned files. The score 0 means 'not understood'.")
     if score.confidence == "low":
         return ("msready understood too little of this repository's torch use to call it "
                 "ready; treat the score as a floor and read the unresolved APIs first.")

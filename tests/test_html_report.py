@@ -402,6 +402,7 @@ def test_empty_repository_renders(tmp_path: Path) -> None:
     assert "No torch API use was found." in page
     assert "No findings" in page
     assert empty.score is not None and empty.score.value == 0
+    assert "msready found no torch usage here" in page
 
 
 def test_unscored_result_renders(result: ScanResult) -> None:
