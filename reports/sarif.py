@@ -22,7 +22,6 @@ from msready.rules.registry import all_rules
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/msready/msready"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 SRCROOT = "%SRCROOT%"
 
@@ -143,7 +142,6 @@ def to_sarif(result: ScanResult) -> dict[str, Any]:
             "name": "msready",
             "version": result.tool_version,
             "semanticVersion": result.tool_version,
-            "informationUri": INFORMATION_URI,
             "rules": rules,
         }},
         "invocations": [{"executionSuccessful": True,
