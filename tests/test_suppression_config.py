@@ -15,16 +15,18 @@ from msready.analyzer.findings import Finding
 from msready.analyzer.result import ScanResult
 from msready.analyzer.scan import scan_files
 
-NET = """import torch
+NET = """import numpy as np
+import torch
 
 
 class Net(torch.nn.Module):
     def forward(self, x):
-        k = x.cuda().sum().item(){comment}
-        print(k)
-        return x * k
+        print(np.mean(x.cpu())){comment}
+        self.calls = 0
+        return x
 """
-ITEM_LINE = 6
+LINE = 7  # print (MS505), numpy (MS501), and the idiom .cpu() (MS601)
+NEXT = LINE + 1  # self.calls = 0 (MS511)
 
 
 def _scan(files: dict[str, str]) -> ScanResult:
@@ -35,57 +37,67 @@ def _rules_at(findings: Sequence[Finding], line: int) -> set[str]:
     return {f.rule for f in findings if f.location.line == line}
 
 
-def test_without_comment_both_rules_report_the_line() -> None:
+def test_without_comment_every_rule_reports_the_line() -> None:
     result = _scan({"net.py": NET.format(comment="")})
-    assert {"MS504", "MS516"} <= _rules_at(result.findings, ITEM_LINE)
+    assert {"MS501", "MS505", "MS601"} <= _rules_at(result.findings, LINE)
+    assert "MS511" in _rules_at(result.findings, NEXT)
     assert not result.suppressed
 
 
-@pytest.mark.parametrize("comment", ["  # msready: ignore[MS504]",
-                                     "  # msready: ignore[tensor-to-python]",
-                                     "  # msready: ignore[MS999, MS504]",
-                                     "  #msready:ignore[MS504]"])
+@pytest.mark.parametrize("comment", ["  # msready: ignore[MS505]",
+                                     "  # msready: ignore[print-in-graph]",
+                                     "  # msready: ignore[MS999, MS505]",
+                                     "  #msready:ignore[MS505]"])
 def test_ignore_one_rule_keeps_the_other(comment: str) -> None:
     result = _scan({"net.py": NET.format(comment=comment)})
-    assert "MS504" not in _rules_at(result.findings, ITEM_LINE)
-    assert "MS516" in _rules_at(result.findings, ITEM_LINE)
-    assert [f.rule for f in result.suppressed] == ["MS504"]
+    assert "MS505" not in _rules_at(result.findings, LINE)
+    assert {"MS501", "MS601"} <= _rules_at(result.findings, LINE)
+    assert [f.rule for f in result.suppressed] == ["MS505"]
 
 
 def test_ignore_category_suppresses_every_rule_of_that_category() -> None:
     result = _scan({"net.py": NET.format(comment="  # msready: ignore[graph-syntax]")})
-    at_line = _rules_at(result.findings, ITEM_LINE)
+    at_line = _rules_at(result.findings, LINE)
     assert not {r for r in at_line if r.startswith("MS5")}
-    assert {"MS504", "MS516"} <= {f.rule for f in result.suppressed}
+    assert {"MS501", "MS505"} <= {f.rule for f in result.suppressed}
     assert "MS601" in at_line  # an idiom on the same line is another category
-    assert "MS505" in _rules_at(result.findings, ITEM_LINE + 1)  # the next line is untouched
+    assert "MS511" in _rules_at(result.findings, NEXT)  # the next line is untouched
 
 
 def test_bare_ignore_suppresses_everything_on_the_line() -> None:
     result = _scan({"net.py": NET.format(comment="  # msready: ignore")})
-    assert _rules_at(result.findings, ITEM_LINE) == set()
-    assert {"MS504", "MS516", "MS601"} <= {f.rule for f in result.suppressed}
-    assert "MS505" in _rules_at(result.findings, ITEM_LINE + 1)
+    assert _rules_at(result.findings, LINE) == set()
+    assert {"MS501", "MS505", "MS601"} <= {f.rule for f in result.suppressed}
+    assert "MS511" in _rules_at(result.findings, NEXT)
 
 
 def test_ignore_on_another_line_does_nothing() -> None:
-    source = NET.format(comment="").replace("print(k)", "print(k)  # msready: ignore[MS504]")
+    source = NET.format(comment="").replace("= 0", "= 0  # msready: ignore[MS505]")
     result = _scan({"net.py": source})
-    assert "MS504" in _rules_at(result.findings, ITEM_LINE)
+    assert "MS505" in _rules_at(result.findings, LINE)
     assert not result.suppressed
+
+
+def test_ignore_on_the_last_line_of_a_multi_line_call() -> None:
+    call = "print(\n            x.shape,\n        )  # msready: ignore[MS505]"
+    source = NET.format(comment="").replace("print(np.mean(x.cpu()))", call)
+    result = _scan({"net.py": source})
+    assert "MS505" not in {f.rule for f in result.findings}
+    assert [(f.rule, f.location.line, f.location.end_line) for f in result.suppressed] == [
+        ("MS505", LINE, LINE + 2)]
 
 
 def test_ignore_in_a_notebook_cell() -> None:
     cells = [
         {"cell_type": "markdown", "metadata": {}, "source": ["# model"]},
         {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-         "source": NET.format(comment="  # msready: ignore[MS504]").splitlines(True)},
+         "source": NET.format(comment="  # msready: ignore[MS505]").splitlines(True)},
     ]
     notebook = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     result = _scan({"model.ipynb": notebook})
-    item = [f for f in result.suppressed if f.rule == "MS504"]
-    assert item and item[0].location.cell == 2 and item[0].location.line == ITEM_LINE
-    assert "MS516" in {f.rule for f in result.findings if f.location.line == ITEM_LINE}
+    printed = [f for f in result.suppressed if f.rule == "MS505"]
+    assert printed and printed[0].location.cell == 2 and printed[0].location.line == LINE
+    assert "MS501" in {f.rule for f in result.findings if f.location.line == LINE}
 
 
 PYPROJECT = """[project]
@@ -115,7 +127,7 @@ def configured() -> ScanResult:
 def test_config_disables_by_rule_id_and_rule_name(configured: ScanResult) -> None:
     rules = {f.rule for f in configured.findings}
     assert "MS505" not in rules and "MS601" not in rules
-    assert {"MS504", "MS516"} <= rules
+    assert {"MS501", "MS511"} <= rules
     assert {"MS505", "MS601"} <= {f.rule for f in configured.suppressed}
 
 
@@ -136,12 +148,12 @@ def test_disable_by_category() -> None:
     result = _scan({"pyproject.toml": pyproject, "net.py": NET.format(comment="")})
     assert not [f for f in result.findings if f.category.value == "graph-syntax"]
     assert [f for f in result.findings if f.category.value == "idiom"]
-    assert {"MS504", "MS505", "MS516"} <= {f.rule for f in result.suppressed}
+    assert {"MS501", "MS505", "MS511"} <= {f.rule for f in result.suppressed}
 
 
 def test_bad_config_values_warn() -> None:
-    pyproject = "[tool.msready]\ndisable = \"MS504\"\ntarget = \"tpu\"\n"
+    pyproject = "[tool.msready]\ndisable = \"MS505\"\ntarget = \"tpu\"\n"
     result = _scan({"pyproject.toml": pyproject, "net.py": NET.format(comment="")})
     assert any("disable" in w for w in result.warnings)
     assert any("target" in w for w in result.warnings)
-    assert "MS504" in {f.rule for f in result.findings}
+    assert "MS505" in {f.rule for f in result.findings}
