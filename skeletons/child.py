@@ -25,11 +25,14 @@ _NOISE = ("----", "- C++ Call Stack", "- Python Call Stack", "Traceback", "(See 
 
 def first_line(exc: BaseException) -> str:
     """The first informative line of an exception, prefixed by its type."""
-    for line in str(exc).splitlines():
-        text = line.strip()
-        if text and not text.startswith(_NOISE):
-            return f"{type(exc).__name__}: {text}"[:300]
-    return type(exc).__name__
+    lines = [ln.strip() for ln in str(exc).splitlines()]
+    useful = [ln for ln in lines if ln and not ln.startswith(_NOISE)]
+    if not useful:
+        return type(exc).__name__
+    text = useful[0].lstrip("- ")
+    if text.endswith(":") and len(useful) > 1:  # "Kernel select failed:" and the reason
+        text = f"{text} {useful[1]}"
+    return f"{type(exc).__name__}: {text}"[:300]
 
 
 def make_inputs(specs: list[dict[str, Any]]) -> list[Any]:

@@ -26,6 +26,8 @@ from msready.skeletons.translate import translate_file
 _TODO_CATEGORIES = frozenset({Category.DYNAMIC_SHAPE, Category.SPARSE, Category.SECOND_ORDER,
                               Category.GRAPH_SYNTAX})
 NOT_RUN = "not run (--skeletons write)"
+# How MindSpore says an operator has no kernel on the device it runs on.
+_KERNEL_MISSING = ("unregistered", "Kernel select failed", "not supported on CPU")
 
 
 @dataclass(slots=True)
@@ -132,7 +134,8 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     results = []
     for gen in generated:
         for plan in gen.plans:
-            res = _result(gen, plan, out_dir, run, outcomes.get(plan.torch_class))
+            res = _result(gen, plan, out_dir, run, outcomes.get(plan.torch_class),
+                          result.target)
             results.append(res)
             gen.status[plan.name] = _status_line(res)
             weights = (outcomes.get(plan.torch_class) or {}).get("weights")
@@ -160,7 +163,7 @@ def _write_packages(out_dir: Path, generated: list[Generated]) -> None:
 
 
 def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
-            outcome: dict[str, Any] | None) -> SkeletonResult:
+            outcome: dict[str, Any] | None, target: str) -> SkeletonResult:
     cell_file = gen.out.relative_to(out_dir.parent).as_posix()
     if not run:
         return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
@@ -169,9 +172,13 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
         return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
                               "skipped", "skipped", plan.reason or "not run")
     diff = outcome.get("max_abs_diff")
+    error = outcome.get("error")
+    if error and target != "cpu" and any(k in error for k in _KERNEL_MISSING):
+        error += (f" (the Cell uses {target} APIs and ran on this machine's CPU; "
+                  "scan with --target cpu to check a CPU version)")
     return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
                           str(outcome.get("pynative", "fail")), str(outcome.get("graph", "fail")),
-                          outcome.get("error"), float(diff) if diff is not None else None)
+                          error, float(diff) if diff is not None else None)
 
 
 def _status_line(res: SkeletonResult) -> str:

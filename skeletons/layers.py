@@ -49,13 +49,17 @@ class CallIn:
 
 Handler = Callable[[CallIn, apis.Mapping], Rewrite]
 HANDLERS: dict[str, Handler] = {}
+# Handlers that hold for every target; the others know the mindspore.nn / ops forms only.
+ANY_TARGET: set[str] = set()
 
 
-def handler(*names: str) -> Callable[[Handler], Handler]:
+def handler(*names: str, any_target: bool = False) -> Callable[[Handler], Handler]:
     """Register a special-case translation for the torch APIs ``names``."""
     def register(fn: Handler) -> Handler:
         for name in names:
             HANDLERS[name] = fn
+            if any_target:
+                ANY_TARGET.add(name)
         return fn
     return register
 
@@ -107,7 +111,7 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
         return Rewrite(None, todos=[("MS100", f"{call.torch}: {reason}")])
     args = call.bound(apis.torch_order(call.torch))
     todos = [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
-             for k, _ in args if k in mapping.dropped]
+             for k, _ in args if k in mapping.dropped and k not in _PLACEMENT]
     # In-place variants are a torch memory optimisation; MindSpore's are Ascend kernels.
     args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
     known = apis.ms_keywords(mapping.api)
@@ -134,10 +138,11 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 
 # Where a tensor lives, not what it holds: MindSpore places tensors by context.
 _PLACEMENT = frozenset({"device", "pin_memory", "layout", "memory_format", "requires_grad",
-                        "non_blocking"})
+                        "non_blocking", "inplace"})
 
 
-@handler("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn")
+@handler("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn",
+         any_target=True)
 def factory(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """``torch.zeros(2, 3)`` takes sizes as separate arguments; MindSpore's ``ops.zeros``
     takes one shape tuple (``ops.randn`` takes both)."""
@@ -147,6 +152,18 @@ def factory(call: CallIn, mapping: apis.Mapping) -> Rewrite:
         call = CallIn(call.torch, [(None, shape), *[(k, v) for k, v in call.args if k]],
                       call.backend)
     return generic(call, mapping)
+
+
+@handler("torch.topk", "torch.sort", "torch.kthvalue", "torch.mode", "torch.median",
+         "torch.max", "torch.min", "torch.Tensor.topk", "torch.Tensor.sort", any_target=True)
+def named_tuple(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """APIs returning torch's ``(values, indices)`` named tuple return a plain tuple in
+    MindSpore: ``.values`` / ``.indices`` become ``[0]`` / ``[1]``."""
+    rewrite = generic(call, mapping)
+    if len(call.args) > 1 or call.torch.endswith(("topk", "sort", "kthvalue")):
+        rewrite.todos.append(("MS100", f"{call.torch} returns a plain tuple in MindSpore: "
+                                       "write [0] / [1] for .values / .indices"))
+    return rewrite
 
 
 _CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
@@ -341,7 +358,8 @@ def translate_call(call: CallIn) -> Rewrite:
     special = HANDLERS.get(name)
     # The handlers know the mindspore.nn forms; a torch-like target (mint) takes the
     # table's renames as they are.
-    if special is not None and not (mapping.api or "").startswith("mindspore.mint."):
+    if special is not None and (name in ANY_TARGET or
+                                not (mapping.api or "").startswith("mindspore.mint.")):
         return special(call, mapping)
     return generic(call, mapping)
 

@@ -257,6 +257,7 @@ class Planner:
                 return spec
         return None
 
+
     def _layer_input(self, call: cst.Call, file: FileResult, env: dict[str, object],
                      depth: int) -> InputSpec | None:
         name = self.qualify(call.func, file)
@@ -273,8 +274,8 @@ class Planner:
                 value = evaluate(arg.value, env)
                 if key is not None and value is not UNKNOWN and not arg.star:
                     sub_kwargs[key] = value
-            return self.first_layer(resolved.name, self.environment(resolved.name, sub_kwargs),
-                                    depth + 1)
+            return self.input_of(resolved.name, self.environment(resolved.name, sub_kwargs),
+                                 depth + 1)
         torch_name = apis.canonical(name)
         if torch_name in _CONTAINERS:
             return None  # the layers inside are calls of their own, found next
@@ -285,6 +286,68 @@ class Planner:
             if key is not None:
                 values[key] = evaluate(arg.value, env)
         return layer_input(torch_name, values)
+
+    def input_of(self, cls: str, env: dict[str, object], depth: int = 0) -> InputSpec | None:
+        """The input ``cls`` takes: from what its forward first does with its input, else
+        from the first layer its constructor builds."""
+        if depth > 8:
+            return None
+        return self.forward_input(cls, env, depth) or self.first_layer(cls, env, depth)
+
+    def forward_input(self, cls: str, env: dict[str, object], depth: int) -> InputSpec | None:
+        """The input of the first call in ``forward`` that takes the input directly: a
+        submodule (``self.conv(x)``) gives its layer's input, a torch function named
+        ``*2d`` gives the rank (channels from the first layer)."""
+        qualname = self.model.find_method(cls, "forward")
+        found = self.function_node(qualname) if qualname else None
+        if found is None:
+            return None
+        node, file = found
+        params = [*node.params.posonly_params, *node.params.params][1:]
+        if not params:
+            return None
+        name = params[0].name.value
+        for call in m.findall(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
+                                                      m.ZeroOrMore()])):
+            assert isinstance(call, cst.Call)
+            if m.matches(call.func, m.Attribute(value=m.Name("self"))):
+                assert isinstance(call.func, cst.Attribute)
+                built = self._attribute_call(cls, call.func.attr.value)
+                if built is None:
+                    return None
+                init_call, init_file = built
+                return self._first_in(init_call, init_file, env, depth)
+            target = self.qualify(call.func, file) or ""
+            rank = target[-2:] if target.startswith("torch.") else ""
+            if rank in _SPATIAL:
+                base = self.first_layer(cls, env, depth)
+                if base is None or base.dtype != "float32":
+                    return None
+                return InputSpec((*base.shape[:2], *_SPATIAL[rank]))
+            return None
+        return None
+
+    def _attribute_call(self, cls: str, attr: str) -> tuple[cst.Call, FileResult] | None:
+        """The call assigned to ``self.<attr>`` in the constructor of ``cls`` or a base."""
+        for owner in self.model.mro(cls):
+            found = self.function_node(f"{owner}.__init__")
+            if found is None:
+                continue
+            node, file = found
+            for assign in m.findall(node.body, m.Assign(targets=[m.AssignTarget(
+                    m.Attribute(value=m.Name("self"), attr=m.Name(attr)))], value=m.Call())):
+                assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+                return assign.value, file
+        return None
+
+    def _first_in(self, call: cst.Call, file: FileResult, env: dict[str, object],
+                  depth: int) -> InputSpec | None:
+        for inner in m.findall(call, m.Call()):
+            assert isinstance(inner, cst.Call)
+            spec = self._layer_input(inner, file, env, depth)
+            if spec is not None:
+                return spec
+        return None
 
     def plan(self, cls: str) -> Plan:
         """Everything needed to run the Cell generated for ``cls``."""
@@ -298,7 +361,7 @@ class Planner:
         if reason is not None:
             plan.reason = reason
             return plan
-        spec = self.first_layer(cls, self.environment(cls, kwargs))
+        spec = self.input_of(cls, self.environment(cls, kwargs))
         if spec is None:
             plan.reason = ("input shape unknown: no Conv/Linear/Embedding/LSTM/norm layer with "
                            "a constant size in the constructor")
