@@ -68,10 +68,33 @@ def where(path: str, line: int, cell: int | None) -> str:
     return f"{path}:{line}" if cell is None else f"{path}[cell {cell}]:{line}"
 
 
-def code_lines(result: ScanResult, finding: Finding) -> list[CodeLine]:
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class SourceLines:
+    """The lines of the scanned texts, split once per file as Python numbers them.
+
+    ``ScanResult.source_lines`` uses ``str.splitlines``, which also breaks at form feeds
+    and other separators the parser does not count, shifting the lines after them; this
+    splits the same kept text (``ScanResult.sources``) at ``\\r\\n``, ``\\r`` and ``\\n`` only.
+    """
+
+    def __init__(self, result: ScanResult) -> None:
+        self._sources = result.sources
+        self._lines: dict[tuple[str, int | None], list[str]] = {}
+
+    def __call__(self, path: str, cell: int | None) -> list[str]:
+        key = (path, cell)
+        if key not in self._lines:
+            text = self._sources.get(key, "")
+            self._lines[key] = _NEWLINE.split(text) if text else []
+        return self._lines[key]
+
+
+def code_lines(lines: SourceLines, finding: Finding) -> list[CodeLine]:
     """The finding's lines with a little context, from the text the scan kept."""
     loc = finding.location
-    source = result.source_lines(loc.path, loc.cell)
+    source = lines(loc.path, loc.cell)
     if not source:
         return []
     end = max(loc.line, min(loc.end_line, loc.line + MAX_CONTEXT))
@@ -83,9 +106,10 @@ def code_lines(result: ScanResult, finding: Finding) -> list[CodeLine]:
 def finding_views(result: ScanResult) -> list[tuple[Category, list[FindingView]]]:
     """Findings grouped by category, each with its source lines."""
     groups: list[tuple[Category, list[FindingView]]] = []
+    lines = SourceLines(result)
     for category in Category:
         views = [FindingView(f, where(f.location.path, f.location.line, f.location.cell),
-                             code_lines(result, f), f"docs/rules.md#{f.rule.lower()}")
+                             code_lines(lines, f), f"docs/rules.md#{f.rule.lower()}")
                  for f in result.findings if f.category is category]
         if views:
             groups.append((category, views))

@@ -408,3 +408,12 @@ def test_empty_repository_renders(tmp_path: Path) -> None:
 def test_unscored_result_renders(result: ScanResult) -> None:
     page = html.render(replace(result, score=None))
     assert "no score" in page and "No readiness score was computed" in page
+
+
+def test_source_lines_match_parser_lines_after_a_form_feed() -> None:
+    source = "import torch\n\x0c\ndef f(x):\n    return torch.nonzero(x)\n"
+    scanned = scan_files({"ff.py": source}, target="cpu")
+    scanned.findings = [replace(_finding("ff.py", 4, Category.DYNAMIC_SHAPE, Severity.ERROR))]
+    page = html.render(scanned)
+    assert ('<span class="line hit"><span class="ln">4</span>'
+            '    return torch.nonzero(x)</span>') in page
