@@ -176,6 +176,17 @@ TABLE: dict[str, Advice] = {
                                    "Use `mindspore.Profiler`."),
     "torch._dynamo.": _a("MS611", "configures TorchDynamo",
                          "Drop it; `mindspore.jit` has its own options."),
+    "torch.utils.tensorboard.": _a("MS611", "logs to TensorBoard",
+                                   "Use `mindspore.SummaryRecord` (or the `SummaryCollector` "
+                                   "callback) and MindInsight."),
+    # MS613 hooks
+    "torch.Tensor.register_hook": _a("MS613", "registers a gradient hook on a tensor",
+                                     "Use `mindspore.Tensor.register_hook` (PyNative mode "
+                                     "only); in GRAPH_MODE change the gradient in a `bprop`."),
+    # MS614 activation checkpointing
+    "torch.utils.checkpoint.": _a("MS614", "recomputes activations to save memory",
+                                  "Call `cell.recompute()` on the sub-Cell (or wrap a function "
+                                  "with `mindspore.recompute`) instead of checkpointing calls."),
     # MS612 data loading
     "torch.utils.data.DataLoader": _a("MS612", "batches data with a DataLoader",
                                       "Use `mindspore.dataset.GeneratorDataset(source, "
@@ -210,6 +221,16 @@ METHODS: dict[str, Advice] = {
                     "Drop it: `mindspore.value_and_grad` returns fresh gradients each step.", W,
                     symbol="torch.optim.Optimizer.zero_grad"),
     "backward": TABLE["torch.Tensor.backward"],
+    "register_hook": TABLE["torch.Tensor.register_hook"],
+    **{name: _a("MS613", "registers a module hook",
+                f"MindSpore Cells have `{ms_name}` with their own hook signature; hooks run in "
+                "PyNative mode only, so keep them out of GRAPH_MODE training.",
+                symbol=f"torch.nn.Module.{name}")
+       for name, ms_name in (("register_forward_hook", "register_forward_hook"),
+                             ("register_forward_pre_hook", "register_forward_pre_hook"),
+                             ("register_full_backward_hook", "register_backward_hook"),
+                             ("register_backward_hook", "register_backward_hook"),
+                             ("register_full_backward_pre_hook", "register_backward_pre_hook"))},
 }
 _MODE_ARGS = frozenset({"train", "eval"})
 EFFORT = {
@@ -686,4 +707,53 @@ class DataLoading(_IdiomRule):
         "from torch.utils.data import DataLoader, Dataset\n\nclass Data(Dataset):\n"
         "    def __len__(self):\n        return 1\n\n"
         "loader = DataLoader(Data(), batch_size=4)\n",
+    )
+
+
+class ModuleHooks(_IdiomRule):
+    """Flags module and tensor hooks: `register_forward_hook`, `register_forward_pre_hook`,
+    `register_full_backward_hook`, `register_backward_hook` and `Tensor.register_hook`.
+
+    MindSpore Cells and tensors have hooks of the same kind, but with their own
+    signatures, and they run only in PyNative mode; a GRAPH_MODE network ignores them.
+
+    Port each hook to the MindSpore signature and run the network in PyNative where the
+    hook matters (feature extraction, gradient inspection); for gradient changes inside a
+    compiled graph write a `bprop`.
+    """
+
+    id = "MS613"
+    name = "module-hooks"
+    VALID = (
+        "import torch\n\ndef features(model, x):\n    return model.forward_features(x)\n",
+    )
+    INVALID = (
+        "import torch\n\ndef tap(model, store):\n"
+        "    model.layer4.register_forward_hook(lambda m, i, o: store.append(o))\n",
+        "import torch\n\ndef clip(x):\n    y = torch.relu(x)\n"
+        "    y.register_hook(lambda g: g.clamp(-1, 1))\n    return y\n",
+    )
+
+
+class ActivationCheckpoint(_IdiomRule):
+    """Flags activation checkpointing with `torch.utils.checkpoint` (`checkpoint`,
+    `checkpoint_sequential`).
+
+    MindSpore recomputes activations per Cell, as a property of the network rather than a
+    call wrapped around a function in `forward`.
+
+    Call `block.recompute()` on each sub-Cell to recompute (in `__init__`), or wrap the
+    function with `mindspore.recompute`; drop the checkpoint call from `construct`.
+    """
+
+    id = "MS614"
+    name = "activation-checkpoint"
+    VALID = (
+        "import torch\n\ndef save(model, path):\n    checkpoint = {'model': 1}\n"
+        "    return checkpoint\n",
+    )
+    INVALID = (
+        "import torch\nfrom torch.utils.checkpoint import checkpoint\n\n"
+        "class Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return checkpoint(self.block, x, use_reentrant=False)\n",
     )
