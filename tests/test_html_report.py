@@ -417,3 +417,13 @@ def test_source_lines_match_parser_lines_after_a_form_feed() -> None:
     page = html.render(scanned)
     assert ('<span class="line hit"><span class="ln">4</span>'
             '    return torch.nonzero(x)</span>') in page
+
+
+def test_donut_legend_click_filters_the_api_table(browser: Browser, report: Path) -> None:
+    browser.open(report.as_uri())
+    browser.js("document.querySelector('[data-api-status=\"consistent\"]').click()")
+    shown = browser.js("Array.from(document.querySelectorAll('tr.api'))"
+                       ".filter(r => !r.hidden).map(r => r.dataset.status)")
+    hidden = browser.js("document.querySelectorAll('tr.api[hidden]').length")
+    assert shown and set(shown) == {"consistent"} and hidden > 0
+    assert browser.errors() == []
