@@ -1,0 +1,72 @@
+"""The child-process runner: one Cell's crash or time-out never hides the others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from msready.skeletons import runner
+
+CELLS = '''\
+import os
+import time
+
+from mindspore import nn, ops
+
+
+class Good(nn.Cell):
+    def __init__(self, width=4):
+        super().__init__()
+        self.fc = nn.Dense(width, 2)
+
+    def construct(self, x):
+        return self.fc(x)
+
+
+class Sleeper(nn.Cell):
+    def construct(self, x):
+        time.sleep(600)
+        return x
+
+
+class Crasher(nn.Cell):
+    def construct(self, x):
+        os._exit(3)
+
+
+class Broken(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        raise ValueError("bad constructor")
+
+
+class GraphOnlyFails(nn.Cell):
+    def construct(self, x):
+        try:
+            y = ops.relu(x)
+        except ValueError:
+            y = x
+        return y
+'''
+
+
+def job(name: str, kwargs: dict[str, object] | None = None) -> dict[str, object]:
+    return {"key": name, "module": "cells", "name": name, "kwargs": kwargs or {},
+            "compare": None, "inputs": [{"shape": [2, 4], "dtype": "float32", "high": 0}]}
+
+
+def test_crash_and_timeout_lose_only_their_own_cell(tmp_path: Path) -> None:
+    (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
+    # The first Cell of a child also gets the start-up allowance: keep the sleeper second.
+    jobs = [job("Good", {"width": 4}), job("Sleeper"), job("Crasher"), job("Broken"),
+            job("GraphOnlyFails")]
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)}, jobs, timeout=8)
+    assert got["Sleeper"]["error"] == "timed out after 8 s"
+    assert (got["Good"]["pynative"], got["Good"]["graph"], got["Good"]["error"]) == (
+        "pass", "pass", None)
+    assert got["Good"]["weights"]["params"] == {"fc.weight": "fc.weight", "fc.bias": "fc.bias"}
+    assert got["Crasher"]["pynative"] == "fail"
+    assert got["Crasher"]["error"].startswith("the child process crashed")
+    assert got["Broken"]["error"] == "building the Cell: ValueError: bad constructor"
+    assert (got["GraphOnlyFails"]["pynative"], got["GraphOnlyFails"]["graph"]) == (
+        "pass", "fail")
+    assert got["GraphOnlyFails"]["error"].startswith("GRAPH_MODE: ")
