@@ -77,7 +77,8 @@ def _summary(repo: RepositoryModel, chain: Chain, backend: str, measured_on: str
     else:
         parts.append(f"none measured as failing on {backend}")
     if backend != measured_on:
-        parts[-1] += f" (second-order support is measured on {measured_on.upper()} only)"
+        parts[-1] += (f" (measured on {measured_on.upper()}; only missing bprops carry over "
+                      "to other backends)")
     if unmeasured:
         parts.append(f"{len(unmeasured)} unmeasured")
     if no_target:

@@ -201,7 +201,34 @@ def test_other_backends_report_only_what_was_measured(wgan: ScanResult) -> None:
     result = scan_files(WGAN, target="ascend")
     assert _ours(result, "MS402") == []  # ascend targets are mint APIs, not measured on CPU
     [site] = _ours(result, "MS401")
-    assert "measured on CPU only" in site.message and "unmeasured" in site.message
+    assert "measured on CPU" in site.message and "unmeasured" in site.message
+
+
+def test_missing_bprops_carry_over_to_gpu_but_cpu_kernels_do_not() -> None:
+    source = """\
+import torch
+from torch import nn
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.MaxPool2d(2)
+        self.out = nn.LogSoftmax(dim=1)
+
+    def forward(self, x):
+        return self.out(self.pool(x).flatten(1))
+
+
+def penalty(x):
+    critic = Critic()
+    g = torch.autograd.grad(critic(x).sum(), x, create_graph=True)[0]
+    return g.pow(2).mean()
+"""
+    on_cpu = {f.symbol for f in _ours(_scan(source, "cpu"), "MS402")}
+    on_gpu = {f.symbol for f in _ours(_scan(source, "gpu"), "MS402")}
+    assert on_cpu == {"torch.nn.MaxPool2d", "torch.nn.LogSoftmax"}
+    assert on_gpu == {"torch.nn.LogSoftmax"}  # "MaxPoolGradGrad does not support on CPU!"
 
 
 # ----- detection -----------------------------------------------------------------------------
