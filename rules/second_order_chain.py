@@ -132,7 +132,6 @@ class ChainBuilder:
         self.callers_of: dict[str, list[ResolvedCall]] = {}
         self.constructed: dict[str, set[str]] = {}  # file path -> Module classes built there
         self.built_in: dict[str, set[str]] = {}  # caller function -> Module classes it builds
-        self._submodule_cache: dict[str, set[str]] = {}
         self._method_cache: dict[str, list[str]] = {}
         self._constructor_cache: dict[str, list[ResolvedCall]] = {}
         self._classified: dict[str, tuple[str | None, bool, str, str]] = {}
@@ -146,6 +145,9 @@ class ChainBuilder:
                     self.constructed.setdefault(rc.file.path, set()).add(resolved.name)
                     self.built_in.setdefault(rc.call.caller, set()).add(resolved.name)
         self.constructed_anywhere: set[str] = set().union(*self.constructed.values())
+        self._submodule_cache: dict[str, set[str]] = {}
+        self.submodules_anywhere: set[str] = set().union(
+            set(), *(self._submodules(c) for c in repo.module_classes))
 
     # -- a create_graph that a parameter decides -------------------------------------------
 
@@ -242,7 +244,8 @@ class ChainBuilder:
         for pool in pools:
             matches = {c for c in pool if name_matches(name, self.repo.classes[c].name)}
             if matches:
-                return matches
+                # Prefer whole models over the blocks they are built from.
+                return (matches - self.submodules_anywhere) or matches
         built = self.built_in.get(rc.call.caller, set())
         return set(built) if len(built) == 1 else set()
 

@@ -462,3 +462,52 @@ def test_create_graph_decided_by_the_callers() -> None:
     assert site.confidence.value == "high"
     [site] = _ours(_scan(PASS_THROUGH.format(flag="flag")), "MS401")
     assert site.confidence.value == "medium"
+
+
+def test_a_variable_name_prefers_whole_models_over_their_blocks() -> None:
+    files = {"losses.py": LOSSES, "models.py": """\
+import torch
+from torch import nn
+
+
+class DenseHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = DenseHead()
+
+    def forward(self, z):
+        return self.head(z)
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        return self.conv(x).mean()
+
+
+def build():
+    return Generator(), Discriminator()
+""", "train.py": """\
+from losses import gradient_penalty
+
+
+def step(netD, real, fake):
+    return gradient_penalty(netD, real, fake)
+"""}
+    result = scan_files(files, target="cpu")
+    [(_, chain)] = analyse(result.model).sites
+    # "netD" could name DenseHead or Discriminator; the block inside the generator loses.
+    assert chain.classes == ["models.Discriminator"]
+    assert "torch.nn.MaxPool2d" not in chain.apis()
