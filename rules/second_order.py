@@ -275,8 +275,8 @@ class CallsSecondOrderHelper(RepoRule):
                     severity=self.severity, confidence=self.confidence,
                     location=_location(rc), symbol=helper,
                     message=(f"{name} takes a second-order gradient ({_site_phrase(site)} "
-                             f"at {_where(site.rc)}); calling it makes this training step "
-                             f"second order ({len(chain.apis())} torch APIs on the chain, "
+                             f"at {_where(site.rc)}); whatever back-propagates through this call "
+                             f"is second order ({len(chain.apis())} torch APIs on the chain, "
                              f"{len({o.api for o in chain.failing()})} without support on "
                              f"{analysis.builder.backend})."),
                     suggestion=("Call it inside the function given to "

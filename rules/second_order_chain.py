@@ -167,6 +167,9 @@ class ChainBuilder:
         if passed and all(args and args[0].is_literal and not args[0].literal
                           for _, args in passed):
             return None
+        quiet = frozenset(_key(rc) for rc, args in passed
+                          if args and args[0].is_literal and not args[0].literal)
+        site = replace(site, first_order_calls=quiet)
         for rc, args in passed:
             if args and args[0].is_literal and args[0].literal:
                 where = f"{rc.file.path}:{rc.call.span.line}"
@@ -197,7 +200,7 @@ class ChainBuilder:
             for function in frontier:
                 for rc in self.callers_of.get(function, []):
                     caller = rc.call.caller
-                    if caller == function:
+                    if caller == function or _key(rc) in site.first_order_calls:
                         continue
                     backward = self.backward_after(caller, rc.call.span)
                     out.append((rc, backward))
@@ -438,6 +441,10 @@ class ChainBuilder:
             out[key] = ChainOp(api, rc.file.path, span, rc.call.cell, target, in_table,
                                status, error)
         return [out[k] for k in sorted(out)]
+
+
+def _key(rc: ResolvedCall) -> tuple[str, int, int]:
+    return (rc.file.path, rc.call.span.line, rc.call.span.column)
 
 
 def _argument_for(call: CallSite, param: str, index: int) -> list[Arg]:

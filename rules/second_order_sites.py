@@ -109,6 +109,9 @@ class Site:
     how: str  # a short phrase: "create_graph=True", "nested torch.func transforms", ...
     flag: Flag
     inside_only: bool  # the chain is the differentiated function, not the calls before
+    # Calls of the site's function that pass a false ``create_graph`` for it: they run it
+    # first order (a ``(path, line, column)`` per call).
+    first_order_calls: frozenset[tuple[str, int, int]] = frozenset()
 
     @property
     def function(self) -> str:

@@ -511,3 +511,13 @@ def step(netD, real, fake):
     # "netD" could name DenseHead or Discriminator; the block inside the generator loses.
     assert chain.classes == ["models.Discriminator"]
     assert "torch.nn.MaxPool2d" not in chain.apis()
+
+
+def test_callers_that_pass_a_false_create_graph_are_first_order() -> None:
+    source = PASS_THROUGH.format(flag="create_graph=True") + """
+
+def saliency(model, x):
+    return input_grad(model(x).sum(), x, False).abs()
+"""
+    result = _scan(source)
+    assert _lines(result, "MS404") == [("example.py", 9)]
