@@ -4,32 +4,34 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 from functools import lru_cache
 
 from msready.rules.base import FileRule, RepoRule, Rule
 
-# One module per hazard family. A family not written yet is simply absent.
-FAMILIES = (
-    "msready.rules.api_mapping",
-    "msready.rules.dynamic_shape",
-    "msready.rules.sparse",
-    "msready.rules.second_order",
-    "msready.rules.graph_mode",
-    "msready.rules.idioms",
-)
+_NOT_RULES = frozenset({"base", "registry", "docs"})
+
+
+def family_modules() -> list[str]:
+    """Every module of the rules package that may define rules, in name order.
+
+    Rules are found, not registered: a family may spread over several modules
+    (``dynamic_shape``, ``dynamic_shape_index``, ...) and each one is imported.
+    """
+    package = importlib.import_module("msready.rules")
+    return sorted(f"msready.rules.{m.name}" for m in pkgutil.iter_modules(package.__path__)
+                  if m.name not in _NOT_RULES)
+
+
+FAMILIES = tuple(family_modules())
 
 
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
     """Every concrete rule class, ordered by id."""
     found: dict[str, type[Rule]] = {}
-    for family in FAMILIES:
-        try:
-            module = importlib.import_module(family)
-        except ModuleNotFoundError as exc:
-            if exc.name != family:
-                raise
-            continue
+    for family in family_modules():
+        module = importlib.import_module(family)
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if (issubclass(obj, (FileRule, RepoRule)) and obj.__module__ == family
                     and "id" in vars(obj)):
