@@ -212,45 +212,43 @@ class ChainBuilder:
 
     # -- objects: which Module classes a name at a call site stands for ----------------------
 
-    def classes_of(self, text: str, rc: ResolvedCall, depth: int = 0) -> tuple[set[str], bool]:
-        """Module classes an argument's text may hold, and whether it was resolved."""
+    def classes_of(self, text: str, rc: ResolvedCall, depth: int = 0) -> set[str]:
+        """Module classes an argument's text (at call site ``rc``) may hold."""
         repo = self.repo
-        text = text.strip()
-        head = text.split("(", 1)[0].strip()
-        if text.startswith("self.") and head.count(".") >= 1:
+        head = text.strip().split("(", 1)[0].strip()
+        parts = head.split(".")
+        if parts[0] == "self" and len(parts) > 1:
             owner = repo.owner_class(rc.call.caller)
-            attr = head.split(".")[1]
-            if owner is not None:
-                held = {r.name for r in repo.attribute_classes(owner, attr)
-                        if r.name in repo.module_classes}
-                if held:
-                    return held, True
-            return self._by_name(attr, rc), False
-        if head.isidentifier() or "." in head:
-            resolved = repo.resolve(bound_name(rc, head.split(".")[0]) + head[len(
-                head.split(".")[0]):], rc.file.module)
+            held = set() if owner is None else {
+                r.name for r in repo.attribute_classes(owner, parts[1])
+                if r.name in repo.module_classes}
+            return held or self._by_name(parts[1], rc)
+        if all(p.isidentifier() for p in parts):
+            first = bound_name(rc, parts[0])
+            resolved = repo.resolve(".".join([first, *parts[1:]]), rc.file.module)
             if resolved is not None and resolved.name in repo.module_classes:
-                return {resolved.name}, True
-        if head.isidentifier() and depth < 3:
-            fact = repo.functions.get(rc.call.caller)
-            if fact is not None and head in fact.params:
-                found = self.param_classes(rc.call.caller, head, depth + 1)
-                if found:
-                    return found, True
-        return self._by_name(head.rsplit(".", 1)[-1], rc), False
+                return {resolved.name}  # the class itself, or ``Critic()`` built in place
+        fact = repo.functions.get(rc.call.caller)
+        if len(parts) == 1 and depth < 3 and fact is not None and head in fact.params:
+            found = self.param_classes(rc.call.caller, head, depth + 1)
+            if found:
+                return found
+        return self._by_name(parts[-1], rc)
 
     def _by_name(self, name: str, rc: ResolvedCall) -> set[str]:
-        """Fallback for a local variable the model cannot follow: the Module classes
-        built in the same file (or else anywhere) whose name matches the variable's, else
-        the one Module class the calling function builds."""
-        pools = [self.constructed.get(rc.file.path, set()), self.constructed_anywhere]
-        for pool in pools:
-            matches = {c for c in pool if name_matches(name, self.repo.classes[c].name)}
-            if matches:
-                # Prefer whole models over the blocks they are built from.
-                return (matches - self.submodules_anywhere) or matches
+        """Fallback for a local variable the model cannot follow. The Module classes the
+        calling function builds whose name matches the variable's (``netD`` and
+        ``Discriminator``), else the one Module class it builds, else matching classes
+        built in the same file, else anywhere; whole models win over their blocks."""
         built = self.built_in.get(rc.call.caller, set())
-        return set(built) if len(built) == 1 else set()
+        pools = [built, built if len(built) == 1 else set(),
+                 self.constructed.get(rc.file.path, set()), self.constructed_anywhere]
+        for i, pool in enumerate(pools):
+            matches = (set(pool) if i == 1 else
+                       {c for c in pool if name_matches(name, self.repo.classes[c].name)})
+            if matches:
+                return (matches - self.submodules_anywhere) or matches
+        return set()
 
     def param_classes(self, function: str, param: str, depth: int = 0) -> set[str]:
         """Module classes the callers of ``function`` pass as ``param``."""
@@ -263,7 +261,7 @@ class ChainBuilder:
             offset = 1 if (fact.class_qualname is not None and rc.call.kind in (
                 CallKind.SELF_METHOD, CallKind.SUPER)) else 0
             for arg in _argument_for(rc.call, param, index - offset):
-                found |= self.classes_of(arg.text, rc, depth)[0]
+                found |= self.classes_of(arg.text, rc, depth)
         return found
 
     # -- the chain -----------------------------------------------------------------------------
@@ -288,7 +286,7 @@ class ChainBuilder:
             if rc.external is not None:
                 ops.append(rc)
             elif rc.call.kind in _HELD_CALLS and not rc.callees:
-                held = self.classes_of(f"self.{rc.call.target}", rc)[0]
+                held = self.classes_of(f"self.{rc.call.target}", rc)
                 classes |= held
                 if not held:
                     chain.unresolved.append(f"self.{rc.call.target}")

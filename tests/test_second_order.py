@@ -521,3 +521,41 @@ def saliency(model, x):
 """
     result = _scan(source)
     assert _lines(result, "MS404") == [("example.py", 9)]
+
+
+def test_the_model_the_caller_builds_beats_a_name_match_elsewhere() -> None:
+    files = {"losses.py": LOSSES, "models.py": """\
+from torch import nn
+
+
+class ResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+class Learner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ELU()
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def backbone():
+    return ResNet()
+""", "train.py": """\
+from losses import gradient_penalty
+from models import Learner
+
+
+def step(real, fake):
+    net = Learner()
+    return gradient_penalty(net, real, fake)
+"""}
+    [(_, chain)] = analyse(scan_files(files, target="cpu").model).sites
+    assert chain.classes == ["models.Learner"]
