@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import libcst as cst
+import libcst.matchers as m
 
 from msready.analyzer.facts import Arg, FileResult
 from msready.analyzer.findings import (
@@ -233,6 +234,9 @@ class PaddingCollate(RepoRule):
         "import torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n\n"
         "def collate(batch):\n    return [F.pad(b, (0, 1)) for b in batch]\n\n"
         "def make(ds):\n    return DataLoader(ds, batch_size=8)\n",
+        "from torch.utils.data import DataLoader\nfrom transformers import DataCollatorWithPadding"
+        "\n\ndef make(ds, tok):\n    return DataLoader(\n"
+        "        ds, collate_fn=DataCollatorWithPadding(tok, padding='max_length'))\n",
     )
     INVALID = (
         "from torch.nn.utils.rnn import pad_sequence\nfrom torch.utils.data import DataLoader\n"
@@ -247,6 +251,11 @@ class PaddingCollate(RepoRule):
          "data/__init__.py": "",
          "train.py": "import torch\nfrom data.collate import PadCollate\n\n"
                      "loader = torch.utils.data.DataLoader([], collate_fn=PadCollate())\n"},
+        "from torch.nn.utils.rnn import pad_sequence\nfrom torch.utils.data import DataLoader\n"
+        "\nloader = DataLoader([], collate_fn=lambda b: pad_sequence(b, batch_first=True))\n",
+        "from torch.utils.data import DataLoader\nfrom transformers import DataCollatorWithPadding"
+        "\n\ndef make(ds, tok):\n"
+        "    return DataLoader(ds, collate_fn=DataCollatorWithPadding(tok))\n",
     )
 
     def check(self, repo: RepositoryModel) -> Iterable[Finding]:
@@ -254,8 +263,8 @@ class PaddingCollate(RepoRule):
             if rc.external not in _LOADERS:
                 continue
             arg = next((a for a in rc.call.args if a.keyword == "collate_fn"), None)
-            collate = _collate_function(repo, rc.file, rc.call.caller, arg)
-            if collate is None or not _pads(repo, collate):
+            collate = _padding_collate(repo, rc.file, rc.call.caller, arg)
+            if collate is None:
                 continue
             call = rc.call
             yield Finding(
@@ -263,23 +272,27 @@ class PaddingCollate(RepoRule):
                 severity=self.severity, confidence=self.confidence,
                 location=Location.at(rc.file.path, call.span, call.cell),
                 symbol=rc.external,
-                message=(f"This DataLoader's collate_fn `{repo.short_name(collate)}` pads "
-                         "each batch to its longest sample, so batch shapes vary."),
+                message=(f"This DataLoader's collate_fn `{collate}` pads each batch to its "
+                         "longest sample, so batch shapes vary."),
                 suggestion=_PAD_SUGGESTION,
                 function=call.caller,
                 scope=self.scope,
             )
 
 
-def _collate_function(repo: RepositoryModel, file: FileResult, caller: str,
-                      arg: Arg | None) -> str | None:
-    """The repository function a ``collate_fn=`` argument runs, if it can be told."""
+def _padding_collate(repo: RepositoryModel, file: FileResult, caller: str,
+                     arg: Arg | None) -> str | None:
+    """The name of the ``collate_fn=`` argument when it pads to the longest sample: a
+    repository function or callable class, a lambda, or a Hugging Face data collator."""
     if arg is None:
         return None
     try:
         expr = cst.parse_expression(arg.text)
     except cst.ParserSyntaxError:
         return None
+    if isinstance(expr, cst.Lambda):
+        return "lambda" if any(_call_pads(repo, file, caller, c)
+                               for c in _calls_in(expr.body)) else None
     wants_call = False
     if isinstance(expr, cst.Call):
         inner = dotted(expr.func)
@@ -288,10 +301,19 @@ def _collate_function(repo: RepositoryModel, file: FileResult, caller: str,
                 return None
             expr = expr.args[0].value
         else:
+            if inner is not None and _is_hf_collator(_qualified(file, inner), expr):
+                return inner
             expr, wants_call = expr.func, True
     name = dotted(expr)
-    if name is None:
+    function = None if name is None else _function(repo, file, caller, name, wants_call)
+    if function is None or not _pads(repo, function):
         return None
+    return repo.short_name(function)
+
+
+def _function(repo: RepositoryModel, file: FileResult, caller: str, name: str,
+              wants_call: bool) -> str | None:
+    """The repository function ``name`` runs (``__call__`` of a class it constructs)."""
     local = f"{caller}.{name}"
     if local in repo.functions:
         return local
@@ -303,6 +325,35 @@ def _collate_function(repo: RepositoryModel, file: FileResult, caller: str,
     if resolved.kind == "function" and not wants_call:
         return resolved.name
     return None
+
+
+def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
+    """Every call inside an expression."""
+    if isinstance(node, cst.Call):
+        yield node
+    for child in node.children:
+        yield from _calls_in(child)
+
+
+def _call_pads(repo: RepositoryModel, file: FileResult, caller: str, call: cst.Call) -> bool:
+    """True for a padding API, or a repository function that pads."""
+    name = dotted(call.func)
+    if name is None:
+        return False
+    if _qualified(file, name) in _PADDING_CALLS:
+        return True
+    function = _function(repo, file, caller, name, False)
+    return function is not None and _pads(repo, function)
+
+
+def _is_hf_collator(qualified: str, call: cst.Call) -> bool:
+    """A Hugging Face data collator, which pads to the longest sample unless told
+    ``padding="max_length"``."""
+    if not (qualified.startswith("transformers.") and "DataCollator" in qualified):
+        return False
+    return not any(a.keyword is not None and a.keyword.value == "padding"
+                   and m.matches(a.value, m.SimpleString('"max_length"') | m.SimpleString(
+                       "'max_length'")) for a in call.args)
 
 
 def _pads(repo: RepositoryModel, function: str) -> bool:
