@@ -254,14 +254,14 @@ class FileWalker:
                 if root in TORCH_ROOTS:
                     return "tensor"
                 if root == "builtins":
-                    return "python"
+                    return "other" if target == "builtins.open" else "python"
                 # A name of the repository's own package may well return a tensor.
                 return "unknown" if root == self.module.split(".")[0] else "other"
             if isinstance(expr.func, cst.Attribute):
                 inner = self._kind(expr.func.value, depth + 1)
-                if inner == "tensor" and expr.func.attr.value in tensor_methods():
-                    return "tensor"
-                return "unknown" if inner == "unknown" else inner
+                if inner == "tensor":
+                    return "tensor" if expr.func.attr.value in tensor_methods() else "unknown"
+                return inner
             return "unknown"
         if isinstance(expr, cst.Name):
             value = self.value_of(expr.value)
@@ -269,7 +269,9 @@ class FileWalker:
                 return "unknown"
             return self._kind(value, depth + 1)
         if isinstance(expr, cst.Subscript):
-            return self._kind(expr.value, depth + 1)
+            # An element of a tensor is a tensor, of a file a str; of a list: unknown.
+            inner = self._kind(expr.value, depth + 1)
+            return inner if inner in ("tensor", "other") else "unknown"
         if isinstance(expr, cst.BinaryOperation):
             left = self._kind(expr.left, depth + 1)
             return left if left != "python" else self._kind(expr.right, depth + 1)
@@ -355,13 +357,10 @@ class FileWalker:
             self._on_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             self._on_class(node)  # type: ignore[arg-type]
-        elif isinstance(node, cst.Assign):
-            self._on_assign(node.targets[0].target if len(node.targets) == 1 else None,
-                            node.value, [t.target for t in node.targets])
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
-            self._on_assign(node.target, node.value, [node.target])
         elif kind is cst.For:
             self._on_for(node)  # type: ignore[arg-type]
+        elif kind is cst.WithItem:
+            self._on_with_item(node)  # type: ignore[arg-type]
         if kind in self._visit:
             self._dispatch(self._visit, node)
 
@@ -369,7 +368,15 @@ class FileWalker:
         kind = type(node)
         if kind in self._leave:
             self._dispatch(self._leave, node)
-        if kind is cst.FunctionDef:
+        # An assignment binds its names once its right-hand side has been walked, so
+        # that inside ``x = x.cuda()`` the name ``x`` still means the old value.
+        if kind is cst.Assign:
+            targets = [t.target for t in node.targets]  # type: ignore[attr-defined]
+            self._on_assign(targets[0] if len(targets) == 1 else None,
+                            node.value, targets)  # type: ignore[attr-defined]
+        elif kind is cst.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
+            self._on_assign(node.target, node.value, [node.target])  # type: ignore[attr-defined]
+        elif kind is cst.FunctionDef:
             self._functions.pop()
             self.resolver.pop()
         elif kind is cst.ClassDef:
@@ -444,13 +451,14 @@ class FileWalker:
         if alias is not None and alias.startswith("builtins."):
             alias = None
         at_module = self.resolver.current.kind == "module"
+        values = self._values()
         for target in targets:
-            for name in _target_names(target):
+            for name, part in _unpack(target, value):
                 bound = alias if alias and target is single else LOCAL
                 # ``except ImportError: torch = None`` keeps the import's meaning.
                 if not (at_module and bound == LOCAL and self.resolver.current.bindings.get(name)):
                     self.resolver.bind(name, bound)
-                self._values()[name] = value
+                values[name] = part
         if (single is not None and isinstance(single, cst.Attribute)
                 and isinstance(single.value, cst.Name) and single.value.value == "self"
                 and self._functions and self._classes
@@ -489,9 +497,10 @@ class FileWalker:
         return set()
 
     def _on_for(self, node: cst.For) -> None:
+        for name, part in _unpack(node.target, _element_of(node.iter)):
+            self.resolver.bind(name, LOCAL)
+            self._values()[name] = part
         if not self._functions:
-            for name in _target_names(node.target):
-                self.resolver.bind(name, LOCAL)
             return
         state = self._functions[-1]
         iterable = node.iter
@@ -504,9 +513,13 @@ class FileWalker:
         if (isinstance(iterable, cst.Attribute) and isinstance(iterable.value, cst.Name)
                 and iterable.value.value == "self" and isinstance(target, cst.Name)):
             state.loop_attrs[target.value] = iterable.attr.value
-        for name in _target_names(node.target):
+
+    def _on_with_item(self, node: cst.WithItem) -> None:
+        if node.asname is None:
+            return
+        for name, part in _unpack(node.asname.name, node.item):
             self.resolver.bind(name, LOCAL)
-            state.values[name] = node.iter
+            self._values()[name] = part
 
     def _args(self, call: cst.Call) -> tuple[Arg, ...]:
         out = []
@@ -638,6 +651,31 @@ def _target_names(target: cst.BaseExpression) -> Iterator[str]:
             yield from _target_names(element.value)
     elif isinstance(target, cst.StarredElement):
         yield from _target_names(target.value)
+
+
+def _element_of(expr: cst.BaseExpression, index: int = 0) -> cst.BaseExpression:
+    """A stand-in expression for one element of ``expr`` (``expr[index]``), for data flow:
+    a loop variable over a tensor is a tensor, one over a file is a line."""
+    return cst.Subscript(value=expr, slice=[cst.SubscriptElement(cst.Index(
+        cst.Integer(str(index))))])
+
+
+def _unpack(target: cst.BaseExpression,
+            value: cst.BaseExpression) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """Pairs of (name, the part of ``value`` it receives) for an assignment target."""
+    if isinstance(target, cst.Name):
+        yield target.value, value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        parts: list[cst.BaseExpression] | None = None
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(
+                target.elements) and not any(isinstance(e, cst.StarredElement)
+                                             for e in value.elements):
+            parts = [e.value for e in value.elements]
+        for i, element in enumerate(target.elements):
+            part = parts[i] if parts is not None else _element_of(value, i)
+            yield from _unpack(element.value, part)
+    elif isinstance(target, cst.StarredElement):
+        yield from _unpack(target.value, value)
 
 
 def _self_attr(expr: cst.BaseExpression) -> str | None:
