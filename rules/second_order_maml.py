@@ -98,8 +98,11 @@ class MamlFlow(FileRule):
             flow.calls.append((node, used))
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        """Record ``fast = [w - lr * g ...]`` style updates."""
-        if self._flows and m.findall(node.value, m.BinaryOperation(operator=m.Subtract())):
+        """Record ``fast = [w - lr * g ...]`` style updates: a subtraction of two named
+        values (``gnorm - 1`` is a penalty term, not an update)."""
+        steps = [op for op in m.findall(node.value, m.BinaryOperation(operator=m.Subtract()))
+                 if isinstance(op, cst.BinaryOperation) and _names(op.left) and _names(op.right)]
+        if self._flows and steps:
             bound = set().union(*(_target_names(t.target) for t in node.targets))
             self._flows[-1].updates.append((_names(node.value), bound))
 

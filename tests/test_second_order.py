@@ -559,3 +559,17 @@ def step(real, fake):
 """}
     [(_, chain)] = analyse(scan_files(files, target="cpu").model).sites
     assert chain.classes == ["models.Learner"]
+
+
+def test_a_penalty_term_is_not_a_weight_update() -> None:
+    result = _scan("""\
+import torch
+
+
+def penalised(model, x, params, log):
+    grads = torch.autograd.grad(model(x).sum(), params)
+    excess = torch.stack([g.norm() for g in grads]).sum() - 1
+    log("grad-norm", excess)
+    return excess
+""")
+    assert _ours(result) == []
