@@ -157,8 +157,9 @@ class MamlFlow(FileRule):
         while changed:
             changed = False
             for used, bound in flow.updates:
-                if used & (tainted | fast) and not bound <= fast:
-                    fast |= bound - tainted
+                new = bound - tainted - fast
+                if used & (tainted | fast) and new:
+                    fast |= new
                     changed = True
         consumers = [call for call, used in flow.calls if used & fast]
         after = [call for call in consumers if _starts_after(self, call, grad.node)]
