@@ -110,3 +110,13 @@ def test_unknown_names_are_untested_not_guessed() -> None:
                           capture_output=True, text=True, timeout=120, check=True)
     entry = json.loads(proc.stdout)["mindspore.ops.no_such_op"]
     assert entry == {"status": "untested", "reason": "not found in the installed MindSpore"}
+
+
+def test_a_measurement_over_its_time_limit_is_untested() -> None:
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--timeout", "0.0001", "--jobs", "1",
+                           "--only", "mindspore.ops.relu", "mindspore.ops.tanh"],
+                          capture_output=True, text=True, timeout=180, check=True)
+    entries = json.loads(proc.stdout)
+    assert entries["mindspore.ops.relu"] == {"status": "untested",
+                                             "reason": "timed out after 0.0001 s"}
+    assert entries["mindspore.ops.tanh"]["status"] == "untested"  # a fresh worker, same limit

@@ -304,7 +304,7 @@ def _run_share(names: list[str], results: dict[str, dict[str, str]], timeout: fl
             code = current.proc.poll()
             current.stop()
             current = None
-            reason = (f"timed out after {timeout:.0f} s" if code is None
+            reason = (f"timed out after {timeout:g} s" if code is None
                       else f"the measuring process died (exit code {code})")
             entry = {"status": "untested", "reason": reason}
         results[name] = entry
