@@ -37,6 +37,10 @@ SHAPE_METHODS = frozenset({"size", "dim", "numel", "nelement", "ndimension", "st
 SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
 VARLEN_APIS = frozenset({"nonzero", "argwhere", "masked_select", "unique",
                          "unique_consecutive"})
+# Non-torch functions (fully qualified) whose result length depends on the data.
+VARLEN_TARGETS = frozenset({
+    f"torchvision.ops.{module}{name}" for module in ("", "boxes.")
+    for name in ("nms", "batched_nms", "remove_small_boxes")})
 BOOL_APIS = frozenset({
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isin", "isclose", "isreal",
     "logical_and", "logical_or", "logical_not", "logical_xor", "signbit", "bool",
@@ -338,7 +342,7 @@ class Flow:
         if isinstance(expr, cst.Call):
             api = torch_api(self.ctx, expr)
             if api is None:
-                return False
+                return call_target(self.ctx, expr) in VARLEN_TARGETS
             name, is_method = api
             if name in VARLEN_APIS:
                 return True

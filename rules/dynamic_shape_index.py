@@ -15,6 +15,7 @@ import libcst as cst
 from msready.analyzer.findings import Severity
 from msready.rules.dynamic_shape_base import ApiRule, DynamicRule, in_forward
 from msready.rules.dynamic_shape_calls import argument, call_target, receiver, torch_api
+from msready.rules.dynamic_shape_flow import VARLEN_TARGETS
 
 
 class VariableLengthIndex(DynamicRule):
@@ -376,3 +377,47 @@ class RuntimeSize(DynamicRule):
         if isinstance(value, (cst.Tuple, cst.List)):
             return any(self._runtime(e.value) for e in value.elements)
         return self.flow.is_runtime(value)
+
+
+class NonMaxSuppression(DynamicRule):
+    """Flags ``torchvision.ops.nms`` / ``batched_nms`` / ``remove_small_boxes`` in code a
+    forward reaches.
+
+    They return the indices of the boxes kept, as many as survive the overlap or size
+    test, so the output length depends on the boxes' values.
+
+    Use ``mindspore.ops.NMSWithMask`` (Ascend/GPU/CPU), which keeps a fixed number of
+    boxes and returns a validity mask; on Ascend sort the boxes by score first, since it
+    ignores the scores there. Keep the mask next to the boxes instead of indexing with it.
+    """
+
+    id = "MS215"
+    name = "non-max-suppression"
+    VALID = (
+        "import torch.nn as nn\nfrom torchvision.ops import nms\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x\n\n"
+        "def postprocess(boxes, scores):\n    return nms(boxes, scores, 0.5)\n",
+        in_forward("        # torchvision.ops.nms(boxes, scores, 0.5) runs after export\n"
+                   "        return x\n"),
+    )
+    INVALID = (
+        "import torch.nn as nn\nimport torchvision\n\nclass Net(nn.Module):\n"
+        "    def forward(self, boxes, scores):\n"
+        "        keep = torchvision.ops.nms(boxes, scores, 0.5)\n        return boxes[keep]\n",
+        "import torch.nn as nn\nfrom torchvision.ops import boxes as box_ops\n\n"
+        "class Net(nn.Module):\n    def forward(self, b, s, idx):\n"
+        "        return box_ops.batched_nms(b, s, idx, 0.7)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = call_target(self.ctx, node)
+        if target not in VARLEN_TARGETS:
+            return
+        self.report(
+            node,
+            f"`{target.rsplit('.', 1)[-1]}` returns the indices of the boxes it keeps, so its "
+            "length depends on the boxes' values.",
+            "Use `mindspore.ops.NMSWithMask` (a fixed number of boxes plus a validity mask; on "
+            "Ascend sort by score first) and carry the mask instead of indexing with it.",
+            symbol=target,
+        )
