@@ -39,7 +39,7 @@ from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
 from msready.analyzer.source import Source, SourceFile, open_source
 from msready.analyzer.walk import walk_file
-from msready.rules.registry import file_rules, repo_rules
+from msready.rules.registry import file_rules, load_errors, repo_rules
 
 Progress = Callable[[int, int], None]
 _PARALLEL_MIN_FILES = 16
@@ -350,7 +350,7 @@ def scan_source(source: Source, options: ScanOptions,
         apis=build_apis(model, target),
         files=results,
         model=model,
-        warnings=list(config.warnings),
+        warnings=[*config.warnings, *load_errors()],
     )
     result.sources = read_sources(files)
     _finish(result)

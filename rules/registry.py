@@ -24,14 +24,27 @@ def family_modules() -> list[str]:
 
 
 FAMILIES = tuple(family_modules())
+_LOAD_ERRORS: list[str] = []
+
+
+def load_errors() -> list[str]:
+    """One line per rule module that failed to import (its rules do not run)."""
+    all_rules()
+    return list(_LOAD_ERRORS)
 
 
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
-    """Every concrete rule class, ordered by id."""
+    """Every concrete rule class, ordered by id. A module that fails to import loses
+    only its own rules; :func:`load_errors` says which."""
     found: dict[str, type[Rule]] = {}
     for family in family_modules():
-        module = importlib.import_module(family)
+        try:
+            module = importlib.import_module(family)
+        except Exception as exc:
+            _LOAD_ERRORS.append(f"rules module {family} failed to load "
+                                f"({type(exc).__name__}: {exc}); its rules did not run")
+            continue
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if (issubclass(obj, (FileRule, RepoRule)) and obj.__module__ == family
                     and "id" in vars(obj)):

@@ -15,7 +15,7 @@ import pytest
 from msready.analyzer.findings import Category
 from msready.analyzer.scan import scan_files
 from msready.rules.base import Example, Rule
-from msready.rules.registry import all_rules
+from msready.rules.registry import all_rules, load_errors
 
 RULES = all_rules()
 ID_BLOCKS = {
@@ -72,6 +72,10 @@ def test_rule_is_documented_by_examples(rule: type[Rule]) -> None:
     assert re.fullmatch(r"MS\d{3}", rule.id)
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
     assert rule.id[2] == ID_BLOCKS[rule.category], f"{rule.id} is outside its family's id block"
+
+
+def test_every_rule_module_loads() -> None:
+    assert not load_errors()
 
 
 def test_rule_ids_and_names_are_unique() -> None:
