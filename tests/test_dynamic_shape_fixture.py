@@ -21,12 +21,11 @@ from msready.analyzer.scan import ScanOptions, ScanResult, scan, scan_files
 from msready.rules import registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dynamic_shape"
-# The dynamic-shape family spans these modules (too many rules for one module).
+# The dynamic-shape family spans these modules (too many rules for one module); the
+# sparse rules share its call helpers.
 FAMILY_MODULES = ("msready.rules.dynamic_shape", "msready.rules.dynamic_shape_index",
                   "msready.rules.dynamic_shape_control", "msready.rules.sparse")
 _EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
-# The registry as shipped, read before any test adds the family modules to it.
-REGISTERED = registry.FAMILIES
 
 
 def expectations(root: Path) -> set[tuple[str, int, str]]:
@@ -47,18 +46,7 @@ def family_findings(result: ScanResult) -> Iterator[Finding]:
 
 
 @pytest.fixture(scope="module")
-def with_family() -> Iterator[None]:
-    """Make sure every dynamic-shape module is among the registered rule families."""
-    with pytest.MonkeyPatch.context() as patch:
-        families = tuple(dict.fromkeys((*registry.FAMILIES, *FAMILY_MODULES)))
-        patch.setattr(registry, "FAMILIES", families)
-        registry.all_rules.cache_clear()
-        yield
-    registry.all_rules.cache_clear()
-
-
-@pytest.fixture(scope="module")
-def result(with_family: None) -> ScanResult:
+def result() -> ScanResult:
     return scan(str(FIXTURES), options=ScanOptions(jobs=1, cache=False))
 
 
@@ -105,7 +93,8 @@ def test_collate_finding_names_the_collate_function(result: ScanResult) -> None:
 
 def test_every_family_module_is_registered() -> None:
     """The scan only runs rule modules listed in the registry."""
-    assert set(FAMILY_MODULES) <= set(REGISTERED), sorted(set(FAMILY_MODULES) - set(REGISTERED))
+    registered = {r.__module__ for r in registry.all_rules()}
+    assert set(FAMILY_MODULES) <= registered, sorted(set(FAMILY_MODULES) - registered)
 
 
 FORWARD = ("import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n"
@@ -134,7 +123,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("body", "expected"), CASES)
-def test_small_cases(with_family: None, body: str, expected: set[tuple[int, str]]) -> None:
+def test_small_cases(body: str, expected: set[tuple[int, str]]) -> None:
     result = scan_files({"example.py": FORWARD + "        " + body}, target="cpu")
     got = {(f.location.line, f.rule) for f in family_findings(result)}
     assert got == expected
