@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from msready.analyzer.apitable import load_table
-from msready.analyzer.facts import Arg, CallKind, CallSite
+from msready.analyzer.facts import Arg, CallKind, CallSite, FunctionFact
 from msready.analyzer.findings import Span
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel, ResolvedCall
 from msready.rules.second_order_sites import (
@@ -161,8 +161,7 @@ class ChainBuilder:
         index = fact.params.index(flag.text)
         passed = []
         for rc in self.callers_of.get(site.function, []):
-            offset = 1 if (fact.class_qualname is not None and rc.call.kind in (
-                CallKind.SELF_METHOD, CallKind.SUPER)) else 0
+            offset = self._implicit_self(fact, rc)
             passed.append((rc, _argument_for(rc.call, flag.text, index - offset)))
         if passed and all(args and args[0].is_literal and not args[0].literal
                           for _, args in passed):
@@ -250,6 +249,17 @@ class ChainBuilder:
                 return (matches - self.submodules_anywhere) or matches
         return set()
 
+    def _implicit_self(self, fact: FunctionFact, rc: ResolvedCall) -> int:
+        """1 when the call binds the method's first parameter itself (``self.m(...)``,
+        ``super().m(...)``, ``Cls(...)`` running ``__init__``), 0 for a plain function or an
+        explicit ``Cls.m(obj, ...)``."""
+        if fact.class_qualname is None:
+            return 0
+        if rc.call.kind is not CallKind.NAME:
+            return 1
+        resolved = self.repo.resolve(rc.call.target, rc.file.module)
+        return 1 if resolved is not None and resolved.kind == "class" else 0
+
     def param_classes(self, function: str, param: str, depth: int = 0) -> set[str]:
         """Module classes the callers of ``function`` pass as ``param``."""
         fact = self.repo.functions.get(function)
@@ -258,8 +268,7 @@ class ChainBuilder:
         index = fact.params.index(param)
         found: set[str] = set()
         for rc in self.callers_of.get(function, []):
-            offset = 1 if (fact.class_qualname is not None and rc.call.kind in (
-                CallKind.SELF_METHOD, CallKind.SUPER)) else 0
+            offset = self._implicit_self(fact, rc)
             for arg in _argument_for(rc.call, param, index - offset):
                 found |= self.classes_of(arg.text, rc, depth)
         return found

@@ -573,3 +573,20 @@ def penalised(model, x, params, log):
     return excess
 """)
     assert _ours(result) == []
+
+
+def test_a_method_parameter_is_matched_without_self() -> None:
+    source = """\
+import torch
+
+
+class Regulariser:
+    def _grad(self, y, x, create_graph):
+        return torch.autograd.grad(y, x, create_graph=create_graph)[0]
+
+    def penalty(self, y, x):
+        return self._grad(y, x, {flag}).pow(2).sum()
+"""
+    assert _ours(_scan(source.format(flag="False"))) == []
+    [site] = _ours(_scan(source.format(flag="True")), "MS401")
+    assert "passed as True at example.py:9" in site.message
