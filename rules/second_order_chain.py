@@ -54,7 +54,10 @@ _VARIABLE_PREFIXES = ("net", "model", "the", "my")
 
 
 def is_torch_module_class(name: str) -> bool:
-    """True for a torch layer class such as ``torch.nn.Conv2d``."""
+    """True for a torch layer class such as ``torch.nn.Conv2d``, or a torchvision model
+    constructor (``torchvision.models.resnet18``), whose layers then sit on the chain."""
+    if name.startswith("torchvision.models."):
+        return True
     last = name.rsplit(".", 1)[-1]
     return (name.startswith("torch.nn.") and last[:1].isupper()
             and not name.startswith(_NOT_LAYER_PREFIXES) and name not in NOT_OPS)

@@ -590,3 +590,28 @@ class Regulariser:
     assert _ours(_scan(source.format(flag="False"))) == []
     [site] = _ours(_scan(source.format(flag="True")), "MS401")
     assert "passed as True at example.py:9" in site.message
+
+
+def test_a_torchvision_backbone_is_listed_on_the_chain() -> None:
+    result = _scan("""\
+import torch
+import torchvision
+from torch import nn
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = torchvision.models.resnet18(num_classes=1)
+
+    def forward(self, x):
+        return self.backbone(x)
+
+
+def penalty(x):
+    critic = Critic()
+    g = torch.autograd.grad(critic(x).sum(), x, create_graph=True)[0]
+    return g.pow(2).mean()
+""")
+    [site] = _ours(result, "MS401")
+    assert "torchvision.models.resnet18" in site.message
