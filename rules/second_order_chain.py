@@ -292,7 +292,12 @@ class ChainBuilder:
                 continue
             if not site.inside_only and not is_before(rc.call.span, site.span):
                 continue
-            roots.extend(rc.callees)
+            for callee in rc.callees:
+                owner = repo.owner_class(callee)
+                if callee.endswith(".__init__") and owner in repo.module_classes:
+                    classes.add(owner)  # a Module built here: its forward, not its set-up
+                else:
+                    roots.append(callee)
             if site.inside_only:
                 roots.extend(function_args(repo, rc))
             if rc.external is not None:
