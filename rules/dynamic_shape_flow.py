@@ -102,6 +102,7 @@ class Flow:
         self.params: dict[str, list[str]] = {}
         self.attr_classes: dict[tuple[str, str], str] = {}
         self.mask_args: dict[tuple[str, int | str], str] = {}
+        self._callees: dict[int, str | None] = {}
 
     @classmethod
     def of(cls, ctx: FileContext) -> Flow:
@@ -161,7 +162,13 @@ class Flow:
         self.params[function] = names + [p.name.value for p in params.kwonly_params]
 
     def callee(self, call: cst.Call) -> str | None:
-        """The function of this file a call runs, if the file tells."""
+        """The function of this file a call runs, if the file tells (once per call)."""
+        key = id(call)
+        if key not in self._callees:
+            self._callees[key] = self._callee(call)
+        return self._callees[key]
+
+    def _callee(self, call: cst.Call) -> str | None:
         func = call.func
         cls = self.ctx.class_name
         if isinstance(func, cst.Attribute) and m.matches(func.value, m.Name("self")) and cls:
