@@ -55,6 +55,9 @@ def _location(rc: ResolvedCall) -> Location:
 
 
 def _where(rc: ResolvedCall) -> str:
+    """``losses.py:12``, or ``train.ipynb cell 3, line 4`` in a notebook."""
+    if rc.call.cell is not None:
+        return f"{rc.file.path} cell {rc.call.cell}, line {rc.call.span.line}"
     return f"{rc.file.path}:{rc.call.span.line}"
 
 

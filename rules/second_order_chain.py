@@ -184,9 +184,13 @@ class ChainBuilder:
     def backward_after(self, function: str, span: Span) -> ResolvedCall | None:
         """The first ``backward()`` in ``function`` after ``span``: the step that
         back-propagates through what was computed there."""
-        later = [rc for rc in self.by_caller.get(function, [])
-                 if rc.external == "torch.Tensor.backward"
-                 and (rc.call.span.line, rc.call.span.column) > (span.end_line, span.end_column)]
+        backwards = [rc for rc in self.by_caller.get(function, [])
+                     if rc.external == "torch.Tensor.backward"]
+        around = [rc for rc in backwards if rc.call.span != span and inside(span, rc.call.span)]
+        if around:  # ``helper(...).backward()``
+            return around[0]
+        later = [rc for rc in backwards
+                 if (rc.call.span.line, rc.call.span.column) > (span.end_line, span.end_column)]
         return min(later, key=lambda rc: (rc.call.span.line, rc.call.span.column), default=None)
 
     def propagation(self, site: Site, depth: int = 3) -> list[tuple[ResolvedCall,

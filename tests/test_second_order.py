@@ -615,3 +615,20 @@ def penalty(x):
 """)
     [site] = _ours(result, "MS401")
     assert "torchvision.models.resnet18" in site.message
+
+
+def test_notebook_findings_name_their_cells(make_repo) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    cells = [MODELS, LOSSES,
+             "def step(real, fake):\n    critic = Critic()\n"
+             "    gradient_penalty(critic, real, fake).backward()\n"]
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [],
+                           "execution_count": None} for c in cells],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    root = make_repo({"gan.ipynb": json.dumps(notebook)})
+    result = scan(str(root), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    got = {(f.rule, f.location.cell, f.location.line) for f in _ours(result)}
+    assert got == {("MS402", 1, 10), ("MS401", 2, 9), ("MS404", 3, 3), ("MS405", 3, 3)}
+    [op] = _ours(result, "MS402")
+    assert "gan.ipynb cell 2, line 9" in op.message
