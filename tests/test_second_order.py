@@ -8,7 +8,9 @@ Hessians / Jacobians with lookalikes. Lines that must be reported carry
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -617,9 +619,8 @@ def penalty(x):
     assert "torchvision.models.resnet18" in site.message
 
 
-def test_notebook_findings_name_their_cells(make_repo) -> None:  # type: ignore[no-untyped-def]
-    import json
-
+def test_notebook_findings_name_their_cells(
+        make_repo: Callable[[dict[str, str | bytes]], Path]) -> None:
     cells = [MODELS, LOSSES,
              "def step(real, fake):\n    critic = Critic()\n"
              "    gradient_penalty(critic, real, fake).backward()\n"]
