@@ -201,6 +201,85 @@ class PaddedSequence(FileRule):
         )
 
 
+_TRANSFORMS = ("torchvision.transforms.", "torchvision.transforms.v2.")
+
+
+class VariableImageSize(FileRule):
+    """Flags ``transforms.Resize(256)`` (one number: the short side, aspect kept) in a
+    ``transforms.Compose([...])`` with no crop or fixed-size resize after it.
+
+    Images of different aspect ratios then come out with different heights and widths,
+    so every batch (or every image, at batch size 1) has its own shape, and MindSpore
+    compiles a graph per shape.
+
+    Give the pipeline a fixed output size: ``Resize((h, w))`` or a crop after the resize
+    (``mindspore.dataset.vision.Resize([h, w])`` / ``CenterCrop``), or pad to a bucket size
+    with ``padded_batch``; for detection inputs pad each batch to a fixed maximum.
+    """
+
+    id = "MS222"
+    name = "variable-image-size"
+    category = Category.DYNAMIC_SHAPE
+    severity = Severity.WARNING
+    confidence = Confidence.MEDIUM
+    scope = Scope.ANYWHERE
+    VALID = (
+        "from torchvision import transforms as T\n\n"
+        "tf = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor()])\n",
+        "import torchvision.transforms as T\n\ntf = T.Compose([T.Resize((224, 224))])\n",
+        "from PIL import Image\n\ndef f(im):\n    return im.resize(256)\n",
+    )
+    INVALID = (
+        "from torchvision import transforms\n\n"
+        "tf = transforms.Compose([transforms.Resize(800), transforms.ToTensor()])\n",
+        "import torchvision.transforms.v2 as T\n\n"
+        "def make(size):\n    return T.Compose([T.ToTensor(), T.Resize(size=512)])\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = call_target(self.ctx, node) or ""
+        if not (target.startswith(_TRANSFORMS) and target.endswith(".Compose") and node.args):
+            return
+        steps = node.args[0].value
+        if not isinstance(steps, (cst.List, cst.Tuple)):
+            return
+        loose: cst.Call | None = None
+        for element in steps.elements:
+            step = element.value
+            kind = self._kind(step)
+            if kind == "loose":
+                assert isinstance(step, cst.Call)
+                loose = step
+            elif kind == "fixed":
+                loose = None
+        if loose is not None:
+            self.report(
+                loose,
+                "This Resize sets only the short side, and nothing after it fixes the size, so "
+                "images keep their own aspect ratio and batch shapes vary.",
+                "Resize to a fixed `(h, w)` or crop after the resize "
+                "(`mindspore.dataset.vision.Resize([h, w])` / `CenterCrop`), or pad batches to "
+                "a bucket size with `padded_batch`.",
+                symbol=call_target(self.ctx, loose) or "Resize",
+            )
+
+    def _kind(self, step: cst.BaseExpression) -> str:
+        """'loose' for a short-side Resize, 'fixed' for a crop or a (h, w) resize."""
+        if not isinstance(step, cst.Call):
+            return ""
+        target = call_target(self.ctx, step) or ""
+        if not target.startswith(_TRANSFORMS):
+            return ""
+        name = target.rsplit(".", 1)[-1]
+        if name.endswith("Crop"):
+            return "fixed"
+        if name != "Resize":
+            return ""
+        size = next((a.value for a in step.args
+                     if a.keyword is None or a.keyword.value == "size"), None)
+        return "loose" if isinstance(size, cst.Integer) else "fixed"
+
+
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _PADDING_CALLS = _PAD_APIS | {"torch.nn.functional.pad", "numpy.pad"}
 _CREATORS = frozenset({"torch.zeros", "torch.full", "torch.ones", "torch.empty",
