@@ -19,6 +19,10 @@ _FUNCTIONAL_CALLS = frozenset({"torch.func.functional_call",
                                "functorch.functional_call"})
 _SUBTRACTS = frozenset({"torch.sub", "torch.subtract", "torch.Tensor.sub",
                         "torch.Tensor.subtract"})
+_GRAD_TRANSFORMS = frozenset({"torch.func.grad", "torch.func.grad_and_value",
+                              "functorch.grad", "functorch.grad_and_value"})
+_TRANSFORM_ORDER = ("second-order (torch.func gradients stay differentiable): the outer "
+                    "backward differentiates through the inner gradient unless it is detached")
 _ITERATORS = frozenset({"builtins.zip", "builtins.map", "builtins.enumerate"})
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.GeneratorExp)
 
@@ -33,6 +37,7 @@ class _GradUse:
     names: set[str]
     create_graph: cst.Arg | None
     in_loop: bool
+    transform: bool = False  # torch.func.grad: its result stays differentiable
 
 
 @dataclass(slots=True)
@@ -70,11 +75,11 @@ class MamlFlow(FileRule):
             return
         flow = self._flows[-1]
         target = self.ctx.call_target(node)
-        if target == _GRAD:
+        if target == _GRAD or target in _GRAD_TRANSFORMS:
             bound = self._assigned_names()
             if bound:
                 flow.grads.append(_GradUse(node, bound, _create_graph_arg(node),
-                                           self._in_loop()))
+                                           self._in_loop(), target != _GRAD))
             return
         if target in _ITERATORS:
             flow.iterated |= _names(node)
@@ -113,6 +118,13 @@ class MamlFlow(FileRule):
                       else [cst.Element(node.value)])
             names = {e.value.value for e in values if isinstance(e.value, cst.Name)}
             self._flows[-1].returns.append((node, names))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """``grads[name]`` walks the gradients by key (``grads[0]`` picks one tensor)."""
+        if (self._flows and isinstance(node.value, cst.Name)
+                and not all(isinstance(e.slice, cst.Index)
+                            and isinstance(e.slice.value, cst.Integer) for e in node.slice)):
+            self._flows[-1].iterated.add(node.value.value)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         """A comprehension walks its iterable element by element."""
@@ -174,7 +186,7 @@ class MamlFlow(FileRule):
         else:
             return
         fast_names = ", ".join(sorted(fast))
-        order = self._order(grad.create_graph)
+        order = (_TRANSFORM_ORDER if grad.transform else self._order(grad.create_graph))
         loop = "inner loop" if grad.in_loop else "inner step"
         self.report(
             grad.node,

@@ -633,3 +633,20 @@ def test_notebook_findings_name_their_cells(
     assert got == {("MS402", 1, 10), ("MS401", 2, 9), ("MS404", 3, 3), ("MS405", 3, 3)}
     [op] = _ours(result, "MS402")
     assert "gan.ipynb cell 2, line 9" in op.message
+
+
+def test_maml_with_torch_func_gradients() -> None:
+    result = _scan("""\
+import torch
+from torch.func import functional_call, grad
+
+
+def inner(model, params, x, y, lr):
+    def loss_fn(p):
+        return torch.nn.functional.mse_loss(functional_call(model, p, (x,)), y)
+    grads = grad(loss_fn)(params)
+    new = {k: v - lr * grads[k] for k, v in params.items()}
+    return functional_call(model, new, (x,))
+""")
+    [maml] = _ours(result, "MS403")
+    assert maml.location.line == 8 and "torch.func gradients stay differentiable" in maml.message
