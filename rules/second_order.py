@@ -348,11 +348,12 @@ class BackwardThroughSecondOrder(RepoRule):
 
 
 class MamlInnerLoop(MamlFlow):
-    """Flags a MAML-style inner loop: gradients from ``torch.autograd.grad``, walked weight
-    by weight, turned into updated weights (``w - lr * g``) that are fed to a functional
-    forward (``model.functional_forward(x, fast_weights)``, ``functional_call(model,
-    params, x)``) or returned for one, and says whether it is first order (no
-    ``create_graph``) or second order.
+    """Flags a MAML-style inner loop: gradients from ``torch.autograd.grad`` (or
+    ``torch.func.grad``), walked weight by weight, turned into updated weights
+    (``w - lr * g``) that are fed to a functional forward
+    (``model.functional_forward(x, fast_weights)``, ``functional_call(model, params, x)``)
+    or returned for one, and says whether it is first order (no ``create_graph``) or
+    second order.
 
     A second-order inner loop needs every op of the model to support second-order
     differentiation in MindSpore, and the functional forward with explicit weights has to
