@@ -103,10 +103,8 @@ def _fallback(name: str) -> Mapping:
 def lookup(name: str, backend: str) -> Mapping:
     """The MindSpore target of a fully qualified torch name for ``backend``."""
     entry = load_table().lookup(name)
-    if entry is not None:
-        mapping = _from_entry(entry, backend)
-        if mapping.api is not None or entry.status == "missing":
-            return mapping
+    if entry is not None:  # the table's word, also when it has no target for the backend
+        return _from_entry(entry, backend)
     return _fallback(name)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from msready.skeletons.values import OBJECT_KEY
 from msready.skeletons.weights import fit_shape, weight_map
 
 MARK = "@@msready "
@@ -40,12 +41,31 @@ def make_inputs(specs: list[dict[str, Any]]) -> list[Any]:
     rng = np.random.default_rng(0)
     out = []
     for spec in specs:
+        if spec is None:
+            out.append(None)
+            continue
         shape = tuple(spec["shape"])
         if spec["dtype"] == "int64":
             out.append(rng.integers(0, max(1, spec["high"]), shape).astype(np.int64))
         else:
             out.append(rng.standard_normal(shape).astype(np.float32))
     return out
+
+
+def build_value(value: Any) -> Any:
+    """A constructor argument from its JSON form (configuration objects rebuilt)."""
+    if isinstance(value, dict) and OBJECT_KEY in value:
+        module, name = value[OBJECT_KEY]
+        cls = getattr(importlib.import_module(module), name)
+        return cls(**{k: build_value(v) for k, v in value["kwargs"].items()})
+    if isinstance(value, list):
+        return tuple(build_value(v) for v in value)
+    return value
+
+
+def build_kwargs(raw: dict[str, Any]) -> dict[str, Any]:
+    """Every constructor argument of a job, rebuilt."""
+    return {k: build_value(v) for k, v in raw.items()}
 
 
 def _first_output(value: Any) -> Any:
@@ -61,13 +81,13 @@ def run_cell(ms: Any, job: dict[str, Any]) -> dict[str, Any]:
     ms.set_context(mode=ms.PYNATIVE_MODE)
     try:
         module = importlib.import_module(job["module"])
-        cell = getattr(module, job["name"])(**job["kwargs"])
+        cell = getattr(module, job["name"])(**build_kwargs(job["kwargs"]))
         cell.set_train(False)
         res["weights"] = weight_map(cell)
     except Exception as exc:  # the generated code's failure is the result
         res["error"] = f"building the Cell: {first_line(exc)}"
         return res
-    inputs = [ms.Tensor(a) for a in make_inputs(job["inputs"])]
+    inputs = [None if a is None else ms.Tensor(a) for a in make_inputs(job["inputs"])]
     reference = None
     if job.get("compare"):
         try:

@@ -21,6 +21,7 @@ from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.skeletons import runner
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.translate import translate_file
+from msready.skeletons.values import ConfigValue, to_json
 
 # Hazards the translator cannot see from one call: they become TODO comments in the Cell.
 _TODO_CATEGORIES = frozenset({Category.DYNAMIC_SHAPE, Category.SPARSE, Category.SECOND_ORDER,
@@ -65,14 +66,16 @@ def _stub(classes: list[str], reason: str) -> str:
     return "\n\n".join(parts)
 
 
-def _files_to_write(result: ScanResult) -> list[FileResult]:
-    """Files defining Module classes, plus the repository files they import."""
+def _files_to_write(result: ScanResult, extra: list[str]) -> list[FileResult]:
+    """Files defining Module classes, the modules of the configuration objects the Cells
+    are built with (``extra``), and the repository files they import."""
     model = result.model
     wanted: list[str] = []
     for cls in sorted(model.module_classes):
         module = model.class_module.get(cls)
         if module and module not in wanted:
             wanted.append(module)
+    wanted += [m for m in dict.fromkeys(extra) if m in model.modules and m not in wanted]
     i = 0
     while i < len(wanted):
         file = model.modules[wanted[i]]
@@ -120,12 +123,13 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     for finding in result.findings:
         if finding.category in _TODO_CATEGORIES:
             by_path.setdefault(finding.location.path, []).append(finding)
+    plans = {cls: planner.plan(cls) for cls in sorted(result.model.module_classes)}
+    extra = [module for plan in plans.values() for module in _config_modules(plan.kwargs)]
     generated: list[Generated] = []
-    for file in _files_to_write(result):
+    for file in _files_to_write(result, extra):
         body, _ = _translate(result, planner, file, by_path.get(file.path, []))
         gen = Generated(file, out_dir / file.path, body)
-        gen.plans = [planner.plan(c.qualname) for c in file.classes
-                     if c.qualname in result.model.module_classes]
+        gen.plans = [plans[c.qualname] for c in file.classes if c.qualname in plans]
         generated.append(gen)
     _write_packages(out_dir, generated)
     outcomes: dict[str, dict[str, Any]] = {}
@@ -147,6 +151,17 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
             weights_file = gen.out.with_name(gen.out.name + ".weights.json")
             weights_file.write_text(json.dumps(gen.weights, indent=2) + "\n", encoding="utf-8")
     return results
+
+
+def _config_modules(value: object) -> list[str]:
+    """The modules of the configuration objects inside constructor arguments."""
+    if isinstance(value, ConfigValue):
+        return [value.module, *_config_modules(dict(value.kwargs))]
+    if isinstance(value, dict):
+        return [m for v in value.values() for m in _config_modules(v)]
+    if isinstance(value, (list, tuple)):
+        return [m for v in value for m in _config_modules(v)]
+    return []
 
 
 def _write_packages(out_dir: Path, generated: list[Generated]) -> None:
@@ -192,9 +207,10 @@ def _status_line(res: SkeletonResult) -> str:
 
 def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
     return {"key": plan.torch_class, "module": plan.module, "name": plan.name,
-            "kwargs": plan.kwargs, "compare": str(compare) if compare else None,
+            "kwargs": {k: to_json(v) for k, v in plan.kwargs.items()},
+            "compare": str(compare) if compare else None,
             "inputs": [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high}
-                       for s in plan.inputs]}
+                       if s is not None else None for s in plan.inputs]}
 
 
 def _run(result: ScanResult, out_dir: Path, generated: list[Generated],

@@ -339,8 +339,13 @@ def module_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 
 @handler("torch.nn.ModuleDict")
 def module_dict(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """ModuleDict -> CellDict."""
-    return Rewrite("nn.CellDict", list(call.args))
+    """ModuleDict -> CellDict, which cannot hold another container."""
+    nested = m.Call(func=m.Attribute(value=m.Name("nn"), attr=m.Name("CellList")
+                                     | m.Name("SequentialCell") | m.Name("CellDict")))
+    todos = [("MS100", "a CellDict cannot hold a CellList / SequentialCell / CellDict: "
+                       "keep the inner container as an attribute of its own")
+             for _ in range(1) if any(m.findall(v, nested) for _, v in call.args)]
+    return Rewrite("nn.CellDict", list(call.args), todos)
 
 
 @handler("torch.nn.Parameter", "torch.nn.parameter.Parameter")
@@ -451,3 +456,19 @@ def transpose(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression
         return None
     return cst.Call(expr("ops.swapaxes"), [cst.Arg(receiver), cst.Arg(args[0][1]),
                                            cst.Arg(args[1][1])])
+
+
+@method_fix("split")
+def split(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.split(n, dim=d)`` -> ``ops.split(x, n, axis=d)``: MindSpore's ``Tensor.split``
+    with ``dim=`` runs the SplitTensor kernel, which GRAPH_MODE lacks on CPU."""
+    if not args or args[0][0] not in (None, "split_size_or_sections", "split_size"):
+        return None
+    rest = [cst.Arg(args[0][1])]
+    for k, v in args[1:]:
+        if k not in (None, "dim"):
+            return None
+        rest.append(cst.Arg(v, keyword=cst.Name("axis"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                                  cst.SimpleWhitespace(""))))
+    return cst.Call(expr("ops.split"), [cst.Arg(receiver), *rest])

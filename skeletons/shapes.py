@@ -9,9 +9,7 @@ and containers with their arguments evaluated.
 
 from __future__ import annotations
 
-import ast
-import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +22,17 @@ from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.result import ScanResult
 from msready.skeletons import apis
+from msready.skeletons.values import (
+    UNKNOWN,
+    CallHook,
+    ConfigValue,
+    attributes_read,
+    class_fields,
+    constants,
+    evaluate,
+    evaluate_text,
+)
 
-UNKNOWN = object()
-_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
-    cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Power: operator.pow,
-}
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
 
 
@@ -52,42 +55,8 @@ class Plan:
     path: str
     line: int
     kwargs: dict[str, object] = field(default_factory=dict)
-    inputs: list[InputSpec] = field(default_factory=list)
+    inputs: list[InputSpec | None] = field(default_factory=list)
     reason: str | None = None  # set when the Cell cannot be run
-
-
-def evaluate(node: cst.BaseExpression, env: dict[str, object]) -> object:
-    """The value of a small constant expression over ``env``, or :data:`UNKNOWN`."""
-    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
-        try:
-            return ast.literal_eval(node.value)
-        except (ValueError, SyntaxError):
-            return UNKNOWN
-    if isinstance(node, cst.Name):
-        if node.value in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[node.value]
-        return env.get(node.value, UNKNOWN)
-    if isinstance(node, (cst.Tuple, cst.List)):
-        items = [evaluate(e.value, env) for e in node.elements]
-        return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
-    if isinstance(node, cst.UnaryOperation) and m.matches(node.operator, m.Minus()):
-        value = evaluate(node.expression, env)
-        return -value if isinstance(value, (int, float)) else UNKNOWN
-    if isinstance(node, cst.BinaryOperation) and type(node.operator) in _BINOPS:
-        left, right = evaluate(node.left, env), evaluate(node.right, env)
-        if isinstance(left, (int, float)) and isinstance(right, (int, float)):
-            try:
-                return _BINOPS[type(node.operator)](left, right)
-            except (ArithmeticError, ValueError):
-                return UNKNOWN
-    return UNKNOWN
-
-
-def _evaluate_text(text: str, env: dict[str, object]) -> object:
-    try:
-        return evaluate(cst.parse_expression(text), env)
-    except cst.ParserSyntaxError:
-        return UNKNOWN
 
 
 class Planner:
@@ -185,26 +154,92 @@ class Planner:
                     values[key] = arg.literal
                     continue
                 if env is None:
-                    env = self._caller_environment(rc.call.caller)
-                value = _evaluate_text(arg.text, env)
+                    env = self._caller_environment(rc.call.caller, rc.file)
+                value = evaluate_text(arg.text, env, self.call_hook(rc.file))
                 if value is not UNKNOWN:
                     values[key] = value
             yield values
 
-    def _caller_environment(self, caller: str) -> dict[str, object]:
-        """The constructor parameters of the Module class whose ``__init__`` is ``caller``,
-        bound to that class's own constructor arguments (so ``Block(dim)`` inside
-        ``Net.__init__(self, dim=64)`` builds ``Block(64)``)."""
+    def _caller_environment(self, caller: str, file: FileResult) -> dict[str, object]:
+        """The names known where an instantiation happens: the enclosing Module class's
+        constructor parameters (``Block(dim)`` inside ``Net.__init__(self, dim=64)``
+        builds ``Block(64)``), else the module's and the calling function's constants."""
         owner, _, method = caller.rpartition(".")
-        if method != "__init__" or owner not in self.model.module_classes or \
-                owner in self._active:
+        if method == "__init__" and owner in self.model.module_classes:
+            if owner in self._active:
+                return {}
+            self._active.add(owner)
+            try:
+                kwargs, _ = self.constructor(owner)
+                return self.environment(owner, kwargs)
+            finally:
+                self._active.discard(owner)
+        parsed = self.parsed(file.path)
+        if parsed is None:
             return {}
-        self._active.add(owner)
-        try:
-            kwargs, _ = self.constructor(owner)
-            return self.environment(owner, kwargs)
-        finally:
-            self._active.discard(owner)
+        hook = self.call_hook(file)
+        env = constants(parsed.module.body, call=hook)
+        found = self.function_node(caller) if caller in self.model.functions else None
+        if found is not None and isinstance(found[0].body, cst.IndentedBlock):
+            env = constants(found[0].body.body, env, hook)
+        return env
+
+    def call_hook(self, file: FileResult) -> CallHook:
+        """Evaluates ``SomeConfig(n_layer=2)`` in ``file`` to a configuration object."""
+        def hook(call: cst.Call, env: dict[str, object]) -> object:
+            name = self.qualify(call.func, file)
+            resolved = self.model.resolve(name, file.module) if name else None
+            if resolved is None or resolved.kind != "class" or \
+                    resolved.name in self.model.module_classes:
+                return UNKNOWN
+            fields = self.config_fields(resolved.name)
+            if fields is None:
+                return UNKNOWN
+            kwargs: dict[str, object] = {}
+            order = [n for n, _ in fields]
+            for i, arg in enumerate(call.args):
+                key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
+                value = evaluate(arg.value, env, hook)
+                if key is None or arg.star or value is UNKNOWN:
+                    return UNKNOWN
+                kwargs[key] = value
+            return self._config(resolved.name, kwargs)
+        return hook
+
+    def config_fields(self, cls: str) -> list[tuple[str, object]] | None:
+        """The fields of a configuration class (class-level defaults), None for others."""
+        file = self.file_of(cls)
+        parsed = self.parsed(file.path) if file else None
+        if file is None or parsed is None:
+            return None
+        node = next((s for s in parsed.module.body if isinstance(s, cst.ClassDef)
+                     and f"{file.module}.{s.name.value}" == cls), None)
+        fields = class_fields(node) if node is not None else []
+        return fields or None
+
+    def _config(self, cls: str, kwargs: dict[str, object]) -> ConfigValue:
+        fields = dict(self.config_fields(cls) or [])
+        fields.update(kwargs)
+        module, _, name = cls.rpartition(".")
+        return ConfigValue(module, name, tuple(fields.items()), tuple(kwargs.items()))
+
+    def config_for(self, cls: str, param: str) -> ConfigValue | None:
+        """A configuration object for a constructor parameter read as ``param.<field>``:
+        the repository class whose field defaults cover every field read."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return None
+        needed = attributes_read(found[0].body, param)
+        if not needed:
+            return None
+        for candidate in sorted(self.model.classes):
+            if candidate in self.model.module_classes:
+                continue
+            fields = dict(self.config_fields(candidate) or [])
+            if needed <= set(fields) and all(fields[n] is not UNKNOWN for n in needed):
+                return self._config(candidate, {})
+        return None
 
     def constructor(self, cls: str) -> tuple[dict[str, object], str | None]:
         """Keyword arguments to build ``cls`` with, or the reason none could be found."""
@@ -221,7 +256,11 @@ class Planner:
                 if name in site:
                     kwargs[name] = site[name]
                 elif required:
-                    missing.append(name)
+                    config = self.config_for(cls, name)
+                    if config is None:
+                        missing.append(name)
+                    else:
+                        kwargs[name] = config
             if best is None or len(missing) < len(best[1]):
                 best = (kwargs, missing)
         assert best is not None
@@ -292,7 +331,8 @@ class Planner:
         from the first layer its constructor builds."""
         if depth > 8:
             return None
-        return self.forward_input(cls, env, depth) or self.first_layer(cls, env, depth)
+        spec = self.forward_input(cls, env, depth) or self.first_layer(cls, env, depth)
+        return self._forward_rank(cls, spec) if spec is not None else None
 
     def forward_input(self, cls: str, env: dict[str, object], depth: int) -> InputSpec | None:
         """The input of the first call in ``forward`` that takes the input directly: a
@@ -368,8 +408,36 @@ class Planner:
             return plan
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
-        plan.inputs = [spec] * max(1, len(required))
+        # Further inputs: the same tensor (attention's query/key/value), or None beside
+        # token indices (an RNN's initial state).
+        extra: InputSpec | None = spec if spec.dtype == "float32" else None
+        plan.inputs = [spec, *[extra] * (len(required) - 1)]
         return plan
+
+    def _forward_rank(self, cls: str, spec: InputSpec) -> InputSpec:
+        """The input spec with the rank forward unpacks (``B, T, C = x.size()``): batch
+        first, features last, 8 for each dimension in between."""
+        qualname = self.model.find_method(cls, "forward")
+        found = self.function_node(qualname) if qualname else None
+        if found is None or spec.dtype != "float32":
+            return spec
+        node, _ = found
+        params = [*node.params.posonly_params, *node.params.params][1:]
+        if not params:
+            return spec
+        x = m.Name(params[0].name.value)
+        shape_of = m.Call(func=m.Attribute(value=x, attr=m.Name("size")), args=[]) | \
+            m.Attribute(value=x, attr=m.Name("shape"))
+        for assign in m.findall(node.body, m.Assign(targets=[m.AssignTarget(m.Tuple())],
+                                                    value=shape_of)):
+            assert isinstance(assign, cst.Assign)
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Tuple)
+            rank = len(target.elements)
+            if rank != len(spec.shape) and rank >= 2:
+                middle = (8,) * (rank - 2)
+                return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
+        return spec
 
 
 _ORDERS = {

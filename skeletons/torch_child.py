@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from msready.skeletons.child import MARK, first_line, make_inputs
+from msready.skeletons.child import MARK, build_kwargs, first_line, make_inputs
 
 
 def _first_output(value: Any) -> Any:
@@ -31,9 +31,10 @@ def run_module(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
     try:
         torch.manual_seed(0)
         module = importlib.import_module(job["module"])
-        net = getattr(module, job["name"])(**job["kwargs"])
+        net = getattr(module, job["name"])(**build_kwargs(job["kwargs"]))
         net.eval()
-        inputs = [torch.from_numpy(a) for a in make_inputs(job["inputs"])]
+        inputs = [None if a is None else torch.from_numpy(a)
+                  for a in make_inputs(job["inputs"])]
         with torch.no_grad():
             out = _first_output(net(*inputs))
         arrays = {f"param:{k}": v.detach().cpu().numpy() for k, v in net.state_dict().items()}

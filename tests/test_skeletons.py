@@ -43,6 +43,9 @@ def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("transformer", "FeedForward"),
     ("buffers", "Standardize"),
     ("hazard", "Gate"),
+    ("configured", "SelfAttention"),
+    ("configured", "Encoder"),
+    ("configured", "RNNLM"),
 ])
 def test_example_cells_pass_in_both_modes(example: str, cls: str, tmp_root: Path) -> None:
     _, results = run_example(example, tmp_root)
@@ -121,6 +124,7 @@ def test_weight_maps_are_written_next_to_the_cells(tmp_root: Path) -> None:
     ("lm", ("LanguageModel",)),
     ("transformer", ("TransformerBlock",)),
     ("buffers", ("Standardize",)),
+    ("configured", ("SelfAttention", "Encoder", "RNNLM")),
 ])
 def test_compare_torch_matches_the_original_outputs(example: str, classes: tuple[str, ...],
                                                      tmp_root: Path) -> None:
@@ -134,3 +138,20 @@ def test_compare_torch_matches_the_original_outputs(example: str, classes: tuple
 def test_without_compare_no_difference_is_reported(tmp_root: Path) -> None:
     _, results = run_example("lm", tmp_root)
     assert results["LanguageModel"].max_abs_diff is None
+
+
+def test_configuration_objects_and_constants_build_the_cells(tmp_root: Path) -> None:
+    # Encoder(ModelConfig(vocab=VOCAB, layers=1)) and RNNLM(NTOKEN, 24) in train.py, with
+    # VOCAB = 32 and NTOKEN = VOCAB * 2 module constants; ModelConfig is a dataclass.
+    import json
+
+    out, results = run_example("configured", tmp_root)
+    shapes = json.loads((out / "skeletons" / "model.py.weights.json").read_text())
+    encoder = shapes["Encoder"]
+    assert encoder["shapes"]["embed.embedding_table"] == [32, 16]
+    assert "blocks.0.qkv.weight" in encoder["params"]
+    assert "blocks.1.qkv.weight" not in encoder["params"]
+    assert shapes["RNNLM"]["shapes"]["embed.embedding_table"] == [64, 24]
+    # The configuration class is generated too, so the Cells can be built with it.
+    assert "class ModelConfig:" in (out / "skeletons" / "config.py").read_text()
+    assert results["SelfAttention"].pynative == "pass"

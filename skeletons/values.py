@@ -1,0 +1,132 @@
+"""Constant values the planner can compute without running the repository: literals,
+arithmetic over known names, module-level constants, and configuration objects (a
+dataclass or class with field defaults, such as ``GPTConfig``) whose fields a
+constructor reads (``config.n_embd``)."""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+import libcst.matchers as m
+
+UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
+    cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Power: operator.pow,
+    cst.Modulo: operator.mod,
+}
+CallHook = Callable[[cst.Call, dict[str, object]], object]
+OBJECT_KEY = "__msready_object__"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    """An instance of a repository configuration class, built with ``kwargs``."""
+
+    module: str
+    name: str
+    fields: tuple[tuple[str, object], ...]
+    kwargs: tuple[tuple[str, object], ...] = ()
+
+    def get(self, attr: str) -> object:
+        """A field's value, :data:`UNKNOWN` when the class does not define it."""
+        return dict(self.fields).get(attr, UNKNOWN)
+
+    def to_json(self) -> dict[str, object]:
+        """How a child process rebuilds the object."""
+        return {OBJECT_KEY: [self.module, self.name],
+                "kwargs": {k: to_json(v) for k, v in self.kwargs}}
+
+
+def to_json(value: object) -> object:
+    """A constructor argument as JSON (configuration objects as rebuild instructions)."""
+    if isinstance(value, ConfigValue):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return [to_json(v) for v in value]
+    return value
+
+
+def evaluate(node: cst.BaseExpression, env: dict[str, object],
+             call: CallHook | None = None) -> object:
+    """The value of a small constant expression over ``env``, or :data:`UNKNOWN`."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        try:
+            return ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return UNKNOWN
+    if isinstance(node, cst.Name):
+        if node.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.value]
+        return env.get(node.value, UNKNOWN)
+    if isinstance(node, cst.Attribute):
+        owner = evaluate(node.value, env, call)
+        return owner.get(node.attr.value) if isinstance(owner, ConfigValue) else UNKNOWN
+    if isinstance(node, (cst.Tuple, cst.List)):
+        items = [evaluate(e.value, env, call) for e in node.elements]
+        return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
+    if isinstance(node, cst.UnaryOperation) and m.matches(node.operator, m.Minus()):
+        value = evaluate(node.expression, env, call)
+        return -value if isinstance(value, (int, float)) else UNKNOWN
+    if isinstance(node, cst.BinaryOperation) and type(node.operator) in _BINOPS:
+        left, right = evaluate(node.left, env, call), evaluate(node.right, env, call)
+        if isinstance(left, (int, float)) and isinstance(right, (int, float)):
+            try:
+                return _BINOPS[type(node.operator)](left, right)
+            except (ArithmeticError, ValueError):
+                return UNKNOWN
+    if isinstance(node, cst.Call) and call is not None:
+        return call(node, env)
+    return UNKNOWN
+
+
+def evaluate_text(text: str, env: dict[str, object], call: CallHook | None = None) -> object:
+    """:func:`evaluate` on source text."""
+    try:
+        return evaluate(cst.parse_expression(text), env, call)
+    except cst.ParserSyntaxError:
+        return UNKNOWN
+
+
+def constants(body: Sequence[cst.BaseStatement],
+              env: dict[str, object] | None = None,
+              call: CallHook | None = None) -> dict[str, object]:
+    """``NAME = <constant>`` assignments of a block, evaluated in order."""
+    out = dict(env or {})
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                    small.targets[0].target, cst.Name):
+                value = evaluate(small.value, out, call)
+                if value is not UNKNOWN:
+                    out[small.targets[0].target.value] = value
+    return out
+
+
+def class_fields(node: cst.ClassDef) -> list[tuple[str, object]]:
+    """Class-level fields with constant defaults, in order (dataclass style)."""
+    out: list[tuple[str, object]] = []
+    for stmt in node.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                value = evaluate(small.value, {}) if small.value is not None else UNKNOWN
+                out.append((small.target.value, value))
+            elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                    small.targets[0].target, cst.Name):
+                out.append((small.targets[0].target.value, evaluate(small.value, {})))
+    return out
+
+
+def attributes_read(node: cst.CSTNode, name: str) -> set[str]:
+    """Attributes read from a name inside a node (``config.n_embd`` -> ``n_embd``)."""
+    found = m.findall(node, m.Attribute(value=m.Name(name)))
+    return {a.attr.value for a in found if isinstance(a, cst.Attribute)}
