@@ -22,6 +22,7 @@ from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.result import ScanResult
 from msready.skeletons import apis
+from msready.skeletons.inputs import ORDERS, SPATIAL, InputSpec, layer_input
 from msready.skeletons.values import (
     UNKNOWN,
     CallHook,
@@ -34,15 +35,6 @@ from msready.skeletons.values import (
 )
 
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
-
-
-@dataclass(frozen=True, slots=True)
-class InputSpec:
-    """One input tensor: shape, dtype (``float32`` or ``int64``) and, for indices, the bound."""
-
-    shape: tuple[int, ...]
-    dtype: str = "float32"
-    high: int = 0
 
 
 @dataclass(slots=True)
@@ -318,7 +310,7 @@ class Planner:
         torch_name = apis.canonical(name)
         if torch_name in _CONTAINERS:
             return None  # the layers inside are calls of their own, found next
-        order = _ORDERS.get(torch_name.rsplit(".", 1)[-1]) or apis.torch_order(torch_name) or ()
+        order = ORDERS.get(torch_name.rsplit(".", 1)[-1]) or apis.torch_order(torch_name) or ()
         values: dict[str, object] = {}
         for i, arg in enumerate(call.args):
             key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
@@ -359,11 +351,11 @@ class Planner:
                 return self._first_in(init_call, init_file, env, depth)
             target = self.qualify(call.func, file) or ""
             rank = target[-2:] if target.startswith("torch.") else ""
-            if rank in _SPATIAL:
+            if rank in SPATIAL:
                 base = self.first_layer(cls, env, depth)
                 if base is None or base.dtype != "float32":
                     return None
-                return InputSpec((*base.shape[:2], *_SPATIAL[rank]))
+                return InputSpec((*base.shape[:2], *SPATIAL[rank]))
             return None
         return None
 
@@ -438,56 +430,3 @@ class Planner:
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
         return spec
-
-
-_ORDERS = {
-    "Conv1d": ("in_channels",), "Conv2d": ("in_channels",), "Conv3d": ("in_channels",),
-    "ConvTranspose1d": ("in_channels",), "ConvTranspose2d": ("in_channels",),
-    "ConvTranspose3d": ("in_channels",), "Linear": ("in_features",),
-    "Embedding": ("num_embeddings",), "LSTM": ("input_size",), "GRU": ("input_size",),
-    "RNN": ("input_size",), "MultiheadAttention": ("embed_dim",),
-    "LayerNorm": ("normalized_shape",), "BatchNorm1d": ("num_features",),
-    "BatchNorm2d": ("num_features",), "BatchNorm3d": ("num_features",),
-    "GroupNorm": ("num_groups", "num_channels"), "TransformerEncoderLayer": ("d_model",),
-}
-# The spatial size given to each layer family, after (batch, channels).
-_SPATIAL = {"1d": (32,), "2d": (16, 16), "3d": (4, 4, 4)}
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def layer_input(torch_name: str, values: dict[str, object]) -> InputSpec | None:
-    """The input a torch layer accepts, from its (evaluated) constructor arguments."""
-    layer = torch_name.rsplit(".", 1)[-1]
-    if not torch_name.startswith("torch.nn."):
-        return None
-    suffix = layer[-2:].lower()
-    seq_first = values.get("batch_first") is not True
-
-    def sequence(width: int) -> InputSpec:
-        return InputSpec((8, 2, width) if seq_first else (2, 8, width))
-
-    if layer.startswith(("Conv", "ConvTranspose")) and (c := _int(values.get("in_channels"))):
-        return InputSpec((2, c, *_SPATIAL.get(suffix, (16, 16))))
-    if layer == "Linear" and (c := _int(values.get("in_features"))):
-        return InputSpec((2, c))
-    if layer == "Embedding" and (c := _int(values.get("num_embeddings"))):
-        return InputSpec((2, 8), "int64", c)
-    if layer in ("LSTM", "GRU", "RNN") and (c := _int(values.get("input_size"))):
-        return sequence(c)
-    if layer in ("MultiheadAttention", "TransformerEncoderLayer") and (
-            c := _int(values.get("embed_dim", values.get("d_model")))):
-        return sequence(c)
-    if layer == "LayerNorm":
-        shape = values.get("normalized_shape")
-        if _int(shape):
-            return InputSpec((2, 8, shape))  # type: ignore[arg-type]
-        if isinstance(shape, tuple) and all(_int(s) for s in shape):
-            return InputSpec((2, *shape))
-    if layer.startswith("BatchNorm") and (c := _int(values.get("num_features"))):
-        return InputSpec((2, c)) if suffix == "1d" else InputSpec((2, c, *_SPATIAL[suffix]))
-    if layer == "GroupNorm" and (c := _int(values.get("num_channels"))):
-        return InputSpec((2, c, 16, 16))
-    return None

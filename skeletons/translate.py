@@ -17,14 +17,8 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.skeletons import apis
-from msready.skeletons.layers import (
-    CALL_FIXES,
-    METHOD_FIXES,
-    ArgList,
-    CallIn,
-    expr,
-    translate_call,
-)
+from msready.skeletons.layers import CALL_FIXES, ArgList, CallIn, expr, translate_call
+from msready.skeletons.methods import METHOD_FIXES
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 _KEEP_TOP = (cst.FunctionDef, cst.ClassDef)

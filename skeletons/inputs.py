@@ -1,0 +1,69 @@
+"""The input a torch layer accepts, from its constructor arguments: the first layer of a
+Module says what the Module can be fed (``in_channels`` of a Conv, ``in_features`` of a
+Linear, integer indices below ``num_embeddings`` for an Embedding, ...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    """One input tensor: shape, dtype (``float32`` or ``int64``) and, for indices, the bound."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    high: int = 0
+
+
+ORDERS = {
+    "Conv1d": ("in_channels",), "Conv2d": ("in_channels",), "Conv3d": ("in_channels",),
+    "ConvTranspose1d": ("in_channels",), "ConvTranspose2d": ("in_channels",),
+    "ConvTranspose3d": ("in_channels",), "Linear": ("in_features",),
+    "Embedding": ("num_embeddings",), "LSTM": ("input_size",), "GRU": ("input_size",),
+    "RNN": ("input_size",), "MultiheadAttention": ("embed_dim",),
+    "LayerNorm": ("normalized_shape",), "BatchNorm1d": ("num_features",),
+    "BatchNorm2d": ("num_features",), "BatchNorm3d": ("num_features",),
+    "GroupNorm": ("num_groups", "num_channels"), "TransformerEncoderLayer": ("d_model",),
+}
+# The spatial size given to each layer family, after (batch, channels).
+SPATIAL = {"1d": (32,), "2d": (16, 16), "3d": (4, 4, 4)}
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def layer_input(torch_name: str, values: dict[str, object]) -> InputSpec | None:
+    """The input a torch layer accepts, from its (evaluated) constructor arguments."""
+    layer = torch_name.rsplit(".", 1)[-1]
+    if not torch_name.startswith("torch.nn."):
+        return None
+    suffix = layer[-2:].lower()
+    seq_first = values.get("batch_first") is not True
+
+    def sequence(width: int) -> InputSpec:
+        return InputSpec((8, 2, width) if seq_first else (2, 8, width))
+
+    if layer.startswith(("Conv", "ConvTranspose")) and (c := _int(values.get("in_channels"))):
+        return InputSpec((2, c, *SPATIAL.get(suffix, (16, 16))))
+    if layer == "Linear" and (c := _int(values.get("in_features"))):
+        return InputSpec((2, c))
+    if layer == "Embedding" and (c := _int(values.get("num_embeddings"))):
+        return InputSpec((2, 8), "int64", c)
+    if layer in ("LSTM", "GRU", "RNN") and (c := _int(values.get("input_size"))):
+        return sequence(c)
+    if layer in ("MultiheadAttention", "TransformerEncoderLayer") and (
+            c := _int(values.get("embed_dim", values.get("d_model")))):
+        return sequence(c)
+    if layer == "LayerNorm":
+        shape = values.get("normalized_shape")
+        if _int(shape):
+            return InputSpec((2, 8, shape))  # type: ignore[arg-type]
+        if isinstance(shape, tuple) and all(_int(s) for s in shape):
+            return InputSpec((2, *shape))
+    if layer.startswith("BatchNorm") and (c := _int(values.get("num_features"))):
+        return InputSpec((2, c)) if suffix == "1d" else InputSpec((2, c, *SPATIAL[suffix]))
+    if layer == "GroupNorm" and (c := _int(values.get("num_channels"))):
+        return InputSpec((2, c, 16, 16))
+    return None

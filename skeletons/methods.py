@@ -1,0 +1,94 @@
+"""Tensor methods whose MindSpore spelling is not a same-name method (``x.size(1)`` ->
+``x.shape[1]``, ``x.to(device)`` -> ``x``, ``x.transpose(a, b)`` -> ``ops.swapaxes``):
+a registry of named rewrites, looked up by method name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from msready.skeletons.layers import ArgList, expr
+
+# Tensor methods whose MindSpore spelling is not a same-name method.
+MethodFix = Callable[[cst.BaseExpression, ArgList], cst.BaseExpression | None]
+METHOD_FIXES: dict[str, MethodFix] = {}
+
+
+def method_fix(*names: str) -> Callable[[MethodFix], MethodFix]:
+    """Register a rewrite of ``x.<name>(...)`` for torch tensor methods ``names``."""
+    def register(fn: MethodFix) -> MethodFix:
+        for name in names:
+            METHOD_FIXES[name] = fn
+        return fn
+    return register
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _is_dtype(node: cst.BaseExpression) -> bool:
+    text = _code(node)
+    return text.startswith("mindspore.") and text.rsplit(".", 1)[-1][:1].islower()
+
+
+@method_fix("size")
+def size(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.size()`` -> ``x.shape``, ``x.size(i)`` -> ``x.shape[i]`` (MindSpore's ``size``
+    is the element count)."""
+    shape = cst.Attribute(receiver, cst.Name("shape"))
+    if not args:
+        return shape
+    return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(args[0][1]))])
+
+
+@method_fix("to", "cuda", "cpu", "pin_memory")
+def device(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """Device moves disappear (MindSpore places tensors by context); a dtype becomes
+    ``astype``."""
+    dtype = next((v for _, v in args if _is_dtype(v)), None)
+    if dtype is None:
+        return receiver
+    return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
+
+
+@method_fix("type_as")
+def type_as(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.type_as(y)`` -> ``x.astype(y.dtype)``."""
+    if not args:
+        return None
+    return cst.Call(cst.Attribute(receiver, cst.Name("astype")),
+                    [cst.Arg(cst.Attribute(args[0][1], cst.Name("dtype")))])
+
+
+@method_fix("detach")
+def detach(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.detach()`` -> ``ops.stop_gradient(x)``."""
+    return expr(f"ops.stop_gradient({_code(receiver)})")
+
+
+@method_fix("transpose")
+def transpose(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.transpose(a, b)`` swaps two axes; MindSpore's ``Tensor.transpose`` permutes all
+    axes in GRAPH_MODE, so write ``ops.swapaxes``."""
+    if len(args) != 2 or any(k for k, _ in args):
+        return None
+    return cst.Call(expr("ops.swapaxes"), [cst.Arg(receiver), cst.Arg(args[0][1]),
+                                           cst.Arg(args[1][1])])
+
+
+@method_fix("split")
+def split(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.split(n, dim=d)`` -> ``ops.split(x, n, axis=d)``: MindSpore's ``Tensor.split``
+    with ``dim=`` runs the SplitTensor kernel, which GRAPH_MODE lacks on CPU."""
+    if not args or args[0][0] not in (None, "split_size_or_sections", "split_size"):
+        return None
+    rest = [cst.Arg(args[0][1])]
+    for k, v in args[1:]:
+        if k not in (None, "dim"):
+            return None
+        rest.append(cst.Arg(v, keyword=cst.Name("axis"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                                  cst.SimpleWhitespace(""))))
+    return cst.Call(expr("ops.split"), [cst.Arg(receiver), *rest])
