@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from msready.analyzer.findings import Severity
@@ -17,7 +18,7 @@ def print_summary(result: ScanResult, console: Console, written: list[str], top:
     """Score, counts by category, the first findings and the files written."""
     src = result.source
     score = result.score
-    head = f"[bold]msready[/bold] {src.input}"
+    head = f"[bold]msready[/bold] {escape(src.input)}"
     if src.commit:
         head += f" @ {src.commit[:12]}"
     console.print(head)
@@ -45,8 +46,8 @@ def print_summary(result: ScanResult, console: Console, written: list[str], top:
             where = f"{loc.path}:{loc.line}:{loc.column}" if loc.cell is None else (
                 f"{loc.path}[cell {loc.cell}]:{loc.line}:{loc.column}")
             style = _SEVERITY_STYLE[finding.severity]
-            console.print(f"  [{style}]{finding.rule}[/] {where} {finding.message}",
-                          highlight=False, soft_wrap=True)
+            console.print(f"  [{style}]{finding.rule}[/] {escape(where)} "
+                          f"{escape(finding.message)}", highlight=False, soft_wrap=True)
         if len(result.findings) > top:
             console.print(f"  ... and {len(result.findings) - top} more findings")
     else:
@@ -54,6 +55,6 @@ def print_summary(result: ScanResult, console: Console, written: list[str], top:
     if result.suppressed:
         console.print(f"  {len(result.suppressed)} findings suppressed by comments or config")
     for warning in result.warnings:
-        console.print(f"  [yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"  [yellow]warning:[/] {escape(warning)}", highlight=False)
     for path in written:
-        console.print(f"  wrote {path}", highlight=False)
+        console.print(f"  wrote {escape(path)}", highlight=False)
