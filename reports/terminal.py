@@ -41,7 +41,9 @@ def print_summary(result: ScanResult, console: Console, written: list[str], top:
         for category in sorted({f.category.value for f in result.findings}):
             table.add_row(category, *(str(counts.get((category, s), 0)) for s in Severity))
         console.print(table)
-        for finding in result.findings[:top]:
+        rank = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+        worst = sorted(result.findings, key=lambda f: (rank[f.severity], f.sort_key()))
+        for finding in worst[:top]:
             loc = finding.location
             where = f"{loc.path}:{loc.line}:{loc.column}" if loc.cell is None else (
                 f"{loc.path}[cell {loc.cell}]:{loc.line}:{loc.column}")
