@@ -27,6 +27,7 @@ from msready.skeletons.values import ConfigValue, to_json
 _TODO_CATEGORIES = frozenset({Category.DYNAMIC_SHAPE, Category.SPARSE, Category.SECOND_ORDER,
                               Category.GRAPH_SYNTAX})
 NOT_RUN = "not run (--skeletons write)"
+NOTEBOOK = "defined in a notebook: move the class to a .py file to get a starter Cell"
 # How MindSpore says an operator has no kernel on the device it runs on.
 _KERNEL_MISSING = ("unregistered", "Kernel select failed", "not supported on CPU")
 
@@ -123,7 +124,7 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     for finding in result.findings:
         if finding.category in _TODO_CATEGORIES:
             by_path.setdefault(finding.location.path, []).append(finding)
-    plans = {cls: planner.plan(cls) for cls in sorted(result.model.module_classes)}
+    plans = {cls: _plan(planner, cls) for cls in sorted(result.model.module_classes)}
     extra = [module for plan in plans.values() for module in _config_modules(plan.kwargs)]
     generated: list[Generated] = []
     for file in _files_to_write(result, extra):
@@ -132,10 +133,14 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
         gen.plans = [plans[c.qualname] for c in file.classes if c.qualname in plans]
         generated.append(gen)
     _write_packages(out_dir, generated)
+    placed = {p.torch_class for gen in generated for p in gen.plans}
+    elsewhere = [SkeletonResult(p.torch_class, p.path, p.line, "", "skipped", "skipped",
+                                NOTEBOOK if p.path.endswith(".ipynb") else "source text not kept")
+                 for cls, p in plans.items() if cls not in placed]
     outcomes: dict[str, dict[str, Any]] = {}
     if run:
         outcomes = _run(result, out_dir, generated, compare_torch)
-    results = []
+    results = list(elsewhere)
     for gen in generated:
         for plan in gen.plans:
             res = _result(gen, plan, out_dir, run, outcomes.get(plan.torch_class),
@@ -151,6 +156,17 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
             weights_file = gen.out.with_name(gen.out.name + ".weights.json")
             weights_file.write_text(json.dumps(gen.weights, indent=2) + "\n", encoding="utf-8")
     return results
+
+
+def _plan(planner: Planner, cls: str) -> Plan:
+    """The run plan of one class; a planner bug skips that Cell, never the scan."""
+    try:
+        return planner.plan(cls)
+    except Exception as exc:  # an unexpected shape of code loses only this Cell's run
+        fact = planner.model.classes[cls]
+        file = planner.file_of(cls)
+        return Plan(cls, fact.name, file.module if file else "", file.path if file else "",
+                    fact.span.line, reason=f"msready could not plan this Cell ({exc!r:.120})")
 
 
 def _config_modules(value: object) -> list[str]:
@@ -238,7 +254,12 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
             jobs = [_job(p, compares.get(p.torch_class)
                          if not (torch_errors.get(p.torch_class) or {}).get("error") else None)
                     for p in runnable]
-            got = runner.run_jobs("msready.skeletons.child", {"root": str(out_dir)}, jobs)
+            try:
+                got = runner.run_jobs("msready.skeletons.child", {"root": str(out_dir)}, jobs)
+            except OSError as exc:  # the child could not even start
+                got = {j["key"]: {"pynative": "fail", "graph": "fail",
+                                  "error": f"cannot start the child process: {exc}"}
+                       for j in jobs}
             for plan in runnable:
                 outcome = got.get(plan.torch_class, {})
                 torch_error = (torch_errors.get(plan.torch_class) or {}).get("error")

@@ -155,3 +155,20 @@ def test_configuration_objects_and_constants_build_the_cells(tmp_root: Path) -> 
     # The configuration class is generated too, so the Cells can be built with it.
     assert "class ModelConfig:" in (out / "skeletons" / "config.py").read_text()
     assert results["SelfAttention"].pynative == "pass"
+
+
+def test_the_cli_reports_the_cells_in_its_json(tmp_path: Path) -> None:
+    import json
+
+    from msready.cli import main
+
+    for mode, expected in (("write", ("skipped", "skipped", "not run (--skeletons write)")),
+                           ("run", ("pass", "pass", None))):
+        out = tmp_path / mode
+        code = main(["scan", str(FIXTURES / "mlp"), "-o", str(out), "--format", "json",
+                     "--target", "cpu", "--skeletons", mode, "--no-cache", "-q"])
+        assert code == 0
+        entries = json.loads((out / "msready.json").read_text())["skeletons"]
+        assert [(e["torch_class"], e["cell_file"], e["pynative"], e["graph"], e["error"])
+                for e in entries] == [("mlp.MLP", "skeletons/mlp.py", *expected)]
+        assert (out / "skeletons" / "mlp.py").is_file()

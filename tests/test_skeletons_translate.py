@@ -210,3 +210,16 @@ def test_notebook_and_unparsable_files_do_not_stop_generation(tmp_path: Path) ->
                          "old.py": "print 'python 2'\n"}, target="cpu")
     results = build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
     assert [r.torch_class for r in results] == ["example.Net"]
+
+
+def test_module_classes_in_notebooks_are_listed_as_skipped(tmp_path: Path) -> None:
+    import json
+
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                           "execution_count": None,
+                           "source": HEADER + module("self.fc = nn.Linear(4, 4)")}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    result = scan_files({"explore.ipynb": json.dumps(notebook)}, target="cpu")
+    results = build_skeletons(result, tmp_path / "skeletons", run=True, compare_torch=False)
+    assert [(r.torch_class, r.path, r.pynative, r.error) for r in results] == [
+        ("explore.Net", "explore.ipynb", "skipped", generate.NOTEBOOK)]
