@@ -50,9 +50,11 @@ class VariableLengthIndex(DynamicRule):
         api = torch_api(self.ctx, node)
         if api is None or api[0] not in self.APIS:
             return
-        index = argument(node, "index", 1 if api[1] else 2)
-        if api[0] == "take":
-            index = argument(node, "index", 0 if api[1] else 1)
+        if api[0] in ("take", "take_along_dim"):
+            keyword = "index" if api[0] == "take" else "indices"
+            index = argument(node, keyword, 0 if api[1] else 1)
+        else:
+            index = argument(node, "index", 1 if api[1] else 2)
         if index is not None and self.flow.is_varlen(index):
             self._report(node, self._symbol(*api))
 
