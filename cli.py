@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="comma-separated: html, json, sarif, md (default: all)")
     s.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     s.add_argument("--target", choices=TARGETS, default=None,
-                   help="MindSpore backend to migrate to (default: ascend, or the repo's config)")
+                   help="MindSpore backend to migrate to (default: cpu, or the repo's config)")
     s.add_argument("--skeletons", choices=("run", "write", "off"), default="run",
                    help="generate MindSpore Cells and run them (run), only write them, or skip")
     s.add_argument("--compare-torch", action="store_true",
@@ -71,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("action", nargs="?", choices=("lookup",), help="lookup: explain one entry")
     t.add_argument("symbol", nargs="?", help="torch API for lookup, e.g. torch.nn.Conv2d")
     t.add_argument("--format", choices=("json", "tsv"), default="json")
-    t.add_argument("--target", choices=TARGETS, default="ascend")
+    t.add_argument("--target", choices=TARGETS, default="cpu")
 
     c = sub.add_parser("convert-weights", help="convert a torch checkpoint to a MindSpore one")
     c.add_argument("checkpoint", help="torch .pth / .pt file (a state_dict)")

@@ -327,7 +327,8 @@ def scan_source(source: Source, options: ScanOptions,
     skipped = list(source.skipped) + [(f.rel, "excluded by tool.msready.exclude")
                                       for f in source.files if config.excluded(f.rel)]
     results = analyze_files(files, options, progress)
-    target = options.target or config.target or "ascend"
+    # CPU by default: it is the backend whose generated Cells this machine can prove.
+    target = options.target or config.target or "cpu"
     model = RepositoryModel(results)
     model.target = target  # type: ignore[attr-defined]
     findings, suppressed = collect_findings(model, config)
@@ -396,7 +397,7 @@ def scan(spec: str, ref: str | None = None, options: ScanOptions | None = None,
         return scan_source(source, options or ScanOptions(), progress)
 
 
-def scan_files(files: dict[str, str], target: str = "ascend") -> ScanResult:
+def scan_files(files: dict[str, str], target: str = "cpu") -> ScanResult:
     """Scan in-memory sources (path -> text), as the rule examples and tests do."""
     with tempfile.TemporaryDirectory(prefix="msready-snippet-") as tmp:
         root = Path(tmp)
