@@ -87,6 +87,35 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
+# torch names whose results are not tensors: modules, devices, flags, states, files.
+_NOT_TENSOR_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.",
+                        "torch.optim.", "torch.jit.", "torch.onnx.", "torch.amp.",
+                        "torch.autograd.profiler", "torch.profiler.", "torchvision.transforms.",
+                        "torchvision.datasets.", "torchvision.models.")
+_NOT_TENSOR_NAMES = frozenset({"device", "dtype", "no_grad", "enable_grad", "inference_mode",
+                               "finfo", "iinfo", "load", "save", "compile", "Generator",
+                               "set_grad_enabled", "manual_seed", "numel"})
+
+
+def torch_result_kind(target: str) -> str:
+    """What calling a torch API returns, by its name: 'tensor', 'object' or 'other'.
+
+    Classes other than tensor types build objects (``nn.Linear(...)`` is a module, whose
+    methods may return anything); predicates, getters, setters and the device /
+    serialisation APIs return other values.
+    """
+    last = target.rsplit(".", 1)[-1]
+    if last.endswith("Tensor") or last == "Parameter":
+        return "tensor"
+    if last[:1].isupper():
+        return "object"
+    if target.startswith(_NOT_TENSOR_PREFIXES):
+        return "other"
+    if last.startswith(("is_", "get_", "set_")) or last in _NOT_TENSOR_NAMES:
+        return "other"
+    return "tensor"
+
+
 def _literal(text: str) -> tuple[object, bool]:
     try:
         return ast.literal_eval(text), True
@@ -239,8 +268,9 @@ class FileWalker:
     # ----- data flow ------------------------------------------------------------------
 
     def _kind(self, expr: cst.BaseExpression, depth: int) -> str:
-        """'tensor', 'python' (str/list/dict/number), 'other' (another library) or
-        'unknown' for what an expression holds, by local data flow."""
+        """'tensor', 'python' (str/list/dict/number), 'other' (another library),
+        'object' (an instance of a torch class) or 'unknown' for what an expression
+        holds, by local data flow."""
         if depth > 8:
             return "unknown"
         if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
@@ -252,7 +282,7 @@ class FileWalker:
             if target is not None:
                 root = target.split(".")[0]
                 if root in TORCH_ROOTS:
-                    return "tensor"
+                    return torch_result_kind(target)
                 if root == "builtins":
                     return "other" if target == "builtins.open" else "python"
                 # A name of the repository's own package may well return a tensor.
@@ -261,7 +291,7 @@ class FileWalker:
                 inner = self._kind(expr.func.value, depth + 1)
                 if inner == "tensor":
                     return "tensor" if expr.func.attr.value in tensor_methods() else "unknown"
-                return inner
+                return "unknown" if inner == "object" else inner
             return "unknown"
         if isinstance(expr, cst.Name):
             value = self.value_of(expr.value)
