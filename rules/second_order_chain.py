@@ -10,6 +10,7 @@ second-order support of its MindSpore target.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -289,13 +290,17 @@ class ChainBuilder:
         roots: list[str] = []
         ops: list[ResolvedCall] = []
         classes: set[str] = set()
-        for rc in self.by_caller.get(site.function, []):
-            if rc is site.rc:
-                continue
-            if site.inside_only and not inside(rc.call.span, site.span):
-                continue
-            if not site.inside_only and not is_before(rc.call.span, site.span):
-                continue
+        calls = [rc for rc in self.by_caller.get(site.function, []) if rc is not site.rc]
+        within = [rc for rc in calls if inside(rc.call.span, site.span)]
+        # When the differentiated outputs are computed in the call itself
+        # (``grad(D(x_hat).sum(), x_hat, ...)``), the model code is there; otherwise it is
+        # what ran before the call in the same function.
+        model_within = site.inside_only or any(
+            rc.callees or (rc.call.kind in _HELD_CALLS and rc.external is None)
+            for rc in within)
+        chosen = within if model_within else [
+            rc for rc in calls if is_before(rc.call.span, site.span)]
+        for rc in chosen:
             for callee in rc.callees:
                 owner = repo.owner_class(callee)
                 if callee.endswith(".__init__") and owner in repo.module_classes:
@@ -312,16 +317,12 @@ class ChainBuilder:
                 if not held:
                     chain.unresolved.append(f"self.{rc.call.target}")
         roots.extend(function_args(repo, site.rc))
-        fact = repo.functions.get(site.function)
         unresolved_params = []
-        if fact is not None and not site.inside_only:
-            for param in fact.params:
-                if param in ("self", "cls"):
-                    continue
-                held = self.param_classes(site.function, param)
-                classes |= held
-                if not held:
-                    unresolved_params.append(param)
+        for param in self._model_params(site, model_within):
+            held = self.param_classes(site.function, param)
+            classes |= held
+            if not held:
+                unresolved_params.append(param)
         functions = self._closure(roots, classes)
         chain.classes = sorted(classes)
         chain.functions = functions
@@ -337,6 +338,18 @@ class ChainBuilder:
                 "which Module the parameters " + ", ".join(f"`{p}`" for p in unresolved_params)
                 + " hold")
         return chain
+
+    def _model_params(self, site: Site, model_within: bool) -> list[str]:
+        """The parameters of the site's function that may hold the differentiated model:
+        those the call's arguments name, else (when the call computes nothing itself)
+        all of them."""
+        fact = self.repo.functions.get(site.function)
+        if fact is None or site.inside_only:
+            return []
+        params = [p for p in fact.params if p not in ("self", "cls")]
+        text = " ".join(arg.text for arg in site.rc.call.args)
+        named = [p for p in params if re.search(rf"(?<![\w.]){re.escape(p)}\b", text)]
+        return named or ([] if model_within else params)
 
     def _closure(self, roots: list[str], classes: set[str]) -> list[str]:
         """Chain functions in a stable breadth-first order; grows ``classes`` with the

@@ -650,3 +650,42 @@ def inner(model, params, x, y, lr):
 """)
     [maml] = _ours(result, "MS403")
     assert maml.location.line == 8 and "torch.func gradients stay differentiable" in maml.message
+
+
+GAN_STEP = MODELS + """
+
+class GAN:
+    def __init__(self):
+        self.G = Generator()
+        self.D = Critic()
+
+    def d_step(self, real, z, opt):
+        fake = self.G(z).detach()
+        x_hat = (real + fake) / 2
+        x_hat.requires_grad_(True)
+        g = torch.autograd.grad(self.D(x_hat).sum(), x_hat, create_graph=True)[0]
+        (self.D(fake).mean() + g.pow(2).mean()).backward()
+        opt.step()
+
+
+def d_step(netG, netD, real, z):
+    fake = netG(z).detach()
+    x_hat = ((real + fake) / 2).requires_grad_(True)
+    g = torch.autograd.grad(netD(x_hat).sum(), x_hat, create_graph=True)[0]
+    return g.pow(2).mean()
+
+
+def run(data):
+    for real, z in data:
+        d_step(Generator(), Critic(), real, z).backward()
+"""
+
+
+def test_a_penalty_computed_in_the_call_leaves_the_generator_off_the_chain() -> None:
+    result = _scan(GAN_STEP)
+    chains = [chain for _, chain in analyse(result.model).sites]
+    assert len(chains) == 2
+    for chain in chains:
+        assert chain.classes == ["example.Critic"]
+        assert "torch.nn.LayerNorm" not in chain.apis()
+    assert {f.symbol for f in _ours(result, "MS402")} == {"torch.nn.LogSoftmax"}
