@@ -36,20 +36,40 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300]
 
 
-def make_inputs(specs: list[dict[str, Any]]) -> list[Any]:
-    """The inputs described by a job (seeded, so the torch side builds the same ones)."""
+# Sizes tried, in order, for image / signal dimensions when the first guess does not fit
+# the network (a Linear after the convolutions fixes the size: 28 for MNIST, 224, ...).
+SPATIAL_SIZES = {1: (32, 64, 128, 256, 28, 16), 2: (16, 28, 32, 64, 224, 8), 3: (4, 8, 16, 32)}
+
+
+def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> list[Any]:
+    """The inputs described by a job (seeded, so the torch side builds the same ones);
+    ``size`` replaces the spatial dimensions."""
     rng = np.random.default_rng(0)
-    out = []
+    out: list[Any] = []
     for spec in specs:
         if spec is None:
             out.append(None)
             continue
         shape = tuple(spec["shape"])
+        spatial = int(spec.get("spatial", 0))
+        if size is not None and spatial:
+            shape = (*shape[:-spatial], *([size] * spatial))
         if spec["dtype"] == "int64":
             out.append(rng.integers(0, max(1, spec["high"]), shape).astype(np.int64))
         else:
             out.append(rng.standard_normal(shape).astype(np.float32))
     return out
+
+
+def input_candidates(specs: list[dict[str, Any] | None]) -> list[list[Any]]:
+    """The first guess, then the other spatial sizes for image / signal inputs."""
+    spatial = max((int(s.get("spatial", 0)) for s in specs if s is not None), default=0)
+    first = make_inputs(specs)
+    if not spatial:
+        return [first]
+    guess = next(s for s in specs if s is not None and s.get("spatial"))["shape"][-1]
+    return [first, *[make_inputs(specs, size) for size in SPATIAL_SIZES.get(spatial, ())
+                     if size != guess]]
 
 
 def build_value(value: Any) -> Any:
@@ -87,13 +107,16 @@ def run_cell(ms: Any, job: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # the generated code's failure is the result
         res["error"] = f"building the Cell: {first_line(exc)}"
         return res
-    inputs = [None if a is None else ms.Tensor(a) for a in make_inputs(job["inputs"])]
+    candidates = input_candidates(job["inputs"])
     reference = None
     if job.get("compare"):
         try:
-            reference = _load_torch(ms, cell, res["weights"], Path(job["compare"]))
+            reference, torch_inputs = _load_torch(ms, cell, res["weights"],
+                                                  Path(job["compare"]))
+            candidates = [torch_inputs]
         except Exception as exc:
             res["error"] = f"copying torch weights: {first_line(exc)}"
+    inputs = _fitting_inputs(ms, cell, candidates)
     errors = []
     for mode, field in ((ms.PYNATIVE_MODE, "pynative"), (ms.GRAPH_MODE, "graph")):
         ms.set_context(mode=mode)
@@ -118,8 +141,27 @@ def run_cell(ms: Any, job: dict[str, Any]) -> dict[str, Any]:
     return res
 
 
-def _load_torch(ms: Any, cell: Any, weights: dict[str, Any], npz: Path) -> Any:
-    """Copy the torch module's weights into the Cell; return the torch output."""
+def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]]) -> list[Any]:
+    """The first candidate input the Cell accepts in PyNative mode (else the first)."""
+    tensors = [[None if a is None else ms.Tensor(a) for a in c] for c in candidates]
+    if len(tensors) == 1:
+        return tensors[0]
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    for inputs in tensors:
+        try:
+            out = _first_output(cell(*inputs))
+            if hasattr(out, "asnumpy"):
+                out.asnumpy()
+            return inputs
+        except Exception:  # the size does not fit: try the next one
+            continue
+    return tensors[0]
+
+
+def _load_torch(ms: Any, cell: Any, weights: dict[str, Any],
+                npz: Path) -> tuple[Any, list[Any]]:
+    """Copy the torch module's weights into the Cell; return the torch output and the
+    input it was computed from."""
     data = np.load(npz)
     params = {p.name: p for p in cell.get_parameters()}
     for key in data.files:
@@ -130,7 +172,9 @@ def _load_torch(ms: Any, cell: Any, weights: dict[str, Any], npz: Path) -> Any:
             continue
         value = fit_shape(data[key], tuple(params[name].shape))
         params[name].set_data(ms.Tensor(value).astype(params[name].dtype))
-    return np.asarray(data["output"], dtype=np.float64)
+    inputs = [None if f"input:{i}" not in data.files else data[f"input:{i}"]
+              for i in range(int(data["inputs"]))]
+    return np.asarray(data["output"], dtype=np.float64), inputs
 
 
 def main(argv: list[str]) -> int:

@@ -225,7 +225,8 @@ def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
     return {"key": plan.torch_class, "module": plan.module, "name": plan.name,
             "kwargs": {k: to_json(v) for k, v in plan.kwargs.items()},
             "compare": str(compare) if compare else None,
-            "inputs": [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high}
+            "inputs": [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high,
+                        "spatial": s.spatial}
                        if s is not None else None for s in plan.inputs]}
 
 

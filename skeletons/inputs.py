@@ -14,6 +14,7 @@ class InputSpec:
     shape: tuple[int, ...]
     dtype: str = "float32"
     high: int = 0
+    spatial: int = 0  # trailing image / signal dimensions, whose size is a guess
 
 
 ORDERS = {
@@ -46,7 +47,8 @@ def layer_input(torch_name: str, values: dict[str, object]) -> InputSpec | None:
         return InputSpec((8, 2, width) if seq_first else (2, 8, width))
 
     if layer.startswith(("Conv", "ConvTranspose")) and (c := _int(values.get("in_channels"))):
-        return InputSpec((2, c, *SPATIAL.get(suffix, (16, 16))))
+        size = SPATIAL.get(suffix, (16, 16))
+        return InputSpec((2, c, *size), spatial=len(size))
     if layer == "Linear" and (c := _int(values.get("in_features"))):
         return InputSpec((2, c))
     if layer == "Embedding" and (c := _int(values.get("num_embeddings"))):
@@ -63,7 +65,9 @@ def layer_input(torch_name: str, values: dict[str, object]) -> InputSpec | None:
         if isinstance(shape, tuple) and all(_int(s) for s in shape):
             return InputSpec((2, *shape))
     if layer.startswith("BatchNorm") and (c := _int(values.get("num_features"))):
-        return InputSpec((2, c)) if suffix == "1d" else InputSpec((2, c, *SPATIAL[suffix]))
+        if suffix == "1d":
+            return InputSpec((2, c))
+        return InputSpec((2, c, *SPATIAL[suffix]), spatial=len(SPATIAL[suffix]))
     if layer == "GroupNorm" and (c := _int(values.get("num_channels"))):
-        return InputSpec((2, c, 16, 16))
+        return InputSpec((2, c, 16, 16), spatial=2)
     return None

@@ -355,7 +355,7 @@ class Planner:
                 base = self.first_layer(cls, env, depth)
                 if base is None or base.dtype != "float32":
                     return None
-                return InputSpec((*base.shape[:2], *SPATIAL[rank]))
+                return InputSpec((*base.shape[:2], *SPATIAL[rank]), spatial=len(SPATIAL[rank]))
             return None
         return None
 

@@ -16,13 +16,27 @@ from typing import Any
 
 import numpy as np
 
-from msready.skeletons.child import MARK, build_kwargs, first_line, make_inputs
+from msready.skeletons.child import MARK, build_kwargs, first_line, input_candidates
 
 
 def _first_output(value: Any) -> Any:
     while isinstance(value, (tuple, list)) and value:
         value = value[0]
     return value
+
+
+def _run_fitting(torch: Any, net: Any, candidates: list[list[Any]]) -> tuple[Any, list[Any]]:
+    """The output on the first candidate input the module accepts, and that input."""
+    error: Exception | None = None
+    for arrays in candidates:
+        inputs = [None if a is None else torch.from_numpy(a) for a in arrays]
+        try:
+            with torch.no_grad():
+                return _first_output(net(*inputs)), arrays
+        except Exception as exc:  # the size does not fit: try the next one
+            error = error or exc
+    assert error is not None
+    raise error
 
 
 def run_module(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
@@ -33,12 +47,11 @@ def run_module(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
         module = importlib.import_module(job["module"])
         net = getattr(module, job["name"])(**build_kwargs(job["kwargs"]))
         net.eval()
-        inputs = [None if a is None else torch.from_numpy(a)
-                  for a in make_inputs(job["inputs"])]
-        with torch.no_grad():
-            out = _first_output(net(*inputs))
+        out, arrays_in = _run_fitting(torch, net, input_candidates(job["inputs"]))
         arrays = {f"param:{k}": v.detach().cpu().numpy() for k, v in net.state_dict().items()}
         arrays["output"] = out.detach().cpu().numpy()
+        arrays["inputs"] = np.asarray(len(arrays_in))
+        arrays.update({f"input:{i}": a for i, a in enumerate(arrays_in) if a is not None})
         np.savez(job["compare"], **arrays)
     except Exception as exc:  # the user's code failing is the result
         res["error"] = f"running the torch module: {first_line(exc)}"

@@ -46,6 +46,7 @@ def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("configured", "SelfAttention"),
     ("configured", "Encoder"),
     ("configured", "RNNLM"),
+    ("mnist", "Net"),  # image size found by trying sizes: the Linear wants 28 x 28
 ])
 def test_example_cells_pass_in_both_modes(example: str, cls: str, tmp_root: Path) -> None:
     _, results = run_example(example, tmp_root)
@@ -125,6 +126,7 @@ def test_weight_maps_are_written_next_to_the_cells(tmp_root: Path) -> None:
     ("transformer", ("TransformerBlock",)),
     ("buffers", ("Standardize",)),
     ("configured", ("SelfAttention", "Encoder", "RNNLM")),
+    ("mnist", ("Net",)),
 ])
 def test_compare_torch_matches_the_original_outputs(example: str, classes: tuple[str, ...],
                                                      tmp_root: Path) -> None:
