@@ -50,6 +50,10 @@ _NOT_LAYER_PREFIXES = ("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils
                        "torch.nn.parameter.", "torch.nn.Parameter")
 _NOT_OP_PREFIXES = ("torch.autograd", "torch.func", "functorch", "torch.optim", "torch.utils",
                     "torch.cuda", "torch.backends", "torch.distributed")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+# Words in an ``inputs=`` argument that name no value of their own.
+_NOT_NAMES = frozenset({"self", "list", "tuple", "dict", "parameters", "named_parameters",
+                        "values", "keys", "items", "requires_grad_", "detach", "data"})
 _HELD_CALLS = (CallKind.SELF_ATTR, CallKind.SELF_METHOD)
 _VARIABLE_PREFIXES = ("net", "model", "the", "my")
 
@@ -298,8 +302,8 @@ class ChainBuilder:
         model_within = site.inside_only or any(
             rc.callees or (rc.call.kind in _HELD_CALLS and rc.external is None)
             for rc in within)
-        chosen = within if model_within else [
-            rc for rc in calls if is_before(rc.call.span, site.span)]
+        chosen = within if model_within else self._from_inputs(site, [
+            rc for rc in calls if is_before(rc.call.span, site.span)])
         for rc in chosen:
             for callee in rc.callees:
                 owner = repo.owner_class(callee)
@@ -309,7 +313,9 @@ class ChainBuilder:
                     roots.append(callee)
             if site.inside_only:
                 roots.extend(function_args(repo, rc))
-            if rc.external is not None:
+            if rc.external is not None and rc.call.kind in _HELD_CALLS:
+                ops.extend(self._held_constructors(rc))
+            elif rc.external is not None:
                 ops.append(rc)
             elif rc.call.kind in _HELD_CALLS and not rc.callees:
                 held = self.classes_of(f"self.{rc.call.target}", rc)
@@ -338,6 +344,30 @@ class ChainBuilder:
                 "which Module the parameters " + ", ".join(f"`{p}`" for p in unresolved_params)
                 + " hold")
         return chain
+
+    def _from_inputs(self, site: Site, before: list[ResolvedCall]) -> list[ResolvedCall]:
+        """The calls before the site from the first one that touches the differentiated
+        ``inputs`` on (``self.D(x_hat)`` for inputs ``x_hat``; ``self.net(...)`` for
+        ``self.net.parameters()``): what ran earlier (``self.G(z)``) only built them."""
+        args = site.rc.call.args
+        given = [a for a in args if a.keyword == "inputs"] or [
+            a for a in args if a.keyword is None and not a.star][1:2]
+        if site.api != "torch.autograd.grad" or not given:
+            return before
+        tokens = set(_IDENTIFIER.findall(given[0].text)) - _NOT_NAMES
+        ordered = sorted(before, key=lambda rc: (rc.call.span.line, rc.call.span.column))
+        for i, rc in enumerate(ordered):
+            used = {t for a in rc.call.args for t in _IDENTIFIER.findall(a.text)}
+            if tokens & (used | {rc.call.target.rsplit(".", 1)[-1]}):
+                return ordered[i:]
+        return before
+
+    def _held_constructors(self, rc: ResolvedCall) -> list[ResolvedCall]:
+        """Where the torch layer that ``self.<attr>(...)`` calls was built."""
+        owner = self.repo.owner_class(rc.call.caller)
+        if owner is None:
+            return []
+        return [c for c in self._constructors(owner) if c.external == rc.external]
 
     def _model_params(self, site: Site, model_within: bool) -> list[str]:
         """The parameters of the site's function that may hold the differentiated model:

@@ -689,3 +689,34 @@ def test_a_penalty_computed_in_the_call_leaves_the_generator_off_the_chain() -> 
         assert chain.classes == ["example.Critic"]
         assert "torch.nn.LayerNorm" not in chain.apis()
     assert {f.symbol for f in _ours(result, "MS402")} == {"torch.nn.LogSoftmax"}
+
+
+STEP_BY_NAME = MODELS + """
+
+class Step:
+    def __init__(self):
+        self.G = Generator()
+        self.D = Critic()
+        self.enc = Critic()
+        self.head = nn.Linear(8, 1)
+
+    def penalty(self, real, z):
+        fake = self.G(z).detach()
+        x_hat = ((real + fake) / 2).requires_grad_(True)
+        out = self.D(x_hat)
+        return torch.autograd.grad(out.sum(), inputs=x_hat, create_graph=True)[0]
+
+    def smoothness(self, x):
+        h = self.enc(x)
+        out = self.head(h)
+        return torch.autograd.grad(out.sum(), x, create_graph=True)[0]
+"""
+
+
+def test_calls_before_the_differentiated_inputs_are_off_the_chain() -> None:
+    sites = {s.span.line: c for s, c in analyse(_scan(STEP_BY_NAME).model).sites}
+    penalty, smoothness = (sites[k] for k in sorted(sites))
+    assert penalty.classes == ["example.Critic"]  # not the generator that built the inputs
+    assert "torch.nn.LayerNorm" not in penalty.apis()
+    # from the first call on ``x`` onwards: the encoder and the head
+    assert "example.Critic" in smoothness.classes and "torch.nn.Linear" in smoothness.apis()
