@@ -22,6 +22,8 @@ from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.analyzer.result import ChecklistItem, ScanResult
 
 NOT_FOUND = "not found"
+REFERENCED = ("referenced as a value (a registry or factory builds it); its arguments are "
+              "set where it is called")
 STRUCTURE = "Network structure"
 DATA = "Data pipeline and augmentation"
 LR_POLICY = "Learning-rate policy"
@@ -32,6 +34,7 @@ WORK = "Migration work"
 
 ROLE_WORDS = ("backbone", "neck", "head", "encoder", "decoder", "stem", "classifier")
 OPTIMIZER_PARAMS = ("lr", "momentum", "nesterov", "weight_decay", "betas", "eps", "dampening")
+OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
 DATASET_BASES = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset",
                  "torch.utils.data.dataset.Dataset", "torch.utils.data.dataset.IterableDataset")
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
@@ -96,6 +99,23 @@ def _args_text(args: Iterable[Arg], skip_first: bool = False) -> str:
 
 def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
+
+
+def torch_references(model: RepositoryModel, accept: Callable[[str], bool]
+                     ) -> list[tuple[str, _Where]]:
+    """External names ``accept`` takes that the code uses as values, not calls
+    (``OptimInfo(opt_class=optim.SGD)``), with their places, in source order."""
+    class_lines = {(_class_where(model, c).path, _class_where(model, c).line)
+                   for c in model.classes}
+    found = []
+    for file in model.modules.values():
+        for ref in file.references:
+            if (file.path, ref.span.line) in class_lines:
+                continue  # a base class (``class Lamb(Optimizer)``), not a use
+            resolved = model.resolve(ref.target, file.module)
+            if resolved is not None and resolved.kind == "external" and accept(resolved.name):
+                found.append((resolved.name, _Where(file.path, ref.span.line, ref.cell)))
+    return sorted(found, key=lambda item: (item[1].path, item[1].cell or 0, item[1].line))
 
 
 def torch_calls(model: RepositoryModel, accept: Callable[[str], bool]) -> list[ResolvedCall]:
@@ -226,7 +246,20 @@ def data_items(model: RepositoryModel) -> list[ChecklistItem]:
     return items
 
 
+def subclasses_of(model: RepositoryModel, accept: Callable[[str], bool]) -> list[str]:
+    """Repository classes with an external base ``accept`` takes, directly or through
+    repository bases."""
+    return sorted(c for c in model.classes if any(
+        b.kind == "external" and accept(b.name) for k in model.mro(c) for b in model.bases(k)))
+
+
+def _is_optimizer_base(name: str) -> bool:
+    return name in OPTIMIZER_BASES
+
+
 def _is_optimizer(name: str) -> bool:
+    if name in OPTIMIZER_BASES:
+        return False
     parts = name.split(".")
     return (len(parts) == 3 and parts[:2] == ["torch", "optim"] and parts[2][:1].isupper()) or (
         len(parts) == 4 and parts[:2] == ["torch", "optim"] and parts[2] not in (
@@ -247,15 +280,30 @@ def optimizer_items(model: RepositoryModel) -> list[ChecklistItem]:
         for param in OPTIMIZER_PARAMS:
             if param in given:
                 items.append(_item(OPTIMIZER, f"{name} {param}", given[param], where))
+    items += [_item(OPTIMIZER, f"optimizer class {_short(name)}", REFERENCED, where)
+              for name, where in torch_references(model, _is_optimizer)]
+    items += [_item(OPTIMIZER, f"custom optimizer {model.classes[c].name}",
+                    "a torch.optim.Optimizer subclass: port its step() to a mindspore.nn."
+                    "Optimizer construct()", _class_where(model, c))
+              for c in subclasses_of(model, _is_optimizer_base)]
     return items or [_missing(OPTIMIZER, "torch.optim optimizer")]
+
+
+def _is_scheduler(name: str) -> bool:
+    return name.startswith("torch.optim.lr_scheduler.") and _short(name)[:1].isupper()
 
 
 def lr_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistItem]:
     """Learning-rate schedulers and their parameters, and learning rates set by hand."""
-    calls = torch_calls(model, lambda n: n.startswith("torch.optim.lr_scheduler.")
-                        and _short(n)[:1].isupper())
+    calls = torch_calls(model, _is_scheduler)
     items = [_item(LR_POLICY, f"scheduler {_short(rc.external or '')}",
                    _args_text(rc.call.args, True), _call_where(rc)) for rc in calls]
+    items += [_item(LR_POLICY, f"scheduler class {_short(name)}", REFERENCED, where)
+              for name, where in torch_references(model, _is_scheduler)]
+    items += [_item(LR_POLICY, f"custom scheduler {model.classes[c].name}",
+                    "a torch learning-rate scheduler subclass: compute its rates as a list or "
+                    "a mindspore.nn.LearningRateSchedule", _class_where(model, c))
+              for c in subclasses_of(model, lambda n: n.startswith("torch.optim.lr_scheduler."))]
     items += [_item(LR_POLICY, "learning rate set by hand", f"{f.name} {f.value}",
                     _Where(f.path, f.line, f.cell))
               for f in facts if f.key == "learning-rate policy"]

@@ -37,6 +37,16 @@ TRAINING_KEYS = {
 }
 
 
+# Names that hold a running counter when assigned a number (``epoch = 0``), unlike
+# ``--epoch`` on the command line, which sets the schedule.
+COUNTERS = frozenset({"epoch", "step", "iteration"})
+
+
+def _on_self(target: ast.Attribute) -> bool:
+    """``self.<attr> = ...`` stores object state (``self.epoch = 0``), not a setting."""
+    return isinstance(target.value, ast.Name) and target.value.id in ("self", "cls")
+
+
 @dataclass(frozen=True, slots=True)
 class SourceFact:
     """One value read from the source: what it sets, its name, value text and place."""
@@ -135,15 +145,16 @@ def _constant_text(src: SourceText, value: ast.expr) -> str | None:
 
 
 def constant_facts(src: SourceText, path: str, cell: int | None) -> Iterator[SourceFact]:
-    """Training parameters from plain assignments (``EPOCHS = 300``, ``cfg["lr"] = 0.1``)
-    and dict literals (``dict(lr=0.1)``, ``{"batch_size": 64}``) of numbers."""
+    """Training parameters from plain assignments (``EPOCHS = 300``, ``cfg["lr"] = 0.1``,
+    ``args.lr = 0.1``; not ``self.epoch = 0``, which is object state) and dict literals
+    (``dict(lr=0.1)``, ``{"batch_size": 64}``) of numbers."""
     for node in src.nodes:
         pairs: list[tuple[str, ast.expr, int]] = []
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
                 pairs.append((target.id, node.value, node.lineno))
-            elif isinstance(target, ast.Attribute):
+            elif isinstance(target, ast.Attribute) and not _on_self(target):
                 pairs.append((target.attr, node.value, node.lineno))
             elif (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
                   and isinstance(target.slice.value, str)):
@@ -156,6 +167,8 @@ def constant_facts(src: SourceText, path: str, cell: int | None) -> Iterator[Sou
               and node.func.id == "dict"):
             pairs.extend((k.arg, k.value, k.value.lineno) for k in node.keywords if k.arg)
         for name, value, line in pairs:
+            if normalise(name) in COUNTERS:
+                continue
             key = TRAINING_KEYS.get(normalise(name))
             shown = _constant_text(src, value)
             if key is not None and shown is not None:

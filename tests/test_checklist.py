@@ -382,3 +382,45 @@ optimizer = torch.optim.SGD(model.parameters(), 0.1, momentum=0.9)
         ("pretrained=True", "train.py", 4)]
     assert not _values(result, "Network structure", "torchvision model get_model_weights")
     assert _values(result, "Network structure", "nn.Module classes") == [(NOT_FOUND, None, None)]
+
+
+def test_optimizers_and_schedulers_in_registries_and_subclasses() -> None:
+    result = _scan('''\
+import torch
+from torch import optim
+from torch.optim.lr_scheduler import LRScheduler
+
+OPTIMIZERS = {"sgd": optim.SGD, "adamw": torch.optim.AdamW}
+SCHEDULERS = [torch.optim.lr_scheduler.StepLR]
+
+
+class Lamb(optim.Optimizer):
+    def step(self, closure=None):
+        return None
+
+
+class Warmup(LRScheduler):
+    def get_lr(self):
+        return [0.1]
+''')
+    optimizer = [(c.item, c.line) for c in _items(result, "Optimizer")]
+    assert optimizer == [("optimizer class SGD", 5), ("optimizer class AdamW", 5),
+                         ("custom optimizer Lamb", 9)]
+    policy = [(c.item, c.line) for c in _items(result, "Learning-rate policy")]
+    assert policy == [("scheduler class StepLR", 6), ("custom scheduler Warmup", 14)]
+
+
+def test_object_state_and_counters_are_not_training_parameters() -> None:
+    result = _scan('''\
+class Sampler:
+    def __init__(self):
+        self.epoch = 0
+        self.seed = 1234
+
+
+def main(args):
+    epoch = 0
+    args.epochs = 90
+''')
+    assert _values(result, "Training parameters", "epochs") == [("epochs: 90", "train.py", 9)]
+    assert _values(result, "Training parameters", "seed") == [(NOT_FOUND, None, None)]

@@ -392,7 +392,7 @@ def test_apis_table_lists_targets_counts_and_locations(result: ScanResult) -> No
 def test_checklist_and_skeletons_are_rendered(result: ScanResult) -> None:
     page = html.render(result)
     assert '<span class="run run-fail">fail</span>' in page
-    assert "<h3>Optimizer</h3>" in page
+    assert '<h3>Optimizer <span class="muted">(' in page
     assert "lr=0.1, momentum=0.9" in page
 
 

@@ -96,6 +96,18 @@
     if (filtered) { document.getElementById("findings").scrollIntoView(); }
   }
 
+  // Printing shows every collapsed section; the page folds them again afterwards.
+  var reopened = [];
+  window.addEventListener("beforeprint", function () {
+    reopened = Array.prototype.filter.call(document.querySelectorAll("details"),
+      function (d) { return !d.open; });
+    reopened.forEach(function (d) { d.open = true; });
+  });
+  window.addEventListener("afterprint", function () {
+    reopened.forEach(function (d) { d.open = false; });
+    reopened = [];
+  });
+
   var statusSelect = document.getElementById("filter-status");
   var apiSearch = document.getElementById("filter-api");
   var apiRows = Array.prototype.slice.call(document.querySelectorAll("tr.api"));
