@@ -13,15 +13,16 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from msready.analyzer.apitable import load_table
-from msready.analyzer.facts import Arg, CallKind, CallSite, FunctionFact
+from msready.analyzer.facts import CallKind
 from msready.analyzer.findings import Span
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel, ResolvedCall
 from msready.rules.second_order_sites import (
-    Flag,
+    CallIndex,
     Site,
+    argument_for,
     bound_name,
     find_sites,
     function_args,
@@ -128,25 +129,20 @@ class Chain:
         return sorted({op.api for op in self.ops})
 
 
-class ChainBuilder:
+class ChainBuilder(CallIndex):
     """Builds the derivative chain of each site of one repository."""
 
     def __init__(self, repo: RepositoryModel, backend: str) -> None:
-        self.repo = repo
+        super().__init__(repo)
         self.backend = backend
         self.table = load_table()
         self.measured = load_measurements()
-        self.by_caller: dict[str, list[ResolvedCall]] = {}
-        self.callers_of: dict[str, list[ResolvedCall]] = {}
         self.constructed: dict[str, set[str]] = {}  # file path -> Module classes built there
         self.built_in: dict[str, set[str]] = {}  # caller function -> Module classes it builds
         self._method_cache: dict[str, list[str]] = {}
         self._constructor_cache: dict[str, list[ResolvedCall]] = {}
         self._classified: dict[str, tuple[str | None, bool, str, str]] = {}
         for rc in repo.calls:
-            self.by_caller.setdefault(rc.call.caller, []).append(rc)
-            for callee in rc.callees:
-                self.callers_of.setdefault(callee, []).append(rc)
             if rc.call.kind is CallKind.NAME:
                 resolved = repo.resolve(rc.call.target, rc.file.module)
                 if resolved is not None and resolved.name in repo.module_classes:
@@ -156,70 +152,6 @@ class ChainBuilder:
         self._submodule_cache: dict[str, set[str]] = {}
         self.submodules_anywhere: set[str] = set().union(
             set(), *(self._submodules(c) for c in repo.module_classes))
-
-    # -- a create_graph that a parameter decides -------------------------------------------
-
-    def settle(self, site: Site) -> Site | None:
-        """Decide ``create_graph=<parameter>`` from what the callers pass: dropped when
-        every caller passes a false literal, certain when one passes a true literal."""
-        flag = site.flag
-        fact = self.repo.functions.get(site.function)
-        if flag.value != "maybe" or fact is None or flag.text not in fact.params:
-            return site
-        index = fact.params.index(flag.text)
-        passed = []
-        for rc in self.callers_of.get(site.function, []):
-            offset = self._implicit_self(fact, rc)
-            passed.append((rc, _argument_for(rc.call, flag.text, index - offset)))
-        if passed and all(args and args[0].is_literal and not args[0].literal
-                          for _, args in passed):
-            return None
-        quiet = frozenset(_key(rc) for rc, args in passed
-                          if args and args[0].is_literal and not args[0].literal)
-        site = replace(site, first_order_calls=quiet)
-        for rc, args in passed:
-            if args and args[0].is_literal and args[0].literal:
-                where = f"{rc.file.path}:{rc.call.span.line}"
-                return replace(site, flag=Flag("yes", flag.text),
-                               how=f"create_graph={flag.text}, passed as True at {where}")
-        return site
-
-    # -- the training steps a site drags in ------------------------------------------------
-
-    def backward_after(self, function: str, span: Span) -> ResolvedCall | None:
-        """The first ``backward()`` in ``function`` after ``span``: the step that
-        back-propagates through what was computed there."""
-        backwards = [rc for rc in self.by_caller.get(function, [])
-                     if rc.external == "torch.Tensor.backward"]
-        around = [rc for rc in backwards if rc.call.span != span and inside(span, rc.call.span)]
-        if around:  # ``helper(...).backward()``
-            return around[0]
-        later = [rc for rc in backwards
-                 if (rc.call.span.line, rc.call.span.column) > (span.end_line, span.end_column)]
-        return min(later, key=lambda rc: (rc.call.span.line, rc.call.span.column), default=None)
-
-    def propagation(self, site: Site, depth: int = 3) -> list[tuple[ResolvedCall,
-                                                                     ResolvedCall | None]]:
-        """Each call that runs the site's function, with the ``backward()`` after it in
-        the calling function. A caller without one passes the value on: its own callers
-        are followed, up to ``depth`` levels."""
-        out: list[tuple[ResolvedCall, ResolvedCall | None]] = []
-        frontier = [site.function]
-        seen = {site.function}
-        for _ in range(depth):
-            following: list[str] = []
-            for function in frontier:
-                for rc in self.callers_of.get(function, []):
-                    caller = rc.call.caller
-                    if caller == function or _key(rc) in site.first_order_calls:
-                        continue
-                    backward = self.backward_after(caller, rc.call.span)
-                    out.append((rc, backward))
-                    if backward is None and caller not in seen and caller in self.repo.graph:
-                        seen.add(caller)
-                        following.append(caller)
-            frontier = following
-        return out
 
     # -- objects: which Module classes a name at a call site stands for ----------------------
 
@@ -261,17 +193,6 @@ class ChainBuilder:
                 return (matches - self.submodules_anywhere) or matches
         return set()
 
-    def _implicit_self(self, fact: FunctionFact, rc: ResolvedCall) -> int:
-        """1 when the call binds the method's first parameter itself (``self.m(...)``,
-        ``super().m(...)``, ``Cls(...)`` running ``__init__``), 0 for a plain function or an
-        explicit ``Cls.m(obj, ...)``."""
-        if fact.class_qualname is None:
-            return 0
-        if rc.call.kind is not CallKind.NAME:
-            return 1
-        resolved = self.repo.resolve(rc.call.target, rc.file.module)
-        return 1 if resolved is not None and resolved.kind == "class" else 0
-
     def param_classes(self, function: str, param: str, depth: int = 0) -> set[str]:
         """Module classes the callers of ``function`` pass as ``param``."""
         fact = self.repo.functions.get(function)
@@ -281,7 +202,7 @@ class ChainBuilder:
         found: set[str] = set()
         for rc in self.callers_of.get(function, []):
             offset = self._implicit_self(fact, rc)
-            for arg in _argument_for(rc.call, param, index - offset):
+            for arg in argument_for(rc.call, param, index - offset):
                 found |= self.classes_of(arg.text, rc, depth)
         return found
 
@@ -503,21 +424,6 @@ class ChainBuilder:
             out[key] = ChainOp(api, rc.file.path, span, rc.call.cell, target, in_table,
                                status, error)
         return [out[k] for k in sorted(out)]
-
-
-def _key(rc: ResolvedCall) -> tuple[str, int, int]:
-    return (rc.file.path, rc.call.span.line, rc.call.span.column)
-
-
-def _argument_for(call: CallSite, param: str, index: int) -> list[Arg]:
-    """The argument a call passes for a parameter (by keyword, else by position)."""
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    for arg in call.args:
-        if arg.keyword == param:
-            return [arg]
-    if 0 <= index < len(positional):
-        return [positional[index]]
-    return []
 
 
 # ----- one analysis per repository --------------------------------------------------------

@@ -10,11 +10,11 @@ second-order support of MindSpore APIs (``analyzer/data/second_order.json``, wri
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
-from msready.analyzer.facts import Arg
+from msready.analyzer.facts import Arg, CallKind, CallSite, FunctionFact
 from msready.analyzer.findings import Span
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
 
@@ -186,3 +186,110 @@ def function_args(repo: RepositoryModel, rc: ResolvedCall) -> list[str]:
 def bound_name(rc: ResolvedCall, name: str) -> str:
     """A bare name as the file binds it (an import or a module-level definition)."""
     return rc.file.bindings.get(name, f"{rc.file.module}.{name}")
+
+
+# ----- calls by function, and what callers pass ------------------------------------------
+
+
+class CallIndex:
+    """The repository's calls indexed by calling function and by callee, with the
+    questions the second-order rules ask of them."""
+
+    def __init__(self, repo: RepositoryModel) -> None:
+        self.repo = repo
+        self.by_caller: dict[str, list[ResolvedCall]] = {}
+        self.callers_of: dict[str, list[ResolvedCall]] = {}
+        for rc in repo.calls:
+            self.by_caller.setdefault(rc.call.caller, []).append(rc)
+            for callee in rc.callees:
+                self.callers_of.setdefault(callee, []).append(rc)
+
+    # -- a create_graph that a parameter decides -------------------------------------------
+
+    def settle(self, site: Site) -> Site | None:
+        """Decide ``create_graph=<parameter>`` from what the callers pass: dropped when
+        every caller passes a false literal, certain when one passes a true literal."""
+        flag = site.flag
+        fact = self.repo.functions.get(site.function)
+        if flag.value != "maybe" or fact is None or flag.text not in fact.params:
+            return site
+        index = fact.params.index(flag.text)
+        passed = []
+        for rc in self.callers_of.get(site.function, []):
+            offset = self._implicit_self(fact, rc)
+            passed.append((rc, argument_for(rc.call, flag.text, index - offset)))
+        if passed and all(args and args[0].is_literal and not args[0].literal
+                          for _, args in passed):
+            return None
+        quiet = frozenset(call_key(rc) for rc, args in passed
+                          if args and args[0].is_literal and not args[0].literal)
+        site = replace(site, first_order_calls=quiet)
+        for rc, args in passed:
+            if args and args[0].is_literal and args[0].literal:
+                where = f"{rc.file.path}:{rc.call.span.line}"
+                return replace(site, flag=Flag("yes", flag.text),
+                               how=f"create_graph={flag.text}, passed as True at {where}")
+        return site
+
+    # -- the training steps a site drags in ------------------------------------------------
+
+    def backward_after(self, function: str, span: Span) -> ResolvedCall | None:
+        """The first ``backward()`` in ``function`` after ``span``: the step that
+        back-propagates through what was computed there."""
+        backwards = [rc for rc in self.by_caller.get(function, [])
+                     if rc.external == "torch.Tensor.backward"]
+        around = [rc for rc in backwards if rc.call.span != span and inside(span, rc.call.span)]
+        if around:  # ``helper(...).backward()``
+            return around[0]
+        later = [rc for rc in backwards
+                 if (rc.call.span.line, rc.call.span.column) > (span.end_line, span.end_column)]
+        return min(later, key=lambda rc: (rc.call.span.line, rc.call.span.column), default=None)
+
+    def propagation(self, site: Site, depth: int = 3) -> list[tuple[ResolvedCall,
+                                                                     ResolvedCall | None]]:
+        """Each call that runs the site's function, with the ``backward()`` after it in
+        the calling function. A caller without one passes the value on: its own callers
+        are followed, up to ``depth`` levels."""
+        out: list[tuple[ResolvedCall, ResolvedCall | None]] = []
+        frontier = [site.function]
+        seen = {site.function}
+        for _ in range(depth):
+            following: list[str] = []
+            for function in frontier:
+                for rc in self.callers_of.get(function, []):
+                    caller = rc.call.caller
+                    if caller == function or call_key(rc) in site.first_order_calls:
+                        continue
+                    backward = self.backward_after(caller, rc.call.span)
+                    out.append((rc, backward))
+                    if backward is None and caller not in seen and caller in self.repo.graph:
+                        seen.add(caller)
+                        following.append(caller)
+            frontier = following
+        return out
+
+    def _implicit_self(self, fact: FunctionFact, rc: ResolvedCall) -> int:
+        """1 when the call binds the method's first parameter itself (``self.m(...)``,
+        ``super().m(...)``, ``Cls(...)`` running ``__init__``), 0 for a plain function or an
+        explicit ``Cls.m(obj, ...)``."""
+        if fact.class_qualname is None:
+            return 0
+        if rc.call.kind is not CallKind.NAME:
+            return 1
+        resolved = self.repo.resolve(rc.call.target, rc.file.module)
+        return 1 if resolved is not None and resolved.kind == "class" else 0
+
+
+def call_key(rc: ResolvedCall) -> tuple[str, int, int]:
+    return (rc.file.path, rc.call.span.line, rc.call.span.column)
+
+
+def argument_for(call: CallSite, param: str, index: int) -> list[Arg]:
+    """The argument a call passes for a parameter (by keyword, else by position)."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for arg in call.args:
+        if arg.keyword == param:
+            return [arg]
+    if 0 <= index < len(positional):
+        return [positional[index]]
+    return []
