@@ -116,6 +116,13 @@ def finding_views(result: ScanResult) -> list[tuple[Category, list[FindingView]]
     return groups
 
 
+def rule_counts(views: list[FindingView]) -> list[tuple[str, str, int]]:
+    """The rules of a category's findings, most frequent first: (id, name, count)."""
+    counts = Counter((v.finding.rule, v.finding.rule_name) for v in views)
+    return [(rule, name, n) for (rule, name), n in
+            sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def status_donut(apis: list[ApiUse]) -> list[dict[str, Any]]:
     """Donut segments (stroke-dasharray on a circle of circumference 100) per API status."""
     counts = Counter(api.status for api in apis)
@@ -227,6 +234,7 @@ def _environment() -> Environment:
     env = Environment(loader=PackageLoader("msready.reports", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["ticks"] = ticks
+    env.filters["rule_counts"] = rule_counts
     env.filters["pct"] = lambda value: f"{100 * float(value):.0f}%"
     return env
 

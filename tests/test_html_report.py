@@ -362,6 +362,7 @@ def test_findings_show_source_lines_trace_and_rule_link(result: ScanResult) -> N
     assert ('<span class="line hit"><span class="ln">11</span>'
             '        keep = torch.nonzero(x)</span>') in page
     assert '<a class="rule" href="docs/rules.md#ms201">' in page
+    assert '<a href="docs/rules.md#ms201">MS201 dynamic-shape-example</a> ×2' in page
     assert "<code>Net.forward</code> → <code>Block.forward</code>" in page
 
 
