@@ -2,8 +2,11 @@
 without measured second-order support, MAML-style inner loops, and the helpers, callers and
 ``backward()`` calls a double backward drags into the training step.
 
-The repository-wide work (sites, chains, measurements) lives in
-:mod:`msready.rules.second_order_chain`; the MAML rule reads one file's data flow here.
+The rules here hold the metadata, documentation and messages. The work lives beside them:
+:mod:`msready.rules.second_order_sites` finds the double-backward sites, loads the measured
+second-order support and follows callers; :mod:`msready.rules.second_order_chain` builds
+each site's derivative chain; :mod:`msready.rules.second_order_maml` follows one function's
+data flow for the MAML rule; :mod:`msready.rules.second_order_examples` holds the examples.
 """
 
 from __future__ import annotations

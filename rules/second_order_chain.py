@@ -1,9 +1,11 @@
 """The derivative chain of each double-backward site.
 
 A site's *chain* is the model code the twice-differentiated outputs run through: the
-calls made before the site in its function, the Modules passed to that function by its
-callers (followed through the call sites' arguments) or held by ``self``, their
-submodules, their ``forward`` methods and every helper those reach in the call graph.
+calls inside the site (``grad(D(x_hat).sum(), ...)``) or, when it computes nothing itself,
+the calls before it from the first one on the differentiated inputs, the Modules passed to
+its function by the callers (followed through the call sites' arguments) or held by
+``self``, their submodules, their ``forward`` methods and every helper those reach in the
+call graph.
 Every torch API on the chain is looked up in the API table and in the measured
 second-order support of its MindSpore target.
 """
