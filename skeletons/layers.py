@@ -64,6 +64,13 @@ def handler(*names: str, any_target: bool = False) -> Callable[[Handler], Handle
     return register
 
 
+def call_args(args: ArgList) -> list[cst.Arg]:
+    """libcst arguments, keywords written ``name=value`` without spaces."""
+    return [cst.Arg(value=v, keyword=cst.Name(k) if k else None,
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+                    if k else cst.MaybeSentinel.DEFAULT) for k, v in args]
+
+
 def expr(code: str) -> cst.BaseExpression:
     """A libcst expression from source text."""
     return cst.parse_expression(code)
@@ -388,3 +395,69 @@ def attention_call(args: ArgList) -> tuple[ArgList, list[tuple[str, str]]]:
     """MindSpore's MultiheadAttention returns a 1-tuple for ``need_weights=False`` where
     torch returns ``(output, None)``; keep the weights so the unpacking still works."""
     return [(k, v) for k, v in args if k != "need_weights"], []
+
+
+_INIT = "mindspore.common.initializer."
+# torch.nn.init function -> (positional order, MindSpore initializer, torch keyword ->
+# initializer keyword, torch defaults written out where MindSpore's differ).
+_INITS: dict[str, tuple[tuple[str, ...], str, dict[str, str], dict[str, str]]] = {
+    "normal_": (("tensor", "mean", "std"), "Normal", {"mean": "mean", "std": "sigma"},
+                {"std": "1.0"}),
+    "trunc_normal_": (("tensor", "mean", "std", "a", "b"), "TruncatedNormal",
+                      {"mean": "mean", "std": "sigma", "a": "a", "b": "b"}, {"std": "1.0"}),
+    "constant_": (("tensor", "val"), "Constant", {"val": "value"}, {}),
+    "zeros_": (("tensor",), "Zero", {}, {}),
+    "ones_": (("tensor",), "One", {}, {}),
+    "xavier_uniform_": (("tensor", "gain"), "XavierUniform", {"gain": "gain"}, {}),
+    "xavier_normal_": (("tensor", "gain"), "XavierNormal", {"gain": "gain"}, {}),
+    "kaiming_uniform_": (("tensor", "a", "mode", "nonlinearity"), "HeUniform",
+                         {"a": "negative_slope", "mode": "mode",
+                          "nonlinearity": "nonlinearity"}, {}),
+    "kaiming_normal_": (("tensor", "a", "mode", "nonlinearity"), "HeNormal",
+                        {"a": "negative_slope", "mode": "mode",
+                         "nonlinearity": "nonlinearity"}, {}),
+    "orthogonal_": (("tensor", "gain"), "Orthogonal", {"gain": "gain"}, {}),
+    "uniform_": (("tensor", "a", "b"), "Uniform", {}, {}),
+}
+
+
+def _uniform_scale(args: ArgList) -> cst.BaseExpression | None:
+    """``uniform_(t, -s, s)`` -> ``s``: MindSpore's Uniform is symmetric around 0."""
+    low, high = _get(args, "a"), _get(args, "b")
+    if low is None or high is None:
+        return None
+    if m.matches(low, m.UnaryOperation(operator=m.Minus())) and isinstance(
+            low, cst.UnaryOperation) and _code(low.expression) == _code(high):
+        return high
+    return None
+
+
+@handler(*(f"torch.nn.init.{name}" for name in _INITS), any_target=True)
+def init(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """``nn.init.xavier_uniform_(w)`` -> ``w.set_data(initializer(XavierUniform(), w.shape,
+    w.dtype))``: MindSpore initialises a Parameter by replacing its data."""
+    name = call.torch.rsplit(".", 1)[1]
+    order, cls, renames, defaults = _INITS[name]
+    args = call.bound(order)
+    tensor = _get(args, "tensor")
+    if tensor is None or call.star:
+        return generic(call, mapping)
+    if name == "uniform_":
+        scale = _uniform_scale(args)
+        if scale is None:
+            return Rewrite(None, todos=[("MS100", "uniform_(a, b) with a != -b: MindSpore's "
+                                                  "Uniform(scale) draws from [-scale, scale]")])
+        init_args: ArgList = [("scale", scale)]
+    else:
+        init_args = [(renames[k], v) for k, v in args if k in renames]
+        given = {k for k, _ in args}
+        init_args += [(renames[k], expr(v)) for k, v in defaults.items() if k not in given]
+    target = _code(tensor)
+    make = cst.Call(expr(_INIT + cls), call_args(init_args))
+    value = cst.Call(expr(_INIT + "initializer"), [
+        cst.Arg(make), cst.Arg(expr(f"{target}.shape")), cst.Arg(expr(f"{target}.dtype"))])
+    return Rewrite(f"{target}.set_data", [(None, value)])
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

@@ -17,8 +17,9 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.skeletons import apis
-from msready.skeletons.layers import CALL_FIXES, ArgList, CallIn, expr, translate_call
+from msready.skeletons.layers import CALL_FIXES, CallIn, call_args, expr, translate_call
 from msready.skeletons.methods import METHOD_FIXES
+from msready.skeletons.weights import CELL_RENAMES
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 _KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
@@ -193,6 +194,44 @@ class CellTransformer(cst.CSTTransformer):
             return updated_node.with_changes(name=cst.Name("construct"))
         return updated_node
 
+    # ----- gradient contexts and decorators -------------------------------------------
+
+    def _context(self, node: cst.BaseExpression) -> str | None:
+        """The torch name of ``torch.no_grad()`` and other gradient / precision contexts
+        that MindSpore has no counterpart for (the table's target is None)."""
+        func = node.func if isinstance(node, cst.Call) else node
+        name = self.qualify(func)
+        if not _is_torch(name):
+            return None
+        assert name is not None
+        return name if apis.lookup(apis.canonical(name), self.backend).api is None else None
+
+    def leave_With(self, original_node: cst.With, updated_node: cst.With
+                   ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        names = [self._context(item.item) for item in original_node.items]
+        if not names or None in names or not isinstance(updated_node.body, cst.IndentedBlock):
+            return self._attach(original_node, updated_node, whole=False)
+        body = list(updated_node.body.body)
+        self._todos.pop()
+        todos = [("MS100", f"{n}: " + (apis.lookup(apis.canonical(n), self.backend).note
+                                        or "no MindSpore context; the block runs as is"))
+                 for n in names if n]
+        self.all_todos.extend(todos)
+        first = body[0]
+        lines = [*updated_node.leading_lines, *(todo_line(r, t) for r, t in todos)]
+        if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            body[0] = first.with_changes(leading_lines=[*lines, *first.leading_lines])
+        return cst.FlattenSentinel(body)
+
+    def leave_Decorator(self, original_node: cst.Decorator,
+                        updated_node: cst.Decorator) -> cst.Decorator | cst.RemovalSentinel:
+        name = self._context(original_node.decorator)
+        if name is None:
+            return updated_node
+        self._todos[-1][:] = [t for t in self._todos[-1] if not t[1].startswith(f"{name}:")]
+        self._note("MS100", f"@{name} removed: MindSpore has no counterpart")
+        return cst.RemoveFromParent()
+
     # ----- expressions ----------------------------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> bool:
@@ -248,7 +287,31 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Attribute(self, original_node: cst.Attribute,
                         updated_node: cst.Attribute) -> cst.BaseExpression:
-        return self._replace.get(original_node, updated_node)
+        replaced = self._replace.get(original_node)
+        if replaced is not None:
+            return replaced
+        return self._parameter_name(original_node, updated_node)
+
+    def _parameter_name(self, original: cst.Attribute,
+                        updated: cst.Attribute) -> cst.BaseExpression:
+        """``self.emb.weight`` -> ``self.emb.embedding_table``: the parameter names of a
+        held layer, as its MindSpore Cell spells them (``weight_map``'s renames)."""
+        if not self._class_names or not m.matches(original, m.Attribute(
+                value=m.Attribute(value=m.Name("self")))):
+            return updated
+        owner = original.value
+        assert isinstance(owner, cst.Attribute)
+        cls = self._class_names[-1]
+        held = self.model.attribute_classes(cls, owner.attr.value) \
+            if cls in self.model.classes else []
+        for target in held:
+            api = apis.lookup(apis.canonical(target.name), self.backend).api \
+                if target.kind == "external" else None
+            renames = {t: ms for ms, t in CELL_RENAMES.get((api or "").rsplit(".", 1)[-1],
+                                                           {}).items()}
+            if original.attr.value in renames:
+                return updated.with_changes(attr=cst.Name(renames[original.attr.value]))
+        return updated
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._replace.get(original_node, updated_node)
@@ -291,7 +354,7 @@ class CellTransformer(cst.CSTTransformer):
                                for a in call.args])
             for rule, reason in todos:
                 self._note(rule, reason)
-            return call.with_changes(args=_args(args))
+            return call.with_changes(args=call_args(args))
         return None
 
     def _torch_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
@@ -304,7 +367,7 @@ class CellTransformer(cst.CSTTransformer):
             return call.with_changes(func=expr(name))
         if star:
             return call.with_changes(func=expr(rewrite.func))
-        return cst.Call(func=expr(rewrite.func), args=_args(rewrite.args))
+        return cst.Call(func=expr(rewrite.func), args=call_args(rewrite.args))
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
         method = func.attr.value
@@ -326,13 +389,6 @@ class CellTransformer(cst.CSTTransformer):
             rest = [cst.Arg(func.value), *call.args]
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call
-
-
-def _args(args: ArgList) -> list[cst.Arg]:
-    """libcst arguments written ``name=value`` without spaces."""
-    return [cst.Arg(value=v, keyword=cst.Name(k) if k else None,
-                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
-                    if k else cst.MaybeSentinel.DEFAULT) for k, v in args]
 
 
 def _buffer(call: cst.Call) -> cst.BaseSmallStatement | None:

@@ -47,6 +47,7 @@ def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("configured", "Encoder"),
     ("configured", "RNNLM"),
     ("mnist", "Net"),  # image size found by trying sizes: the Linear wants 28 x 28
+    ("init", "Net"),  # nn.init calls, torch.no_grad blocks and decorators
 ])
 def test_example_cells_pass_in_both_modes(example: str, cls: str, tmp_root: Path) -> None:
     _, results = run_example(example, tmp_root)

@@ -74,6 +74,20 @@ def module(init: str, forward: str = "return x") -> str:
      "self.steps = Parameter(ops.zeros(1), requires_grad=False)"),
     ("self.register_buffer('mask', None)", "self.mask = None"),
     ("self.a = nn.Softmax(dim=1)", "nn.Softmax(axis=1)"),
+    ("self.fc = nn.Linear(4, 4)\nnn.init.xavier_uniform_(self.fc.weight, gain=2)",
+     "self.fc.weight.set_data(mindspore.common.initializer.initializer("
+     "mindspore.common.initializer.XavierUniform(gain=2), self.fc.weight.shape, "
+     "self.fc.weight.dtype))"),
+    ("self.fc = nn.Linear(4, 4)\nnn.init.normal_(self.fc.weight)",
+     "mindspore.common.initializer.Normal(sigma=1.0)"),
+    ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, -0.5, 0.5)",
+     "mindspore.common.initializer.Uniform(scale=0.5)"),
+    ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, 0, 1)",
+     "# TODO(msready MS100): uniform_(a, b) with a != -b"),
+    ("self.e = nn.Embedding(9, 4)\nnn.init.zeros_(self.e.weight)",
+     "self.e.embedding_table.set_data("),
+    ("self.bn = nn.BatchNorm1d(4)\nself.bn.weight.requires_grad = False",
+     "self.bn.gamma.requires_grad = False"),
 ])
 def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> None:
     assert expected in generated(tmp_path, module(init))
@@ -223,3 +237,31 @@ def test_module_classes_in_notebooks_are_listed_as_skipped(tmp_path: Path) -> No
     results = build_skeletons(result, tmp_path / "skeletons", run=True, compare_torch=False)
     assert [(r.torch_class, r.path, r.pynative, r.error) for r in results] == [
         ("explore.Net", "explore.ipynb", "skipped", generate.NOTEBOOK)]
+
+
+def test_gradient_contexts_are_unwrapped_with_a_todo(tmp_path: Path) -> None:
+    code = generated(tmp_path, module(
+        "self.fc = nn.Linear(4, 4)",
+        "with torch.no_grad():\n    y = self.fc(x)\nwith open('f') as h:\n    pass\nreturn y"))
+    assert "# TODO(msready MS100): torch.no_grad: " in code
+    assert "with torch.no_grad" not in code
+    assert "        y = self.fc(x)\n" in code
+    assert "with open('f') as h:" in code
+
+
+def test_untranslatable_decorators_are_removed(tmp_path: Path) -> None:
+    body = module("self.fc = nn.Linear(4, 4)") + (
+        "\n    @torch.no_grad()\n    def generate(self, x):\n        return x\n\n"
+        "    @staticmethod\n    def helper():\n        return 1\n")
+    code = generated(tmp_path, body)
+    assert "@torch.no_grad" not in code.replace("# TODO(msready MS100): @torch.no_grad", "")
+    assert "# TODO(msready MS100): @torch.no_grad removed" in code
+    assert "    @staticmethod\n    def helper():" in code
+
+
+def test_imported_function_named_like_torch_is_not_translated(tmp_path: Path) -> None:
+    body = "from mathutils import cat\n\n" + module("self.fc = nn.Linear(4, 4)",
+                                                      "return cat([x, x])")
+    code = generated(tmp_path, body, extra={"mathutils.py": "def cat(xs):\n    return xs[0]\n"})
+    assert "return cat([x, x])" in code
+    assert "from mathutils import cat" in code
