@@ -47,7 +47,7 @@ MIN_CALLS = 20  # density is per torch call, never per fewer than this many
 WEIGHTS = {"API coverage": 0.35, "hazards": 0.35, "backend support": 0.15, "skeletons": 0.15}
 
 FORMULA = (
-    "score = 100 x (weighted mean of the parts present). "
+    "In general: score = 100 x (weighted mean of the parts present). "
     "API coverage = (consistent calls + 0.5 x differs calls) / all torch calls, where calls of "
     "APIs the table does not know (unresolved) count as 0. "
     "hazards = exp(-2 x cost / max(20, torch calls)), cost = sum over findings of "
@@ -223,8 +223,12 @@ def compute_score(result: ScanResult, table: ApiTable | None = None) -> Score:
     understood = 1.0 - counts.unresolved_share
     value = round(100 * min(mean, understood))
     confidence = score_confidence(counts, result)
-    formula = FORMULA
+    value = max(0, min(100, value))
     if counts.total == 0:
-        formula += (" The repository imports torch but uses no torch API msready could "
-                    "find, so the score is 0.")
-    return Score(max(0, min(100, value)), tuple(parts), formula, confidence)
+        applied = ("score = 0: the repository imports torch but uses no torch API msready "
+                   "could find.")
+    else:
+        terms = " + ".join(f"{p.weight:g} x {p.value:.2f}" for p in parts if p.weight)
+        applied = (f"score = min(100 x ({terms}) / {weight:g}, 100 x {understood:.2f} resolved)"
+                   f" = min({100 * mean:.1f}, {100 * understood:.1f}) = {value}")
+    return Score(value, tuple(parts), f"{applied}\n\n{FORMULA}", confidence)

@@ -36,7 +36,10 @@ def _score_lines(result: ScanResult) -> list[str]:
              "| part | value | weight | detail |", "|---|---:|---:|---|"]
     lines += [f"| {escape(p.name)} | {p.value:.2f} | {p.weight:g} | {escape(p.detail)} |"
               for p in score.parts]
-    lines += ["", f"Formula: {escape(score.formula)}", ""]
+    applied, _, general = score.formula.partition("\n\n")
+    lines += ["", f"Formula: `{applied}`", ""]
+    if general:
+        lines += [escape(general), ""]
     return lines
 
 

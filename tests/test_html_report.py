@@ -355,6 +355,7 @@ def test_first_screen_has_score_parts_formula_and_confidence(result: ScanResult)
     for part in score.parts:
         assert f'<td class="part-name">{part.name}</td>' in page
     assert "How the score is computed" in page
+    assert f") = {score.value}</code></p>" in page
 
 
 def test_findings_show_source_lines_trace_and_rule_link(result: ScanResult) -> None:

@@ -51,7 +51,8 @@ def test_score_with_parts_and_formula(result: ScanResult) -> None:
     assert f"**Readiness score: {score.value}/100** (confidence: {score.confidence}" in text
     for part in score.parts:
         assert f"| {part.name} | {part.value:.2f} | {part.weight:g} |" in text
-    assert "Formula: score = 100 x" in text
+    assert "Formula: `score = min(100 x (0.35 x " in text
+    assert "In general: score = 100 x (weighted mean of the parts present)." in text
 
 
 def test_checklist_sections_with_locations(result: ScanResult) -> None:

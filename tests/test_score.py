@@ -195,6 +195,9 @@ def test_torch_import_without_any_call_scores_zero() -> None:
 def test_formula_and_parts_are_written_out(base: ScanResult) -> None:
     score = compute_score(replace(base, findings=[_finding()]), TABLE)
     assert "exp(-2" in score.formula and "unresolved" in score.formula
+    applied = score.formula.split("\n\n")[0]
+    assert applied.startswith("score = min(100 x (0.35 x 1.00 + 0.35 x ")
+    assert applied.endswith(f"= {score.value}")
     hazards = next(p for p in score.parts if p.name == "hazards")
     assert "1 finding (1 dynamic-shape" in hazards.detail
     assert all(0.0 <= p.value <= 1.0 for p in score.parts)
