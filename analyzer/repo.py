@@ -50,7 +50,8 @@ class ResolvedCall:
 class RepositoryModel:
     """Every file's facts joined into one queryable model."""
 
-    def __init__(self, files: list[FileResult]) -> None:
+    def __init__(self, files: list[FileResult], target: str = "cpu") -> None:
+        self.target = target  # the MindSpore backend findings are judged against
         self.files = {f.path: f for f in files}
         self.modules: dict[str, FileResult] = {}
         for f in files:

@@ -329,8 +329,7 @@ def scan_source(source: Source, options: ScanOptions,
     results = analyze_files(files, options, progress)
     # CPU by default: it is the backend whose generated Cells this machine can prove.
     target = options.target or config.target or "cpu"
-    model = RepositoryModel(results)
-    model.target = target  # type: ignore[attr-defined]
+    model = RepositoryModel(results, target)
     findings, suppressed = collect_findings(model, config)
     info = SourceInfo(
         input=source.input,
