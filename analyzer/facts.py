@@ -21,6 +21,7 @@ class CallKind(StrEnum):
     SELF_ATTR = "self-attr"  # self.attr(...) or an element of a container attribute
     SUPER = "super"  # super().name(...)
     APPLY = "apply"  # SomeFunction.apply(...) of an autograd.Function
+    INSTANCE = "instance"  # net(x) where net = SomeClass(...) in the same function
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class CallSite:
 
     ``target`` is a dotted name for ``NAME`` calls (``torch.nn.Conv2d``,
     ``pkg.utils.helper``), the method name for ``SELF_METHOD`` / ``SUPER``, the
-    attribute for ``SELF_ATTR``, the qualified class for ``APPLY`` and
+    attribute for ``SELF_ATTR``, the qualified class for ``APPLY`` and ``INSTANCE``, and
     ``torch.Tensor.<method>`` for ``TENSOR_METHOD``.
     """
 

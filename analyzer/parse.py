@@ -42,7 +42,7 @@ class CellMap:
     """Maps lines of a notebook's joined code back to (cell index, line in cell)."""
 
     starts: list[int] = field(default_factory=list)  # first joined line of each cell
-    cells: list[int] = field(default_factory=list)  # 1-based notebook cell index
+    cells: list[int] = field(default_factory=list)  # 1-based index among the code cells
 
     def locate(self, line: int) -> tuple[int, int]:
         """The cell and the line inside it for a line of the joined code."""
@@ -276,10 +276,11 @@ def notebook_cells(data: bytes) -> dict[int, str]:
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
         return {}
     out = {}
-    for index, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
-        if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            source = cell.get("source", "")
-            out[index] = "".join(source) if isinstance(source, list) else str(source)
+    code = [c for c in (cells if isinstance(cells, list) else [])
+            if isinstance(c, dict) and c.get("cell_type") == "code"]
+    for index, cell in enumerate(code, start=1):
+        source = cell.get("source", "")
+        out[index] = "".join(source) if isinstance(source, list) else str(source)
     return out
 
 
@@ -299,10 +300,10 @@ def parse_notebook(data: bytes) -> tuple[Parsed | None, list[ParseFailure]]:
         col = getattr(exc, "colno", 1)
         return None, [ParseFailure(f"not a readable notebook: {exc}".splitlines()[0],
                                    Span(line, col, line, col))]
+    # Cells are numbered among the code cells, 1-based, as notebook linters do.
     code_cells: list[tuple[int, list[str]]] = []
-    for index, cell in enumerate(cells, start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
+    code = [c for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    for index, cell in enumerate(code, start=1):
         source = cell.get("source", "")
         text = "".join(source) if isinstance(source, list) else str(source)
         code_cells.append((index, _python_lines(text)))

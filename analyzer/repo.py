@@ -226,6 +226,14 @@ class RepositoryModel:
             return (), None
         if call.kind is CallKind.TENSOR_METHOD:
             return (), call.target
+        if call.kind is CallKind.INSTANCE:
+            resolved = self.resolve(call.target, file.module)
+            if resolved is None or resolved.kind != "class":
+                return (), None
+            method = self.find_method(resolved.name, "forward") if (
+                resolved.name in self.module_classes) else self.find_method(resolved.name,
+                                                                            "__call__")
+            return ((method,) if method else ()), None
         if call.kind is CallKind.APPLY:
             resolved = self.resolve(call.target, file.module)
             if resolved is None or resolved.kind != "class":

@@ -589,6 +589,12 @@ class FileWalker:
             attr = self._functions[-1].loop_attrs.get(func.value)
             if attr is not None and self.resolver.lookup(func.value) is None:
                 kind, target = CallKind.SELF_ATTR, attr
+        if kind is None and isinstance(func, cst.Name) and self.resolver.lookup(func.value) is None:
+            made = self.value_of(func.value)
+            if isinstance(made, cst.Call):
+                owner = self.qualify(made.func)
+                if owner is not None and not owner.startswith("builtins."):
+                    kind, target = CallKind.INSTANCE, owner
         if kind is None:
             target = self.qualify(func)
             if target is not None:

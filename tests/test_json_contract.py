@@ -41,7 +41,7 @@ def test_example_project_json_follows_the_contract() -> None:
         assert all({"path", "line", "column"} <= loc.keys() for loc in api["locations"])
     notebook = [loc for api in data["apis"] for loc in api["locations"]
                 if loc["path"] == "explore.ipynb"]
-    assert notebook and all(loc["cell"] in (2, 3) for loc in notebook)
+    assert notebook and all(loc["cell"] in (1, 2) for loc in notebook)
     summary = data["summary"]
     assert sum(summary["by_category"].values()) == len(data["findings"])
     assert sum(summary["by_severity"].values()) == len(data["findings"])

@@ -139,3 +139,25 @@ class Clip(torch.autograd.Function):
     model = scan(str(root), options=ScanOptions(jobs=1, cache=False)).model
     assert model.function_classes == {"m.Clip"}
     assert model.path_from_forward("m.clamp_helper") == ("m.Clip.backward", "m.clamp_helper")
+
+
+def test_calling_an_instance_reaches_its_forward(make_repo: MakeRepo) -> None:
+    root = make_repo({"m.py": '''
+import torch.nn as nn
+
+class Critic(nn.Module):
+    def forward(self, x):
+        return x
+
+class Scorer:
+    def __call__(self, x):
+        return x
+
+def train(x):
+    critic = Critic()
+    scorer = Scorer()
+    return scorer(critic(x))
+'''})
+    model = scan(str(root), options=ScanOptions(jobs=1, cache=False)).model
+    assert model.graph.has_edge("m.train", "m.Critic.forward")
+    assert model.graph.has_edge("m.train", "m.Scorer.__call__")

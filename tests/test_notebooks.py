@@ -37,9 +37,10 @@ def test_cells_share_imports_and_locations_name_the_cell(make_repo: MakeRepo) ->
     assert not [f for f in result.findings if f.category is Category.PARSE_ERROR]
     where = {a.symbol: (a.locations[0].path, a.locations[0].cell, a.locations[0].line,
                         a.locations[0].column) for a in result.apis}
-    assert where["torch.zeros"] == ("nb.ipynb", 3, 2, 5)
-    assert where["torch.Tensor.nonzero"] == ("nb.ipynb", 3, 3, 5)
-    assert where["torch.ones"] == ("nb.ipynb", 5, 3, 9)
+    # Cells count among code cells: the markdown cell is not numbered.
+    assert where["torch.zeros"] == ("nb.ipynb", 2, 2, 5)
+    assert where["torch.Tensor.nonzero"] == ("nb.ipynb", 2, 3, 5)
+    assert where["torch.ones"] == ("nb.ipynb", 4, 3, 9)
 
 
 def test_a_broken_cell_is_a_finding_and_the_other_cells_are_scanned(make_repo: MakeRepo) -> None:

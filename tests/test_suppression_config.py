@@ -96,7 +96,7 @@ def test_ignore_in_a_notebook_cell() -> None:
     notebook = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     result = _scan({"model.ipynb": notebook})
     printed = [f for f in result.suppressed if f.rule == "MS505"]
-    assert printed and printed[0].location.cell == 2 and printed[0].location.line == LINE
+    assert printed and printed[0].location.cell == 1 and printed[0].location.line == LINE
     assert "MS501" in {f.rule for f in result.findings if f.location.line == LINE}
 
 
