@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -121,4 +122,5 @@ class ScanResult:
 
     def source_lines(self, path: str, cell: int | None = None) -> list[str]:
         """The lines of a scanned file (or notebook cell), empty when unknown."""
-        return self.sources.get((path, cell), "").splitlines()
+        # Only real line ends count (str.splitlines also breaks at form feeds).
+        return re.split(r"\r\n|\r|\n", self.sources.get((path, cell), "").rstrip("\r\n"))

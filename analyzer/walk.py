@@ -555,6 +555,9 @@ class FileWalker:
         out = []
         for arg in call.args:
             text = self.text(arg.value)
+            parens = getattr(arg.value, "lpar", ())
+            if parens and not text.startswith("("):
+                text = "(" * len(parens) + text + ")" * len(parens)
             literal_like = isinstance(arg.value, (*_LITERAL_NODES, cst.Name))
             literal, is_literal = (_literal(text) if literal_like and len(text) <= _MAX_ARG_TEXT
                                    else (None, False))
