@@ -77,6 +77,8 @@ def build_value(value: Any) -> Any:
     if isinstance(value, dict) and OBJECT_KEY in value:
         module, name = value[OBJECT_KEY]
         cls = getattr(importlib.import_module(module), name)
+        if value.get("class"):
+            return cls
         return cls(**{k: build_value(v) for k, v in value["kwargs"].items()})
     if isinstance(value, list):
         return tuple(build_value(v) for v in value)

@@ -92,3 +92,33 @@ def split(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | N
                             equal=cst.AssignEqual(cst.SimpleWhitespace(""),
                                                   cst.SimpleWhitespace(""))))
     return cst.Call(expr("ops.split"), [cst.Arg(receiver), *rest])
+
+
+# torch.nn.Module methods called on ``self`` -> the nn.Cell method (None: drop the call,
+# keep ``self``).
+CELL_METHODS: dict[str, str | None] = {
+    "children": "cells", "named_modules": "cells_and_names",
+    "parameters": "get_parameters", "named_parameters": "parameters_and_names",
+    "state_dict": "parameters_dict", "register_parameter": "insert_param_to_cell",
+    "add_module": "insert_child_to_cell", "register_module": "insert_child_to_cell",
+    "cuda": None, "cpu": None, "to": None,
+}
+
+
+def cell_method(receiver: cst.BaseExpression, method: str,
+                args: list[cst.Arg]) -> cst.BaseExpression | None:
+    """``self.modules()`` -> ``self.cells()``, ``self.train(False)`` -> ``self.set_train(False)``,
+    ``self.eval()`` -> ``self.set_train(False)``, ``self.to(device)`` -> ``self``."""
+    if method == "modules" and not args:  # recursive, the Cell itself first, as in torch
+        return expr(f"[cell for _, cell in {cst.Module([]).code_for_node(receiver)}"
+                    ".cells_and_names()]")
+    if method == "eval" and not args:
+        return cst.Call(cst.Attribute(receiver, cst.Name("set_train")), [cst.Arg(expr("False"))])
+    if method == "train":
+        return cst.Call(cst.Attribute(receiver, cst.Name("set_train")), args)
+    if method not in CELL_METHODS:
+        return None
+    new = CELL_METHODS[method]
+    if new is None:
+        return receiver
+    return cst.Call(cst.Attribute(receiver, cst.Name(new)), args)

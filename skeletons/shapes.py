@@ -32,6 +32,7 @@ from msready.skeletons.values import (
     constants,
     evaluate,
     evaluate_text,
+    self_constants,
 )
 
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
@@ -178,7 +179,9 @@ class Planner:
 
     def call_hook(self, file: FileResult) -> CallHook:
         """Evaluates ``SomeConfig(n_layer=2)`` in ``file`` to a configuration object."""
-        def hook(call: cst.Call, env: dict[str, object]) -> object:
+        def hook(call: cst.Call | cst.Name, env: dict[str, object]) -> object:
+            if isinstance(call, cst.Name):
+                return self._class_ref(call, file)
             name = self.qualify(call.func, file)
             resolved = self.model.resolve(name, file.module) if name else None
             if resolved is None or resolved.kind != "class" or \
@@ -197,6 +200,16 @@ class Planner:
                 kwargs[key] = value
             return self._config(resolved.name, kwargs)
         return hook
+
+    def _class_ref(self, node: cst.Name, file: FileResult) -> object:
+        """A repository class named as a value (``ResNet(BasicBlock, [2, 2])``)."""
+        name = self.qualify(node, file)
+        resolved = self.model.resolve(name, file.module) if name else None
+        if resolved is None or resolved.kind != "class":
+            return UNKNOWN
+        module, _, short = resolved.name.rpartition(".")
+        fields = tuple(self.config_fields(resolved.name) or ())
+        return ConfigValue(module, short, fields, is_class=True)
 
     def config_fields(self, cls: str) -> list[tuple[str, object]] | None:
         """The fields of a configuration class (class-level defaults), None for others."""
@@ -281,6 +294,8 @@ class Planner:
         if found is None:
             return None
         node, file = found
+        if isinstance(node.body, cst.IndentedBlock):
+            env = self_constants(node.body.body, env, self.call_hook(file))
         for call in m.findall(node.body, m.Call()):
             assert isinstance(call, cst.Call)
             spec = self._layer_input(call, file, env, depth)
@@ -295,6 +310,8 @@ class Planner:
         if name is None:
             return None
         resolved = self.model.resolve(name, file.module)
+        if resolved is not None and resolved.kind == "function":
+            return self._returned_layer(resolved.name, call, env, depth)
         if resolved is not None and resolved.kind == "class" and \
                 resolved.name in self.model.module_classes:
             sub_sig = self._signature(resolved.name, "__init__")
@@ -377,6 +394,28 @@ class Planner:
         for inner in m.findall(call, m.Call()):
             assert isinstance(inner, cst.Call)
             spec = self._layer_input(inner, file, env, depth)
+            if spec is not None:
+                return spec
+        return None
+
+    def _returned_layer(self, function: str, call: cst.Call, env: dict[str, object],
+                        depth: int) -> InputSpec | None:
+        """The layer a repository helper returns (``conv3x3(cin, cout)``), its arguments
+        bound to the call's values."""
+        found = self.function_node(function) if depth < 8 else None
+        if found is None:
+            return None
+        node, file = found
+        params = [p.name.value for p in [*node.params.posonly_params, *node.params.params]]
+        inner: dict[str, object] = {p.name.value: evaluate(p.default, {})
+                                    for p in node.params.params if p.default is not None}
+        for i, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword else (params[i] if i < len(params) else None)
+            if key is not None and not arg.star:
+                inner[key] = evaluate(arg.value, env)
+        for ret in m.findall(node.body, m.Return(value=m.Call())):
+            assert isinstance(ret, cst.Return) and isinstance(ret.value, cst.Call)
+            spec = self._layer_input(ret.value, file, inner, depth + 1)
             if spec is not None:
                 return spec
         return None

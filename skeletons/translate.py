@@ -18,7 +18,7 @@ from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.skeletons import apis
 from msready.skeletons.layers import CALL_FIXES, CallIn, call_args, expr, translate_call
-from msready.skeletons.methods import METHOD_FIXES
+from msready.skeletons.methods import METHOD_FIXES, cell_method
 from msready.skeletons.weights import CELL_RENAMES
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
@@ -329,7 +329,7 @@ class CellTransformer(cst.CSTTransformer):
         if _is_torch(name):
             assert name is not None
             return self._torch_call(name, updated_node)
-        fixed = self._layer_call(updated_node)
+        fixed = self._layer_call(updated_node) or self._cell_method(updated_node)
         if fixed is not None:
             return fixed
         span = self.parsed.span(original_node)
@@ -337,6 +337,17 @@ class CellTransformer(cst.CSTTransformer):
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:
+        """``self.modules()`` and other torch.nn.Module methods the class does not define."""
+        func = call.func
+        if not self._class_names or not self._classes[-1] or not m.matches(
+                func, m.Attribute(value=m.Name("self"))):
+            return None
+        assert isinstance(func, cst.Attribute)
+        if self.model.find_method(self._class_names[-1], func.attr.value) is not None:
+            return None
+        return cell_method(func.value, func.attr.value, list(call.args))
 
     def _layer_call(self, call: cst.Call) -> cst.Call | None:
         """``self.attn(q, k, v, need_weights=False)`` on a torch layer whose call differs."""

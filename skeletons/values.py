@@ -20,7 +20,7 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Power: operator.pow,
     cst.Modulo: operator.mod,
 }
-CallHook = Callable[[cst.Call, dict[str, object]], object]
+CallHook = Callable[[cst.Call | cst.Name, dict[str, object]], object]
 OBJECT_KEY = "__msready_object__"
 
 
@@ -32,6 +32,7 @@ class ConfigValue:
     name: str
     fields: tuple[tuple[str, object], ...]
     kwargs: tuple[tuple[str, object], ...] = ()
+    is_class: bool = False  # the class itself (``ResNet(BasicBlock, ...)``), not an instance
 
     def get(self, attr: str) -> object:
         """A field's value, :data:`UNKNOWN` when the class does not define it."""
@@ -39,7 +40,7 @@ class ConfigValue:
 
     def to_json(self) -> dict[str, object]:
         """How a child process rebuilds the object."""
-        return {OBJECT_KEY: [self.module, self.name],
+        return {OBJECT_KEY: [self.module, self.name], "class": self.is_class,
                 "kwargs": {k: to_json(v) for k, v in self.kwargs}}
 
 
@@ -63,8 +64,11 @@ def evaluate(node: cst.BaseExpression, env: dict[str, object],
     if isinstance(node, cst.Name):
         if node.value in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.value]
-        return env.get(node.value, UNKNOWN)
+        value = env.get(node.value, UNKNOWN)
+        return call(node, env) if value is UNKNOWN and call is not None else value
     if isinstance(node, cst.Attribute):
+        if m.matches(node.value, m.Name("self")):
+            return env.get(f"self.{node.attr.value}", UNKNOWN)
         owner = evaluate(node.value, env, call)
         return owner.get(node.attr.value) if isinstance(owner, ConfigValue) else UNKNOWN
     if isinstance(node, (cst.Tuple, cst.List)):
@@ -130,3 +134,21 @@ def attributes_read(node: cst.CSTNode, name: str) -> set[str]:
     """Attributes read from a name inside a node (``config.n_embd`` -> ``n_embd``)."""
     found = m.findall(node, m.Attribute(value=m.Name(name)))
     return {a.attr.value for a in found if isinstance(a, cst.Attribute)}
+
+
+def self_constants(body: Sequence[cst.BaseStatement], env: dict[str, object],
+                   call: CallHook | None = None) -> dict[str, object]:
+    """``self.name = <constant>`` assignments of a constructor, as ``self.name`` keys."""
+    out = dict(env)
+    target = m.AssignTarget(m.Attribute(value=m.Name("self")))
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and m.matches(small, m.Assign(targets=[target])):
+                attr = small.targets[0].target
+                assert isinstance(attr, cst.Attribute)
+                value = evaluate(small.value, out, call)
+                if value is not UNKNOWN:
+                    out[f"self.{attr.attr.value}"] = value
+    return out

@@ -48,6 +48,7 @@ def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("configured", "RNNLM"),
     ("mnist", "Net"),  # image size found by trying sizes: the Linear wants 28 x 28
     ("init", "Net"),  # nn.init calls, torch.no_grad blocks and decorators
+    ("resnet", "ResNet"),  # block classes as arguments, helpers returning layers, self.modules()
 ])
 def test_example_cells_pass_in_both_modes(example: str, cls: str, tmp_root: Path) -> None:
     _, results = run_example(example, tmp_root)
@@ -128,6 +129,7 @@ def test_weight_maps_are_written_next_to_the_cells(tmp_root: Path) -> None:
     ("buffers", ("Standardize",)),
     ("configured", ("SelfAttention", "Encoder", "RNNLM")),
     ("mnist", ("Net",)),
+    ("resnet", ("ResNet",)),
 ])
 def test_compare_torch_matches_the_original_outputs(example: str, classes: tuple[str, ...],
                                                      tmp_root: Path) -> None:
@@ -175,3 +177,11 @@ def test_the_cli_reports_the_cells_in_its_json(tmp_path: Path) -> None:
         assert [(e["torch_class"], e["cell_file"], e["pynative"], e["graph"], e["error"])
                 for e in entries] == [("mlp.MLP", "skeletons/mlp.py", *expected)]
         assert (out / "skeletons" / "mlp.py").is_file()
+
+
+def test_block_built_only_inside_a_helper_is_skipped_with_the_reason(tmp_root: Path) -> None:
+    _, results = run_example("resnet", tmp_root)
+    block = results["BasicBlock"]
+    assert (block.pynative, block.graph) == ("skipped", "skipped")
+    assert block.error == ("constructor argument inplanes, planes: no instantiation site "
+                           "and no default")

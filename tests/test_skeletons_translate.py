@@ -74,6 +74,13 @@ def module(init: str, forward: str = "return x") -> str:
      "self.steps = Parameter(ops.zeros(1), requires_grad=False)"),
     ("self.register_buffer('mask', None)", "self.mask = None"),
     ("self.a = nn.Softmax(dim=1)", "nn.Softmax(axis=1)"),
+    ("self.fc = nn.Linear(4, 4)\nfor m in self.modules():\n    pass",
+     "for m in [cell for _, cell in self.cells_and_names()]:"),
+    ("self.fc = nn.Linear(4, 4)\nn = sum(p.numel() for p in self.parameters())",
+     "n = sum(p.numel() for p in self.get_parameters())"),
+    ("self.fc = nn.Linear(4, 4)\nself.eval()", "self.set_train(False)"),
+    ("self.fc = nn.Linear(4, 4)\nself.add_module('extra', nn.ReLU())",
+     "self.insert_child_to_cell('extra', nn.ReLU())"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.xavier_uniform_(self.fc.weight, gain=2)",
      "self.fc.weight.set_data(mindspore.common.initializer.initializer("
      "mindspore.common.initializer.XavierUniform(gain=2), self.fc.weight.shape, "
@@ -265,3 +272,10 @@ def test_imported_function_named_like_torch_is_not_translated(tmp_path: Path) ->
     code = generated(tmp_path, body, extra={"mathutils.py": "def cat(xs):\n    return xs[0]\n"})
     assert "return cat([x, x])" in code
     assert "from mathutils import cat" in code
+
+
+def test_a_class_defining_its_own_module_method_keeps_it(tmp_path: Path) -> None:
+    body = module("self.fc = nn.Linear(4, 4)", "return self.parameters(x)") + (
+        "\n    def parameters(self, x):\n        return x\n")
+    code = generated(tmp_path, body)
+    assert "return self.parameters(x)" in code
