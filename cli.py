@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from msready import __version__
 from msready.analyzer.result import ScanResult
-from msready.analyzer.scan import ScanOptions, scan
+from msready.analyzer.scan import ScanOptions, rescore, scan
 from msready.analyzer.source import SourceError
 
 # format name -> (file written, reporter module with ``render(result) -> str``)
@@ -126,29 +126,21 @@ def _run_scan(args: argparse.Namespace, console: Console) -> int:
 
 
 def _skeletons(result: ScanResult, out: Path, mode: str, compare: bool) -> None:
+    from msready.skeletons.generate import build_skeletons
+
     try:
-        generate = importlib.import_module("msready.skeletons.generate")
-    except ModuleNotFoundError:
-        result.warnings.append("skeleton generation is not available in this build")
-        return
-    result.skeletons = generate.build_skeletons(result, out / "skeletons", run=mode == "run",
-                                                compare_torch=compare)
-    try:
-        from msready.analyzer.score import compute_score
-    except ModuleNotFoundError:
-        return
-    result.score = compute_score(result)
+        result.skeletons = build_skeletons(result, out / "skeletons", run=mode == "run",
+                                           compare_torch=compare)
+    except Exception as exc:  # the reports still get written
+        result.warnings.append(f"skeleton generation failed ({type(exc).__name__}: {exc})")
+    rescore(result)
 
 
 def _write_reports(result: ScanResult, out: Path, formats: Sequence[str]) -> list[str]:
     written = []
     for name in formats:
         filename, module_name = FORMATS[name]
-        try:
-            reporter = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            result.warnings.append(f"the {name} report is not available in this build")
-            continue
+        reporter = importlib.import_module(module_name)
         path = out / filename
         try:
             path.write_text(reporter.render(result), encoding="utf-8")

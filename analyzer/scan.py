@@ -16,6 +16,7 @@ from pathlib import Path
 
 from msready import __version__
 from msready.analyzer.apitable import load_table
+from msready.analyzer.checklist import build_checklist
 from msready.analyzer.config import Config, load_config, suppressed_by_comment
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import (
@@ -37,6 +38,7 @@ from msready.analyzer.parse import (
 )
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
+from msready.analyzer.score import compute_score
 from msready.analyzer.source import Source, SourceFile, open_source
 from msready.analyzer.walk import walk_file
 from msready.rules.registry import file_rules, load_errors, repo_rules
@@ -376,17 +378,21 @@ def read_sources(files: list[SourceFile]) -> dict[tuple[str, int | None], str]:
 
 
 def _finish(result: ScanResult) -> None:
-    """Add the parts computed from the whole result: score and checklist."""
+    """Add the parts computed from the whole result: checklist and score. A failure in
+    either costs only that part, with a warning."""
     try:
-        from msready.analyzer.score import compute_score
-    except ModuleNotFoundError:
-        return
-    result.score = compute_score(result)
+        result.checklist = build_checklist(result)
+    except Exception as exc:
+        result.warnings.append(f"the migration checklist failed ({type(exc).__name__}: {exc})")
+    rescore(result)
+
+
+def rescore(result: ScanResult) -> None:
+    """(Re)compute the readiness score, e.g. after the skeletons ran."""
     try:
-        from msready.analyzer.checklist import build_checklist
-    except ModuleNotFoundError:
-        return
-    result.checklist = build_checklist(result)
+        result.score = compute_score(result)
+    except Exception as exc:
+        result.warnings.append(f"the readiness score failed ({type(exc).__name__}: {exc})")
 
 
 def scan(spec: str, ref: str | None = None, options: ScanOptions | None = None,
