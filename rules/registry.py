@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from msready.rules.base import FileRule, RepoRule, Rule
 
-_NOT_RULES = frozenset({"base", "registry", "docs"})
+_NOT_RULES = frozenset({"base", "registry", "docs", "testing"})
 
 
 def family_modules() -> list[str]:

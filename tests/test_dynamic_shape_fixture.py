@@ -10,7 +10,6 @@ from a forward) must stay quiet.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,25 +18,13 @@ import pytest
 from msready.analyzer.findings import Category, Finding, Scope
 from msready.analyzer.scan import ScanOptions, ScanResult, scan, scan_files
 from msready.rules import registry
+from msready.rules.testing import expected_findings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dynamic_shape"
 # The dynamic-shape family spans these modules (too many rules for one module); the
 # sparse rules share its call helpers.
 FAMILY_MODULES = ("msready.rules.dynamic_shape", "msready.rules.dynamic_shape_index",
                   "msready.rules.dynamic_shape_control", "msready.rules.sparse")
-_EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
-
-
-def expectations(root: Path) -> set[tuple[str, int, str]]:
-    """(path, line, rule) for every ``# expect:`` comment under ``root``."""
-    found = set()
-    for path in sorted(root.rglob("*.py")):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            match = _EXPECT.search(line)
-            if match:
-                for rule in match.group(1).split(","):
-                    found.add((path.relative_to(root).as_posix(), number, rule.strip()))
-    return found
 
 
 def family_findings(result: ScanResult) -> Iterator[Finding]:
@@ -52,7 +39,7 @@ def result() -> ScanResult:
 
 def test_fixture_findings_are_exactly_the_expected_ones(result: ScanResult) -> None:
     got = {(f.location.path, f.location.line, f.rule) for f in family_findings(result)}
-    expected = expectations(FIXTURES)
+    expected = expected_findings(FIXTURES)
     assert not expected - got, f"missing: {sorted(expected - got)}"
     assert not got - expected, f"unexpected: {sorted(got - expected)}"
 

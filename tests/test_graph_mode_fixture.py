@@ -10,31 +10,16 @@ the exact set of (path, line, rule) of the MS5xx findings.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from msready.analyzer.result import ScanResult
 from msready.analyzer.scan import ScanOptions, scan
+from msready.rules.testing import expected_findings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "graph_mode"
-EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 FAMILY = "MS5"
-
-
-def expected(root: Path, family: str) -> set[tuple[str, int, str]]:
-    """(path, line, rule) for every ``# expect:`` id of ``family`` under ``root``."""
-    found = set()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
-            match = EXPECT.search(line)
-            if match:
-                for rule in (r.strip() for r in match.group(1).split(",")):
-                    if rule.startswith(family):
-                        found.add((rel, number, rule))
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +30,7 @@ def result() -> ScanResult:
 def test_exact_graph_mode_findings(result: ScanResult) -> None:
     got = {(f.location.path, f.location.line, f.rule)
            for f in result.findings if f.rule.startswith(FAMILY)}
-    want = expected(FIXTURE, FAMILY)
+    want = expected_findings(FIXTURE, FAMILY)
     assert want, "the fixture lost its expectations"
     assert sorted(got - want) == [], "unexpected findings"
     assert sorted(want - got) == [], "missing findings"

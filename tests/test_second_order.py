@@ -9,7 +9,6 @@ Hessians / Jacobians with lookalikes. Lines that must be reported carry
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,9 +19,9 @@ from msready.analyzer.result import ScanResult
 from msready.analyzer.scan import ScanOptions, scan, scan_files
 from msready.rules.second_order_chain import analyse, name_matches
 from msready.rules.second_order_sites import create_graph_flag
+from msready.rules.testing import expected_findings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "second_order"
-EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 FAMILY = "MS4"
 
 MODELS = """\
@@ -106,20 +105,6 @@ def _scan(source: str, target: str = "cpu") -> ScanResult:
 # ----- the whole fixture ---------------------------------------------------------------------
 
 
-def expected(root: Path) -> set[tuple[str, int, str]]:
-    """(path, line, rule) for every ``# expect: MS4xx`` under ``root``."""
-    found = set()
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
-            match = EXPECT.search(line)
-            if match:
-                for rule in (r.strip() for r in match.group(1).split(",")):
-                    if rule.startswith(FAMILY):
-                        found.add((rel, number, rule))
-    return found
-
-
 @pytest.fixture(scope="module")
 def fixture_result() -> ScanResult:
     return scan(str(FIXTURE), options=ScanOptions(jobs=1, cache=False, target="cpu"))
@@ -127,7 +112,7 @@ def fixture_result() -> ScanResult:
 
 def test_exact_second_order_findings(fixture_result: ScanResult) -> None:
     got = {(f.location.path, f.location.line, f.rule) for f in _ours(fixture_result)}
-    want = expected(FIXTURE)
+    want = expected_findings(FIXTURE, FAMILY)
     assert want, "the fixture lost its expectations"
     assert sorted(got - want) == [], "unexpected findings"
     assert sorted(want - got) == [], "missing findings"
