@@ -77,15 +77,8 @@ def is_git_url(spec: str) -> bool:
 def open_source(spec: str, ref: str | None = None) -> Iterator[Source]:
     """Yield the :class:`Source` for ``spec``; a clone lives only inside the ``with``."""
     if is_git_url(spec):
-        tmp = Path(tempfile.mkdtemp(prefix="msready-clone-"))
-        try:
-            checkout = tmp / "repo"
-            commit = clone(spec, ref, checkout)
-            source = discover(checkout)
-            source.input, source.ref, source.commit = spec, ref, commit
+        with _cloned(spec, spec, ref) as source:
             yield source
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
         return
     path = Path(spec)
     if ref is not None and not (path / ".git").exists():
@@ -98,21 +91,28 @@ def open_source(spec: str, ref: str | None = None) -> Iterator[Source]:
         resolved = path.resolve()
         yield Source(spec, resolved.parent, [SourceFile(resolved, resolved.name)])
         return
-    if ref is not None:
-        tmp = Path(tempfile.mkdtemp(prefix="msready-clone-"))
-        try:
-            checkout = tmp / "repo"
-            commit = clone(path.resolve().as_uri(), ref, checkout)
-            source = discover(checkout)
-            source.input, source.ref, source.commit = spec, ref, commit
+    if ref is not None:  # a local checkout at another ref: clone it at that ref
+        with _cloned(path.resolve().as_uri(), spec, ref) as source:
             yield source
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
         return
     source = discover(path)
     source.input = spec
     source.commit = _head_commit(path)
     yield source
+
+
+@contextmanager
+def _cloned(url: str, spec: str, ref: str | None) -> Iterator[Source]:
+    """A temporary clone of ``url`` at ``ref``, removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix="msready-clone-"))
+    try:
+        checkout = tmp / "repo"
+        commit = clone(url, ref, checkout)
+        source = discover(checkout)
+        source.input, source.ref, source.commit = spec, ref, commit
+        yield source
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def discover(root: Path) -> Source:
