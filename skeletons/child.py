@@ -106,6 +106,9 @@ def run_cell(ms: Any, job: dict[str, Any]) -> dict[str, Any]:
         cell = getattr(module, job["name"])(**build_kwargs(job["kwargs"]))
         cell.set_train(False)
         res["weights"] = weight_map(cell)
+        res["contains"] = sorted({f"{type(c).__module__}.{type(c).__qualname__}"
+                                  for _, c in cell.cells_and_names()} - {
+                                      f"{job['module']}.{job['name']}"})
     except Exception as exc:  # the generated code's failure is the result
         res["error"] = f"building the Cell: {first_line(exc)}"
         return res

@@ -140,13 +140,15 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     outcomes: dict[str, dict[str, Any]] = {}
     if run:
         outcomes = _run(result, out_dir, generated, compare_torch)
+        _borrow_from_parents(plans, outcomes)
     results = list(elsewhere)
     for gen in generated:
         for plan in gen.plans:
             res = _result(gen, plan, out_dir, run, outcomes.get(plan.torch_class),
                           result.target)
             results.append(res)
-            gen.status[plan.name] = _status_line(res)
+            gen.status[plan.name] = _status_line(
+                res, (outcomes.get(plan.torch_class) or {}).get("inside"))
             weights = (outcomes.get(plan.torch_class) or {}).get("weights")
             if weights:
                 gen.weights[plan.name] = weights
@@ -156,6 +158,21 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
             weights_file = gen.out.with_name(gen.out.name + ".weights.json")
             weights_file.write_text(json.dumps(gen.weights, indent=2) + "\n", encoding="utf-8")
     return results
+
+
+def _borrow_from_parents(plans: dict[str, Plan], outcomes: dict[str, dict[str, Any]]) -> None:
+    """A Cell with no constructor arguments of its own (a block built by a helper) that
+    ran inside a passing parent Cell takes the parent's result, saying so."""
+    for cls, plan in plans.items():
+        if plan.reason is None or cls in outcomes:
+            continue
+        parents = sorted(p for p, o in outcomes.items() if cls in o.get("contains", ())
+                         and o.get("pynative") == "pass")
+        if parents:
+            parent = outcomes[parents[0]]
+            outcomes[cls] = {"pynative": parent.get("pynative"), "graph": parent.get("graph"),
+                             "error": parent.get("error"), "inside": parents[0]}
+            plan.reason = None
 
 
 def _plan(planner: Planner, cls: str) -> Plan:
@@ -212,10 +229,12 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
                           error, float(diff) if diff is not None else None)
 
 
-def _status_line(res: SkeletonResult) -> str:
+def _status_line(res: SkeletonResult, inside: str | None = None) -> str:
     if res.pynative == "skipped":
         return f"skipped: {res.error}"
     text = f"PyNative {res.pynative}, GRAPH_MODE {res.graph}"
+    if inside:
+        text += f" (run inside {inside.rsplit('.', 1)[-1]})"
     if res.max_abs_diff is not None:
         text += f", max |torch - mindspore| = {res.max_abs_diff:.3g}"
     return f"{text}: {res.error}" if res.error else text

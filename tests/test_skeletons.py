@@ -179,9 +179,12 @@ def test_the_cli_reports_the_cells_in_its_json(tmp_path: Path) -> None:
         assert (out / "skeletons" / "mlp.py").is_file()
 
 
-def test_block_built_only_inside_a_helper_is_skipped_with_the_reason(tmp_root: Path) -> None:
-    _, results = run_example("resnet", tmp_root)
+def test_block_built_only_by_a_helper_takes_its_parents_result(tmp_root: Path) -> None:
+    # BasicBlock is only built as block(...) inside ResNet._make_layer: no arguments of its
+    # own, but it runs inside the ResNet Cell, whose run says which Cells it holds.
+    out, results = run_example("resnet", tmp_root)
     block = results["BasicBlock"]
-    assert (block.pynative, block.graph) == ("skipped", "skipped")
-    assert block.error == ("constructor argument inplanes, planes: no instantiation site "
-                           "and no default")
+    assert (block.pynative, block.graph, block.error) == ("pass", "pass", None)
+    code = (out / "skeletons" / "resnet.py").read_text()
+    assert code.startswith("# msready: BasicBlock: PyNative pass, GRAPH_MODE pass "
+                           "(run inside ResNet)\n")
