@@ -61,6 +61,20 @@ class ApiEntry:
     kind: str = "function"  # function | class | method | dtype | attribute
     torch_params: tuple[str, ...] = ()  # the torch parameter names, in positional order
     usage_differs: bool = False  # the target is used differently as a whole (not per parameter)
+    usage_backends: tuple[str, ...] = ()  # the backends where it is used differently; () = all
+
+    def usage_differs_on(self, backend: str) -> bool:
+        """True when the target of ``backend`` is used differently as a whole."""
+        if self.usage_backends:
+            return backend in self.usage_backends and self.target(backend).api is not None
+        return self.usage_differs
+
+    def becomes_function(self, backend: str) -> bool:
+        """True when a torch Tensor method has no MindSpore Tensor method on ``backend`` and
+        becomes a function that takes the tensor first."""
+        api = self.target(backend).api
+        return (self.torch.startswith("torch.Tensor.") and api is not None
+                and not api.startswith("mindspore.Tensor."))
 
     def target(self, backend: str) -> Target:
         """The target for a backend (an empty target when none)."""
@@ -76,7 +90,8 @@ class ApiEntry:
         ``consistent``."""
         if self.target(backend).api is None:
             return "missing"
-        if self.params_for(backend) or self.usage_differs:
+        if self.params_for(backend) or self.usage_differs_on(backend) \
+                or self.becomes_function(backend):
             return "differs"
         return "consistent"
 
@@ -135,7 +150,8 @@ def _entry(raw: dict[str, object]) -> ApiEntry:
         return ApiEntry(name, status, targets, params, str(raw.get("notes", "")),
                         None if workaround is None else str(workaround),
                         str(raw.get("suggestion", "")), str(raw.get("kind", "function")),
-                        tuple(str(p) for p in torch_params), bool(raw.get("usage_differs")))
+                        tuple(str(p) for p in torch_params), bool(raw.get("usage_differs")),
+                        tuple(str(b) for b in raw.get("usage_backends", ())))
     except (KeyError, TypeError, AssertionError, AttributeError) as exc:
         raise TableError(f"bad table entry {raw!r:.120}: {exc}") from exc
 

@@ -4,296 +4,103 @@ Each call to a torch API is looked up in the table (``msready.analyzer.apitable`
 to an API with no MindSpore target on the backend is MS101; a call that exercises a
 parameter difference is MS102 (semantics), MS103 (a differing default the call relies
 on) or MS104 (renamed, reordered or missing parameters). The three share one rewrite of
-the call (:func:`plan_call`), so every finding on a call suggests the same complete
-MindSpore call.
+the call (:func:`msready.rules.api_rewrite.plan_call`), so every finding on a call suggests
+the same complete MindSpore code.
+
+Two filters keep the family precise. Constructs an idiom rule owns (``no_grad``, device
+moves, checkpoints, AMP, data loading, ...; :data:`msready.rules.idioms.TABLE`) are left to
+that rule. A method call on a receiver of unknown type whose name is also a method of
+Python's built-in containers or strings (``d.values()``, ``s.split(",")``), or of numpy
+arrays for APIs MindSpore lacks, is not taken for a torch call unless it passes a keyword
+only torch's method has.
 """
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+import inspect
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
-from msready.analyzer.apitable import ApiEntry, ParamDiff, load_table
-from msready.analyzer.facts import Arg, CallKind, CallSite
+import numpy
+
+from msready.analyzer.apitable import ApiEntry, load_table
+from msready.analyzer.facts import CallKind, CallSite
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
+from msready.rules import idioms
+from msready.rules.api_rewrite import Issue, plan_call, rank
 from msready.rules.base import RepoRule
 
 _SEVERITY_BY_WORKAROUND = {"custom-op": Severity.ERROR, "composition": Severity.WARNING,
                            "equivalent": Severity.INFO}
 
 
-# ----- planning the MindSpore call ------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Issue:
-    """One difference a call exercises: ``semantics``, ``default`` or ``arguments``."""
-
-    kind: str
-    message: str
-    severity: Severity
-
-
-@dataclass(slots=True)
-class _Plan:
-    """The call being rewritten: arguments by torch name, what to add, what to drop."""
-
-    entry: ApiEntry
-    backend: str
-    bound: dict[str, Arg] = field(default_factory=dict)
-    positions: dict[str, int] = field(default_factory=dict)
-    rest: list[Arg] = field(default_factory=list)  # unbound and unpacked arguments
-    values: dict[str, str] = field(default_factory=dict)  # torch name -> new value text
-    names: dict[str, str] = field(default_factory=dict)  # torch name -> MindSpore name
-    keyword: set[str] = field(default_factory=set)  # torch names to pass by keyword
-    drop: set[str] = field(default_factory=set)
-    extra: dict[str, str] = field(default_factory=dict)  # MindSpore keyword -> value text
-    issues: list[Issue] = field(default_factory=list)
-    handled: set[str] = field(default_factory=set)  # already explained by a semantics issue
-
-    def add(self, kind: str, message: str, severity: Severity) -> None:
-        self.issues.append(Issue(kind, message, severity))
-
-
-@dataclass(frozen=True, slots=True)
-class CallPlan:
-    """The differences a call exercises and the complete MindSpore call to write."""
-
-    issues: tuple[Issue, ...]
-    rewrite: str
-
-
-def _text(arg: Arg) -> str:
-    """Source text of an argument value (literals re-printed, tuples keep parentheses)."""
-    return repr(arg.literal) if arg.is_literal else arg.text
-
-
-def _same_literal(arg: Arg, default: str | None) -> bool:
-    if default is None or not arg.is_literal:
-        return False
-    try:
-        return bool(ast.literal_eval(default) == arg.literal)
-    except (ValueError, SyntaxError):
-        return False
-
-
-def _short(api: str) -> str:
-    return api.removeprefix("mindspore.")
-
-
-def _padding(plan: _Plan, diff: ParamDiff) -> None:
-    """Conv padding: MindSpore honours ``padding`` only with ``pad_mode='pad'``."""
-    layer = _short(plan.entry.target(plan.backend).api or "")
-    if "pad_mode" in plan.bound:
-        return
-    arg = plan.bound.get("padding")
-    if arg is None:
-        plan.extra["pad_mode"] = "'valid'"
-        plan.add("semantics", f"{layer} pads 'same' by default; torch pads 0, which is "
-                 "pad_mode='valid'.", Severity.ERROR)
-        return
-    if arg.is_literal and isinstance(arg.literal, str):
-        plan.drop.add("padding")
-        plan.extra["pad_mode"] = repr(arg.literal)
-        plan.add("semantics", f"padding={arg.literal!r} is pad_mode={arg.literal!r} in "
-                 f"{layer}.", Severity.WARNING)
-        return
-    if arg.is_literal and isinstance(arg.literal, tuple) and len(arg.literal) in (2, 3):
-        doubled = tuple(v for v in arg.literal for _ in (0, 1))
-        plan.values["padding"] = repr(doubled)  # MindSpore pads (before, after) per axis
-    plan.keyword.add("padding")
-    plan.extra["pad_mode"] = "'pad'"
-    plan.add("semantics", f"padding={_text(arg)} is ignored by {layer} unless "
-             "pad_mode='pad' (its default pad_mode is 'same').", Severity.ERROR)
-
-
-def _momentum(plan: _Plan, diff: ParamDiff) -> None:
-    """BatchNorm: MindSpore's momentum weighs the old running value (1 - torch's)."""
-    arg = plan.bound.get("momentum")
-    if arg is None:
-        return
-    if arg.is_literal and isinstance(arg.literal, int | float) and not isinstance(
-            arg.literal, bool):
-        value = repr(round(1 - float(arg.literal), 10))
-    elif arg.is_literal and arg.literal is None:
-        plan.add("semantics", "momentum=None (cumulative average) has no MindSpore "
-                 "counterpart.", Severity.ERROR)
-        return
-    else:
-        value = f"1 - ({arg.text})"
-    plan.values["momentum"] = value
-    plan.keyword.add("momentum")
-    plan.add("semantics", f"momentum={_text(arg)} must be momentum={value} in MindSpore "
-             "(it is 1 - torch's momentum; defaults 0.1 and 0.9 agree).", Severity.ERROR)
-
-
-def _running_stats(plan: _Plan, diff: ParamDiff) -> None:
-    """BatchNorm: track_running_stats=False is use_batch_statistics=True."""
-    arg = plan.bound.get("track_running_stats")
-    if arg is None:
-        return
-    plan.drop.add("track_running_stats")
-    if arg.is_literal and arg.literal is True:
-        return
-    value = "True" if arg.is_literal and arg.literal is False else f"not ({arg.text})"
-    plan.extra["use_batch_statistics"] = value
-    plan.add("semantics", f"track_running_stats={arg.text} is use_batch_statistics={value} "
-             "in MindSpore.", Severity.ERROR)
-
-
-def _dropout(plan: _Plan, diff: ParamDiff) -> None:
-    """Dropout: the first positional parameter of nn.Dropout is keep_prob."""
-    if "p" in plan.positions:
-        plan.keyword.add("p")
-        plan.handled.add("p")
-        plan.add("semantics", f"nn.Dropout({plan.bound['p'].text}) would mean "
-                 f"keep_prob={plan.bound['p'].text}; pass p by keyword.", Severity.ERROR)
-
-
-def _layer_norm(plan: _Plan, diff: ParamDiff) -> None:
-    """LayerNorm: a tuple shape, and the axes to normalise over."""
-    arg = plan.bound.get("normalized_shape")
-    if arg is None or not arg.is_literal:
-        return
-    if isinstance(arg.literal, int):
-        plan.values["normalized_shape"] = f"({arg.literal},)"
-        plan.add("semantics", "mindspore.nn.LayerNorm needs normalized_shape as a tuple.",
-                 Severity.ERROR)
-    elif isinstance(arg.literal, tuple | list) and len(arg.literal) > 1:
-        k = len(arg.literal)
-        plan.extra.update(begin_norm_axis=str(-k), begin_params_axis=str(-k))
-        plan.add("semantics", f"MindSpore normalises from begin_norm_axis (default -1); "
-                 f"torch normalises the last {k} axes here.", Severity.ERROR)
-
-
-def _generic(plan: _Plan, diff: ParamDiff) -> None:
-    if diff.torch in plan.bound:
-        plan.add("semantics", f"`{diff.torch}` differs in MindSpore: {diff.note}",
-                 Severity.WARNING)
-
-
-_SEMANTICS: dict[str, Callable[[_Plan, ParamDiff], None]] = {
-    "padding": _padding, "momentum": _momentum, "track_running_stats": _running_stats,
-    "p": _dropout, "normalized_shape": _layer_norm,
-}
-
-
-def _bind(plan: _Plan, args: tuple[Arg, ...]) -> None:
-    params = plan.entry.torch_params
-    unpacked = False
-    for index, arg in enumerate(args):
-        if arg.star:
-            unpacked = True
-            plan.rest.append(arg)
-        elif arg.keyword is not None:
-            plan.bound[arg.keyword] = arg
-        elif not unpacked and index < len(params) and not params[index].startswith("*"):
-            plan.bound[params[index]] = arg
-            plan.positions[params[index]] = index
-        else:
-            plan.rest.append(arg)
-
-
-def _defaults(plan: _Plan, diffs: tuple[ParamDiff, ...]) -> None:
-    semantic = {d.torch for d in diffs if d.kind == "semantics"}
-    for diff in diffs:
-        if diff.kind != "default" or diff.torch in plan.bound or diff.torch in semantic:
-            continue
-        name = diff.mindspore or diff.torch
-        value, torch_default = diff.torch_default, diff.torch_default
-        if value == "None" and diff.torch == "stride" and "kernel_size" in plan.bound:
-            value = _text(plan.bound["kernel_size"])
-            torch_default = "kernel_size"
-        if value is None or value == "None":
-            continue
-        plan.extra.setdefault(name, value)
-        plan.add("default", f"MindSpore's `{name}` defaults to {diff.mindspore_default}; "
-                 f"torch's `{diff.torch}` defaults to {torch_default}.", Severity.WARNING)
-
-
-def _arguments(plan: _Plan, diffs: tuple[ParamDiff, ...]) -> None:
-    missing = {d.torch: d for d in diffs if d.kind == "missing"}
-    for diff in diffs:
-        if diff.kind == "renamed" and diff.mindspore:
-            plan.names.setdefault(diff.torch, diff.mindspore)
-    ms_params = plan.entry.target(plan.backend).params
-    for name, arg in plan.bound.items():
-        if name in missing:
-            plan.drop.add(name)
-            if not _same_literal(arg, missing[name].torch_default):
-                plan.add("arguments", f"MindSpore has no `{name}`; drop it or re-implement "
-                         "its effect.", Severity.WARNING)
-        elif name in plan.names and name not in plan.drop and name not in plan.positions:
-            plan.add("arguments", f"`{name}=` is `{plan.names[name]}=` in MindSpore.",
-                     Severity.WARNING)
-        elif name in plan.positions and ms_params and name not in plan.drop | plan.handled:
-            index, ms_name = plan.positions[name], plan.names.get(name, name)
-            if index >= len(ms_params) or ms_params[index] != ms_name:
-                plan.keyword.add(name)
-                plan.add("arguments", f"Positional argument {index + 1} is `{ms_name}` in "
-                         "torch's order but not in MindSpore's; pass it by keyword.",
-                         Severity.WARNING)
-
-
-def _render(plan: _Plan, call: CallSite) -> str:
-    api = plan.entry.target(plan.backend).api or ""
-    method = api.startswith("mindspore.Tensor.")
-    callee = f"x.{api.rsplit('.', 1)[1]}" if method else _short(api)
-    parts: list[str] = []
-    if call.kind is CallKind.TENSOR_METHOD and not method:
-        parts.append("x")
-    keyword_from = min((plan.positions[n] for n in plan.keyword if n in plan.positions),
-                       default=len(call.args))
-    for name, arg in plan.bound.items():
-        if name in plan.drop:
-            continue
-        value = plan.values.get(name, arg.text if not arg.is_literal else _text(arg))
-        if name in plan.positions and plan.positions[name] < keyword_from:
-            parts.append(value)
-        else:
-            parts.append(f"{plan.names.get(name, name)}={value}")
-    parts += [f"{a.star}{a.text}" if a.star else a.text for a in plan.rest]
-    parts += [f"{k}={v}" for k, v in plan.extra.items()]
-    return f"{callee}({', '.join(parts)})"
-
-
-def plan_call(call: CallSite, entry: ApiEntry, backend: str) -> CallPlan:
-    """The differences this call exercises on ``backend`` and its MindSpore rewrite."""
-    plan = _Plan(entry, backend)
-    _bind(plan, call.args)
-    diffs = entry.params_for(backend)
-    for diff in diffs:
-        if diff.kind == "semantics":
-            _SEMANTICS.get(diff.torch, _generic)(plan, diff)
-    _defaults(plan, diffs)
-    _arguments(plan, diffs)
-    if not plan.issues and entry.usage_differs:
-        api = entry.target(backend).api or ""
-        how = entry.notes.split(". ")[0].rstrip(".") if entry.notes else "check its usage"
-        plan.add("semantics", f"`{entry.torch}` becomes `{api}`, which is used differently: "
-                 f"{how}.", Severity.WARNING)
-    positional = sorted((i, n) for n, i in plan.positions.items())
-    order = [n for _, n in positional] + [n for n in plan.bound if n not in plan.positions]
-    plan.bound = {n: plan.bound[n] for n in order}
-    return CallPlan(tuple(plan.issues), _render(plan, call))
-
-
 # ----- the rules -----------------------------------------------------------------------
 
 
+# Tensor methods the device-handling idiom rule (MS601) reports as device moves
+# (msready.rules.graph_mode_flow.call_is_device_move).
+_DEVICE_MOVES = frozenset({"torch.Tensor.cuda", "torch.Tensor.cpu", "torch.Tensor.to"})
+_PYTHON_TYPES: tuple[type, ...] = (dict, list, tuple, set, frozenset, str, bytes)
+
+
+def _public(kind: type) -> set[str]:
+    return {n for n in dir(kind) if not n.startswith("_")}
+
+
+@lru_cache(maxsize=1)
+def _shared_names() -> tuple[frozenset[str], frozenset[str]]:
+    """Method names of Python's built-in containers and strings, and of numpy arrays."""
+    python = set().union(*(_public(t) for t in _PYTHON_TYPES))
+    return frozenset(python), frozenset(_public(numpy.ndarray))
+
+
+def _python_params(method: str) -> set[str]:
+    """Keyword names the same-name built-in or numpy methods accept (as far as readable)."""
+    names: set[str] = set()
+    for kind in (*_PYTHON_TYPES, numpy.ndarray):
+        fn = getattr(kind, method, None)
+        try:
+            names |= set(inspect.signature(fn).parameters) if fn is not None else set()
+        except (TypeError, ValueError):
+            continue
+    return names
+
+
+def owned_by_idiom(symbol: str) -> bool:
+    """True when an idiom rule reports this torch API with the MindSpore way."""
+    return symbol in _DEVICE_MOVES or idioms.lookup(symbol) is not None
+
+
+def looks_like_other_type(call: CallSite, entry: ApiEntry, status: str) -> bool:
+    """True for a method call on a receiver of unknown type whose name also belongs to
+    Python's containers and strings (or, for an API MindSpore lacks, to numpy arrays),
+    unless a keyword only torch's method takes says it is torch."""
+    if call.kind is not CallKind.TENSOR_METHOD or call.confidence != "low":
+        return False
+    method = call.target.rsplit(".", 1)[1]
+    python, numpy_names = _shared_names()
+    if method not in python and not (status == "missing" and method in numpy_names):
+        return False
+    torch_only = set(entry.torch_params) - _python_params(method)
+    return not any(a.keyword in torch_only for a in call.args if a.keyword)
+
+
 def _torch_calls(repo: RepositoryModel) -> Iterator[tuple[ResolvedCall, ApiEntry]]:
-    """Every call of a torch API the table knows, with its entry."""
+    """Every call of a torch API the table knows and no idiom rule owns, with its entry."""
     table = load_table()
+    backend = _backend(repo)
     for rc in repo.calls:
         if rc.external is None or rc.call.kind not in (CallKind.NAME, CallKind.TENSOR_METHOD):
             continue
         if rc.external.split(".")[0] not in ("torch", "torchvision"):
             continue
         entry = table.lookup(rc.external)
-        if entry is not None:
-            yield rc, entry
+        if entry is None or owned_by_idiom(entry.torch) or owned_by_idiom(rc.external):
+            continue
+        if looks_like_other_type(rc.call, entry, entry.status_for(backend)):
+            continue
+        yield rc, entry
 
 
 def _backend(repo: RepositoryModel) -> str:
@@ -342,11 +149,15 @@ class ApiMissing(_ApiRule):
     VALID = (
         "import torch\ny = torch.relu(torch.ones(3))\n",
         "import torch\nz = torch.cat([torch.ones(2), torch.ones(2)])\n",
+        # owned by the idiom rules (MS606 no-grad, MS601 device handling)
+        "import torch\n\ndef f(m, x):\n    with torch.no_grad():\n        return m(x)\n",
+        "import torch\nif torch.cuda.is_available():\n    pass\n",
+        # a dict's values() on a receiver of unknown type is not torch.Tensor.values
+        "import torch\n\ndef names(features):\n    return list(features.values())\n",
     )
     INVALID = (
-        "import torch\nif torch.cuda.is_available():\n    pass\n",
         "import torch.nn as nn\nnorm = nn.RMSNorm(16)\n",
-        "import torch\nfrom torch import nn\nnet = nn.DataParallel(nn.Linear(2, 2))\n",
+        "import torch\nx = torch.ones(3)\nx.sparse_mask(x)\n",
     )
 
     def check(self, repo: RepositoryModel) -> Iterable[Finding]:
@@ -377,18 +188,14 @@ class _IssueRule(_ApiRule):
         for rc, entry in _torch_calls(repo):
             if entry.status_for(backend) != "differs":
                 continue
-            plan = plan_call(rc.call, entry, backend)
+            plan = plan_call(rc.call, entry, backend, rc.file.bindings)
             issues: list[Issue] = [i for i in plan.issues if i.kind == self.issue_kind]
             if not issues:
                 continue
-            severity = max((i.severity for i in issues), key=_rank)
+            severity = max((i.severity for i in issues), key=rank)
             message = issues[0].message if len(issues) == 1 else \
                 "; ".join(i.message.rstrip(".") for i in issues) + "."
             yield self._finding(rc, message, plan.rewrite, severity)
-
-
-def _rank(severity: Severity) -> int:
-    return {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}[severity]
 
 
 class ApiSemanticsDiffer(_IssueRule):
@@ -413,12 +220,24 @@ class ApiSemanticsDiffer(_IssueRule):
         "import torch.nn as nn\nbn = nn.BatchNorm2d(16)\n",
         "import torch.nn as nn\ndrop = nn.Dropout(p=0.2)\n",
         "import torch.nn as nn\nfc = nn.Linear(4, 8)\n",
+        # same name, same meaning in MindSpore: view, permute, masked_fill
+        "import torch\nx = torch.ones(2, 3)\ny = x.view(3, 2).permute(1, 0)\n",
+        # a string's split is not torch.Tensor.split
+        "import torch\n\ndef parse(name):\n    return name.split('[')\n",
+        # the two-axis Tensor.transpose is measured to match torch on CPU (the examples' backend)
+        "import torch\nx = torch.ones(2, 3, 4)\ny = x.transpose(1, 2)\n",
     )
     INVALID = (
         "import torch.nn as nn\nconv = nn.Conv2d(16, 32, 3, padding=1)\n",
         "import torch.nn as nn\nbn = nn.BatchNorm2d(16, momentum=0.01)\n",
         "import torch.nn as nn\ndrop = nn.Dropout(0.2)\n",
         "import torch.nn as nn\nbn = nn.BatchNorm1d(8, track_running_stats=False)\n",
+        # torch.transpose swaps two axes; mindspore.ops.transpose permutes all of them
+        "import torch\nx = torch.ones(2, 3, 4)\ny = torch.transpose(x, 1, 2)\n",
+        # x.size is the element count in MindSpore
+        "import torch\nx = torch.ones(2, 3)\nn = x.size(1)\n",
+        # initialisers are objects applied with set_data
+        "import torch.nn as nn\nfc = nn.Linear(2, 2)\nnn.init.zeros_(fc.bias)\n",
     )
 
 
@@ -469,9 +288,15 @@ class ApiArgumentsDiffer(_IssueRule):
     VALID = (
         "import torch.nn as nn\nfc = nn.Linear(4, 8)\n",
         "import torch\ns = torch.sum(torch.ones(3))\n",
+        # a (*args, **kwargs) signature binds nothing by position
+        "import torch\nx = torch.ones(3)\ny = x.to(torch.float16)\n",
+        # inplace only saves memory
+        "import torch.nn as nn\nact = nn.ReLU(inplace=True)\n",
     )
     INVALID = (
         "import torch.nn as nn\nfc = nn.Linear(4, 8, bias=False)\n",
+        # the legacy std overload on GPU/CPU counts ddof, not unbiased
+        "import torch\nx = torch.ones(2, 3)\ns = x.std(1, unbiased=False)\n",
         "import torch.nn as nn\nconv = nn.Conv2d(4, 8, 3, groups=2, bias=True, padding=1)\n",
         "import torch.nn as nn\nconv = nn.Conv2d(4, 8, 3, padding_mode='reflect', bias=True,"
         " padding=1)\n",

@@ -33,16 +33,22 @@ def resolve(dotted: str) -> Any:
 
 
 def documented_platforms(api: str) -> list[str]:
-    """What the installed docstring says (Tensor methods: the same-name ops function)."""
+    """What the installed docstring says: the union of its "Supported Platforms" sections
+    (MindSpore 2.x Tensor methods document one section per overload); a Tensor method
+    without any, or an overload section without its own, takes the same-name ops
+    function's."""
     def read(obj: Any) -> list[str] | None:
-        match = _PLATFORMS.search(inspect.getdoc(obj) or "")
-        return re.findall(r"``(\w+)``", match.group(1)) if match else None
+        found: list[str] = []
+        matches = list(_PLATFORMS.finditer(inspect.getdoc(obj) or ""))
+        for match in matches:
+            found += [p for p in re.findall(r"``(\w+)``", match.group(1)) if p not in found]
+        return found if matches else None
 
     found = read(resolve(api))
-    if found is None and api.startswith("mindspore.Tensor."):
+    if api.startswith("mindspore.Tensor."):
         fn = resolve("mindspore.ops." + api.rsplit(".", 1)[1])
         if fn is not None and not inspect.isclass(fn):
-            found = read(fn)
+            found = (found or []) + [p for p in read(fn) or [] if p not in (found or [])]
     return found or []
 
 
@@ -56,7 +62,8 @@ def test_every_target_exists_and_platforms_match_the_docstrings() -> None:
     absent = [api for api in apis if resolve(api) is None]
     assert not absent, absent[:20]
     wrong = {api: (plats, documented_platforms(api)) for api, plats in apis.items()
-             if list(plats) != documented_platforms(api)}
+             if not set(plats) <= set(documented_platforms(api))
+             or (documented_platforms(api) and not plats)}
     assert not wrong, list(wrong.items())[:10]
 
 

@@ -35,8 +35,10 @@ BACKENDS = ("ascend", "gpu", "cpu")
 PLATFORM_OF = {"ascend": "Ascend", "gpu": "GPU", "cpu": "CPU"}
 # torch parameters that say where a tensor lives, not what the API computes; device
 # handling is reported by the idiom rules, so these never make an entry "differs".
+# ``inplace`` / ``non_blocking`` only save memory or time: the result is the same without them.
 IGNORED_PARAMS = frozenset({"self", "out", "device", "layout", "pin_memory", "memory_format",
-                            "requires_grad", "size_average", "reduce"})
+                            "requires_grad", "size_average", "reduce", "inplace",
+                            "non_blocking"})
 IGNORED_DEFAULTS = frozenset({"dtype"})
 
 # Where the same relative name is looked for, per torch namespace (longest prefix wins):
@@ -93,16 +95,35 @@ _PLATFORMS = re.compile(r"Supported Platforms:\s*((?:``\w+``[\s,]*)+)")
 
 
 def doc_platforms(obj: Any) -> list[str] | None:
-    """The platforms a docstring's "Supported Platforms:" section lists, None without one."""
-    doc = inspect.getdoc(obj) or ""
-    match = _PLATFORMS.search(doc)
-    return re.findall(r"``(\w+)``", match.group(1)) if match else None
+    """The platforms the docstring's "Supported Platforms:" sections list (an API with
+    overloads documents one section per overload: their union, in first-seen order), None
+    without any."""
+    return _section_platforms(inspect.getdoc(obj) or "")
+
+
+def _section_platforms(text: str) -> list[str] | None:
+    found: list[str] = []
+    matches = list(_PLATFORMS.finditer(text))
+    for match in matches:
+        found += [p for p in re.findall(r"``(\w+)``", match.group(1)) if p not in found]
+    return found if matches else None
 
 
 def platforms(api: str) -> list[str]:
-    """Platforms of a MindSpore API: its own docstring, else (for ``Tensor`` methods) the
-    same-name ``mindspore.ops`` function's docstring, else an empty list (undocumented)."""
-    found = doc_platforms(resolve(api))
+    """Platforms of a MindSpore API: its own docstring (every overload's section), else (for
+    ``Tensor`` methods) the same-name ``mindspore.ops`` function's docstring, else an empty
+    list (undocumented)."""
+    forms = _doc_forms(api)
+    if len(forms) > 1:
+        found: list[str] = []
+        for _params, plats in forms:
+            found += [p for p in plats if p not in found]
+        return found
+    return _own_platforms(api, doc_platforms(resolve(api)))
+
+
+def _own_platforms(api: str, found: list[str] | None) -> list[str]:
+    """``found``, else for a ``Tensor`` method the same-name ``mindspore.ops`` function's."""
     if found is None and api.startswith("mindspore.Tensor."):
         ops_fn = resolve("mindspore.ops." + api.rsplit(".", 1)[1])
         if ops_fn is not None and not inspect.isclass(ops_fn):
@@ -112,9 +133,12 @@ def platforms(api: str) -> list[str]:
 
 def runs_on(api: str, backend: str) -> bool:
     """True when the API's documented platforms include the backend (undocumented: yes;
-    host-side data pipeline APIs: yes)."""
+    host-side data pipeline APIs: yes; overloads: any of them)."""
     if api.startswith(HOST_SIDE):
         return True
+    forms = _doc_forms(api)
+    if len(forms) > 1:
+        return any(not plats or PLATFORM_OF[backend] in plats for _params, plats in forms)
     plats = platforms(api)
     return not plats or PLATFORM_OF[backend] in plats
 
@@ -137,6 +161,133 @@ def _from_docstring(obj: Any, name: str) -> list[Param] | None:
         assert isinstance(fn, ast.FunctionDef)
         return _params_of_ast(fn.args)
     return None
+
+
+def _signature_line(line: str, name: str) -> list[Param] | None:
+    """Parameters of a docstring line ``name(a, b=1) -> T`` (or ``.. method:: Tensor.name(...)``),
+    None when the line is not one."""
+    match = re.match(rf"\s*(?:\.\. method:: )?(?:\w+\.)*{re.escape(name)}\((.*)\)\s*(->.*)?$",
+                     line)
+    if not match:
+        return None
+    try:
+        tree = ast.parse(f"def f({match.group(1)}): pass")
+    except SyntaxError:
+        return None
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    return [p for p in _params_of_ast(fn.args) if p[0] != "self"]
+
+
+Overload = tuple[list[Param], list[str]]  # parameters, documented platforms ([]: undocumented)
+
+
+def overloads(api: str) -> list[Overload]:
+    """The documented call forms of a MindSpore API with the platforms of each. MindSpore
+    2.x Tensor methods keep a torch-like overload (often Ascend only) beside a legacy
+    numpy-like one (every platform), each in its own docstring section; an API without
+    such sections has one form, from its signature."""
+    forms = _doc_forms(api)
+    if len(forms) > 1:
+        return forms
+    obj = resolve(api)
+    params = signature(obj, api.rsplit(".", 1)[1]) if callable(obj) else None
+    return [(params, platforms(api))] if params is not None else []
+
+
+def _doc_forms(api: str) -> list[Overload]:
+    """The call forms a docstring documents, one section each (a section without its own
+    platforms takes those of the same-name ``mindspore.ops`` function for Tensor methods)."""
+    name = api.rsplit(".", 1)[1]
+    forms: list[tuple[list[Param], list[str]]] = []
+    for line in (inspect.getdoc(resolve(api)) or "").splitlines():
+        params = _signature_line(line, name) if not line.startswith(" ") else None
+        if params is not None:
+            forms.append((params, []))
+        elif forms:
+            forms[-1][1].append(line)
+    return [(p, _own_platforms(api, _section_platforms("\n".join(text)))) for p, text in forms]
+
+
+# Sample keyword values for probing a Tensor method's torch-like overload on this machine's
+# CPU (a 2x3x4 float tensor); a form with a required parameter not listed here is not probed.
+PROBE_VALUES: dict[str, Any] = {"dim": 1, "dim0": 1, "dim1": 2, "keepdim": True,
+                                "split_size": 2, "chunks": 2, "descending": True,
+                                "start_dim": 1, "end_dim": -1, "k": 2, "largest": True}
+
+
+def _arrays(value: Any) -> list[Any] | None:
+    """The numpy arrays of a result (a tensor or a tuple of tensors), None for others."""
+    import numpy
+
+    items = value if isinstance(value, tuple | list) else (value,)
+    out = []
+    for item in items:
+        to_numpy = getattr(item, "asnumpy", None) or getattr(item, "numpy", None)
+        if to_numpy is None:
+            return None
+        out.append(numpy.asarray(to_numpy(), dtype=numpy.float64))
+    return out
+
+
+def cpu_matches_torch(api: str, params: list[Param]) -> bool:
+    """True when the ``mindspore.Tensor`` method ``api`` called with this form's keywords on
+    CPU gives torch's result for the same call (measured on a small tensor)."""
+    import mindspore
+    import numpy
+    import torch
+
+    name = api.rsplit(".", 1)[1]
+    kwargs = {p[0]: PROBE_VALUES[p[0]] for p in params if p[0] in PROBE_VALUES}
+    if not kwargs or any(p[1] is None and p[2] == "positional" and p[0] not in kwargs
+                         for p in params) or not hasattr(torch.Tensor, name):
+        return False
+    data = numpy.arange(24, dtype=numpy.float32).reshape(2, 3, 4) % 7
+    try:
+        mindspore.set_device("CPU")
+        ours = _arrays(getattr(mindspore.Tensor(data), name)(**kwargs))
+        theirs = _arrays(getattr(torch.tensor(data), name)(**kwargs))
+    except Exception:
+        return False
+    return (ours is not None and theirs is not None and len(ours) == len(theirs)
+            and all(a.shape == b.shape and numpy.allclose(a, b) for a, b in zip(ours, theirs,
+                                                                               strict=True)))
+
+
+def _runs(api: str, params: list[Param], plats: list[str], backend: str) -> bool:
+    """True when a call form runs on ``backend``: documented there (or undocumented), or,
+    for a Tensor method's overload documented elsewhere, measured on CPU to match torch."""
+    if not plats or PLATFORM_OF[backend] in plats or api.startswith(HOST_SIDE):
+        return True
+    return backend == "cpu" and api.startswith("mindspore.Tensor.") \
+        and cpu_matches_torch(api, params)
+
+
+def overload_for(api: str, backend: str, torch_params: list[Param] | None,
+                 synonyms: dict[str, list[str]], ignored: frozenset[str] = frozenset()
+                 ) -> list[Param] | None:
+    """The call form of ``api`` that runs on ``backend`` and differs least from torch's."""
+    forms = [p for p, plats in overloads(api) if _runs(api, p, plats, backend)]
+    if not forms:
+        return None
+    if torch_params is None:
+        return forms[0]
+    return min(forms, key=lambda p: len(param_diffs(torch_params, p, synonyms, ignored) or []))
+
+
+def encode(params: list[Param] | None) -> list[str]:
+    """Parameter names in call order: ``*name`` for the variadic positional parameter, a bare
+    ``*`` before keyword-only ones, ``**`` forms left out. Only names before the first ``*``
+    can be passed by position."""
+    out: list[str] = []
+    for name, _default, kind in params or []:
+        if kind == "var":
+            out.append("*" + name)
+        elif kind == "keyword" and not any(p.startswith("*") for p in out):
+            out += ["*", name]
+        elif kind != "varkw":
+            out.append(name)
+    return out
 
 
 def _params_of_ast(args: ast.arguments) -> list[Param]:
@@ -198,9 +349,11 @@ def _same_default(a: str, b: str) -> bool:
 # ----- parameter differences ------------------------------------------------------------
 
 def param_diffs(torch_params: list[Param], ms_params: list[Param] | None,
-                synonyms: dict[str, list[str]]) -> list[dict[str, Any]] | None:
-    """Renamed, missing and different-default parameters of a torch API against one target;
-    None when the target's parameters cannot be read."""
+                synonyms: dict[str, list[str]], ignored: frozenset[str] = frozenset()
+                ) -> list[dict[str, Any]] | None:
+    """Renamed, missing and different-default parameters of a torch API against one target
+    (``ignored`` torch parameters neither compared nor matched); None when the target's
+    parameters cannot be read."""
     if ms_params is None:
         return None
     ms_by_name = {p[0]: p for p in ms_params}
@@ -209,7 +362,7 @@ def param_diffs(torch_params: list[Param], ms_params: list[Param] | None,
     used: set[str] = set()
     diffs: list[dict[str, Any]] = []
     for index, (name, default, kind) in enumerate(torch_params):
-        if name in IGNORED_PARAMS or kind in ("var", "varkw"):
+        if name in IGNORED_PARAMS or name in ignored or kind in ("var", "varkw"):
             continue
         match = name if name in ms_by_name else None
         if match is None:
@@ -283,15 +436,15 @@ def find_targets(name: str, torch_obj: Any, override: dict[str, Any]) -> dict[st
     return out
 
 
-def _merge_params(per_target: dict[str, list[dict[str, Any]]], targets: dict[str, str | None],
+def _merge_params(per_backend: dict[str, list[dict[str, Any]]],
+                  targets: dict[str, str | None],
                   extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One list of differences, each tagged with the backends it applies to."""
     merged: dict[str, dict[str, Any]] = {}
     for backend in BACKENDS:
-        api = targets[backend]
-        if api is None:
+        if targets[backend] is None:
             continue
-        for diff in per_target.get(api, []):
+        for diff in per_backend.get(backend, []):
             key = json.dumps(diff, sort_keys=True)
             merged.setdefault(key, {**diff, "backends": []})["backends"].append(backend)
     for diff in extra:
@@ -326,33 +479,34 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
     local_synonyms = {**synonyms, **{k: [v] for k, v in override.get("renames", {}).items()}}
     short = name.rsplit(".", 1)[1]
     torch_params = signature(torch_obj, short) if callable(torch_obj) else None
-    per_target: dict[str, list[dict[str, Any]]] = {}
+    if torch_params is not None and all(p[2] in ("var", "varkw") for p in torch_params):
+        torch_params = None  # (*args, **kwargs): nothing to compare or bind by position
+    ignored = frozenset([*ns.get("ignore_params", []), *override.get("ignore_params", [])])
+    per_backend: dict[str, list[dict[str, Any]]] = {}
+    forms: dict[str, list[Param] | None] = {}
     unread: list[str] = []
-    for api in {a for a in targets.values() if a}:
-        ms_params = signature(resolve(api), api.rsplit(".", 1)[1])
-        diffs = param_diffs(torch_params or [], ms_params, local_synonyms)
+    for backend in BACKENDS:
+        api = targets[backend]
+        if not api:
+            continue
+        forms[backend] = overload_for(api, backend, torch_params, local_synonyms, ignored)
+        diffs = param_diffs(torch_params or [], forms[backend], local_synonyms, ignored)
         if (diffs is None or torch_params is None) and callable(torch_obj) \
-                and callable(resolve(api)):
+                and callable(resolve(api)) and api not in unread:
             unread.append(api)
-        per_target[api] = diffs or []
-    for ignored in [*ns.get("ignore_params", []), *override.get("ignore_params", [])]:
-        per_target = {a: [d for d in ds if d["torch"] != ignored]
-                      for a, ds in per_target.items()}
-    params = _merge_params(per_target, targets, override.get("params", []))
+        per_backend[backend] = diffs or []
+    params = _merge_params(per_backend, targets, override.get("params", []))
     live = [b for b in BACKENDS if targets[b]]
     notes = override.get("notes", "") or (ns.get("notes", "") if live else "")
-    if name.startswith("torch.Tensor.") and any(
-            targets[b] and not str(targets[b]).startswith("mindspore.Tensor.") for b in BACKENDS):
-        notes = (notes + " " if notes else "") + "No Tensor method: call the function " \
-            f"with the tensor as first argument ({short}(x, ...))."
-        override = {**override, "status": "differs"}
     if unread:
         notes = (notes + " " if notes else "") + "Parameters not compared (no readable " \
             "signature): check the call's arguments by hand."
     usage_differs = bool(live) and "differs" in (override.get("status"), ns.get("status"))
+    usage_backends = [b for b in override.get("usage_backends", []) if targets.get(b)]
     if not live:
         status = "missing"
-    elif params or len(live) < len(BACKENDS) or usage_differs:
+    elif params or len(live) < len(BACKENDS) or usage_differs or usage_backends \
+            or _method_to_function(name, targets):
         status = "differs"
     else:
         status = "consistent"
@@ -361,11 +515,10 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
         "kind": _kind(torch_obj, name),
         "status": status,
         "usage_differs": usage_differs,
+        "usage_backends": usage_backends,
         "targets": {b: {"api": targets[b], "platforms": platforms(targets[b]) if targets[b]
-                        else [], "params": [p[0] for p in signature(resolve(targets[b]),
-                        targets[b].rsplit(".", 1)[1]) or []] if targets[b] else []}
-                    for b in BACKENDS},
-        "torch_params": [p[0] for p in torch_params or [] if p[2] != "varkw"],
+                        else [], "params": encode(forms.get(b))} for b in BACKENDS},
+        "torch_params": encode(torch_params),
         "params": params,
         "notes": notes,
         "workaround": None,
@@ -379,6 +532,13 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
         if entry["workaround"] is None:
             entry["workaround"] = "composition" if _inplace_base(name) else "custom-op"
     return entry
+
+
+def _method_to_function(name: str, targets: dict[str, str | None]) -> bool:
+    """True when a torch Tensor method becomes a function on some backend (the installed
+    ``mindspore.Tensor`` has no usable method of that name there)."""
+    return name.startswith("torch.Tensor.") and any(
+        api and not api.startswith("mindspore.Tensor.") for api in targets.values())
 
 
 def _kind(obj: Any, name: str) -> str:
