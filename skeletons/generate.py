@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,6 +251,12 @@ def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
                        if s is not None else None for s in plan.inputs]}
 
 
+def _workers() -> int:
+    """Generated files run in parallel, one child each, on half the cores (at most 4):
+    MindSpore already uses several threads per process."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
 def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
          compare_torch: bool) -> dict[str, dict[str, Any]]:
     """Run every runnable Cell, one child per generated file."""
@@ -260,32 +268,54 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
         for gen in generated:
             gen.out.parent.mkdir(parents=True, exist_ok=True)
             gen.out.write_text(render(result, gen), encoding="utf-8")
-        for gen in generated:
-            runnable = [p for p in gen.plans if p.reason is None]
-            if not runnable:
-                continue
-            compares = {p.torch_class: Path(tmp) / f"{abs(hash(p.torch_class))}.npz"
-                        for p in runnable} if compare_torch else {}
-            torch_errors: dict[str, dict[str, Any]] = {}
-            if compare_torch:
-                jobs = [_job(p, compares[p.torch_class]) for p in runnable]
-                torch_errors = runner.run_jobs("msready.skeletons.torch_child",
-                                               {"torch_root": str(torch_root)}, jobs)
-            jobs = [_job(p, compares.get(p.torch_class)
-                         if not (torch_errors.get(p.torch_class) or {}).get("error") else None)
-                    for p in runnable]
-            try:
-                got = runner.run_jobs("msready.skeletons.child", {"root": str(out_dir)}, jobs)
-            except OSError as exc:  # the child could not even start
-                got = {j["key"]: {"pynative": "fail", "graph": "fail",
-                                  "error": f"cannot start the child process: {exc}"}
-                       for j in jobs}
-            for plan in runnable:
-                outcome = got.get(plan.torch_class, {})
-                torch_error = (torch_errors.get(plan.torch_class) or {}).get("error")
-                if torch_error and not outcome.get("error"):
-                    outcome["error"] = torch_error
-                outcomes[plan.torch_class] = outcome
+        todo = [(i, gen) for i, gen in enumerate(generated)
+                if any(p.reason is None for p in gen.plans)]
+
+        def one(item: tuple[int, Generated]) -> dict[str, dict[str, Any]]:
+            index, gen = item
+            folder = Path(tmp) / f"cmp{index}" if compare_torch else None
+            return _run_file(gen, out_dir, torch_root, folder)
+
+        with ThreadPoolExecutor(max_workers=_workers()) as pool:
+            for got in pool.map(one, todo):
+                outcomes.update(got)
+    return outcomes
+
+
+def _failed_start(jobs: list[dict[str, Any]], exc: OSError) -> dict[str, dict[str, Any]]:
+    return {j["key"]: {"pynative": "fail", "graph": "fail",
+                       "error": f"cannot start the child process: {exc}"} for j in jobs}
+
+
+def _run_file(gen: Generated, out_dir: Path, torch_root: Path,
+              compare_dir: Path | None) -> dict[str, dict[str, Any]]:
+    """Run the Cells of one generated file (after the torch modules, when comparing)."""
+    runnable = [p for p in gen.plans if p.reason is None]
+    compares: dict[str, Path] = {}
+    torch_errors: dict[str, dict[str, Any]] = {}
+    if compare_dir is not None:
+        compare_dir.mkdir(parents=True, exist_ok=True)
+        compares = {p.torch_class: compare_dir / f"{i}.npz" for i, p in enumerate(runnable)}
+        jobs = [_job(p, compares[p.torch_class]) for p in runnable]
+        try:
+            torch_errors = runner.run_jobs("msready.skeletons.torch_child",
+                                           {"torch_root": str(torch_root)}, jobs)
+        except OSError as exc:
+            torch_errors = _failed_start(jobs, exc)
+    jobs = [_job(p, compares.get(p.torch_class)
+                 if not (torch_errors.get(p.torch_class) or {}).get("error") else None)
+            for p in runnable]
+    try:
+        got = runner.run_jobs("msready.skeletons.child", {"root": str(out_dir)}, jobs)
+    except OSError as exc:
+        got = _failed_start(jobs, exc)
+    outcomes = {}
+    for plan in runnable:
+        outcome = got.get(plan.torch_class, {})
+        torch_error = (torch_errors.get(plan.torch_class) or {}).get("error")
+        if torch_error and not outcome.get("error"):
+            outcome["error"] = torch_error
+        outcomes[plan.torch_class] = outcome
     return outcomes
 
 
