@@ -144,6 +144,8 @@ def _entry(raw: dict[str, object]) -> ApiEntry:
                        for p in params_raw)
         torch_params = raw.get("torch_params", [])
         assert isinstance(torch_params, list)
+        usage_backends = raw.get("usage_backends", [])
+        assert isinstance(usage_backends, list)
         workaround = raw.get("workaround")
         if workaround not in (None, *WORKAROUNDS):
             raise TableError(f"{name}: workaround {workaround!r} is not one of {WORKAROUNDS}")
@@ -151,7 +153,7 @@ def _entry(raw: dict[str, object]) -> ApiEntry:
                         None if workaround is None else str(workaround),
                         str(raw.get("suggestion", "")), str(raw.get("kind", "function")),
                         tuple(str(p) for p in torch_params), bool(raw.get("usage_differs")),
-                        tuple(str(b) for b in raw.get("usage_backends", ())))
+                        tuple(str(b) for b in usage_backends))
     except (KeyError, TypeError, AssertionError, AttributeError) as exc:
         raise TableError(f"bad table entry {raw!r:.120}: {exc}") from exc
 

@@ -21,7 +21,7 @@ from msready.analyzer.findings import Severity
 
 RECEIVER = "x"  # the call site records arguments, not the receiver's text
 _INITIALIZERS = "mindspore.common.initializer."
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +84,8 @@ def ms_text(arg: Arg, bindings: dict[str, str]) -> str:
     text = _text(arg)
     if not _DOTTED.fullmatch(text):
         return text
-    head, _, tail = text.partition(".")
-    qualified = f"{bindings.get(head, head)}.{tail}"
+    head, dot, tail = text.partition(".")
+    qualified = bindings.get(head, "") + dot + tail  # only names the file imports
     entry = load_table().lookup(qualified) if qualified.startswith("torch.") else None
     if entry is not None and entry.kind == "dtype":
         return entry.target("cpu").api or text

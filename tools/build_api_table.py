@@ -136,11 +136,21 @@ def runs_on(api: str, backend: str) -> bool:
     host-side data pipeline APIs: yes; overloads: any of them)."""
     if api.startswith(HOST_SIDE):
         return True
-    forms = _doc_forms(api)
-    if len(forms) > 1:
-        return any(not plats or PLATFORM_OF[backend] in plats for _params, plats in forms)
+    forms = overloads(api) if api.startswith("mindspore.Tensor.") else []
+    if forms:
+        return any(_runs(api, params, plats, backend) for params, plats in forms)
     plats = platforms(api)
     return not plats or PLATFORM_OF[backend] in plats
+
+
+def measured_platforms(api: str) -> list[str]:
+    """The documented platforms of a target plus ``CPU`` when a Tensor method documented
+    elsewhere was measured to match torch on this machine's CPU."""
+    plats = platforms(api)
+    if plats and "CPU" not in plats and api.startswith("mindspore.Tensor.") \
+            and runs_on(api, "cpu"):
+        plats = [*plats, "CPU"]
+    return plats
 
 
 # ----- signatures ------------------------------------------------------------------------
@@ -209,11 +219,16 @@ def _doc_forms(api: str) -> list[Overload]:
     return [(p, _own_platforms(api, _section_platforms("\n".join(text)))) for p, text in forms]
 
 
-# Sample keyword values for probing a Tensor method's torch-like overload on this machine's
-# CPU (a 2x3x4 float tensor); a form with a required parameter not listed here is not probed.
+# Sample keyword values for probing a Tensor method's call form on this machine's CPU (on a
+# 2x3x4 float tensor); TENSOR stands for a second tensor of that shape. A form with a
+# required parameter not listed here is not probed.
+TENSOR = object()
 PROBE_VALUES: dict[str, Any] = {"dim": 1, "dim0": 1, "dim1": 2, "keepdim": True,
                                 "split_size": 2, "chunks": 2, "descending": True,
-                                "start_dim": 1, "end_dim": -1, "k": 2, "largest": True}
+                                "start_dim": 1, "end_dim": -1, "k": 2, "largest": True,
+                                "other": TENSOR, "src": TENSOR, "end": TENSOR,
+                                "tensor1": TENSOR, "tensor2": TENSOR, "weight": 0.5,
+                                "value": 1.5, "min": 1.0, "max": 3.0, "exponent": 2.0}
 
 
 def _arrays(value: Any) -> list[Any] | None:
@@ -230,28 +245,47 @@ def _arrays(value: Any) -> list[Any] | None:
     return out
 
 
+def _probe_args(params: list[Param]) -> tuple[list[Any], dict[str, Any]] | None:
+    """Arguments for a probe call of one form (required positional parameters by position,
+    the others by keyword), None when it cannot be probed."""
+    if any(p[2] in ("var", "varkw") and p[0] not in PROBE_VALUES for p in params):
+        return None
+    if any(p[1] is None and p[2] != "varkw" and p[0] not in PROBE_VALUES for p in params):
+        return None
+    args = [PROBE_VALUES[p[0]] for p in params if p[1] is None and p[2] == "positional"]
+    kwargs = {p[0]: PROBE_VALUES[p[0]] for p in params[len(args):] if p[0] in PROBE_VALUES}
+    return args, kwargs
+
+
 def cpu_matches_torch(api: str, params: list[Param]) -> bool:
-    """True when the ``mindspore.Tensor`` method ``api`` called with this form's keywords on
-    CPU gives torch's result for the same call (measured on a small tensor)."""
+    """True when the ``mindspore.Tensor`` method ``api`` called in this form on CPU runs and
+    gives torch's result for the same call (measured on a small tensor)."""
     import mindspore
     import numpy
     import torch
 
     name = api.rsplit(".", 1)[1]
-    kwargs = {p[0]: PROBE_VALUES[p[0]] for p in params if p[0] in PROBE_VALUES}
-    if not kwargs or any(p[1] is None and p[2] == "positional" and p[0] not in kwargs
-                         for p in params) or not hasattr(torch.Tensor, name):
+    probe = _probe_args(params)
+    if probe is None or not hasattr(torch.Tensor, name):
         return False
     data = numpy.arange(24, dtype=numpy.float32).reshape(2, 3, 4) % 7
+    second = data + 1
+
+    def call(make: Any) -> list[Any] | None:
+        def value(v: Any) -> Any:
+            return make(second) if v is TENSOR else v
+        args = [value(v) for v in probe[0]]
+        kwargs = {k: value(v) for k, v in probe[1].items()}
+        return _arrays(getattr(make(data.copy()), name)(*args, **kwargs))
+
     try:
         mindspore.set_device("CPU")
-        ours = _arrays(getattr(mindspore.Tensor(data), name)(**kwargs))
-        theirs = _arrays(getattr(torch.tensor(data), name)(**kwargs))
+        ours, theirs = call(mindspore.Tensor), call(torch.tensor)
     except Exception:
         return False
     return (ours is not None and theirs is not None and len(ours) == len(theirs)
-            and all(a.shape == b.shape and numpy.allclose(a, b) for a, b in zip(ours, theirs,
-                                                                               strict=True)))
+            and all(a.shape == b.shape and numpy.allclose(a, b, equal_nan=True)
+                    for a, b in zip(ours, theirs, strict=True)))
 
 
 def _runs(api: str, params: list[Param], plats: list[str], backend: str) -> bool:
@@ -516,8 +550,9 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
         "status": status,
         "usage_differs": usage_differs,
         "usage_backends": usage_backends,
-        "targets": {b: {"api": targets[b], "platforms": platforms(targets[b]) if targets[b]
-                        else [], "params": encode(forms.get(b))} for b in BACKENDS},
+        "targets": {b: {"api": targets[b], "platforms": measured_platforms(targets[b])
+                        if targets[b] else [], "params": encode(forms.get(b))}
+                    for b in BACKENDS},
         "torch_params": encode(torch_params),
         "params": params,
         "notes": notes,
