@@ -427,6 +427,9 @@ class Planner:
         module = file.module if file else cls.rsplit(".", 1)[0]
         path = file.path if file else ""
         plan = Plan(cls, fact.name, module, path, fact.span.line)
+        if self.model.find_method(cls, "forward") is None:
+            plan.reason = "no forward method: nothing to run"
+            return plan
         kwargs, reason = self.constructor(cls)
         plan.kwargs = kwargs
         if reason is not None:

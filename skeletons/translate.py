@@ -72,6 +72,7 @@ class CellTransformer(cst.CSTTransformer):
         self._replace: dict[cst.CSTNode, cst.BaseExpression] = {}
         self._call_funcs: set[cst.CSTNode] = set()
         self._names_not_values: set[cst.CSTNode] = set()
+        self._untranslated: set[cst.CSTNode] = set()  # torch names kept as they are
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
 
@@ -150,8 +151,8 @@ class CellTransformer(cst.CSTTransformer):
     def leave_ImportFrom(self, original_node: cst.ImportFrom,
                          updated_node: cst.ImportFrom) -> SmallResult:
         module = dotted(updated_node.module) if updated_node.module is not None else None
-        if not updated_node.relative and _is_torch(module):
-            return cst.RemoveFromParent()
+        if not updated_node.relative and (_is_torch(module) or module == "__future__"):
+            return cst.RemoveFromParent()  # the header has the __future__ import
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         keep = []
@@ -186,7 +187,24 @@ class CellTransformer(cst.CSTTransformer):
         self._class_names.pop()
         if self._classes.pop():
             self.cells.append(updated_node.name.value)
-        return updated_node
+        # A base left as a torch name would stop the whole file from importing; so would a
+        # class attribute.
+        bases = [b.with_changes(value=expr("object")) if self._keeps_torch(b) else b
+                 for b in updated_node.bases]
+        body = [self._class_level(stmt) for stmt in updated_node.body.body]
+        return updated_node.with_changes(bases=bases,
+                                         body=updated_node.body.with_changes(body=body))
+
+    def _class_level(self, stmt: cst.BaseStatement) -> cst.BaseStatement:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return stmt
+        small = []
+        for part in stmt.body:
+            if isinstance(part, (cst.Assign, cst.AnnAssign)) and part.value is not None \
+                    and self._keeps_torch(part.value):
+                part = part.with_changes(value=expr("None"))
+            small.append(part)
+        return stmt.with_changes(body=small)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef,
                           updated_node: cst.FunctionDef) -> cst.FunctionDef:
@@ -210,7 +228,7 @@ class CellTransformer(cst.CSTTransformer):
                    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
         names = [self._context(item.item) for item in original_node.items]
         if not names or None in names or not isinstance(updated_node.body, cst.IndentedBlock):
-            return self._attach(original_node, updated_node, whole=False)
+            return updated_node  # on_leave attaches the TODOs of a kept statement
         body = list(updated_node.body.body)
         self._todos.pop()
         todos = [("MS100", f"{n}: " + (apis.lookup(apis.canonical(n), self.backend).note
@@ -223,10 +241,26 @@ class CellTransformer(cst.CSTTransformer):
             body[0] = first.with_changes(leading_lines=[*lines, *first.leading_lines])
         return cst.FlattenSentinel(body)
 
+    def _keeps_torch(self, node: cst.CSTNode) -> bool:
+        """True when a translated expression still holds a torch name (no equivalent)."""
+        return any(n in self._untranslated for n in m.findall(node, m.Attribute() | m.Name()))
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        """A default evaluated when the file is imported cannot keep a torch name."""
+        if updated_node.default is not None and self._keeps_torch(updated_node.default):
+            self._note("MS100", f"default of `{updated_node.name.value}` was "
+                                f"`{_code(original_node.default)[:80]}` (torch only); now None")
+            return updated_node.with_changes(default=expr("None"))
+        return updated_node
+
     def leave_Decorator(self, original_node: cst.Decorator,
                         updated_node: cst.Decorator) -> cst.Decorator | cst.RemovalSentinel:
         name = self._context(original_node.decorator)
         if name is None:
+            if self._keeps_torch(updated_node):  # it would fail when the file is imported
+                self._note("MS100", f"decorator `{_code(original_node.decorator)[:80]}` "
+                                    "removed: it uses torch APIs MindSpore does not have")
+                return cst.RemoveFromParent()
             return updated_node
         self._todos[-1][:] = [t for t in self._todos[-1] if not t[1].startswith(f"{name}:")]
         self._note("MS100", f"@{name} removed: MindSpore has no counterpart")
@@ -281,7 +315,9 @@ class CellTransformer(cst.CSTTransformer):
         if mapping.api is not None:
             self._replace[node] = expr(apis.short_name(mapping.api))
         else:
-            self._replace[node] = expr(name)
+            kept = expr(name)
+            self._replace[node] = kept
+            self._untranslated.add(kept)
             self._note("MS100", f"{name} has no MindSpore equivalent in the API table")
         return False
 
@@ -375,7 +411,9 @@ class CellTransformer(cst.CSTTransformer):
         for rule, reason in rewrite.todos:
             self._note(rule, reason)
         if rewrite.func is None:
-            return call.with_changes(func=expr(name))
+            kept = expr(name)
+            self._untranslated.add(kept)
+            return call.with_changes(func=kept)
         if star:
             return call.with_changes(func=expr(rewrite.func))
         return cst.Call(func=expr(rewrite.func), args=call_args(rewrite.args))
