@@ -191,13 +191,12 @@ class CellTransformer(cst.CSTTransformer):
         # class attribute.
         bases = [b.with_changes(value=expr("object")) if self._keeps_torch(b) else b
                  for b in updated_node.bases]
-        body = [self._class_level(stmt) for stmt in updated_node.body.body]
+        body = [self._class_level(stmt) if isinstance(stmt, cst.SimpleStatementLine) else stmt
+                for stmt in updated_node.body.body]
         return updated_node.with_changes(bases=bases,
                                          body=updated_node.body.with_changes(body=body))
 
-    def _class_level(self, stmt: cst.BaseStatement) -> cst.BaseStatement:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return stmt
+    def _class_level(self, stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
         small = []
         for part in stmt.body:
             if isinstance(part, (cst.Assign, cst.AnnAssign)) and part.value is not None \
@@ -249,7 +248,7 @@ class CellTransformer(cst.CSTTransformer):
         """A default evaluated when the file is imported cannot keep a torch name."""
         if updated_node.default is not None and self._keeps_torch(updated_node.default):
             self._note("MS100", f"default of `{updated_node.name.value}` was "
-                                f"`{_code(original_node.default)[:80]}` (torch only); now None")
+                                f"`{_code(updated_node.default)[:80]}` (torch only); now None")
             return updated_node.with_changes(default=expr("None"))
         return updated_node
 
