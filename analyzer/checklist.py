@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from msready.analyzer.checklist_source import SourceFact, name_words, source_facts
+from msready.analyzer.checklist_source import SourceFact, name_words, unique_facts
 from msready.analyzer.facts import Arg, CallKind
 from msready.analyzer.findings import Category, Finding
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
@@ -419,7 +419,7 @@ def build_checklist(result: ScanResult) -> list[ChecklistItem]:
     source: list[SourceFact] = []
     unread: list[ChecklistItem] = []
     try:
-        source = source_facts(result.sources)
+        source = unique_facts([fact for file in result.files for fact in file.source_facts])
     except Exception as exc:  # argparse options and constants are then missing, and said so
         unread = [ChecklistItem("msready could not read options and constants from the source",
                                 f"{type(exc).__name__}: {exc}", None, None, TRAINING)]

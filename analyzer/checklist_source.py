@@ -262,18 +262,30 @@ def name_words(name: str) -> set[str]:
     return {w.lower() for w in _WORDS.findall(name)}
 
 
+def text_facts(text: str, path: str, cell: int | None) -> list[SourceFact]:
+    """The checklist facts of one source text (a file or a notebook cell).
+
+    The scan runs this per file in its worker processes and caches the result with the
+    file's other facts, so a warm re-scan does not parse the text again.
+    """
+    tree = parse_source(text)
+    if tree is None:
+        return []
+    src = SourceText(text, tree)
+    return [*argparse_facts(src, path, cell), *constant_facts(src, path, cell),
+            *accumulation_facts(src, path, cell), *lr_update_facts(src, path, cell)]
+
+
+def unique_facts(facts: list[SourceFact]) -> list[SourceFact]:
+    """Facts without repeats, in file order."""
+    unique = list(dict.fromkeys(facts))
+    unique.sort(key=lambda f: (f.path, f.cell or 0, f.line))
+    return unique
+
+
 def source_facts(sources: dict[tuple[str, int | None], str]) -> list[SourceFact]:
     """Every fact the checklist reads from the kept source texts, in file order."""
     facts: list[SourceFact] = []
     for (path, cell), text in sorted(sources.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-        tree = parse_source(text)
-        if tree is None:
-            continue
-        src = SourceText(text, tree)
-        facts.extend(argparse_facts(src, path, cell))
-        facts.extend(constant_facts(src, path, cell))
-        facts.extend(accumulation_facts(src, path, cell))
-        facts.extend(lr_update_facts(src, path, cell))
-    unique = list(dict.fromkeys(facts))
-    unique.sort(key=lambda f: (f.path, f.cell or 0, f.line))
-    return unique
+        facts.extend(text_facts(text, path, cell))
+    return unique_facts(facts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from msready.analyzer.checklist_source import SourceFact
 from msready.analyzer.findings import Finding, Span
 
 
@@ -116,3 +117,5 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     suppressions: dict[tuple[int | None, int], tuple[str, ...]] = field(default_factory=dict)
     imports_torch: bool = False
+    # argparse options, training constants and such, read for the checklist
+    source_facts: list[SourceFact] = field(default_factory=list)

@@ -17,6 +17,7 @@ from pathlib import Path
 from msready import __version__
 from msready.analyzer.apitable import load_table
 from msready.analyzer.checklist import build_checklist
+from msready.analyzer.checklist_source import text_facts
 from msready.analyzer.config import Config, load_config, suppressed_by_comment
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import (
@@ -125,6 +126,11 @@ def analyze_bytes(rel: str, data: bytes) -> FileResult:
         return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
                                                               _ORIGIN)])
     result.findings[:0] = [parse_error_finding(rel, f) for f in failures]
+    if rel.endswith(".ipynb"):
+        for cell, text in notebook_cells(data).items():
+            result.source_facts.extend(text_facts(text, rel, cell))
+    else:
+        result.source_facts = text_facts(parsed.text, rel, None)
     return result
 
 
