@@ -161,16 +161,12 @@ def factory(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     return generic(call, mapping)
 
 
-@handler("torch.topk", "torch.sort", "torch.kthvalue", "torch.mode", "torch.median",
-         "torch.max", "torch.min", "torch.Tensor.topk", "torch.Tensor.sort", any_target=True)
-def named_tuple(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """APIs returning torch's ``(values, indices)`` named tuple return a plain tuple in
-    MindSpore: ``.values`` / ``.indices`` become ``[0]`` / ``[1]``."""
-    rewrite = generic(call, mapping)
-    if len(call.args) > 1 or call.torch.endswith(("topk", "sort", "kthvalue")):
-        rewrite.todos.append(("MS100", f"{call.torch} returns a plain tuple in MindSpore: "
-                                       "write [0] / [1] for .values / .indices"))
-    return rewrite
+# torch APIs returning a ``(values, indices)`` named tuple; MindSpore returns a plain
+# tuple, so ``.values`` / ``.indices`` become ``[0]`` / ``[1]``.
+NAMED_TUPLES = frozenset({"torch.topk", "torch.sort", "torch.kthvalue", "torch.mode",
+                          "torch.median", "torch.max", "torch.min", "torch.cummax",
+                          "torch.cummin", "torch.aminmax"})
+NAMED_TUPLE_FIELDS = {"values": 0, "indices": 1}
 
 
 _CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",

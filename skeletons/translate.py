@@ -17,7 +17,15 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.skeletons import apis
-from msready.skeletons.layers import CALL_FIXES, CallIn, call_args, expr, translate_call
+from msready.skeletons.layers import (
+    CALL_FIXES,
+    NAMED_TUPLE_FIELDS,
+    NAMED_TUPLES,
+    CallIn,
+    call_args,
+    expr,
+    translate_call,
+)
 from msready.skeletons.methods import METHOD_FIXES, cell_method
 from msready.skeletons.weights import CELL_RENAMES
 
@@ -73,6 +81,7 @@ class CellTransformer(cst.CSTTransformer):
         self._call_funcs: set[cst.CSTNode] = set()
         self._names_not_values: set[cst.CSTNode] = set()
         self._untranslated: set[cst.CSTNode] = set()  # torch names kept as they are
+        self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
 
@@ -207,6 +216,7 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef,
                           updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self._tuples.pop()
         if self._classes and self._classes[-1] and updated_node.name.value == "forward":
             return updated_node.with_changes(name=cst.Name("construct"))
         return updated_node
@@ -291,6 +301,25 @@ class CellTransformer(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._names_not_values.add(node.name)
+        self._tuples.append(set())
+        return True
+
+    def _named_tuple(self, node: cst.BaseExpression) -> bool:
+        """True for a call returning torch's ``(values, indices)`` named tuple."""
+        if not isinstance(node, cst.Call):
+            return False
+        name = self.qualify(node.func)
+        if name is not None:
+            return apis.canonical(name) in NAMED_TUPLES
+        span = self.parsed.span(node)
+        key = (span.line, span.column, span.end_line, span.end_column) if span else None
+        return key in self.tensor_calls and isinstance(node.func, cst.Attribute) and \
+            f"torch.{node.func.attr.value}" in NAMED_TUPLES
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        if self._tuples and len(node.targets) == 1 and isinstance(
+                node.targets[0].target, cst.Name) and self._named_tuple(node.value):
+            self._tuples[-1].add(node.targets[0].target.value)
         return True
 
     def visit_Import(self, node: cst.Import) -> bool:
@@ -325,6 +354,12 @@ class CellTransformer(cst.CSTTransformer):
         replaced = self._replace.get(original_node)
         if replaced is not None:
             return replaced
+        field = NAMED_TUPLE_FIELDS.get(original_node.attr.value)
+        if field is not None and (self._named_tuple(original_node.value) or (
+                self._tuples and isinstance(original_node.value, cst.Name)
+                and original_node.value.value in self._tuples[-1])):
+            return cst.Subscript(updated_node.value,
+                                 [cst.SubscriptElement(cst.Index(cst.Integer(str(field))))])
         return self._parameter_name(original_node, updated_node)
 
     def _parameter_name(self, original: cst.Attribute,

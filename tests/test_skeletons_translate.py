@@ -120,6 +120,10 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.transpose(1, 2)", "ops.swapaxes(x, 1, 2)"),
     ("return x.permute(0, 2, 1).contiguous()", "x.permute(0, 2, 1).contiguous()"),
     ("return torch.zeros(2, dtype=torch.float32)", "dtype=mindspore.float32"),
+    ("top = torch.topk(x, 2)\nreturn top.values + top.indices", "return top[0] + top[1]"),
+    ("return x.max(dim=1).indices", "return x.max(dim=1)[1]"),
+    ("d = {'a': x}\nreturn list(d.values())", "return list(d.values())"),
+    ("return self.fc.weight.sum() + x", "return self.fc.weight.sum() + x"),
 ])
 def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> None:
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))
