@@ -124,6 +124,8 @@ def _padding(plan: _Plan, diff: ParamDiff) -> None:
     if "pad_mode" in plan.bound:
         return
     arg = plan.bound.get("padding")
+    if arg is None and _pointwise(plan):
+        return  # a 1x1 kernel at stride 1 gives the same output for 'same' and 'valid'
     if arg is None:
         plan.extra["pad_mode"] = "'valid'"
         plan.add("semantics", f"{layer} pads 'same' by default; torch pads 0, which is "
@@ -142,6 +144,20 @@ def _padding(plan: _Plan, diff: ParamDiff) -> None:
     plan.extra["pad_mode"] = "'pad'"
     plan.add("semantics", f"padding={_text(arg)} is ignored by {layer} unless "
              "pad_mode='pad' (its default pad_mode is 'same').", Severity.ERROR)
+
+
+def _ones(arg: Arg | None) -> bool:
+    """True for a literal 1 or a tuple of 1s."""
+    if arg is None or not arg.is_literal:
+        return False
+    values = arg.literal if isinstance(arg.literal, tuple) else (arg.literal,)
+    return all(v == 1 and not isinstance(v, bool) for v in values)
+
+
+def _pointwise(plan: _Plan) -> bool:
+    """A convolution with a literal 1x1 kernel and stride 1 (the default when absent)."""
+    stride = plan.bound.get("stride")
+    return _ones(plan.bound.get("kernel_size")) and (stride is None or _ones(stride))
 
 
 def _momentum(plan: _Plan, diff: ParamDiff) -> None:

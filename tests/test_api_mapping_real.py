@@ -282,3 +282,21 @@ def test_whole_call_suggestion_for_autograd_grad() -> None:
     body = "g = torch.autograd.grad(loss, params, create_graph=True)\n"
     (f,) = findings(body)
     assert f.rule == "MS102" and f.suggestion.startswith("grads = mindspore.grad(")
+
+
+def test_tensor_unfold_is_not_mindspore_unfold() -> None:
+    # mindspore.Tensor.unfold is im2col; torch's takes sliding windows along one axis
+    body = "def f(x):\n    x = torch.randn(2, 10, 3)\n    return x.unfold(1, 4, 2)\n"
+    (f,) = findings(body)
+    assert f.rule == "MS101" and "ops.movedim(ops.stack(" in f.suggestion
+    assert "im2col" in f.suggestion
+
+
+def test_pointwise_conv_has_no_padding_trap() -> None:
+    assert not [f for f in findings("proj = nn.Conv2d(64, 128, 1, bias=False)\n")
+                if f.rule == "MS102"]
+    assert not [f for f in findings("proj = nn.Conv2d(64, 128, kernel_size=(1, 1), stride=1,"
+                                    " bias=False)\n") if f.rule == "MS102"]
+    (f,) = [f for f in findings("down = nn.Conv2d(64, 128, 1, stride=2, bias=False)\n")
+            if f.rule == "MS102"]
+    assert "pad_mode='valid'" in f.suggestion
