@@ -5,7 +5,6 @@ go, and what cannot be translated is kept with a ``# TODO(msready <rule>): reaso
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 import libcst as cst
@@ -15,7 +14,7 @@ from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import Finding
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
-from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
+from msready.analyzer.repo import RepositoryModel
 from msready.skeletons import apis
 from msready.skeletons.layers import (
     CALL_FIXES,
@@ -27,36 +26,20 @@ from msready.skeletons.layers import (
     translate_call,
 )
 from msready.skeletons.methods import METHOD_FIXES, cell_method
+from msready.skeletons.statements import (
+    FileTranslation,
+    Todo,
+    buffer,
+    code,
+    is_torch,
+    keep_top,
+    todo_line,
+)
 from msready.skeletons.weights import CELL_RENAMES
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
-_KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
-Todo = tuple[str, str]
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 SmallResult = cst.BaseSmallStatement | cst.RemovalSentinel
-
-
-def _is_torch(name: str | None) -> bool:
-    return name is not None and name.split(".")[0] in TORCH_ROOTS
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-def todo_line(rule: str, reason: str) -> cst.EmptyLine:
-    """A ``# TODO(msready RULE): reason`` comment line."""
-    text = " ".join(reason.split())[:300]
-    return cst.EmptyLine(indent=True, comment=cst.Comment(f"# TODO(msready {rule}): {text}"))
-
-
-@dataclass(slots=True)
-class FileTranslation:
-    """A translated file: its code, the Cells it defines and every TODO left in it."""
-
-    code: str
-    cells: list[str] = field(default_factory=list)
-    todos: list[Todo] = field(default_factory=list)
 
 
 class CellTransformer(cst.CSTTransformer):
@@ -151,7 +134,7 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> SmallResult:
         keep = [a for a in updated_node.names
-                if not _is_torch((dotted(a.name) or "").split(".")[0])]
+                if not is_torch((dotted(a.name) or "").split(".")[0])]
         if not keep:
             return cst.RemoveFromParent()
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -160,7 +143,7 @@ class CellTransformer(cst.CSTTransformer):
     def leave_ImportFrom(self, original_node: cst.ImportFrom,
                          updated_node: cst.ImportFrom) -> SmallResult:
         module = dotted(updated_node.module) if updated_node.module is not None else None
-        if not updated_node.relative and (_is_torch(module) or module == "__future__"):
+        if not updated_node.relative and (is_torch(module) or module == "__future__"):
             return cst.RemoveFromParent()  # the header has the __future__ import
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
@@ -168,7 +151,7 @@ class CellTransformer(cst.CSTTransformer):
         for alias in updated_node.names:
             local = alias.asname.name if alias.asname is not None else alias.name
             target = self.qualify(local) if isinstance(local, cst.Name) else None
-            if not _is_torch(target):
+            if not is_torch(target):
                 keep.append(alias)
         if not keep:
             return cst.RemoveFromParent()
@@ -176,20 +159,17 @@ class CellTransformer(cst.CSTTransformer):
         return updated_node.with_changes(names=keep)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        body = [s for s in updated_node.body if _keep_top(s)]
+        body = [s for s in updated_node.body if keep_top(s)]
         return updated_node.with_changes(body=body)
 
     # ----- classes and methods --------------------------------------------------------
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        qualname = f"{self.file.module}.{self._class_path(node)}"
+        qualname = f"{self.file.module}.{node.name.value}"
         self._classes.append(qualname in self.model.module_classes)
         self._class_names.append(qualname)
         self._names_not_values.add(node.name)
         return True
-
-    def _class_path(self, node: cst.ClassDef) -> str:
-        return node.name.value
 
     def leave_ClassDef(self, original_node: cst.ClassDef,
                        updated_node: cst.ClassDef) -> cst.ClassDef:
@@ -228,7 +208,7 @@ class CellTransformer(cst.CSTTransformer):
         that MindSpore has no counterpart for (the table's target is None)."""
         func = node.func if isinstance(node, cst.Call) else node
         name = self.qualify(func)
-        if not _is_torch(name):
+        if not is_torch(name):
             return None
         assert name is not None
         return name if apis.lookup(apis.canonical(name), self.backend).api is None else None
@@ -258,7 +238,7 @@ class CellTransformer(cst.CSTTransformer):
         """A default evaluated when the file is imported cannot keep a torch name."""
         if updated_node.default is not None and self._keeps_torch(updated_node.default):
             self._note("MS100", f"default of `{updated_node.name.value}` was "
-                                f"`{_code(updated_node.default)[:80]}` (torch only); now None")
+                                f"`{code(updated_node.default)[:80]}` (torch only); now None")
             return updated_node.with_changes(default=expr("None"))
         return updated_node
 
@@ -267,7 +247,7 @@ class CellTransformer(cst.CSTTransformer):
         name = self._context(original_node.decorator)
         if name is None:
             if self._keeps_torch(updated_node):  # it would fail when the file is imported
-                self._note("MS100", f"decorator `{_code(original_node.decorator)[:80]}` "
+                self._note("MS100", f"decorator `{code(original_node.decorator)[:80]}` "
                                     "removed: it uses torch APIs MindSpore does not have")
                 return cst.RemoveFromParent()
             return updated_node
@@ -332,8 +312,8 @@ class CellTransformer(cst.CSTTransformer):
         """A torch name used as a value (``torch.float32``, ``act=nn.ReLU``)."""
         name = self.qualify(node)
         if node in self._call_funcs:
-            return not _is_torch(name)
-        if not _is_torch(name):
+            return not is_torch(name)
+        if not is_torch(name):
             return True
         assert name is not None
         if name in _MODULE_BASES:
@@ -392,11 +372,11 @@ class CellTransformer(cst.CSTTransformer):
                                                        attr=m.Name("register_buffer")))):
             return updated_node
         assert isinstance(call, cst.Call)
-        return _buffer(call) or updated_node
+        return buffer(call) or updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.qualify(original_node.func)
-        if _is_torch(name):
+        if is_torch(name):
             assert name is not None
             return self._torch_call(name, updated_node)
         fixed = self._layer_call(updated_node) or self._cell_method(updated_node)
@@ -472,38 +452,6 @@ class CellTransformer(cst.CSTTransformer):
             rest = [cst.Arg(func.value), *call.args]
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call
-
-
-def _buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
-    """``self.register_buffer("name", t)`` -> ``self.name = Parameter(t, requires_grad=False)``."""
-    if len(call.args) < 2 or not m.matches(call.args[0].value, m.SimpleString()):
-        return None
-    name_node = call.args[0].value
-    assert isinstance(name_node, cst.SimpleString)
-    name = name_node.evaluated_value
-    if not isinstance(name, str) or not name.isidentifier():
-        return None
-    value = call.args[1].value
-    target = cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))
-    if m.matches(value, m.Name("None")):
-        return cst.Assign([target], value)
-    param = expr(f"Parameter({_code(value)}, requires_grad=False)")
-    return cst.Assign([target], param)
-
-
-def _keep_top(stmt: cst.BaseStatement) -> bool:
-    """Module-level statements kept in a starter: imports, definitions, constants."""
-    if isinstance(stmt, _KEEP_TOP):
-        return True
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
-    for small in stmt.body:
-        if isinstance(small, (cst.Import, cst.ImportFrom)):
-            continue
-        if isinstance(small, (cst.Assign, cst.AnnAssign)) and not m.findall(small, m.Call()):
-            continue
-        return False
-    return True
 
 
 def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, backend: str,

@@ -1,0 +1,72 @@
+"""Statement-level pieces of a generated file: TODO comments, the module-level statements
+a starter keeps, ``register_buffer`` as a frozen Parameter, and the translation result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.repo import TORCH_ROOTS
+from msready.skeletons.layers import expr
+
+_KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
+Todo = tuple[str, str]
+
+
+def is_torch(name: str | None) -> bool:
+    """True for a fully qualified torch / torchvision name."""
+    return name is not None and name.split(".")[0] in TORCH_ROOTS
+
+
+def code(node: cst.CSTNode) -> str:
+    """The source text of a node."""
+    return cst.Module([]).code_for_node(node)
+
+
+def todo_line(rule: str, reason: str) -> cst.EmptyLine:
+    """A ``# TODO(msready RULE): reason`` comment line."""
+    text = " ".join(reason.split())[:300]
+    return cst.EmptyLine(indent=True, comment=cst.Comment(f"# TODO(msready {rule}): {text}"))
+
+
+@dataclass(slots=True)
+class FileTranslation:
+    """A translated file: its code, the Cells it defines and every TODO left in it."""
+
+    code: str
+    cells: list[str] = field(default_factory=list)
+    todos: list[Todo] = field(default_factory=list)
+
+
+def buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
+    """``self.register_buffer("name", t)`` -> ``self.name = Parameter(t, requires_grad=False)``."""
+    if len(call.args) < 2 or not m.matches(call.args[0].value, m.SimpleString()):
+        return None
+    name_node = call.args[0].value
+    assert isinstance(name_node, cst.SimpleString)
+    name = name_node.evaluated_value
+    if not isinstance(name, str) or not name.isidentifier():
+        return None
+    value = call.args[1].value
+    target = cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))
+    if m.matches(value, m.Name("None")):
+        return cst.Assign([target], value)
+    param = expr(f"Parameter({code(value)}, requires_grad=False)")
+    return cst.Assign([target], param)
+
+
+def keep_top(stmt: cst.BaseStatement) -> bool:
+    """Module-level statements kept in a starter: imports, definitions, constants."""
+    if isinstance(stmt, _KEEP_TOP):
+        return True
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            continue
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and not m.findall(small, m.Call()):
+            continue
+        return False
+    return True
