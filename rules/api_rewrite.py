@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from msready.analyzer.apitable import ApiEntry, ParamDiff, load_table
+from msready.analyzer.apitable import BACKENDS, ApiEntry, ParamDiff, load_table
 from msready.analyzer.facts import Arg, CallKind, CallSite
 from msready.analyzer.findings import Severity
 
@@ -421,9 +421,11 @@ def plan_call(call: CallSite, entry: ApiEntry, backend: str,
     _arguments(plan, diffs)
     if call.kind is CallKind.TENSOR_METHOD and entry.becomes_function(backend):
         method = entry.torch.rsplit(".", 1)[1]
-        plan.add("arguments", f"`mindspore.Tensor` has no `{method}` method on {backend}; "
-                 f"call `{short(plan.api)}` with the tensor as its first argument.",
-                 Severity.WARNING)
+        elsewhere = [b for b in BACKENDS if entry.target(b).api == f"mindspore.Tensor.{method}"]
+        where = (f"`mindspore.Tensor.{method}` runs on {', '.join(elsewhere)} only"
+                 if elsewhere else f"`mindspore.Tensor` has no `{method}` method on {backend}")
+        plan.add("arguments", f"{where}; call `{short(plan.api)}` with the tensor as its "
+                 "first argument.", Severity.WARNING)
     positional = sorted((i, n) for n, i in plan.positions.items())
     order = [n for _, n in positional] + [n for n in plan.bound if n not in plan.positions]
     plan.bound = {n: plan.bound[n] for n in order}

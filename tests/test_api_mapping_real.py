@@ -300,3 +300,10 @@ def test_pointwise_conv_has_no_padding_trap() -> None:
     (f,) = [f for f in findings("down = nn.Conv2d(64, 128, 1, stride=2, bias=False)\n")
             if f.rule == "MS102"]
     assert "pad_mode='valid'" in f.suggestion
+
+
+def test_function_target_says_where_the_method_runs() -> None:
+    body = "x = torch.ones(3)\ny = x.addcdiv(x, x, value=0.5)\n"
+    (f,) = [f for f in findings(body) if "first argument" in f.message]
+    assert "`mindspore.Tensor.addcdiv` runs on ascend only" in f.message
+    assert f.suggestion == "ops.addcdiv(x, x, x, value=0.5)"
