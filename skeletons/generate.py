@@ -223,6 +223,9 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
                               "skipped", "skipped", plan.reason or "not run")
     diff = outcome.get("max_abs_diff")
     error = outcome.get("error")
+    if error and "name 'torch' is not defined" in error:
+        error += (" (a torch API with no MindSpore equivalent for this target is left in "
+                  "the Cell: see its TODO(msready MS100) lines)")
     if error and target != "cpu" and any(k in error for k in _KERNEL_MISSING):
         error += (f" (the Cell uses {target} APIs and ran on this machine's CPU; "
                   "scan with --target cpu to check a CPU version)")

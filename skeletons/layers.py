@@ -169,6 +169,20 @@ NAMED_TUPLES = frozenset({"torch.topk", "torch.sort", "torch.kthvalue", "torch.m
 NAMED_TUPLE_FIELDS = {"values": 0, "indices": 1}
 
 
+@handler("torch.nn.Upsample", "torch.nn.functional.interpolate",
+         "torch.nn.functional.upsample")
+def upsample(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """MindSpore's ``scale_factor`` must be a float (or a tuple of floats)."""
+    rewrite = generic(call, mapping)
+    fixed: ArgList = []
+    for k, v in rewrite.args:
+        if k == "scale_factor" and not m.matches(v, m.Float() | m.Tuple() | m.Name("None")):
+            v = expr(f"float({_code(v)})")
+        fixed.append((k, v))
+    rewrite.args = fixed
+    return rewrite
+
+
 _CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
                "groups", "bias", "padding_mode")
 

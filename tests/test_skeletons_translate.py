@@ -74,6 +74,8 @@ def module(init: str, forward: str = "return x") -> str:
      "self.steps = Parameter(ops.zeros(1), requires_grad=False)"),
     ("self.register_buffer('mask', None)", "self.mask = None"),
     ("self.a = nn.Softmax(dim=1)", "nn.Softmax(axis=1)"),
+    ("self.up = nn.Upsample(scale_factor=2, mode='bilinear')",
+     "nn.Upsample(scale_factor=float(2), mode='bilinear')"),
     ("self.fc = nn.Linear(4, 4)\nfor m in self.modules():\n    pass",
      "for m in [cell for _, cell in self.cells_and_names()]:"),
     ("self.fc = nn.Linear(4, 4)\nn = sum(p.numel() for p in self.parameters())",
