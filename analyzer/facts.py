@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from msready.analyzer.checklist_source import SourceFact
-from msready.analyzer.findings import Finding, Span
+from msready.analyzer.findings import Finding, Span, compact_reduce
 
 
 class CallKind(StrEnum):
@@ -34,6 +34,8 @@ class Arg:
     False.
     """
 
+    __reduce__ = compact_reduce
+
     keyword: str | None
     text: str
     literal: object = None
@@ -51,6 +53,8 @@ class CallSite:
     ``torch.Tensor.<method>`` for ``TENSOR_METHOD``.
     """
 
+    __reduce__ = compact_reduce
+
     caller: str
     target: str
     kind: CallKind
@@ -64,6 +68,8 @@ class CallSite:
 class Reference:
     """A torch name used as a value rather than called (``act=nn.ReLU``, ``torch.float32``)."""
 
+    __reduce__ = compact_reduce
+
     target: str
     span: Span
     cell: int | None = None
@@ -72,6 +78,8 @@ class Reference:
 @dataclass(frozen=True, slots=True)
 class FunctionFact:
     """A function or method definition."""
+
+    __reduce__ = compact_reduce
 
     qualname: str
     name: str
@@ -90,6 +98,8 @@ class ClassFact:
     ``self.<attr>`` to the qualified classes assigned to it (container constructors such
     as ``nn.ModuleList([Block(...)])`` contribute the classes they hold).
     """
+
+    __reduce__ = compact_reduce
 
     qualname: str
     name: str
