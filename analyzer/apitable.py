@@ -100,10 +100,14 @@ class ApiTable:
     """Lookup by fully qualified torch name, aliases included."""
 
     def __init__(self, entries: dict[str, ApiEntry], aliases: dict[str, str],
-                 mindspore_version: str = "") -> None:
+                 mindspore_version: str = "",
+                 ignored_params: frozenset[str] = frozenset()) -> None:
         self._entries = entries
         self._aliases = aliases
         self.mindspore_version = mindspore_version
+        # torch parameters about placement or memory (device, pin_memory, inplace, ...):
+        # never compared, and left out of MindSpore calls unless the target has them
+        self.ignored_params = ignored_params
 
     def lookup(self, symbol: str) -> ApiEntry | None:
         """The entry for a torch API, following aliases (``torch.nn.modules.conv.Conv2d``)."""
@@ -169,4 +173,5 @@ def load_table() -> ApiTable:
     for raw in data.get("entries", []):
         entry = _entry(raw)
         entries[entry.torch] = entry
-    return ApiTable(entries, dict(data.get("aliases", {})), str(data.get("mindspore_version", "")))
+    return ApiTable(entries, dict(data.get("aliases", {})), str(data.get("mindspore_version", "")),
+                    frozenset(str(p) for p in data.get("ignored_params", ())))

@@ -319,8 +319,9 @@ def _render(plan: _Plan) -> str:
         positional.append(RECEIVER)
     keyword_from = min((plan.positions[n] for n in plan.keyword if n in plan.positions),
                        default=len(plan.call.args))
+    placement = load_table().ignored_params - set(plan.entry.target(plan.backend).params)
     for name in plan.bound:
-        if name in plan.drop:
+        if name in plan.drop or (name in placement and name not in plan.positions):
             continue
         if name in plan.positions and plan.positions[name] < keyword_from:
             positional.append(plan.value(name))

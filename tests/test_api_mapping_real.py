@@ -307,3 +307,16 @@ def test_function_target_says_where_the_method_runs() -> None:
     (f,) = [f for f in findings(body) if "first argument" in f.message]
     assert "`mindspore.Tensor.addcdiv` runs on ascend only" in f.message
     assert f.suggestion == "ops.addcdiv(x, x, x, value=0.5)"
+
+
+def test_placement_arguments_are_left_out_of_rewrites() -> None:
+    body = "conv = nn.Conv2d(3, 8, 3, bias=False, device=dev, dtype=dt)\n"
+    for f in findings(body):
+        assert "device=" not in f.suggestion and parses(f.suggestion), f.suggestion
+
+
+def test_every_rewrite_of_a_whole_call_parses() -> None:
+    for body in ("g = torch.autograd.grad(loss, params, create_graph=True)\n",
+                 "nn.init.uniform_(w, lo, hi)\n", "y = torch.transpose(x, 0, 1)\n"):
+        for f in findings(body):
+            assert parses(f.suggestion), f.suggestion

@@ -722,6 +722,7 @@ def build(overrides_path: Path = DATA / "overrides.toml") -> tuple[dict[str, Any
     data = {"mindspore_version": mindspore.__version__,
             "torch_version": torch.__version__.split("+")[0],
             "generated_by": "tools/build_api_table.py",
+            "ignored_params": sorted(IGNORED_PARAMS - {"self"}),
             "aliases": dict(sorted(aliases.items())),
             "entries": entries}
     return data, tensor_methods
