@@ -359,9 +359,10 @@ def module_dict(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """ModuleDict -> CellDict, which cannot hold another container."""
     nested = m.Call(func=m.Attribute(value=m.Name("nn"), attr=m.Name("CellList")
                                      | m.Name("SequentialCell") | m.Name("CellDict")))
-    todos = [("MS100", "a CellDict cannot hold a CellList / SequentialCell / CellDict: "
-                       "keep the inner container as an attribute of its own")
-             for _ in range(1) if any(m.findall(v, nested) for _, v in call.args)]
+    todos: list[tuple[str, str]] = []
+    if any(m.findall(v, nested) for _, v in call.args):
+        todos.append(("MS100", "a CellDict cannot hold a CellList / SequentialCell / "
+                               "CellDict: keep the inner container as an attribute of its own"))
     return Rewrite("nn.CellDict", list(call.args), todos)
 
 

@@ -69,6 +69,8 @@ def module(init: str, forward: str = "return x") -> str:
      "nn.SequentialCell(*[nn.ReLU() for _ in range(2)])"),
     ("self.l = nn.ModuleList([nn.ReLU()])", "nn.CellList([nn.ReLU()])"),
     ("self.m = nn.ModuleDict({'a': nn.ReLU()})", "nn.CellDict({'a': nn.ReLU()})"),
+    ("self.m = nn.ModuleDict({'h': nn.ModuleList([nn.ReLU()])})",
+     "# TODO(msready MS100): a CellDict cannot hold a CellList"),
     ("self.w = nn.Parameter(torch.zeros(3, 4))", "Parameter(ops.zeros((3, 4))"),
     ("self.register_buffer('steps', torch.zeros(1))",
      "self.steps = Parameter(ops.zeros(1), requires_grad=False)"),
