@@ -461,9 +461,15 @@ class FileWalker:
         if class_qualname is not None and self._classes:
             self._classes[-1][2].append(node.name.value)
         self.resolver.push("function", qualname)
+        state = _FunctionState(qualname, class_qualname)
+        for param in _all_params(node.params):
+            # ``x: torch.Tensor`` says what the parameter holds: a call of the annotation
+            # stands in for its value in the data flow.
+            if param.annotation is not None:
+                state.values[param.name.value] = cst.Call(func=param.annotation.annotation)
         for param in params:
             self.resolver.bind(param, LOCAL)
-        self._functions.append(_FunctionState(qualname, class_qualname))
+        self._functions.append(state)
 
     def _on_class(self, node: cst.ClassDef) -> None:
         qualname = self._qualname(node.name.value)
