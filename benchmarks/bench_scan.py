@@ -37,8 +37,11 @@ WORK = Path(__file__).resolve().parent / ".work"
 
 
 def fetch_corpus(package: str) -> Path:
-    """Download the package's wheel with pip and unpack its Python files."""
-    target = WORK / f"{package}-src"
+    """Download the package's wheel with pip and unpack its Python files.
+
+    The files go outside this repository: Fixit, like git, skips what .gitignore names.
+    """
+    target = Path(tempfile.gettempdir()) / "msready-bench" / f"{package}-src"
     if target.is_dir() and any(target.rglob("*.py")):
         return target
     download = WORK / "wheels"
