@@ -9,6 +9,7 @@ is done, so a crash or a time-out loses only the Cell that caused it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import sys
 import traceback
@@ -90,19 +91,37 @@ def build_kwargs(raw: dict[str, Any]) -> dict[str, Any]:
     return {k: build_value(v) for k, v in raw.items()}
 
 
+def import_module(name: str, root: str) -> Any:
+    """The module ``name`` from ``root``; a file named like a module already loaded
+    (``types.py``, ``logging.py``) is loaded from its path under a name of its own."""
+    module = importlib.import_module(name)
+    where = getattr(module, "__file__", None) or ""
+    if Path(where).resolve().is_relative_to(Path(root).resolve()):
+        return module
+    base = Path(root, *name.split("."))
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    spec = importlib.util.spec_from_file_location(f"_msready_{name.replace('.', '_')}", path)
+    if spec is None or spec.loader is None:
+        return module
+    own = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = own
+    spec.loader.exec_module(own)
+    return own
+
+
 def _first_output(value: Any) -> Any:
     while isinstance(value, (tuple, list)) and value:
         value = value[0]
     return value
 
 
-def run_cell(ms: Any, job: dict[str, Any]) -> dict[str, Any]:
+def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
     """Build and run one Cell in both modes."""
     res: dict[str, Any] = {"key": job["key"], "pynative": "fail", "graph": "fail",
                            "error": None, "weights": None, "max_abs_diff": None}
     ms.set_context(mode=ms.PYNATIVE_MODE)
     try:
-        module = importlib.import_module(job["module"])
+        module = import_module(job["module"], root)
         cell = getattr(module, job["name"])(**build_kwargs(job["kwargs"]))
         cell.set_train(False)
         res["weights"] = weight_map(cell)
@@ -185,13 +204,16 @@ def _load_torch(ms: Any, cell: Any, weights: dict[str, Any],
 def main(argv: list[str]) -> int:
     """Run the job file given on the command line."""
     job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    sys.path.insert(0, job["root"])
     import mindspore as ms
+
+    # After MindSpore is loaded, so that a repository file named like a module MindSpore
+    # imports (types.py, logging.py) cannot stand in for it.
+    sys.path.insert(0, job["root"])
 
     ms.set_device("CPU")
     for cell_job in job["cells"]:
         try:
-            res = run_cell(ms, cell_job)
+            res = run_cell(ms, cell_job, job["root"])
         except Exception as exc:  # keep the batch going
             traceback.print_exc(file=sys.stderr)
             res = {"key": cell_job["key"], "pynative": "fail", "graph": "fail",

@@ -8,7 +8,6 @@ output on the job's seeded input to an ``.npz`` that the MindSpore child compare
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -16,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from msready.skeletons.child import MARK, build_kwargs, first_line, input_candidates
+from msready.skeletons.child import (
+    MARK,
+    build_kwargs,
+    first_line,
+    import_module,
+    input_candidates,
+)
 
 
 def _first_output(value: Any) -> Any:
@@ -39,12 +44,12 @@ def _run_fitting(torch: Any, net: Any, candidates: list[list[Any]]) -> tuple[Any
     raise error
 
 
-def run_module(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
+def run_module(torch: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
     """Build one torch module, run it and save what the comparison needs."""
     res: dict[str, Any] = {"key": job["key"], "error": None}
     try:
         torch.manual_seed(0)
-        module = importlib.import_module(job["module"])
+        module = import_module(job["module"], root)
         net = getattr(module, job["name"])(**build_kwargs(job["kwargs"]))
         net.eval()
         out, arrays_in = _run_fitting(torch, net, input_candidates(job["inputs"]))
@@ -61,11 +66,12 @@ def run_module(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     """Run the job file given on the command line."""
     job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    sys.path.insert(0, job["torch_root"])
     import torch
 
+    sys.path.insert(0, job["torch_root"])  # after torch, which a repository file cannot shadow
+
     for cell_job in job["cells"]:
-        res = run_module(torch, cell_job)
+        res = run_module(torch, cell_job, job["torch_root"])
         sys.stdout.write(MARK + json.dumps(res) + "\n")
         sys.stdout.flush()
     return 0
