@@ -462,13 +462,13 @@ class FileWalker:
             self._classes[-1][2].append(node.name.value)
         self.resolver.push("function", qualname)
         state = _FunctionState(qualname, class_qualname)
-        for param in _all_params(node.params):
+        for declared in _all_params(node.params):
             # ``x: torch.Tensor`` says what the parameter holds: a call of the annotation
             # stands in for its value in the data flow.
-            if param.annotation is not None:
-                state.values[param.name.value] = cst.Call(func=param.annotation.annotation)
-        for param in params:
-            self.resolver.bind(param, LOCAL)
+            if declared.annotation is not None:
+                state.values[declared.name.value] = cst.Call(func=declared.annotation.annotation)
+        for name in params:
+            self.resolver.bind(name, LOCAL)
         self._functions.append(state)
 
     def _on_class(self, node: cst.ClassDef) -> None:

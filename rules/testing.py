@@ -16,7 +16,7 @@ def expected_findings(root: Path, prefixes: str | tuple[str, ...] = "MS"
                       ) -> set[tuple[str, int, str]]:
     """(path, line, rule) for every ``# expect:`` id starting with ``prefixes`` in the
     ``.py`` files under ``root``."""
-    found = set()
+    found: set[tuple[str, int, str]] = set()
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
