@@ -11,12 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-python=${PYTHON:-python3.11}
-command -v "$python" >/dev/null 2>&1 || python=python3
+python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
 
 if ! command -v chromium >/dev/null 2>&1; then
