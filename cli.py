@@ -71,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("action", nargs="?", choices=("lookup",), help="lookup: explain one entry")
     t.add_argument("symbol", nargs="?", help="torch API for lookup, e.g. torch.nn.Conv2d")
     t.add_argument("--format", choices=("json", "tsv"), default="json")
-    t.add_argument("--target", choices=TARGETS, default="cpu")
+    t.add_argument("--target", choices=TARGETS, default=None,
+                   help="backend (default: cpu for the table, every backend for lookup)")
 
     c = sub.add_parser("convert-weights", help="convert a torch checkpoint to a MindSpore one")
     c.add_argument("checkpoint", help="torch .pth / .pt file (a state_dict)")
@@ -194,7 +195,7 @@ def _run_table(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.symbol} is not in the API table")
         sys.stdout.write(text.rstrip("\n") + "\n")
         return 0
-    sys.stdout.write(tablecli.render_table(args.format, args.target))
+    sys.stdout.write(tablecli.render_table(args.format, args.target or "cpu"))
     return 0
 
 
