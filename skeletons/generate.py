@@ -121,6 +121,7 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
 def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
                     compare_torch: bool) -> list[SkeletonResult]:
     """Write a MindSpore Cell for every ``nn.Module`` class, run them, return the results."""
+    out_dir = out_dir.resolve()  # the child processes run elsewhere and import from here
     planner = Planner(result)
     by_path: dict[str, list[Finding]] = {}
     for finding in result.findings:

@@ -70,3 +70,19 @@ def test_unwritable_output_folder(make_repo: MakeRepo, tmp_path: Path) -> None:
 def test_python_dash_m_and_console_script_agree() -> None:
     proc = run("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("msready ")
+
+
+def test_cells_run_with_a_relative_output_folder(make_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_repo({"net.py": "import torch.nn as nn\n\nclass Net(nn.Module):\n"
+                                "    def __init__(self):\n        super().__init__()\n"
+                                "        self.fc = nn.Linear(4, 2)\n\n"
+                                "    def forward(self, x):\n        return self.fc(x)\n"})
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "msready", "scan", str(repo), "-o", "out",
+                           "--format", "json", "--no-cache"], cwd=work, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    cells = json.loads((work / "out" / "msready.json").read_text())["skeletons"]
+    assert [(c["torch_class"], c["pynative"], c["graph"]) for c in cells] == [
+        ("net.Net", "pass", "pass")]
