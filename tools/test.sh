@@ -28,7 +28,7 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 echo "== ruff"
-.venv/bin/ruff check .
+.venv/bin/ruff check analyzer rules reports skeletons tests tools benchmarks cli.py __init__.py __main__.py
 
 echo "== mypy --strict"
 typecheck=$(mktemp -d)
