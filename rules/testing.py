@@ -7,7 +7,10 @@ by commas); the expectation set is compared with what a scan reports, line for l
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
+
+from msready.analyzer.findings import Finding
 
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)")
 
@@ -25,3 +28,16 @@ def expected_findings(root: Path, prefixes: str | tuple[str, ...] = "MS"
                 found.update((rel, number, rule.strip()) for rule in match.group(1).split(",")
                              if rule.strip().startswith(prefixes))
     return found
+
+
+def fixture_mismatch(findings: Iterable[Finding], root: Path,
+                     prefixes: str | tuple[str, ...] = "MS"
+                     ) -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str]]]:
+    """(unexpected, missing): reported findings of ``prefixes`` no ``# expect:`` asks for,
+    and expectations nothing reported. Both are empty when the fixture holds."""
+    want = expected_findings(root, prefixes)
+    if not want:
+        raise AssertionError(f"{root} has no '# expect:' comments for {prefixes}")
+    got = {(f.location.path, f.location.line, f.rule) for f in findings
+           if f.rule.startswith(prefixes)}
+    return sorted(got - want), sorted(want - got)

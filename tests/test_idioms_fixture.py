@@ -16,7 +16,7 @@ import pytest
 
 from msready.analyzer.result import ScanResult
 from msready.analyzer.scan import ScanOptions, scan, scan_files
-from msready.rules.testing import expected_findings
+from msready.rules.testing import fixture_mismatch
 
 FIXTURE = Path(__file__).parent / "fixtures" / "idioms"
 FAMILY = "MS6"
@@ -28,12 +28,9 @@ def result() -> ScanResult:
 
 
 def test_exact_idiom_findings(result: ScanResult) -> None:
-    got = {(f.location.path, f.location.line, f.rule)
-           for f in result.findings if f.rule.startswith(FAMILY)}
-    want = expected_findings(FIXTURE, FAMILY)
-    assert want, "the fixture lost its expectations"
-    assert sorted(got - want) == [], "unexpected findings"
-    assert sorted(want - got) == [], "missing findings"
+    unexpected, missing = fixture_mismatch(result.findings, FIXTURE, FAMILY)
+    assert unexpected == [], "unexpected findings"
+    assert missing == [], "missing findings"
 
 
 def test_one_finding_per_construct_per_line(result: ScanResult) -> None:
