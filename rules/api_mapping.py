@@ -221,11 +221,14 @@ class ApiSemanticsDiffer(_IssueRule):
         "import torch.nn as nn\ndrop = nn.Dropout(p=0.2)\n",
         "import torch.nn as nn\nfc = nn.Linear(4, 8)\n",
         # same name, same meaning in MindSpore: view, permute, masked_fill
-        "import torch\nx = torch.ones(2, 3)\ny = x.view(3, 2).permute(1, 0)\n",
+        "import torch\nx = torch.ones((2, 3))\ny = x.view(3, 2).permute(1, 0)\n",
         # a string's split is not torch.Tensor.split
         "import torch\n\ndef parse(name):\n    return name.split('[')\n",
-        # the two-axis Tensor.transpose is measured to match torch on CPU (the examples' backend)
-        "import torch\nx = torch.ones(2, 3, 4)\ny = x.transpose(1, 2)\n",
+        # sizes already in one tuple; a function of the repository named like torch's
+        "import torch\nz = torch.zeros((4, 8))\n",
+        "def zeros(*size):\n    return [0.0] * size[0]\n\nz = zeros(4, 8)\n",
+        # mindspore's own creation call is not torch
+        "from mindspore import ops\nz = ops.zeros((4, 8))\n",
     )
     INVALID = (
         "import torch.nn as nn\nconv = nn.Conv2d(16, 32, 3, padding=1)\n",
@@ -235,7 +238,11 @@ class ApiSemanticsDiffer(_IssueRule):
         # torch.transpose swaps two axes; mindspore.ops.transpose permutes all of them
         "import torch\nx = torch.ones(2, 3, 4)\ny = torch.transpose(x, 1, 2)\n",
         # x.size is the element count in MindSpore
-        "import torch\nx = torch.ones(2, 3)\nn = x.size(1)\n",
+        "import torch\nx = torch.ones((2, 3))\nn = x.size(1)\n",
+        # measured on CPU: ops.zeros(b, c) reads c as the dtype; the shape is one tuple
+        "import torch\n\ndef buffer(b, c):\n    return torch.zeros(b, c)\n",
+        # measured on CPU: the two-axis Tensor.transpose permutes all axes in GRAPH_MODE
+        "import torch\nx = torch.ones((2, 3, 4))\ny = x.transpose(1, 2)\n",
         # initialisers are objects applied with set_data
         "import torch.nn as nn\nfc = nn.Linear(2, 2)\nnn.init.zeros_(fc.bias)\n",
     )
@@ -292,11 +299,19 @@ class ApiArgumentsDiffer(_IssueRule):
         "import torch\nx = torch.ones(3)\ny = x.to(torch.float16)\n",
         # inplace only saves memory
         "import torch.nn as nn\nact = nn.ReLU(inplace=True)\n",
+        # a positional dim is measured to work where dim= does not
+        "import torch\nx = torch.ones((2, 3))\ny = torch.log_softmax(x, 1)\n",
+        # a string's split takes no dim
+        "def words(line):\n    return line.split(' ', 1)\n",
     )
     INVALID = (
         "import torch.nn as nn\nfc = nn.Linear(4, 8, bias=False)\n",
         # the legacy std overload on GPU/CPU counts ddof, not unbiased
-        "import torch\nx = torch.ones(2, 3)\ns = x.std(1, unbiased=False)\n",
+        "import torch\nx = torch.ones((2, 3))\ns = x.std(1, unbiased=False)\n",
+        # measured on CPU: ops.log_softmax takes axis=, not dim=
+        "import torch\nx = torch.ones((2, 3))\ny = torch.log_softmax(x, dim=1)\n",
+        # measured on CPU: Tensor.split(dim=) has no GRAPH_MODE kernel; axis= runs
+        "import torch\nx = torch.ones((2, 3, 4))\nparts = x.split(2, dim=2)\n",
         "import torch.nn as nn\nconv = nn.Conv2d(4, 8, 3, groups=2, bias=True, padding=1)\n",
         "import torch.nn as nn\nconv = nn.Conv2d(4, 8, 3, padding_mode='reflect', bias=True,"
         " padding=1)\n",

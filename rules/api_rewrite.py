@@ -219,6 +219,30 @@ def _layer_norm(plan: _Plan, diff: ParamDiff) -> None:
                  f"torch normalises the last {k} axes here.", Severity.ERROR)
 
 
+def _size_tuple(plan: _Plan, diff: ParamDiff) -> None:
+    """Creation functions measured to take the shape as one tuple (``ops.zeros((b, c))``):
+    torch's separate sizes ``torch.zeros(b, c)`` or unpacked ``torch.zeros(*shape)`` are
+    packed into one tuple argument."""
+    sizes: list[Arg] = []
+    for arg in plan.call.args:
+        if arg.keyword is not None or arg.star == "**":
+            break
+        sizes.append(arg)
+    if not sizes or (len(sizes) == 1 and not sizes[0].star):
+        return  # one argument: already a shape (or a single size MindSpore accepts)
+    if len(sizes) == 1:
+        text = f"tuple({sizes[0].text})"
+    else:
+        text = "(" + ", ".join(f"{a.star}{_text(a)}" for a in sizes) + ")"
+    for name in [n for n, a in plan.bound.items() if a in sizes]:
+        del plan.bound[name]
+        plan.positions.pop(name, None)
+    plan.rest = [Arg(None, text)] + [a for a in plan.rest if a not in sizes]
+    plan.add("semantics", f"`{short(plan.api)}` takes the shape as one tuple; separate "
+             "sizes are read as other parameters and fail (measured on CPU with MindSpore "
+             f"{load_table().mindspore_version}).", Severity.ERROR)
+
+
 def _generic(plan: _Plan, diff: ParamDiff) -> None:
     if diff.torch in plan.bound:
         plan.add("semantics", f"`{diff.torch}` differs in MindSpore: {diff.note}",
@@ -227,7 +251,7 @@ def _generic(plan: _Plan, diff: ParamDiff) -> None:
 
 _SEMANTICS: dict[str, Callable[[_Plan, ParamDiff], None]] = {
     "padding": _padding, "momentum": _momentum, "track_running_stats": _running_stats,
-    "p": _dropout, "normalized_shape": _layer_norm,
+    "p": _dropout, "normalized_shape": _layer_norm, "size": _size_tuple,
 }
 
 
@@ -404,7 +428,12 @@ def rank(severity: Severity) -> int:
 
 def _usage(entry: ApiEntry, backend: str) -> str:
     api = entry.target(backend).api or ""
-    how = entry.notes.split(". ")[0].rstrip(".") if entry.notes else "check its usage"
+    sentences = [t for t in re.split(r"(?<=\.)\s+(?=[A-Z])", entry.notes) if t.strip()
+                 and not any(t.strip() in p.note for p in entry.params)]  # said per argument
+    platform = {"ascend": "Ascend", "gpu": "GPU", "cpu": "CPU"}.get(backend, backend)
+    # the sentence about this backend (a measured note names it), else the first one
+    how = next((t for t in sentences if platform in t), sentences[0] if sentences else
+               "check its usage").rstrip(".")
     return f"`{entry.torch}` becomes `{api}`, which is used differently: {how}."
 
 

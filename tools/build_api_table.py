@@ -24,10 +24,14 @@ import importlib
 import inspect
 import json
 import re
+import sys
 import tomllib
 import warnings
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import api_probe  # (the sibling module: call forms measured by execution)
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "analyzer" / "data"
@@ -298,10 +302,14 @@ def _runs(api: str, params: list[Param], plats: list[str], backend: str) -> bool
 
 
 def overload_for(api: str, backend: str, torch_params: list[Param] | None,
-                 synonyms: dict[str, list[str]], ignored: frozenset[str] = frozenset()
-                 ) -> list[Param] | None:
-    """The call form of ``api`` that runs on ``backend`` and differs least from torch's."""
+                 synonyms: dict[str, list[str]], ignored: frozenset[str] = frozenset(),
+                 measured: tuple[str, ...] = ()) -> list[Param] | None:
+    """The call form of ``api`` that runs on ``backend`` and differs least from torch's
+    (among those taking the ``measured`` keywords, when the probe found that only those
+    run: ``Tensor.split(axis=)`` in GRAPH_MODE on CPU)."""
     forms = [p for p, plats in overloads(api) if _runs(api, p, plats, backend)]
+    taking = [p for p in forms if set(measured) <= {name for name, _d, _k in p}]
+    forms = taking or forms
     if not forms:
         return None
     if torch_params is None:
@@ -500,9 +508,13 @@ def _merge_params(per_backend: dict[str, list[dict[str, Any]]],
 
 
 def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
-                namespaces: dict[str, Any], synonyms: dict[str, list[str]]) -> dict[str, Any]:
-    """One table entry for a torch API."""
+                namespaces: dict[str, Any], synonyms: dict[str, list[str]],
+                probed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One table entry for a torch API (``probed``: its measured call forms, merged)."""
     override = overrides.get(name, {})
+    if probed:
+        override = api_probe.merge(override, probed, find_targets(name, torch_obj, override),
+                                   _ms_version())
     ns = next((v for k, v in sorted(namespaces.items(), key=lambda kv: -len(kv[0]))
                if name.startswith(k + ".")), {})
     if torch_obj is not None and not callable(torch_obj):  # a dtype: torch.float32
@@ -523,7 +535,9 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
         api = targets[backend]
         if not api:
             continue
-        forms[backend] = overload_for(api, backend, torch_params, local_synonyms, ignored)
+        measured = tuple(override.get("measured_keywords", {}).get(backend, ()))
+        forms[backend] = overload_for(api, backend, torch_params, local_synonyms, ignored,
+                                      measured)
         diffs = param_diffs(torch_params or [], forms[backend], local_synonyms, ignored)
         if (diffs is None or torch_params is None) and callable(torch_obj) \
                 and callable(resolve(api)) and api not in unread:
@@ -702,8 +716,11 @@ def enumerate_torch(torchvision: dict[str, Any], extra: list[str]
 
 # ----- the whole table -------------------------------------------------------------------
 
-def build(overrides_path: Path = DATA / "overrides.toml") -> tuple[dict[str, Any], list[str]]:
-    """The table as JSON data and the public ``torch.Tensor`` method names."""
+def build(overrides_path: Path = DATA / "overrides.toml", probe: bool = False
+          ) -> tuple[dict[str, Any], list[str]]:
+    """The table as JSON data and the public ``torch.Tensor`` method names; with ``probe``
+    the call forms of :data:`api_probe.CASES` are measured again (and their file rewritten),
+    else the stored measurements are merged."""
     import mindspore
     import torch
 
@@ -717,8 +734,14 @@ def build(overrides_path: Path = DATA / "overrides.toml") -> tuple[dict[str, Any
     for extra in entries_over:
         names.setdefault(extra, None)
     synonyms: dict[str, list[str]] = over.get("param_synonyms", {})
-    entries = [build_entry(name, names[name], entries_over, over.get("namespaces", {}), synonyms)
-               for name in sorted(names)]
+    if probe:
+        cpu = {n: find_targets(n, names.get(n), entries_over.get(n, {}))["cpu"]
+               for n in api_probe.CASES}
+        api_probe.PROBE_FILE.write_text(api_probe.render_probe(api_probe.probe_all(cpu)),
+                                        encoding="utf-8")
+    probed = api_probe.load_probe().get("apis", {})
+    entries = [build_entry(name, names[name], entries_over, over.get("namespaces", {}), synonyms,
+                           probed.get(name)) for name in sorted(names)]
     data = {"mindspore_version": mindspore.__version__,
             "torch_version": torch.__version__.split("+")[0],
             "generated_by": "tools/build_api_table.py",
@@ -743,9 +766,12 @@ def main(argv: list[str] | None = None) -> int:
     """Regenerate (or with ``--check`` verify) the packaged table files."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="fail when the files are stale")
+    parser.add_argument("--probe", action="store_true",
+                        help="measure the call forms again (slow) instead of reusing "
+                        "analyzer/data/api_probe.json")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore", DeprecationWarning)
-    data, methods = build()
+    data, methods = build(probe=args.probe and not args.check)
     table_text, methods_text = render(data, methods)
     table_file, methods_file = DATA / "api_table.json", DATA / "tensor_methods.txt"
     if args.check:

@@ -1,0 +1,178 @@
+"""The call forms measured by ``tools/api_probe.py`` and how the table uses them.
+
+``analyzer/data/api_probe.json`` holds, per probed torch API, how each call form fares when
+the same call of its MindSpore cpu target runs on CPU (PyNative and GRAPH_MODE) and the
+rewrite that matched torch. A sample of probes is run again here against the installed
+MindSpore and must agree with the stored data; the rest checks the merge into the table.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from msready.analyzer.apitable import load_table
+
+ROOT = Path(__file__).resolve().parent.parent
+# one API per kind of measured difference: sizes as a tuple, dim= as axis=, a Tensor method
+# that fails in GRAPH_MODE only (transpose, split), one that matches torch as written
+SAMPLE = ("torch.zeros", "torch.log_softmax", "torch.Tensor.transpose", "torch.Tensor.split",
+          "torch.nn.functional.relu")
+
+
+@lru_cache(maxsize=1)
+def probe() -> ModuleType:
+    """tools/api_probe.py, loaded as a module."""
+    spec = importlib.util.spec_from_file_location("api_probe", ROOT / "tools" / "api_probe.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("api_probe", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@lru_cache(maxsize=1)
+def stored() -> dict[str, Any]:
+    data: dict[str, Any] = probe().load_probe()
+    return data
+
+
+def _outcome(record: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [(f["torch_call"], f.get("mindspore_call"), f["pynative"], f["graph"],
+             (f.get("fix") or {}).get("call")) for f in record["forms"]]
+
+
+@lru_cache(maxsize=1)
+def rerun() -> dict[str, dict[str, Any]]:
+    """The sample probed again (two children at a time)."""
+    apis = stored()["apis"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = pool.map(lambda name: probe().probe_api(name, apis[name]["target"],
+                                                          time_limit=50), SAMPLE)
+        return dict(zip(SAMPLE, results, strict=True))
+
+
+@pytest.mark.parametrize("api", SAMPLE)
+def test_stored_measurements_agree_with_the_installed_mindspore(api: str) -> None:
+    again = rerun()[api]
+    assert "error" not in again, again
+    assert _outcome(again) == _outcome(stored()["apis"][api])
+
+
+def test_the_probe_file_was_measured_with_the_installed_mindspore() -> None:
+    import mindspore
+
+    assert stored()["mindspore_version"] == mindspore.__version__
+    assert load_table().mindspore_version == mindspore.__version__
+
+
+def test_every_probed_api_has_its_forms_recorded() -> None:
+    apis = stored()["apis"]
+    unprobed = [a for a in probe().CASES if a not in apis]
+    table = load_table()
+    for api in unprobed:  # only APIs without a cpu target are left out
+        entry = table.lookup(api)
+        assert entry is None or entry.target("cpu").api is None, api
+    assert len(apis) >= 55
+    assert not [a for a, r in apis.items() if r.get("error")]
+    for api, record in apis.items():
+        assert len(record["forms"]) == len(probe().CASES[api]), api
+
+
+def test_measured_facts_the_table_must_know() -> None:
+    apis = stored()["apis"]
+    zeros = apis["torch.zeros"]["forms"]
+    assert (zeros[0]["pynative"], zeros[0]["fix"]["call"]) == ("fail", "ops.zeros((2, 3))")
+    assert zeros[1]["pynative"] == zeros[1]["graph"] == "pass"
+    log_softmax = {f["torch_call"]: f for f in apis["torch.log_softmax"]["forms"]}
+    assert log_softmax["torch.log_softmax(x, dim=1)"]["fix"]["renames"] == {"dim": "axis"}
+    assert log_softmax["torch.log_softmax(x, 1)"]["pynative"] == "pass"
+    transpose = apis["torch.Tensor.transpose"]["forms"][0]
+    assert (transpose["pynative"], transpose["graph"]) == ("pass", "fail")
+    assert transpose["fix"]["api"] == "mindspore.Tensor.swapaxes"
+
+
+def test_packed_sizes_only_for_two_or_more_leading_integers() -> None:
+    call = ast.parse("F(2, 3, dtype=d)", mode="eval").body
+    assert isinstance(call, ast.Call)
+    packed = probe().packed_sizes(call)
+    assert packed is not None and ast.unparse(packed) == "F((2, 3), dtype=d)"
+    one = ast.parse("F(2)", mode="eval").body
+    assert isinstance(one, ast.Call) and probe().packed_sizes(one) is None
+    tupled = ast.parse("F((2, 3))", mode="eval").body
+    assert isinstance(tupled, ast.Call) and probe().packed_sizes(tupled) is None
+
+
+def test_variants_try_the_form_first_then_renames_then_other_targets() -> None:
+    tried = probe().variants("x.F(2, dim=2)", "mindspore.Tensor.split", ("mindspore.ops.split",))
+    assert [(k, text) for k, _api, text, _r in tried] == [
+        ("same", "x.split(2, dim=2)"), ("renamed", "x.split(2, axis=2)"),
+        ("target", "ops.split(x, 2, dim=2)"), ("target", "ops.split(x, 2, axis=2)")]
+
+
+def test_merge_turns_a_measured_form_into_a_difference_with_its_note() -> None:
+    record = {"target": "mindspore.ops.zeros", "forms": [{
+        "torch_call": "torch.zeros(2, 3)", "mindspore_call": "ops.zeros(2, 3)",
+        "pynative": "fail", "graph": "skipped", "error": "TypeError: dtype",
+        "fix": {"kind": "size-tuple", "api": "mindspore.ops.zeros",
+                "call": "ops.zeros((2, 3))", "renames": {}}}]}
+    targets = {"ascend": "mindspore.mint.zeros", "gpu": "mindspore.ops.zeros",
+               "cpu": "mindspore.ops.zeros"}
+    merged = probe().merge({}, record, targets, "MindSpore 9.9")
+    (param,) = merged["params"]
+    assert (param["kind"], param["torch"], param["backends"]) == ("semantics", "size",
+                                                                  ["gpu", "cpu"])
+    assert merged["notes"].startswith("Measured on CPU with MindSpore 9.9: for "
+                                      "`torch.zeros(2, 3)`")
+
+
+def test_merge_of_a_graph_mode_failure_swaps_the_cpu_target_only() -> None:
+    record = {"target": "mindspore.Tensor.transpose", "forms": [{
+        "torch_call": "x.transpose(1, 2)", "mindspore_call": "x.transpose(1, 2)",
+        "pynative": "pass", "graph": "fail", "error": "ValueError: axes",
+        "fix": {"kind": "target", "api": "mindspore.Tensor.swapaxes",
+                "call": "x.swapaxes(1, 2)", "renames": {}}}]}
+    targets = dict.fromkeys(("ascend", "gpu", "cpu"), "mindspore.Tensor.transpose")
+    merged = probe().merge({"targets": {"gpu": "mindspore.Tensor.swapaxes"}}, record, targets,
+                           "MindSpore 9.9")
+    assert merged["targets"] == {"gpu": "mindspore.Tensor.swapaxes",
+                                 "cpu": "mindspore.Tensor.swapaxes"}
+    assert merged["usage_backends"] == ["cpu"]
+
+
+def test_a_form_without_fix_flags_the_keyword_it_rejects() -> None:
+    record = {"target": "mindspore.ops.one_hot", "forms": [{
+        "torch_call": "F.one_hot(labels, num_classes=3)",
+        "mindspore_call": "ops.one_hot(labels, num_classes=3)", "pynative": "fail",
+        "graph": "skipped",
+        "error": "TypeError: one_hot() got an unexpected keyword argument 'num_classes'"}]}
+    targets = dict.fromkeys(("ascend", "gpu", "cpu"), "mindspore.ops.one_hot")
+    merged = probe().merge({}, record, targets, "MindSpore 9.9")
+    assert [(p["kind"], p["torch"]) for p in merged["params"]] == [("semantics", "num_classes")]
+    assert "usage_backends" not in merged
+
+
+def test_table_entries_carry_the_measurements() -> None:
+    table = load_table()
+    zeros = table.lookup("torch.zeros")
+    assert zeros is not None and zeros.status_for("cpu") == "differs"
+    assert [(p.kind, p.torch) for p in zeros.params_for("cpu")] == [("semantics", "size")]
+    assert f"MindSpore {table.mindspore_version}" in zeros.notes
+    log_softmax = table.lookup("torch.log_softmax")
+    assert log_softmax is not None
+    assert [(p.kind, p.torch, p.mindspore) for p in log_softmax.params_for("cpu")] == [
+        ("renamed", "dim", "axis")]
+    transpose = table.lookup("torch.Tensor.transpose")
+    assert transpose is not None
+    assert transpose.target("cpu").api == "mindspore.Tensor.swapaxes"
+    assert transpose.target("ascend").api == "mindspore.Tensor.transpose"
+    relu = table.lookup("torch.nn.functional.relu")
+    assert relu is not None and relu.status_for("cpu") == "consistent"
