@@ -190,3 +190,52 @@ def test_fft_missing_on_gpu_only() -> None:
     body = "y = torch.fft.fft(torch.ones(4))\n"
     assert [f.rule for f in findings(body, "gpu")] == ["MS101"]
     assert not [f for f in findings(body, "cpu") if f.rule == "MS101"]
+
+
+# ----- call forms measured on CPU (analyzer/data/api_probe.json) --------------------------
+
+@pytest.mark.parametrize(("body", "rewrite"), [
+    ("def f(b, c):\n    return torch.zeros(b, c)\n", "ops.zeros((b, c))"),
+    ("z = torch.ones(2, 3, dtype=torch.float16)\n", "ops.ones((2, 3), dtype=mindspore.float16)"),
+    ("def f(shape):\n    return torch.zeros(*shape)\n", "ops.zeros(tuple(shape))"),
+    ("def f(b, rest):\n    return torch.ones(b, *rest)\n", "ops.ones((b, *rest))"),
+])
+def test_separate_sizes_become_one_shape_tuple(body: str, rewrite: str) -> None:
+    f = only(body, "MS102")
+    assert f.suggestion == rewrite
+    assert f.severity is Severity.ERROR and "one tuple" in f.message
+    assert "measured on CPU with MindSpore" in f.message
+
+
+@pytest.mark.parametrize("body", [
+    "z = torch.zeros((2, 3))\n",
+    "def f(n):\n    return torch.ones(n)\n",
+    "def f(x: torch.Tensor):\n    return torch.zeros(x.shape)\n",
+    "import numpy as np\nz = np.zeros((2, 3))\n",
+])
+def test_one_shape_argument_is_quiet(body: str) -> None:
+    assert [f for f in findings(body) if f.rule == "MS102"] == []
+
+
+@pytest.mark.parametrize(("body", "rewrite"), [
+    ("def f(x):\n    return torch.log_softmax(x, dim=1)\n", "ops.log_softmax(x, axis=1)"),
+    ("def f(x):\n    return F.log_softmax(x, dim=-1)\n", "ops.log_softmax(x, axis=-1)"),
+    ("def f(x):\n    return torch.softmax(x, dim=-1)\n", "ops.softmax(x, axis=-1)"),
+    ("def f(a, b):\n    return torch.cat([a, b], dim=1)\n", "ops.cat([a, b], axis=1)"),
+    ("def f(x: torch.Tensor):\n    return x.split(2, dim=1)\n", "x.split(2, axis=1)"),
+])
+def test_measured_dim_keyword_becomes_axis(body: str, rewrite: str) -> None:
+    f = only(body, "MS104")
+    assert f.suggestion == rewrite
+    assert "`dim=` is `axis=`" in f.message
+
+
+def test_positional_dim_measured_to_work_is_quiet() -> None:
+    assert findings("def f(x):\n    return torch.log_softmax(x, 1)\n") == []
+
+
+def test_tensor_transpose_becomes_swapaxes_on_cpu_only() -> None:
+    body = "def f(x: torch.Tensor):\n    return x.transpose(1, 2)\n"
+    f = only(body, "MS102")
+    assert f.suggestion == "x.swapaxes(1, 2)" and "GRAPH_MODE" in f.message
+    assert findings(body, target="ascend") == []
