@@ -229,6 +229,7 @@ class ApiSemanticsDiffer(_IssueRule):
         "def zeros(*size):\n    return [0.0] * size[0]\n\nz = zeros(4, 8)\n",
         # mindspore's own creation call is not torch
         "from mindspore import ops\nz = ops.zeros((4, 8))\n",
+        "import torch\nmask = torch.full((2, 3), 0.5, dtype=torch.float32)\n",
     )
     INVALID = (
         "import torch.nn as nn\nconv = nn.Conv2d(16, 32, 3, padding=1)\n",
@@ -241,6 +242,8 @@ class ApiSemanticsDiffer(_IssueRule):
         "import torch\nx = torch.ones((2, 3))\nn = x.size(1)\n",
         # measured on CPU: ops.zeros(b, c) reads c as the dtype; the shape is one tuple
         "import torch\n\ndef buffer(b, c):\n    return torch.zeros(b, c)\n",
+        # measured on CPU: ops.full((2, 3), 0.5) holds integers unless dtype is given
+        "import torch\nmask = torch.full((2, 3), 0.5)\n",
         # measured on CPU: the two-axis Tensor.transpose permutes all axes in GRAPH_MODE
         "import torch\nx = torch.ones((2, 3, 4))\ny = x.transpose(1, 2)\n",
         # initialisers are objects applied with set_data

@@ -243,6 +243,20 @@ def _size_tuple(plan: _Plan, diff: ParamDiff) -> None:
              f"{load_table().mindspore_version}).", Severity.ERROR)
 
 
+def _float_dtype(plan: _Plan, diff: ParamDiff) -> None:
+    """Creation functions measured to give an integer tensor for a float value
+    (``ops.full((2, 3), 1.5)``): a call passing a float literal without ``dtype`` gets
+    ``dtype=mindspore.float32``, torch's default float type."""
+    if any(a.keyword == "dtype" for a in plan.call.args) or not any(
+            isinstance(a.literal, float) for a in plan.call.args if a.is_literal):
+        return
+    plan.extra["dtype"] = "mindspore.float32"
+    plan.add("semantics", f"`{short(plan.api)}` does not take the dtype from a float value "
+             "as torch does (the result holds integers); pass dtype=mindspore.float32 "
+             f"(measured on CPU with MindSpore {load_table().mindspore_version}).",
+             Severity.ERROR)
+
+
 def _generic(plan: _Plan, diff: ParamDiff) -> None:
     if diff.torch in plan.bound:
         plan.add("semantics", f"`{diff.torch}` differs in MindSpore: {diff.note}",
@@ -252,6 +266,7 @@ def _generic(plan: _Plan, diff: ParamDiff) -> None:
 _SEMANTICS: dict[str, Callable[[_Plan, ParamDiff], None]] = {
     "padding": _padding, "momentum": _momentum, "track_running_stats": _running_stats,
     "p": _dropout, "normalized_shape": _layer_norm, "size": _size_tuple,
+    "dtype": _float_dtype,
 }
 
 

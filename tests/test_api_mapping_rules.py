@@ -239,3 +239,22 @@ def test_tensor_transpose_becomes_swapaxes_on_cpu_only() -> None:
     f = only(body, "MS102")
     assert f.suggestion == "x.swapaxes(1, 2)" and "GRAPH_MODE" in f.message
     assert findings(body, target="ascend") == []
+
+
+def test_float_fill_value_gets_torch_float_dtype() -> None:
+    f = only("m = torch.full((2, 3), 0.5)\n", "MS102")
+    assert f.suggestion == "ops.full((2, 3), 0.5, dtype=mindspore.float32)"
+    assert "integers" in f.message
+
+
+@pytest.mark.parametrize("body", [
+    "m = torch.full((2, 3), 0.5, dtype=torch.float32)\n",
+    "m = torch.full((2, 3), 7)\n",
+])
+def test_full_with_a_dtype_or_an_integer_value_is_quiet(body: str) -> None:
+    assert [f for f in findings(body) if f.rule == "MS102"] == []
+
+
+def test_multihead_attention_result_count_is_explained() -> None:
+    f = only("attn = nn.MultiheadAttention(8, 2, batch_first=True)\n", "MS102")
+    assert "need_weights=False" in f.message and "returns 1 value(s)" in f.message

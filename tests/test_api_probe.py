@@ -23,9 +23,10 @@ from msready.analyzer.apitable import load_table
 
 ROOT = Path(__file__).resolve().parent.parent
 # one API per kind of measured difference: sizes as a tuple, dim= as axis=, a Tensor method
-# that fails in GRAPH_MODE only (transpose, split), one that matches torch as written
+# that fails in GRAPH_MODE only (transpose, split), a float fill giving integers, a layer
+# returning fewer values, and one that matches torch as written
 SAMPLE = ("torch.zeros", "torch.log_softmax", "torch.Tensor.transpose", "torch.Tensor.split",
-          "torch.nn.functional.relu")
+          "torch.full", "torch.nn.MultiheadAttention", "torch.nn.functional.relu")
 
 
 @lru_cache(maxsize=1)
@@ -115,7 +116,17 @@ def test_variants_try_the_form_first_then_renames_then_other_targets() -> None:
     tried = probe().variants("x.F(2, dim=2)", "mindspore.Tensor.split", ("mindspore.ops.split",))
     assert [(k, text) for k, _api, text, _r in tried] == [
         ("same", "x.split(2, dim=2)"), ("renamed", "x.split(2, axis=2)"),
+        ("dtype", "x.split(2, dim=2, dtype=mindspore.float32)"),
         ("target", "ops.split(x, 2, dim=2)"), ("target", "ops.split(x, 2, axis=2)")]
+
+
+def test_a_layer_form_builds_the_layer_then_calls_it() -> None:
+    call, shape_only = probe().parse_form("~F(8, 2)(q, q, q)")
+    assert shape_only and probe().is_layer_form(call)
+    assert probe().call_text(call, "mindspore.nn.MultiheadAttention") == \
+        "nn.MultiheadAttention(8, 2)(q, q, q)"
+    method, _ = probe().parse_form("x.F(1, 2)")
+    assert probe().call_text(method, "mindspore.ops.swapaxes") == "ops.swapaxes(x, 1, 2)"
 
 
 def test_merge_turns_a_measured_form_into_a_difference_with_its_note() -> None:

@@ -6,9 +6,9 @@ size tuple ``f((2, 3))``, ``dim=`` by keyword, a positional dim, defaults). For 
 the torch call and the same call of the table's cpu target run on the same sample tensors;
 the results are compared (shapes, and values within a tolerance). A target that can run
 inside an ``nn.Cell`` is also run in GRAPH_MODE. A form that fails or differs is retried
-with rewrites (torch keyword names as MindSpore names them, sizes packed in one tuple,
-another MindSpore API named in :data:`ALTERNATIVES`); the first rewrite that matches torch
-in both modes is recorded as the fix.
+with rewrites (torch keyword names as MindSpore names them, sizes packed in one tuple, an
+explicit float32 dtype, another MindSpore API named in :data:`ALTERNATIVES`); the first
+rewrite that matches torch in both modes is recorded as the fix.
 
 Each API runs in a child process with a time limit. ``tools/build_api_table.py --probe``
 rewrites ``analyzer/data/api_probe.json`` with :func:`probe_all`; without ``--probe`` it reuses
@@ -101,6 +101,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "torch.nn.functional.avg_pool2d": ("F(img, 2)", "F(img, kernel_size=3, stride=1)"),
     "torch.nn.functional.layer_norm": ("F(x, (4,))",),
     "torch.nn.functional.batch_norm": ("F(img, rm, rv)", "F(img, rm, rv, wt, bs)"),
+    "torch.nn.MultiheadAttention": ("~F(8, 2, batch_first=True)(q, q, q)",
+                                    "~F(8, 2, batch_first=True)(q, q, q, need_weights=False)"),
 }
 
 # Other MindSpore APIs tried (after renaming keywords) when the target fails or differs.
@@ -133,6 +135,7 @@ SAMPLES: dict[str, str] = {
     "rv": "np.array([2.0, 0.5], dtype=np.float32)",
     "wt": "np.array([1.5, 0.5], dtype=np.float32)",
     "bs": "np.array([0.1, -0.2], dtype=np.float32)",
+    "q": "(np.arange(48).reshape(2, 3, 8) % 5 / 5).astype(np.float32)",
 }
 
 
@@ -164,13 +167,30 @@ def call_text(call: ast.Call, api: str, short: bool = True) -> str:
         else:
             new = ast.Call(ast.Attribute(call.args[0], method, ast.Load()), list(call.args[1:]),
                            list(call.keywords))
-    else:
-        args = list(call.args)
-        if is_method_form(call):
-            assert isinstance(call.func, ast.Attribute)
-            args = [call.func.value, *args]
-        new = ast.Call(ast.Name(name, ast.Load()), args, list(call.keywords))
+    elif is_method_form(call):
+        assert isinstance(call.func, ast.Attribute)
+        new = ast.Call(ast.Name(name, ast.Load()), [call.func.value, *call.args],
+                       list(call.keywords))
+    else:  # F(...) or a layer built and called: F(...)(...)
+        new = _Callee(name).visit(ast.parse(ast.unparse(call), mode="eval")).body
     return ast.unparse(new)
+
+
+class _Callee(ast.NodeTransformer):
+    """Replaces the placeholder ``F`` by an API name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        """``F`` -> the API name."""
+        return ast.Name(self.name, ast.Load()) if node.id == "F" else node
+
+
+def is_layer_form(call: ast.Call) -> bool:
+    """True for ``F(...)(...)``: a layer built and called (run in PyNative only: a Cell
+    is not built inside a GRAPH_MODE construct)."""
+    return isinstance(call.func, ast.Call)
 
 
 def renamed(call: ast.Call, renames: dict[str, str]) -> ast.Call:
@@ -214,6 +234,10 @@ def variants(form: str, target: str, alternatives: tuple[str, ...]
     packed = packed_sizes(call)
     if packed is not None:
         out.append(("size-tuple", target, call_text(packed, target), {}))
+    if not any(k.arg == "dtype" for k in call.keywords):  # the samples are float32
+        typed = ast.Call(call.func, list(call.args), [*call.keywords, ast.keyword(
+            "dtype", ast.parse("mindspore.float32", mode="eval").body)])
+        out.append(("dtype", target, call_text(typed, target), {}))
     for alt in alternatives:
         out.append(("target", alt, call_text(call, alt), {}))
         if renames:
@@ -242,7 +266,9 @@ def arrays(value):
     items = value if isinstance(value, (tuple, list)) else (value,)
     out = []
     for item in items:
-        if hasattr(item, "asnumpy"):
+        if item is None:
+            out.append(None)
+        elif hasattr(item, "asnumpy"):
             out.append(np.asarray(item.asnumpy(), dtype=np.float64))
         elif hasattr(item, "numpy"):
             out.append(np.asarray(item.detach().numpy(), dtype=np.float64))
@@ -254,8 +280,13 @@ def arrays(value):
 
 def compare(ours, theirs, shape_only):
     if len(ours) != len(theirs):
-        return f"{len(ours)} results, torch gives {len(theirs)}"
+        return f"returns {len(ours)} value(s) where torch returns {len(theirs)}"
     for a, b in zip(ours, theirs):
+        if a is None or b is None:
+            if (a is None) != (b is None):
+                return "returns None where torch does not" if a is None else \
+                    "returns a tensor where torch returns None"
+            continue
         if a.shape != b.shape:
             return f"shape {a.shape}, torch gives {b.shape}"
         if not shape_only and not np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True):
@@ -286,7 +317,8 @@ def status(mode, text, api, names, theirs, shape_only):
 def _child_source(api: str, forms: list[dict[str, Any]]) -> str:
     """A script that probes one API's forms and prints the results as JSON."""
     lines = [_CHILD_HEAD.format(samples=repr(SAMPLES)), _CHILD_BODY,
-             "GLOBALS = {'ops': ops, 'mint': mint, 'nn': nn, 'Tensor': Tensor}"]
+             "GLOBALS = {'ops': ops, 'mint': mint, 'nn': nn, 'Tensor': Tensor, "
+             "'mindspore': mindspore}"]
     cells: list[str] = []
     for fi, form in enumerate(forms):
         for vi, variant in enumerate(form["variants"]):
@@ -312,7 +344,8 @@ for form in FORMS:
         py = status(mindspore.PYNATIVE_MODE, v["call"], v["api"], v["names"], theirs,
                     form["shape_only"])
         graph = status(mindspore.GRAPH_MODE, v["call"], v["api"], v["names"], theirs,
-                       form["shape_only"]) if py[0] == "pass" else ("skipped", "")
+                       form["shape_only"]) if py[0] == "pass" and form["graph"] \
+            else ("skipped", "")
         rows.append([py[0], py[1], graph[0], graph[1]])
     results.append({"rows": rows})
 print("PROBE-RESULT " + json.dumps(results))
@@ -336,7 +369,8 @@ def _plan(api: str, target: str, forms: tuple[str, ...]) -> list[dict[str, Any]]
             tried.append({"kind": kind, "api": alt, "call": text, "renames": renames,
                           "names": _names(text)})
         out.append({"form": form, "torch_call": call_text(call, api, short=False),
-                    "shape_only": shape_only, "variants": tried})
+                    "shape_only": shape_only, "graph": not is_layer_form(call),
+                    "variants": tried})
     return out
 
 
@@ -469,6 +503,9 @@ def merge(override: dict[str, Any], record: dict[str, Any], targets: dict[str, s
             for backend in scope:  # the overload taking these keywords is the one that runs
                 keywords = out.setdefault("measured_keywords", {}).setdefault(backend, [])
                 keywords += [v for v in fix["renames"].values() if v not in keywords]
+        elif fix["kind"] == "dtype":
+            params.append({"kind": "semantics", "torch": "dtype", "note": note,
+                           "backends": scope})
         elif fix["kind"] == "target":
             out["targets"] = {**out.get("targets", {}), "cpu": fix["api"]}
             out["usage_backends"] = sorted({*out.get("usage_backends", []), "cpu"})
