@@ -336,7 +336,11 @@ def _arguments(plan: _Plan, diffs: tuple[ParamDiff, ...]) -> None:
                 plan.add("arguments", f"MindSpore has no `{name}`; drop it or re-implement "
                          "its effect.", Severity.WARNING)
         elif name in plan.names and name not in plan.drop and name not in plan.positions:
-            plan.add("arguments", f"`{name}=` is `{plan.names[name]}=` in MindSpore.",
+            measured = any(d.torch == name and d.kind == "renamed" and d.note.startswith(
+                "Measured") for d in diffs)
+            how = (f" (measured on CPU with MindSpore {load_table().mindspore_version}: "
+                   f"`{name}=` fails)") if measured else ""
+            plan.add("arguments", f"`{name}=` is `{plan.names[name]}=` in MindSpore{how}.",
                      Severity.WARNING)
         elif name in plan.positions and ms_positional and name not in plan.drop:
             index, ms_name = plan.positions[name], plan.names.get(name, name)
