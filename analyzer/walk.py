@@ -116,11 +116,42 @@ def torch_result_kind(target: str) -> str:
     return "tensor"
 
 
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node and every node below it, in source order; far cheaper than libcst's
+    visitors and matchers' ``findall``, which rebuild the tree they walk."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
 def _literal(text: str) -> tuple[object, bool]:
     try:
         return ast.literal_eval(text), True
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None, False
+
+
+_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def _literal_of(value: cst.BaseExpression, text: str) -> tuple[object, bool]:
+    """The Python value of a constant argument, and whether it is one."""
+    kind = type(value)
+    if kind is cst.Integer and not value.lpar:  # type: ignore[attr-defined]
+        try:
+            return int(text.replace("_", ""), 0), True
+        except ValueError:
+            return _literal(text)
+    if kind is cst.Float and not value.lpar:  # type: ignore[attr-defined]
+        return float(text.replace("_", "")), True
+    if kind is cst.Name:
+        name = value.value  # type: ignore[attr-defined]
+        return (_CONSTANTS[name], True) if name in _CONSTANTS else (None, False)
+    if kind in _LITERAL_NODES and len(text) <= _MAX_ARG_TEXT:
+        return _literal(text)
+    return None, False
 
 
 _LITERAL_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
@@ -564,9 +595,7 @@ class FileWalker:
             parens = getattr(arg.value, "lpar", ())
             if parens and not text.startswith("("):
                 text = "(" * len(parens) + text + ")" * len(parens)
-            literal_like = isinstance(arg.value, (*_LITERAL_NODES, cst.Name))
-            literal, is_literal = (_literal(text) if literal_like and len(text) <= _MAX_ARG_TEXT
-                                   else (None, False))
+            literal, is_literal = _literal_of(arg.value, text)
             if isinstance(arg.value, cst.Name) and arg.value.value not in ("True", "False", "None"):
                 literal, is_literal = None, False
             out.append(Arg(arg.keyword.value if arg.keyword else None, text[:_MAX_ARG_TEXT],

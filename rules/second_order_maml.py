@@ -8,9 +8,9 @@ import ast
 from dataclasses import dataclass, field
 
 import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.findings import Severity
+from msready.analyzer.walk import descendants
 from msready.rules.base import FileContext, FileRule
 
 _GRAD = "torch.autograd.grad"
@@ -28,7 +28,7 @@ _LOOPS = (cst.For, cst.While, cst.ListComp, cst.GeneratorExp)
 
 
 def _names(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)}
+    return {n.value for n in descendants(node) if type(n) is cst.Name}
 
 
 @dataclass(slots=True)
@@ -105,8 +105,9 @@ class MamlFlow(FileRule):
     def visit_Assign(self, node: cst.Assign) -> None:
         """Record ``fast = [w - lr * g ...]`` style updates: a subtraction of two named
         values (``gnorm - 1`` is a penalty term, not an update)."""
-        steps = [op for op in m.findall(node.value, m.BinaryOperation(operator=m.Subtract()))
-                 if isinstance(op, cst.BinaryOperation) and _names(op.left) and _names(op.right)]
+        steps = [op for op in descendants(node.value)
+                 if isinstance(op, cst.BinaryOperation) and isinstance(op.operator, cst.Subtract)
+                 and _names(op.left) and _names(op.right)]
         if self._flows and steps:
             bound = set().union(*(_target_names(t.target) for t in node.targets))
             self._flows[-1].updates.append((_names(node.value), bound))
