@@ -86,3 +86,35 @@ def test_cells_run_with_a_relative_output_folder(make_repo: MakeRepo, tmp_path: 
     cells = json.loads((work / "out" / "msready.json").read_text())["skeletons"]
     assert [(c["torch_class"], c["pynative"], c["graph"]) for c in cells] == [
         ("net.Net", "pass", "pass")]
+
+
+def test_fail_under_gates_on_the_score(make_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = str(make_repo({"m.py": MODEL}))
+    common = ["scan", repo, "-o", str(tmp_path / "out"), "--format", "json",
+              "--skeletons", "off", "--no-cache", "-q"]
+    assert main([*common, "--fail-under", "0"]) == 0
+    assert main([*common, "--fail-under", "100.5"]) == 1
+
+
+def test_fail_under_from_the_scanned_repository_config(make_repo: MakeRepo,
+                                                       tmp_path: Path) -> None:
+    repo = make_repo({"m.py": MODEL, "pyproject.toml": "[tool.msready]\nfail-under = 101\n"})
+    assert main(["scan", str(repo), "-o", str(tmp_path / "out"), "--format", "json",
+                 "--skeletons", "off", "--no-cache", "-q"]) == 1
+
+
+def test_baseline_fails_only_on_new_findings(make_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_repo({"m.py": MODEL})
+    first = tmp_path / "first"
+    common = ["--format", "json", "--skeletons", "off", "--no-cache", "-q"]
+    assert main(["scan", str(repo), "-o", str(first), *common]) == 0
+    baseline = str(first / "msready.json")
+    assert main(["scan", str(repo), "-o", str(tmp_path / "same"), "--baseline", baseline,
+                 *common]) == 0
+    (repo / "m.py").write_text(MODEL + "\n\ndef g(x):\n    return torch.nonzero(x)\n\n"
+                               "class Other(nn.Module):\n    def forward(self, x):\n"
+                               "        print(x)\n        return g(x)\n")
+    assert main(["scan", str(repo), "-o", str(tmp_path / "new"), "--baseline", baseline,
+                 *common]) == 1
+    assert main(["scan", str(repo), "-o", str(tmp_path / "bad"), "--baseline",
+                 str(tmp_path / "missing.json"), *common]) == 2
