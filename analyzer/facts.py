@@ -62,6 +62,7 @@ class CallSite:
     args: tuple[Arg, ...] = ()
     confidence: str = "high"
     cell: int | None = None
+    receiver: str = ""  # the source text of the object a method is called on, if short
 
 
 @dataclass(frozen=True, slots=True)

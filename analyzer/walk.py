@@ -38,6 +38,7 @@ _SKIP_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "lea
                         "lbracket", "rbracket", "lbrace", "rbrace", "star", "newline")
 _SUPPRESS = re.compile(r"#\s*msready:\s*ignore(?:\[([^\]]*)\])?")
 _MAX_ARG_TEXT = 200
+_MAX_RECEIVER_TEXT = 60
 
 
 @lru_cache(maxsize=1)
@@ -645,8 +646,12 @@ class FileWalker:
         if kind is None or target is None:
             return
         span, cell = self._cell_span(self.span(node) or Span(1, 1, 1, 1))
+        receiver = ""
+        if isinstance(func, cst.Attribute):
+            receiver = self.text(func.value)
+            receiver = receiver if len(receiver) <= _MAX_RECEIVER_TEXT else ""
         self.result.calls.append(
-            CallSite(caller, target, kind, span, self._args(node), confidence, cell))
+            CallSite(caller, target, kind, span, self._args(node), confidence, cell, receiver))
 
     def _on_reference(self, node: cst.Attribute | cst.Name) -> None:
         """Record torch names used as values (not called, not part of a longer chain)."""
