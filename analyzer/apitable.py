@@ -39,6 +39,25 @@ class ParamDiff:
 
 
 @dataclass(frozen=True, slots=True)
+class MeasuredForm:
+    """A call form measured on CPU to fail or to differ from torch, with no rewrite found.
+
+    Calls passing as many positional arguments and the same keywords are concerned (e.g.
+    ``torch.flatten(x)``: one positional argument, no keyword); ``note`` says what was
+    measured.
+    """
+
+    positional: int
+    keywords: tuple[str, ...]
+    note: str
+    backends: tuple[str, ...] = ()  # () = all
+
+    def applies_to(self, backend: str) -> bool:
+        """True when this measurement holds for the target of ``backend``."""
+        return not self.backends or backend in self.backends
+
+
+@dataclass(frozen=True, slots=True)
 class Target:
     """The MindSpore API for one backend and the platforms its docstring lists."""
 
@@ -62,6 +81,7 @@ class ApiEntry:
     torch_params: tuple[str, ...] = ()  # the torch parameter names, in positional order
     usage_differs: bool = False  # the target is used differently as a whole (not per parameter)
     usage_backends: tuple[str, ...] = ()  # the backends where it is used differently; () = all
+    measured_forms: tuple[MeasuredForm, ...] = ()  # call forms measured to fail or differ
 
     def usage_differs_on(self, backend: str) -> bool:
         """True when the target of ``backend`` is used differently as a whole."""
@@ -80,6 +100,10 @@ class ApiEntry:
         """The target for a backend (an empty target when none)."""
         return self.targets.get(backend, Target(None))
 
+    def forms_for(self, backend: str) -> tuple[MeasuredForm, ...]:
+        """The measured failing call forms that hold on ``backend``."""
+        return tuple(f for f in self.measured_forms if f.applies_to(backend))
+
     def params_for(self, backend: str) -> tuple[ParamDiff, ...]:
         """The parameter differences that hold on ``backend``."""
         return tuple(p for p in self.params if p.applies_to(backend))
@@ -91,7 +115,7 @@ class ApiEntry:
         if self.target(backend).api is None:
             return "missing"
         if self.params_for(backend) or self.usage_differs_on(backend) \
-                or self.becomes_function(backend):
+                or self.becomes_function(backend) or self.forms_for(backend):
             return "differs"
         return "consistent"
 
@@ -150,6 +174,10 @@ def _entry(raw: dict[str, object]) -> ApiEntry:
         assert isinstance(torch_params, list)
         usage_backends = raw.get("usage_backends", [])
         assert isinstance(usage_backends, list)
+        forms_raw = raw.get("measured_forms", [])
+        assert isinstance(forms_raw, list)
+        forms = tuple(MeasuredForm(int(f["positional"]), tuple(f["keywords"]), str(f["note"]),
+                                   tuple(f.get("backends", ()))) for f in forms_raw)
         workaround = raw.get("workaround")
         if workaround not in (None, *WORKAROUNDS):
             raise TableError(f"{name}: workaround {workaround!r} is not one of {WORKAROUNDS}")
@@ -157,7 +185,7 @@ def _entry(raw: dict[str, object]) -> ApiEntry:
                         None if workaround is None else str(workaround),
                         str(raw.get("suggestion", "")), str(raw.get("kind", "function")),
                         tuple(str(p) for p in torch_params), bool(raw.get("usage_differs")),
-                        tuple(str(b) for b in usage_backends))
+                        tuple(str(b) for b in usage_backends), forms)
     except (KeyError, TypeError, AssertionError, AttributeError) as exc:
         raise TableError(f"bad table entry {raw!r:.120}: {exc}") from exc
 

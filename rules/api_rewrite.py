@@ -351,6 +351,19 @@ def _arguments(plan: _Plan, diffs: tuple[ParamDiff, ...]) -> None:
                          Severity.WARNING)
 
 
+def _measured_forms(plan: _Plan) -> None:
+    """A call of the same shape as a form measured to fail or differ on CPU (same number
+    of positional arguments, same keywords) gets the measurement as its issue."""
+    if any(a.star for a in plan.call.args):
+        return
+    positional = sum(1 for a in plan.call.args if a.keyword is None)
+    keywords = sorted(a.keyword for a in plan.call.args if a.keyword)
+    for form in plan.entry.forms_for(plan.backend):
+        if form.positional == positional and list(form.keywords) == keywords:
+            plan.add("semantics", form.note.rstrip(".") + "; check this call against torch "
+                     "on its real inputs.", Severity.ERROR)
+
+
 def _render(plan: _Plan) -> str:
     """The MindSpore call: positional arguments, ``*args``, keywords, then ``**kwargs``."""
     api = plan.api
@@ -468,6 +481,7 @@ def plan_call(call: CallSite, entry: ApiEntry, backend: str,
     _unbiased(plan)
     _defaults(plan, diffs)
     _arguments(plan, diffs)
+    _measured_forms(plan)
     if call.kind is CallKind.TENSOR_METHOD and entry.becomes_function(backend):
         method = entry.torch.rsplit(".", 1)[1]
         elsewhere = [b for b in BACKENDS if entry.target(b).api == f"mindspore.Tensor.{method}"]

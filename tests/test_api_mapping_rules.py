@@ -258,3 +258,21 @@ def test_full_with_a_dtype_or_an_integer_value_is_quiet(body: str) -> None:
 def test_multihead_attention_result_count_is_explained() -> None:
     f = only("attn = nn.MultiheadAttention(8, 2, batch_first=True)\n", "MS102")
     assert "need_weights=False" in f.message and "returns 1 value(s)" in f.message
+
+
+@pytest.mark.parametrize(("body", "measured"), [
+    # ops.flatten keeps the first axis by default; ops.max without an axis returns a pair
+    ("def f(x):\n    return torch.flatten(x)\n", "shape (2, 12), torch gives (24,)"),
+    ("def f(x):\n    return torch.max(x)\n", "returns 2 value(s) where torch returns 1"),
+])
+def test_call_of_a_measured_failing_form_is_reported(body: str, measured: str) -> None:
+    f = only(body, "MS102")
+    assert measured in f.message and f.message.startswith("Measured on CPU with MindSpore")
+
+
+@pytest.mark.parametrize("body", [
+    "def f(x):\n    return torch.flatten(x, start_dim=1)\n",
+    "def f(x):\n    return torch.max(x, 1)\n",
+])
+def test_other_forms_of_a_measured_api_are_not_reported(body: str) -> None:
+    assert [f for f in findings(body) if f.rule == "MS102"] == []

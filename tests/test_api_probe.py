@@ -187,3 +187,22 @@ def test_table_entries_carry_the_measurements() -> None:
     assert transpose.target("ascend").api == "mindspore.Tensor.transpose"
     relu = table.lookup("torch.nn.functional.relu")
     assert relu is not None and relu.status_for("cpu") == "consistent"
+
+
+def test_a_form_without_fix_or_keyword_is_kept_with_its_shape() -> None:
+    record = {"target": "mindspore.ops.flatten", "forms": [{
+        "torch_call": "torch.flatten(x)", "mindspore_call": "ops.flatten(x)",
+        "pynative": "differs", "graph": "skipped", "error": "shape (2, 12), torch gives (24,)"}]}
+    targets = dict.fromkeys(("ascend", "gpu", "cpu"), "mindspore.ops.flatten")
+    merged = probe().merge({}, record, targets, "MindSpore 9.9")
+    (form,) = merged["measured_forms"]
+    assert (form["positional"], form["keywords"]) == (1, [])
+    assert "usage_backends" not in merged and merged.get("params") == []
+    flatten = load_table().lookup("torch.flatten")
+    assert flatten is not None and flatten.status_for("cpu") == "differs"
+    assert [(f.positional, f.keywords) for f in flatten.forms_for("cpu")] == [(1, ()), (2, ())]
+
+
+def test_call_shape_leaves_the_receiver_and_layers_out() -> None:
+    assert probe().call_shape("x.split(2, dim=2)") == (1, ["dim"])
+    assert probe().call_shape("torch.nn.MultiheadAttention(8, 2)(q, q, q)") is None

@@ -456,6 +456,16 @@ def render_probe(data: dict[str, Any]) -> str:
 
 # ----- merging the measurements into the table --------------------------------------------
 
+def call_shape(torch_call: str) -> tuple[int, list[str]] | None:
+    """How many positional arguments and which keywords a recorded torch call passes (a
+    Tensor method's receiver not counted); None for a layer built and called."""
+    call = ast.parse(torch_call, mode="eval").body
+    assert isinstance(call, ast.Call)
+    if is_layer_form(call):
+        return None
+    return len(call.args), sorted(k.arg for k in call.keywords if k.arg)
+
+
 def merge(override: dict[str, Any], record: dict[str, Any], targets: dict[str, str | None],
           version: str) -> dict[str, Any]:
     """An entry's override with what the probe measured: a form that fails or differs
@@ -489,7 +499,12 @@ def merge(override: dict[str, Any], record: dict[str, Any], targets: dict[str, s
             if unknown:  # only calls passing that keyword are concerned
                 params.append({"kind": "semantics", "torch": unknown.group(1),
                                "note": notes[-1], "backends": scope})
-            else:  # the form as a whole: every call is checked by hand
+            elif (shape := call_shape(form["torch_call"])) is not None:
+                positional, keywords = shape  # calls of the same shape are reported
+                out.setdefault("measured_forms", []).append(
+                    {"positional": positional, "keywords": keywords, "note": notes[-1],
+                     "backends": scope})
+            else:  # a layer whose call differs: its construction is reported
                 out["usage_backends"] = sorted({*out.get("usage_backends", []), *scope})
             continue
         note = f"{where}: for `{form['torch_call']}`, {said}; `{fix['call']}` matches torch."

@@ -551,10 +551,12 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
             "signature): check the call's arguments by hand."
     usage_differs = bool(live) and "differs" in (override.get("status"), ns.get("status"))
     usage_backends = [b for b in override.get("usage_backends", []) if targets.get(b)]
+    measured_forms = [f for f in override.get("measured_forms", [])
+                      if any(targets.get(b) for b in f["backends"] or BACKENDS)]
     if not live:
         status = "missing"
     elif params or len(live) < len(BACKENDS) or usage_differs or usage_backends \
-            or _method_to_function(name, targets):
+            or measured_forms or _method_to_function(name, targets):
         status = "differs"
     else:
         status = "consistent"
@@ -573,6 +575,8 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
         "workaround": None,
         "suggestion": override.get("suggestion", ""),
     }
+    if measured_forms:
+        entry["measured_forms"] = measured_forms
     if len(live) < len(BACKENDS):
         entry["workaround"] = override.get("workaround") or ns.get("workaround")
         entry["suggestion"] = entry["suggestion"] or ns.get("suggestion", "") \
