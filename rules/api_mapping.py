@@ -205,8 +205,8 @@ class ApiSemanticsDiffer(_IssueRule):
     ``1 - momentum``, ``nn.Conv2d`` pads ``'same'`` unless ``pad_mode='pad'``, a positional
     ``nn.Dropout(p)`` is read as ``keep_prob``, ``nn.LayerNorm`` normalises from
     ``begin_norm_axis``. Call forms measured on CPU count too: ``ops.zeros(b, c)`` reads
-    ``c`` as the dtype, ``ops.full(s, 0.5)`` holds integers, ``ops.flatten(x)`` keeps the
-    first axis, ``Tensor.transpose(a, b)`` permutes every axis in GRAPH_MODE.
+    ``c`` as the dtype, ``ops.full(s, 0.5)`` holds integers, ``ops.max(x)`` also returns
+    the index, ``Tensor.transpose(a, b)`` permutes every axis in GRAPH_MODE.
 
     Write the rewrite in the suggestion: it keeps torch's behaviour with MindSpore's
     parameters (``momentum=1 - m``, ``pad_mode='pad', padding=...``, ``p=...``).
@@ -232,8 +232,8 @@ class ApiSemanticsDiffer(_IssueRule):
         # mindspore's own creation call is not torch
         "from mindspore import ops\nz = ops.zeros((4, 8))\n",
         "import torch\nmask = torch.full((2, 3), 0.5, dtype=torch.float32)\n",
-        # the start_dim form is measured to match torch
-        "import torch\n\ndef features(x):\n    return torch.flatten(x, start_dim=1)\n",
+        # the dim form is measured to match torch
+        "import torch\n\ndef peak(x):\n    return torch.max(x, 1)\n",
     )
     INVALID = (
         "import torch.nn as nn\nconv = nn.Conv2d(16, 32, 3, padding=1)\n",
@@ -246,8 +246,8 @@ class ApiSemanticsDiffer(_IssueRule):
         "import torch\nx = torch.ones((2, 3))\nn = x.size(1)\n",
         # measured on CPU: ops.zeros(b, c) reads c as the dtype; the shape is one tuple
         "import torch\n\ndef buffer(b, c):\n    return torch.zeros(b, c)\n",
-        # measured on CPU: ops.flatten(x) keeps the first axis (torch flattens every axis)
-        "import torch\n\ndef features(x):\n    return torch.flatten(x)\n",
+        # measured on CPU: ops.max(x) returns (value, index), torch.max(x) the value only
+        "import torch\n\ndef peak(x):\n    return torch.max(x)\n",
         # measured on CPU: ops.full((2, 3), 0.5) holds integers unless dtype is given
         "import torch\nmask = torch.full((2, 3), 0.5)\n",
         # measured on CPU: the two-axis Tensor.transpose permutes all axes in GRAPH_MODE

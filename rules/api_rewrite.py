@@ -353,8 +353,10 @@ def _arguments(plan: _Plan, diffs: tuple[ParamDiff, ...]) -> None:
 
 def _measured_forms(plan: _Plan) -> None:
     """A call of the same shape as a form measured to fail or differ on CPU (same number
-    of positional arguments, same keywords) gets the measurement as its issue."""
-    if any(a.star for a in plan.call.args):
+    of positional arguments, same keywords) gets the measurement as its issue, unless the
+    signature differences already rewrite it (``torch.flatten(x)`` gets torch's
+    ``start_dim=0`` from the default difference)."""
+    if plan.issues or any(a.star for a in plan.call.args):
         return
     positional = sum(1 for a in plan.call.args if a.keyword is None)
     keywords = sorted(a.keyword for a in plan.call.args if a.keyword)

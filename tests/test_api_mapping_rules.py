@@ -261,8 +261,8 @@ def test_multihead_attention_result_count_is_explained() -> None:
 
 
 @pytest.mark.parametrize(("body", "measured"), [
-    # ops.flatten keeps the first axis by default; ops.max without an axis returns a pair
-    ("def f(x):\n    return torch.flatten(x)\n", "shape (2, 12), torch gives (24,)"),
+    # nearest interpolation rejects scale_factor; ops.max without an axis returns a pair
+    ("def f(img):\n    return F.interpolate(img, scale_factor=2.0)\n", "fails in PyNative"),
     ("def f(x):\n    return torch.max(x)\n", "returns 2 value(s) where torch returns 1"),
 ])
 def test_call_of_a_measured_failing_form_is_reported(body: str, measured: str) -> None:
@@ -276,3 +276,15 @@ def test_call_of_a_measured_failing_form_is_reported(body: str, measured: str) -
 ])
 def test_other_forms_of_a_measured_api_are_not_reported(body: str) -> None:
     assert [f for f in findings(body) if f.rule == "MS102"] == []
+
+
+@pytest.mark.parametrize(("body", "rewrite"), [
+    ("def f(x):\n    return torch.flatten(x)\n", "ops.flatten(x, start_dim=0)"),
+    ("def f(x):\n    return torch.flatten(x, 1)\n", "ops.flatten(x, start_dim=1)"),
+    ("def f(img):\n    return F.avg_pool2d(img, 2)\n", "ops.avg_pool2d(img, 2, stride=2)"),
+])
+def test_measured_failures_the_signatures_explain_are_reported_once(body: str,
+                                                                   rewrite: str) -> None:
+    hits = findings(body)
+    assert hits and all(f.suggestion == rewrite for f in hits)
+    assert not [f for f in hits if f.message.startswith("Measured")]

@@ -206,3 +206,41 @@ def test_a_form_without_fix_or_keyword_is_kept_with_its_shape() -> None:
 def test_call_shape_leaves_the_receiver_and_layers_out() -> None:
     assert probe().call_shape("x.split(2, dim=2)") == (1, ["dim"])
     assert probe().call_shape("torch.nn.MultiheadAttention(8, 2)(q, q, q)") is None
+
+
+# ----- the MS1xx rewrite of each failing form runs and matches torch ----------------------
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+# failing forms the signature differences rewrite (no probe fix of their own)
+EXPLAINED = ("torch.flatten(x)", "torch.flatten(x, 1)", "F.avg_pool2d(img, 2)")
+
+
+def _suggestion(torch_call: str) -> str | None:
+    """The rewrite the MS1xx rules suggest for a call on the probe's sample names."""
+    from msready.analyzer.parse import parse_text
+    from msready.analyzer.repo import RepositoryModel
+    from msready.analyzer.walk import walk_file
+    from msready.rules.api_mapping import ApiArgumentsDiffer, ApiDefaultDiffers, ApiSemanticsDiffer
+
+    names = [n for n in probe().SAMPLES if n in {
+        node.id for node in ast.walk(ast.parse(torch_call)) if isinstance(node, ast.Name)}]
+    params = ", ".join(f"{n}: torch.Tensor" for n in names)
+    source = f"{HEADER}def f({params}):\n    return {torch_call}\n"
+    repo = RepositoryModel([walk_file("example.py", parse_text(source), [])])
+    repo.target = "cpu"  # type: ignore[attr-defined]
+    rewrites = {f.suggestion for rule in (ApiSemanticsDiffer, ApiDefaultDiffers,
+                                          ApiArgumentsDiffer) for f in rule().check(repo)}
+    assert len(rewrites) <= 1, rewrites  # the findings on one call share one rewrite
+    return rewrites.pop() if rewrites else None
+
+
+def test_rewrites_of_measured_failures_run_and_match_torch() -> None:
+    calls = [f["torch_call"] for r in stored()["apis"].values() for f in r["forms"]
+             if f.get("fix") and not f["torch_call"].startswith("torch.nn.")]
+    calls += list(EXPLAINED)
+    pairs = [(call, _suggestion(call)) for call in calls]
+    assert not [c for c, s in pairs if s is None], "a measured failure left unreported"
+    results = probe().compare_calls([(c, str(s)) for c, s in pairs], time_limit=50)
+    bad = [(c, s, r) for (c, s), r in zip(pairs, results, strict=True)
+           if r[0] != "pass" or r[1] != "pass"]
+    assert bad == []

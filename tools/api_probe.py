@@ -335,7 +335,7 @@ def _child_source(api: str, forms: list[dict[str, Any]]) -> str:
 results = []
 for form in FORMS:
     try:
-        theirs = arrays(eval(form["torch_call"], {**TS, "torch": torch}))
+        theirs = arrays(eval(form["torch_call"], {**TS, "torch": torch, "F": torch.nn.functional}))
     except Exception as exc:
         results.append({"torch_error": first_line(exc)})
         continue
@@ -378,6 +378,36 @@ def probe_api(api: str, target: str, forms: tuple[str, ...] | None = None,
               time_limit: float = TIME_LIMIT) -> dict[str, Any]:
     """Probe one torch API against its MindSpore cpu ``target`` in a child process."""
     plan = _plan(api, target, forms or CASES[api])
+    results = _run(api, plan, time_limit)
+    if isinstance(results, str):
+        return {"target": target, "error": results, "forms": []}
+    return {"target": target, "forms": [_summarise(p, r) for p, r in
+                                        zip(plan, results, strict=True)]}
+
+
+def compare_calls(pairs: list[tuple[str, str]], time_limit: float = TIME_LIMIT
+                  ) -> list[tuple[str, str, str]]:
+    """Run each (torch call, MindSpore call) pair on the samples in one child process:
+    (PyNative status, GRAPH_MODE status, error) per pair; statuses as in the probe file."""
+    plan = [{"form": t, "torch_call": t, "shape_only": False, "graph": True,
+             "variants": [{"kind": "same", "api": "", "call": m, "renames": {},
+                           "names": _names(m)}]} for t, m in pairs]
+    results = _run("calls", plan, time_limit)
+    if isinstance(results, str):
+        return [("fail", "fail", results)] * len(pairs)
+    out = []
+    for result in results:
+        if "torch_error" in result:
+            out.append(("skipped", "skipped", result["torch_error"]))
+            continue
+        row = result["rows"][0]
+        out.append((row[0], row[2], row[1] or row[3]))
+    return out
+
+
+def _run(api: str, plan: list[dict[str, Any]], time_limit: float
+         ) -> list[dict[str, Any]] | str:
+    """The child's results for a plan, or the reason it gave none."""
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "probe_case.py"  # GRAPH_MODE reads the Cells' source
         script.write_text(_child_source(api, plan), encoding="utf-8")
@@ -385,14 +415,12 @@ def probe_api(api: str, target: str, forms: tuple[str, ...] | None = None,
             done = subprocess.run([sys.executable, str(script)], capture_output=True,
                                   text=True, timeout=time_limit, cwd=tmp)
         except subprocess.TimeoutExpired:
-            return {"target": target, "error": f"timed out after {time_limit:.0f} s",
-                    "forms": []}
+            return f"timed out after {time_limit:.0f} s"
     marker = [ln for ln in done.stdout.splitlines() if ln.startswith("PROBE-RESULT ")]
     if not marker:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        return {"target": target, "error": tail, "forms": []}
-    return {"target": target, "forms": [_summarise(p, r) for p, r in
-                                        zip(plan, json.loads(marker[0][13:]), strict=True)]}
+        return (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+    results: list[dict[str, Any]] = json.loads(marker[0][13:])
+    return results
 
 
 def _summarise(form: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
