@@ -188,7 +188,7 @@ def test_std_default_correction_is_explicit_on_cpu() -> None:
     "y = x.flatten(1)\n",
     "y = x.max(dim=1)\n",
     "y = x.split(2, 1)\n",
-    "y = x.chunk(3, dim=-1)\n",
+    "y = x.chunk(3, -1)\n",
     "y = x.sort(dim=-1)\n",
 ])
 def test_same_meaning_methods_are_quiet_on_cpu(body: str) -> None:

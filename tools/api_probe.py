@@ -80,6 +80,18 @@ CASES: dict[str, tuple[str, ...]] = {
     "torch.cumsum": ("F(x, 1)", "F(x, dim=1)"),
     "torch.masked_fill": ("F(x, mask, 0.5)",),
     "torch.Tensor.masked_fill": ("x.F(mask, 0.5)",),
+    "torch.Tensor.view": ("x.F(6, 4)", "x.F(-1, 4)", "x.F((6, 4))"),
+    "torch.Tensor.sum": ("x.F()", "x.F(1)", "x.F(dim=1)", "x.F(dim=1, keepdim=True)"),
+    "torch.Tensor.mean": ("x.F()", "x.F(1)", "x.F(dim=1)", "x.F(dim=1, keepdim=True)"),
+    "torch.Tensor.max": ("x.F()", "x.F(1)", "x.F(dim=1)"),
+    "torch.Tensor.argmax": ("x.F()", "x.F(1)", "x.F(dim=1)"),
+    "torch.Tensor.softmax": ("x.F(1)", "x.F(dim=1)"),
+    "torch.Tensor.flatten": ("x.F()", "x.F(1)", "x.F(start_dim=1)"),
+    "torch.Tensor.squeeze": ("x1.F()", "x1.F(1)", "x1.F(dim=1)"),
+    "torch.Tensor.unsqueeze": ("x.F(1)", "x.F(dim=1)"),
+    "torch.Tensor.chunk": ("x.F(2, 2)", "x.F(2, dim=2)"),
+    "torch.Tensor.cumsum": ("x.F(1)", "x.F(dim=1)"),
+    "torch.Tensor.expand": ("x1.F(2, 3, 4)", "x1.F((2, 3, 4))"),
     "torch.nn.functional.relu": ("F(x)",),
     "torch.nn.functional.gelu": ("F(x)",),
     "torch.nn.functional.silu": ("F(x)",),
@@ -439,7 +451,8 @@ def _summarise(form: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     for variant, row in zip(form["variants"][1:], rows[1:], strict=True):
         if row[0] == "pass" and (row[2] == "pass" or not graph_ok):
             out["fix"] = {"kind": variant["kind"], "api": variant["api"],
-                          "call": variant["call"], "renames": variant["renames"]}
+                          "call": variant["call"], "renames": variant["renames"],
+                          "graph": row[2]}
             break
     return out
 
