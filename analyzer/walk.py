@@ -8,12 +8,9 @@ file: the crash becomes a finding and the walk goes on without that rule.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
-from collections.abc import Callable, Iterator, Sequence
-from functools import lru_cache
-from importlib import resources
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -29,134 +26,24 @@ from msready.analyzer.facts import (
 from msready.analyzer.findings import Confidence, Finding, Location, Severity, Span
 from msready.analyzer.names import LOCAL, Resolver, module_name
 from msready.analyzer.parse import Parsed
+from msready.analyzer.syntax import (
+    MAX_ARG_TEXT,
+    all_params,
+    blocks,
+    children,
+    element_of,
+    literal_of,
+    self_attr,
+    tensor_methods,
+    torch_result_kind,
+    unpack,
+)
 from msready.rules.base import FileRule, Rule
 
 TORCH_ROOTS = ("torch", "torchvision")
 CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})
-_SKIP_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
-                        "lines_after_decorators", "header", "footer", "equal", "colon", "dot",
-                        "lbracket", "rbracket", "lbrace", "rbrace", "star", "newline")
 _SUPPRESS = re.compile(r"#\s*msready:\s*ignore(?:\[([^\]]*)\])?")
-_MAX_ARG_TEXT = 200
 _MAX_RECEIVER_TEXT = 60
-
-
-@lru_cache(maxsize=1)
-def tensor_methods() -> frozenset[str]:
-    """Public ``torch.Tensor`` method names, from the package data."""
-    text = resources.files("msready.analyzer").joinpath("data/tensor_methods.txt").read_text()
-    return frozenset(ln.strip() for ln in text.splitlines() if ln.strip() and ln[0] != "#")
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(node_type: type) -> tuple[str, ...]:
-    names = _FIELDS.get(node_type)
-    if names is None:
-        names = tuple(
-            f.name for f in dataclasses.fields(node_type)
-            if not f.name.startswith(_SKIP_FIELD_PREFIXES)
-        )
-        if node_type in (cst.FunctionDef, cst.ClassDef):
-            names = ("decorators", *(n for n in names if n != "decorators"))
-        _FIELDS[node_type] = names
-    return names
-
-
-_NODE_TYPES: dict[type, bool] = {}
-
-
-def _is_node(value: object) -> bool:
-    # libcst's node classes are ABCs, whose isinstance checks are slow; cache per type.
-    kind = type(value)
-    known = _NODE_TYPES.get(kind)
-    if known is None:
-        known = _NODE_TYPES[kind] = isinstance(value, cst.CSTNode)
-    return known
-
-
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The syntactically meaningful children of a node, in source order."""
-    out: list[cst.CSTNode] = []
-    for name in _child_fields(type(node)):
-        value = getattr(node, name)
-        if type(value) in (tuple, list):
-            out.extend(item for item in value if _is_node(item))
-        elif _is_node(value):
-            out.append(value)
-    return out
-
-
-# torch names whose results are not tensors: modules, devices, flags, states, files.
-_NOT_TENSOR_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.",
-                        "torch.optim.", "torch.jit.", "torch.onnx.", "torch.amp.",
-                        "torch.autograd.profiler", "torch.profiler.", "torchvision.transforms.",
-                        "torchvision.datasets.", "torchvision.models.")
-_NOT_TENSOR_NAMES = frozenset({"device", "dtype", "no_grad", "enable_grad", "inference_mode",
-                               "finfo", "iinfo", "load", "save", "compile", "Generator",
-                               "set_grad_enabled", "manual_seed", "numel"})
-
-
-def torch_result_kind(target: str) -> str:
-    """What calling a torch API returns, by its name: 'tensor', 'object' or 'other'.
-
-    Classes other than tensor types build objects (``nn.Linear(...)`` is a module, whose
-    methods may return anything); predicates, getters, setters and the device /
-    serialisation APIs return other values.
-    """
-    last = target.rsplit(".", 1)[-1]
-    if last.endswith("Tensor") or last == "Parameter":
-        return "tensor"
-    if last[:1].isupper():
-        return "object"
-    if target.startswith(_NOT_TENSOR_PREFIXES):
-        return "other"
-    if last.startswith(("is_", "get_", "set_")) or last in _NOT_TENSOR_NAMES:
-        return "other"
-    return "tensor"
-
-
-def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The node and every node below it, in source order; far cheaper than libcst's
-    visitors and matchers' ``findall``, which rebuild the tree they walk."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(children(current)))
-
-
-def _literal(text: str) -> tuple[object, bool]:
-    try:
-        return ast.literal_eval(text), True
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None, False
-
-
-_CONSTANTS = {"True": True, "False": False, "None": None}
-
-
-def _literal_of(value: cst.BaseExpression, text: str) -> tuple[object, bool]:
-    """The Python value of a constant argument, and whether it is one."""
-    kind = type(value)
-    if kind is cst.Integer and not value.lpar:  # type: ignore[attr-defined]
-        try:
-            return int(text.replace("_", ""), 0), True
-        except ValueError:
-            return _literal(text)
-    if kind is cst.Float and not value.lpar:  # type: ignore[attr-defined]
-        return float(text.replace("_", "")), True
-    if kind is cst.Name:
-        name = value.value  # type: ignore[attr-defined]
-        return (_CONSTANTS[name], True) if name in _CONSTANTS else (None, False)
-    if kind in _LITERAL_NODES and len(text) <= _MAX_ARG_TEXT:
-        return _literal(text)
-    return None, False
-
-
-_LITERAL_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
-                  cst.UnaryOperation, cst.Tuple, cst.List)
 
 
 @dataclasses.dataclass(slots=True)
@@ -472,7 +359,7 @@ class FileWalker:
             elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 self.resolver.bind(stmt.name.value, f"{self.module}.{stmt.name.value}")
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                for block in _blocks(stmt):
+                for block in blocks(stmt):
                     pending.extend(block)
         self._note_torch()
 
@@ -484,7 +371,7 @@ class FileWalker:
         self.resolver.bind(node.name.value, qualname)
         scope = self.resolver.current
         class_qualname = scope.qualname if scope.kind == "class" else None
-        params = [p.name.value for p in _all_params(node.params)]
+        params = [p.name.value for p in all_params(node.params)]
         decorators = tuple(self.qualify(d.decorator) or self.text(d.decorator)
                            for d in node.decorators)
         span, cell = self._cell_span(self.span(node.name) or Span(1, 1, 1, 1))
@@ -494,7 +381,7 @@ class FileWalker:
             self._classes[-1][2].append(node.name.value)
         self.resolver.push("function", qualname)
         state = _FunctionState(qualname, class_qualname)
-        for declared in _all_params(node.params):
+        for declared in all_params(node.params):
             # ``x: torch.Tensor`` says what the parameter holds: a call of the annotation
             # stands in for its value in the data flow.
             if declared.annotation is not None:
@@ -521,7 +408,7 @@ class FileWalker:
         at_module = self.resolver.current.kind == "module"
         values = self._values()
         for target in targets:
-            for name, part in _unpack(target, value):
+            for name, part in unpack(target, value):
                 bound = alias if alias and target is single else LOCAL
                 # ``except ImportError: torch = None`` keeps the import's meaning.
                 if not (at_module and bound == LOCAL and self.resolver.current.bindings.get(name)):
@@ -565,7 +452,7 @@ class FileWalker:
         return set()
 
     def _on_for(self, node: cst.For) -> None:
-        for name, part in _unpack(node.target, _element_of(node.iter)):
+        for name, part in unpack(node.target, element_of(node.iter)):
             self.resolver.bind(name, LOCAL)
             self._values()[name] = part
         if not self._functions:
@@ -585,7 +472,7 @@ class FileWalker:
     def _on_with_item(self, node: cst.WithItem) -> None:
         if node.asname is None:
             return
-        for name, part in _unpack(node.asname.name, node.item):
+        for name, part in unpack(node.asname.name, node.item):
             self.resolver.bind(name, LOCAL)
             self._values()[name] = part
 
@@ -596,10 +483,10 @@ class FileWalker:
             parens = getattr(arg.value, "lpar", ())
             if parens and not text.startswith("("):
                 text = "(" * len(parens) + text + ")" * len(parens)
-            literal, is_literal = _literal_of(arg.value, text)
+            literal, is_literal = literal_of(arg.value, text)
             if isinstance(arg.value, cst.Name) and arg.value.value not in ("True", "False", "None"):
                 literal, is_literal = None, False
-            out.append(Arg(arg.keyword.value if arg.keyword else None, text[:_MAX_ARG_TEXT],
+            out.append(Arg(arg.keyword.value if arg.keyword else None, text[:MAX_ARG_TEXT],
                            literal, is_literal, arg.star))
         return tuple(out)
 
@@ -621,7 +508,7 @@ class FileWalker:
                 if owner is not None and owner.split(".")[0] not in TORCH_ROOTS:
                     kind, target = CallKind.APPLY, owner
         elif isinstance(func, cst.Subscript):
-            attr = _self_attr(func.value)
+            attr = self_attr(func.value)
             if attr is not None:
                 kind, target = CallKind.SELF_ATTR, attr
         elif isinstance(func, cst.Name) and self._functions:
@@ -646,12 +533,11 @@ class FileWalker:
         if kind is None or target is None:
             return
         span, cell = self._cell_span(self.span(node) or Span(1, 1, 1, 1))
-        receiver = ""
-        if isinstance(func, cst.Attribute):
-            receiver = self.text(func.value)
-            receiver = receiver if len(receiver) <= _MAX_RECEIVER_TEXT else ""
+        owner_text = self.text(func.value) if isinstance(func, cst.Attribute) else ""
+        if len(owner_text) > _MAX_RECEIVER_TEXT:
+            owner_text = ""
         self.result.calls.append(
-            CallSite(caller, target, kind, span, self._args(node), confidence, cell, receiver))
+            CallSite(caller, target, kind, span, self._args(node), confidence, cell, owner_text))
 
     def _on_reference(self, node: cst.Attribute | cst.Name) -> None:
         """Record torch names used as values (not called, not part of a longer chain)."""
@@ -692,76 +578,6 @@ class FileWalker:
             if self.parsed.cells is not None:
                 cell, line = self.parsed.cells.locate(line)
             self.result.suppressions[(cell, line)] = tokens or ("*",)
-
-
-def _blocks(stmt: cst.If | cst.Try | cst.With) -> Iterator[Sequence[cst.BaseStatement]]:
-    body = stmt.body
-    if isinstance(body, cst.IndentedBlock):
-        yield body.body
-    if isinstance(stmt, cst.If) and stmt.orelse is not None:
-        if isinstance(stmt.orelse, cst.If):
-            yield [stmt.orelse]
-        elif isinstance(stmt.orelse.body, cst.IndentedBlock):
-            yield stmt.orelse.body.body
-    if isinstance(stmt, cst.Try):
-        for handler in stmt.handlers:
-            if isinstance(handler.body, cst.IndentedBlock):
-                yield handler.body.body
-        for extra in (stmt.orelse, stmt.finalbody):
-            if extra is not None and isinstance(extra.body, cst.IndentedBlock):
-                yield extra.body.body
-
-
-def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    if isinstance(params.star_arg, cst.Param):
-        yield params.star_arg
-    yield from params.kwonly_params
-    if params.star_kwarg is not None:
-        yield params.star_kwarg
-
-
-def _target_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
-
-
-def _element_of(expr: cst.BaseExpression, index: int = 0) -> cst.BaseExpression:
-    """A stand-in expression for one element of ``expr`` (``expr[index]``), for data flow:
-    a loop variable over a tensor is a tensor, one over a file is a line."""
-    return cst.Subscript(value=expr, slice=[cst.SubscriptElement(cst.Index(
-        cst.Integer(str(index))))])
-
-
-def _unpack(target: cst.BaseExpression,
-            value: cst.BaseExpression) -> Iterator[tuple[str, cst.BaseExpression]]:
-    """Pairs of (name, the part of ``value`` it receives) for an assignment target."""
-    if isinstance(target, cst.Name):
-        yield target.value, value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        parts: list[cst.BaseExpression] | None = None
-        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(
-                target.elements) and not any(isinstance(e, cst.StarredElement)
-                                             for e in value.elements):
-            parts = [e.value for e in value.elements]
-        for i, element in enumerate(target.elements):
-            part = parts[i] if parts is not None else _element_of(value, i)
-            yield from _unpack(element.value, part)
-    elif isinstance(target, cst.StarredElement):
-        yield from _unpack(target.value, value)
-
-
-def _self_attr(expr: cst.BaseExpression) -> str | None:
-    if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
-            and expr.value.value == "self"):
-        return expr.attr.value
-    return None
 
 
 def walk_file(path: str, parsed: Parsed, rules: Sequence[type[FileRule]]) -> FileResult:

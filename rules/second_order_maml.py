@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from msready.analyzer.findings import Severity
-from msready.analyzer.walk import descendants
+from msready.analyzer.syntax import descendants
 from msready.rules.base import FileContext, FileRule
 
 _GRAD = "torch.autograd.grad"

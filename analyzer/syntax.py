@@ -1,0 +1,204 @@
+"""Syntax helpers shared by the walk and the rules: a cheap traversal of libcst trees,
+constant arguments, assignment targets, and what calling a torch API returns."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+from importlib import resources
+
+import libcst as cst
+
+_SKIP_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
+                        "lines_after_decorators", "header", "footer", "equal", "colon", "dot",
+                        "lbracket", "rbracket", "lbrace", "rbrace", "star", "newline")
+MAX_ARG_TEXT = 200
+
+@lru_cache(maxsize=1)
+def tensor_methods() -> frozenset[str]:
+    """Public ``torch.Tensor`` method names, from the package data."""
+    text = resources.files("msready.analyzer").joinpath("data/tensor_methods.txt").read_text()
+    return frozenset(ln.strip() for ln in text.splitlines() if ln.strip() and ln[0] != "#")
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    names = _FIELDS.get(node_type)
+    if names is None:
+        names = tuple(
+            f.name for f in dataclasses.fields(node_type)
+            if not f.name.startswith(_SKIP_FIELD_PREFIXES)
+        )
+        if node_type in (cst.FunctionDef, cst.ClassDef):
+            names = ("decorators", *(n for n in names if n != "decorators"))
+        _FIELDS[node_type] = names
+    return names
+
+
+_NODE_TYPES: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    # libcst's node classes are ABCs, whose isinstance checks are slow; cache per type.
+    kind = type(value)
+    known = _NODE_TYPES.get(kind)
+    if known is None:
+        known = _NODE_TYPES[kind] = isinstance(value, cst.CSTNode)
+    return known
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The syntactically meaningful children of a node, in source order."""
+    out: list[cst.CSTNode] = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if type(value) in (tuple, list):
+            out.extend(item for item in value if _is_node(item))
+        elif _is_node(value):
+            out.append(value)
+    return out
+
+
+# torch names whose results are not tensors: modules, devices, flags, states, files.
+_NOT_TENSOR_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.",
+                        "torch.optim.", "torch.jit.", "torch.onnx.", "torch.amp.",
+                        "torch.autograd.profiler", "torch.profiler.", "torchvision.transforms.",
+                        "torchvision.datasets.", "torchvision.models.")
+_NOT_TENSOR_NAMES = frozenset({"device", "dtype", "no_grad", "enable_grad", "inference_mode",
+                               "finfo", "iinfo", "load", "save", "compile", "Generator",
+                               "set_grad_enabled", "manual_seed", "numel"})
+
+
+def torch_result_kind(target: str) -> str:
+    """What calling a torch API returns, by its name: 'tensor', 'object' or 'other'.
+
+    Classes other than tensor types build objects (``nn.Linear(...)`` is a module, whose
+    methods may return anything); predicates, getters, setters and the device /
+    serialisation APIs return other values.
+    """
+    last = target.rsplit(".", 1)[-1]
+    if last.endswith("Tensor") or last == "Parameter":
+        return "tensor"
+    if last[:1].isupper():
+        return "object"
+    if target.startswith(_NOT_TENSOR_PREFIXES):
+        return "other"
+    if last.startswith(("is_", "get_", "set_")) or last in _NOT_TENSOR_NAMES:
+        return "other"
+    return "tensor"
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node and every node below it, in source order; far cheaper than libcst's
+    visitors and matchers' ``findall``, which rebuild the tree they walk."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def _literal(text: str) -> tuple[object, bool]:
+    try:
+        return ast.literal_eval(text), True
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None, False
+
+
+_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def literal_of(value: cst.BaseExpression, text: str) -> tuple[object, bool]:
+    """The Python value of a constant argument, and whether it is one."""
+    kind = type(value)
+    if kind is cst.Integer and not value.lpar:  # type: ignore[attr-defined]
+        try:
+            return int(text.replace("_", ""), 0), True
+        except ValueError:
+            return _literal(text)
+    if kind is cst.Float and not value.lpar:  # type: ignore[attr-defined]
+        return float(text.replace("_", "")), True
+    if kind is cst.Name:
+        name = value.value  # type: ignore[attr-defined]
+        return (_CONSTANTS[name], True) if name in _CONSTANTS else (None, False)
+    if kind in _LITERAL_NODES and len(text) <= MAX_ARG_TEXT:
+        return _literal(text)
+    return None, False
+
+
+_LITERAL_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                  cst.UnaryOperation, cst.Tuple, cst.List)
+
+
+def blocks(stmt: cst.If | cst.Try | cst.With) -> Iterator[Sequence[cst.BaseStatement]]:
+    body = stmt.body
+    if isinstance(body, cst.IndentedBlock):
+        yield body.body
+    if isinstance(stmt, cst.If) and stmt.orelse is not None:
+        if isinstance(stmt.orelse, cst.If):
+            yield [stmt.orelse]
+        elif isinstance(stmt.orelse.body, cst.IndentedBlock):
+            yield stmt.orelse.body.body
+    if isinstance(stmt, cst.Try):
+        for handler in stmt.handlers:
+            if isinstance(handler.body, cst.IndentedBlock):
+                yield handler.body.body
+        for extra in (stmt.orelse, stmt.finalbody):
+            if extra is not None and isinstance(extra.body, cst.IndentedBlock):
+                yield extra.body.body
+
+
+def all_params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    yield from params.kwonly_params
+    if params.star_kwarg is not None:
+        yield params.star_kwarg
+
+
+def target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from target_names(target.value)
+
+
+def element_of(expr: cst.BaseExpression, index: int = 0) -> cst.BaseExpression:
+    """A stand-in expression for one element of ``expr`` (``expr[index]``), for data flow:
+    a loop variable over a tensor is a tensor, one over a file is a line."""
+    return cst.Subscript(value=expr, slice=[cst.SubscriptElement(cst.Index(
+        cst.Integer(str(index))))])
+
+
+def unpack(target: cst.BaseExpression,
+            value: cst.BaseExpression) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """Pairs of (name, the part of ``value`` it receives) for an assignment target."""
+    if isinstance(target, cst.Name):
+        yield target.value, value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        parts: list[cst.BaseExpression] | None = None
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(
+                target.elements) and not any(isinstance(e, cst.StarredElement)
+                                             for e in value.elements):
+            parts = [e.value for e in value.elements]
+        for i, element in enumerate(target.elements):
+            part = parts[i] if parts is not None else element_of(value, i)
+            yield from unpack(element.value, part)
+    elif isinstance(target, cst.StarredElement):
+        yield from unpack(target.value, value)
+
+
+def self_attr(expr: cst.BaseExpression) -> str | None:
+    if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
+            and expr.value.value == "self"):
+        return expr.attr.value
+    return None
