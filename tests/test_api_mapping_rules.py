@@ -288,3 +288,15 @@ def test_measured_failures_the_signatures_explain_are_reported_once(body: str,
     hits = findings(body)
     assert hits and all(f.suggestion == rewrite for f in hits)
     assert not [f for f in hits if f.message.startswith("Measured")]
+
+
+@pytest.mark.parametrize(("body", "measured"), [
+    # in GRAPH_MODE on CPU Tensor.argmax() reduces the last axis only; max(1) drops indices
+    ("def f(x: torch.Tensor):\n    return x.argmax()\n", "shape (2, 3), torch gives ()"),
+    ("def f(x: torch.Tensor):\n    return x.max(1)\n", "returns 1 value(s) where torch"),
+])
+def test_tensor_method_forms_measured_in_graph_mode(body: str, measured: str) -> None:
+    f = only(body, "MS102")
+    assert measured in f.message and "GRAPH_MODE" in f.message
+    assert findings(body.replace("x.argmax()", "x.argmax(dim=1)").replace(
+        "x.max(1)", "x.max(dim=1)")) == []

@@ -5,6 +5,9 @@ How to regenerate (needs torch and MindSpore installed, as in the test dependenc
     python tools/build_api_table.py            # rewrite analyzer/data/api_table.json
                                                # and analyzer/data/tensor_methods.txt
     python tools/build_api_table.py --check    # exit 1 when the committed files are stale
+    python tools/build_api_table.py --probe    # also re-measure the call forms of the most
+                                               # used APIs (tools/api_probe.py, a few
+                                               # minutes) into analyzer/data/api_probe.json
 
 Hand-written knowledge (renames MindSpore documents, semantic traps, torchvision names,
 torch.cuda / amp / backends advice) lives in ``analyzer/data/overrides.toml``; every
@@ -13,7 +16,10 @@ override carries a ``reason``. Edit that file, never the generated JSON.
 What is measured here: which torch APIs exist (enumerated from the installed torch), which
 MindSpore target exists for each backend (same relative name first, then overrides), the
 "Supported Platforms" each target's docstring lists, and the parameter differences derived
-from both signatures (renamed, missing, different defaults).
+from both signatures (renamed, missing, different defaults), and (from
+``analyzer/data/api_probe.json``) how the most used call forms fare when executed on CPU in
+PyNative and GRAPH_MODE: a form that fails or differs from torch becomes a parameter
+difference with the rewrite that matched torch, or a measured form the rules report.
 """
 
 from __future__ import annotations
