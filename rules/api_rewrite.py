@@ -19,7 +19,7 @@ from msready.analyzer.apitable import BACKENDS, ApiEntry, ParamDiff, load_table
 from msready.analyzer.facts import Arg, CallKind, CallSite
 from msready.analyzer.findings import Severity
 
-RECEIVER = "x"  # the call site records arguments, not the receiver's text
+RECEIVER = "x"  # stands for a method's receiver whose text the call site does not keep
 _INITIALIZERS = "mindspore.common.initializer."
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
@@ -54,6 +54,11 @@ class _Plan:
 
     def add(self, kind: str, message: str, severity: Severity) -> None:
         self.issues.append(Issue(kind, message, severity))
+
+    @property
+    def receiver(self) -> str:
+        """The source text of a method call's receiver (``x`` when not kept)."""
+        return self.call.receiver or RECEIVER
 
     @property
     def api(self) -> str:
@@ -370,11 +375,11 @@ def _render(plan: _Plan) -> str:
     """The MindSpore call: positional arguments, ``*args``, keywords, then ``**kwargs``."""
     api = plan.api
     method = api.startswith("mindspore.Tensor.")
-    callee = f"{RECEIVER}.{api.rsplit('.', 1)[1]}" if method else short(api)
+    callee = f"{plan.receiver}.{api.rsplit('.', 1)[1]}" if method else short(api)
     positional: list[str] = []
     keywords: list[str] = []
     if plan.call.kind is CallKind.TENSOR_METHOD and not method:
-        positional.append(RECEIVER)
+        positional.append(plan.receiver)
     keyword_from = min((plan.positions[n] for n in plan.keyword if n in plan.positions),
                        default=len(plan.call.args))
     placement = load_table().ignored_params - set(plan.entry.target(plan.backend).params)
@@ -422,7 +427,7 @@ def _initializer(plan: _Plan) -> str:
 def _shape(plan: _Plan) -> str:
     """``x.size()`` -> ``x.shape``; ``x.size(d)`` -> ``x.shape[d]``."""
     dim = next(iter(plan.bound), None)
-    return f"{RECEIVER}.shape[{plan.value(dim)}]" if dim else f"{RECEIVER}.shape"
+    return f"{plan.receiver}.shape[{plan.value(dim)}]" if dim else f"{plan.receiver}.shape"
 
 
 def _tile(plan: _Plan) -> str | None:
@@ -431,10 +436,10 @@ def _tile(plan: _Plan) -> str | None:
         return None
     reps = [ms_text(a, plan.bindings) for a in plan.call.args if a.keyword is None]
     if len(reps) == 1 and not plan.call.args[0].star:
-        return f"{RECEIVER}.tile({reps[0]})"
+        return f"{plan.receiver}.tile({reps[0]})"
     inner = ", ".join(f"{a.star}{a.text}" if a.star else ms_text(a, plan.bindings)
                       for a in plan.call.args if a.keyword is None)
-    return f"{RECEIVER}.tile(({inner}{',' if len(reps) == 1 else ''}))"
+    return f"{plan.receiver}.tile(({inner}{',' if len(reps) == 1 else ''}))"
 
 
 _WHOLE_CALL: dict[str, Callable[[_Plan], str | None]] = {

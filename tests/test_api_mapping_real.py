@@ -132,10 +132,10 @@ def test_tensor_transpose_depends_on_the_backend() -> None:
     body = "def f(q, k):\n    q = torch.randn(2, 3, 4)\n    return q @ q.transpose(-2, -1)\n"
     assert not findings(body, "ascend")
     (f,) = findings(body, "gpu")
-    assert f.suggestion == "x.swapaxes(-2, -1)"
+    assert f.suggestion == "q.swapaxes(-2, -1)"
     # measured: on CPU the two-axis form runs in PyNative but permutes all axes in GRAPH_MODE
     (f,) = findings(body, "cpu")
-    assert (f.rule, f.suggestion) == ("MS102", "x.swapaxes(-2, -1)")
+    assert (f.rule, f.suggestion) == ("MS102", "q.swapaxes(-2, -1)")
     assert "Measured on CPU" in f.message and "GRAPH_MODE" in f.message
 
 
