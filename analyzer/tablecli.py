@@ -72,6 +72,13 @@ def explain(symbol: str, target: str | None = None, table: ApiTable | None = Non
     if diffs:
         lines.append("Parameter differences:")
         lines += [f"  - {describe_param(d)}" for d in diffs]
+    forms = [f for f in entry.measured_forms if target is None or f.applies_to(target)]
+    if forms:
+        lines.append("Call forms measured on CPU:")
+        for form in forms:
+            keywords = ", ".join(f"{k}=" for k in form.keywords) or "no keywords"
+            only = f" [{', '.join(form.backends)}]" if form.backends else ""
+            lines.append(f"  - {form.positional} positional, {keywords}: {form.note}{only}")
     if entry.notes:
         lines.append(f"Notes: {entry.notes}")
     if entry.workaround:
