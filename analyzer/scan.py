@@ -157,18 +157,27 @@ class Cache:
         return hashlib.sha256(rel.encode() + b"\0" + data).hexdigest()
 
     def get(self, key: str) -> FileResult | None:
-        """A cached result, or None."""
+        """A cached file result, or None."""
+        value = self.get_any(key)
+        return value if isinstance(value, FileResult) else None
+
+    def get_any(self, key: str) -> object:
+        """A cached value, or None."""
         if not self.enabled:
             return None
         try:
             with open(self.directory / key[:2] / key, "rb") as handle:
-                value = pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+                return pickle.load(handle)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError,
+                ValueError):
             return None
-        return value if isinstance(value, FileResult) else None
 
     def put(self, key: str, value: FileResult) -> None:
-        """Store a result; a full or read-only disk only disables the cache."""
+        """Store a file result."""
+        self.put_any(key, value)
+
+    def put_any(self, key: str, value: object) -> None:
+        """Store a value; a full or read-only disk only disables the cache."""
         if not self.enabled:
             return
         folder = self.directory / key[:2]
@@ -188,10 +197,13 @@ def _work_bytes(item: tuple[str, bytes]) -> FileResult:
 
 
 def analyze_files(files: list[SourceFile], options: ScanOptions,
-                  progress: Progress | None = None) -> list[FileResult]:
-    """Per-file results for every file, from the cache or a pool of worker processes."""
-    cache = Cache(options.cache_dir or default_cache_dir()) if options.cache else None
+                  progress: Progress | None = None, cache: Cache | None = None,
+                  ) -> tuple[list[FileResult], str | None]:
+    """Per-file results for every file, from the cache or a pool of worker processes, and
+    a key for the whole set of files (None when some file could not be read)."""
     results: dict[str, FileResult] = {}
+    whole = hashlib.sha256()
+    complete = True
     todo: list[tuple[str, bytes, str | None]] = []
     done = 0
     for f in files:
@@ -200,9 +212,11 @@ def analyze_files(files: list[SourceFile], options: ScanOptions,
         except OSError as exc:
             failure = ParseFailure(f"cannot read it ({exc.strerror or exc})", _ORIGIN)
             results[f.rel] = _failed(f.rel, *module_name(f.rel), [failure])
+            complete = False
             done += 1
             continue
         key = Cache.key(f.rel, data) if cache else None
+        whole.update((key or "").encode())
         cached = cache.get(key) if cache and key else None
         if cached is not None:
             results[f.rel] = cached
@@ -233,7 +247,7 @@ def analyze_files(files: list[SourceFile], options: ScanOptions,
     finally:
         if executor is not None:
             executor.shutdown()
-    return [results[f.rel] for f in files]
+    return [results[f.rel] for f in files], whole.hexdigest() if cache and complete else None
 
 
 def _mindspore_version() -> str:
@@ -292,11 +306,9 @@ def scope_findings(model: RepositoryModel, findings: Iterable[Finding]) -> Itera
         yield replace(finding, trace=tuple(model.short_name(p) for p in path))
 
 
-def collect_findings(model: RepositoryModel, config: Config) -> tuple[list[Finding], list[Finding]]:
-    """All findings, split into reported and suppressed (by comment or by config)."""
+def repo_rule_findings(model: RepositoryModel) -> list[Finding]:
+    """What the repository rules report; a crashing rule loses only its own findings."""
     raw: list[Finding] = []
-    for file in model.files.values():
-        raw.extend(file.findings)
     for rule in repo_rules():
         try:
             raw.extend(rule().check(model))
@@ -309,6 +321,18 @@ def collect_findings(model: RepositoryModel, config: Config) -> tuple[list[Findi
                          f"({type(exc).__name__}: {exc}); its findings are missing."),
                 suggestion="Report the failure to msready; check that hazard by hand meanwhile.",
             ))
+    return raw
+
+
+def collect_findings(model: RepositoryModel, config: Config,
+                     repo_findings: list[Finding] | None = None,
+                     ) -> tuple[list[Finding], list[Finding]]:
+    """All findings, split into reported and suppressed (by comment or by config).
+    ``repo_findings`` are the repository rules' findings when already known (cached)."""
+    raw: list[Finding] = []
+    for file in model.files.values():
+        raw.extend(file.findings)
+    raw.extend(repo_rule_findings(model) if repo_findings is None else repo_findings)
     active: list[Finding] = []
     suppressed: list[Finding] = []
     seen: set[Finding] = set()
@@ -334,11 +358,19 @@ def scan_source(source: Source, options: ScanOptions,
     files = [f for f in source.files if not config.excluded(f.rel)]
     skipped = list(source.skipped) + [(f.rel, "excluded by tool.msready.exclude")
                                       for f in source.files if config.excluded(f.rel)]
-    results = analyze_files(files, options, progress)
+    cache = Cache(options.cache_dir or default_cache_dir()) if options.cache else None
+    results, files_key = analyze_files(files, options, progress, cache)
     # CPU by default: it is the backend whose generated Cells this machine can prove.
     target = options.target or config.target or "cpu"
     model = RepositoryModel(results, target)
-    findings, suppressed = collect_findings(model, config)
+    # The repository rules' findings depend on every file and the target: cached as a whole.
+    repo_key = f"repo-{target}-{files_key}" if files_key else None
+    repo_findings = cache.get_any(repo_key) if cache and repo_key else None
+    if not isinstance(repo_findings, list):
+        repo_findings = repo_rule_findings(model)
+        if cache and repo_key:
+            cache.put_any(repo_key, repo_findings)
+    findings, suppressed = collect_findings(model, config, repo_findings)
     info = SourceInfo(
         input=source.input,
         ref=source.ref,

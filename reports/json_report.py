@@ -103,5 +103,21 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
 
 
 def render(result: ScanResult) -> str:
-    """``msready.json`` text."""
-    return json.dumps(to_dict(result), indent=2, ensure_ascii=False) + "\n"
+    """``msready.json`` text: one finding or API per line, so that it diffs well and is
+    written by the C encoder (an indented dump is several times slower on big results)."""
+    data = to_dict(result)
+    out = ["{"]
+    items = list(data.items())
+    for i, (key, value) in enumerate(items):
+        tail = "," if i < len(items) - 1 else ""
+        if isinstance(value, list) and value:
+            rows = ",\n".join(f"  {_compact(v)}" for v in value)
+            out.append(f"{json.dumps(key)}: [\n{rows}\n]{tail}")
+        else:
+            out.append(f"{json.dumps(key)}: {_compact(value)}{tail}")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
