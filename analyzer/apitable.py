@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 BACKENDS = ("ascend", "gpu", "cpu")
 STATUSES = ("consistent", "differs", "missing")
@@ -203,3 +205,21 @@ def load_table() -> ApiTable:
         entries[entry.torch] = entry
     return ApiTable(entries, dict(data.get("aliases", {})), str(data.get("mindspore_version", "")),
                     frozenset(str(p) for p in data.get("ignored_params", ())))
+
+
+def import_object(dotted: str) -> Any:
+    """The installed object a dotted name denotes (the longest importable module, then
+    its attributes), or None when it does not exist."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except Exception:  # any import failure means "not a module"
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from msready.analyzer.apitable import ApiEntry, load_table
+from msready.analyzer.apitable import ApiEntry, import_object, load_table
 
 # Where the same relative name is looked for when the table has no entry (longest prefix
 # first), per backend family. Mirrors the table builder's candidates for GPU / CPU.
@@ -45,19 +45,7 @@ class Mapping:
 @lru_cache(maxsize=4096)
 def ms_object(dotted: str) -> Any:
     """The installed MindSpore object a dotted name denotes, None when it does not exist."""
-    parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
-        except Exception:  # any import failure means "not a module"
-            continue
-        try:
-            for attr in parts[i:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return None
-        return obj
-    return None
+    return import_object(dotted)
 
 
 def _signature_names(obj: Any) -> set[str] | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from msready.analyzer.apitable import BACKENDS, STATUSES, WORKAROUNDS, load_table
+from msready.analyzer.apitable import BACKENDS, STATUSES, WORKAROUNDS, import_object, load_table
 from msready.analyzer.tablecli import explain, render_table
 
 TABLE = load_table()
@@ -21,18 +21,7 @@ _PLATFORMS = re.compile(r"Supported Platforms:\s*((?:``\w+``[\s,]*)+)")
 
 def resolve(dotted: str) -> Any:
     """Import the longest module prefix, then walk the attributes; None when absent."""
-    parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            if not hasattr(obj, attr):
-                return None
-            obj = getattr(obj, attr)
-        return obj
-    return None
+    return import_object(dotted)
 
 
 def documented_platforms(api: str) -> list[str]:

@@ -39,6 +39,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import api_probe  # (the sibling module: call forms measured by execution)
 
+from msready.analyzer.apitable import import_object
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "analyzer" / "data"
 BACKENDS = ("ascend", "gpu", "cpu")
@@ -86,19 +88,7 @@ HOST_SIDE = ("mindspore.dataset.",)
 
 def resolve(dotted: str) -> Any:
     """The object a dotted name denotes (longest importable module, then attributes)."""
-    parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
-        except Exception:
-            continue
-        try:
-            for attr in parts[i:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return None
-        return obj
-    return None
+    return import_object(dotted)
 
 
 _PLATFORMS = re.compile(r"Supported Platforms:\s*((?:``\w+``[\s,]*)+)")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib
 import json
 import os
 import queue
@@ -33,6 +32,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from msready.analyzer.apitable import import_object
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "analyzer" / "data" / "api_table.json"
@@ -68,16 +69,10 @@ BUILTIN_TARGETS = (
 
 def _resolve(name: str) -> Any:
     """The object a dotted MindSpore name designates (module attributes followed)."""
-    parts = name.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(name)
+    obj = import_object(name)
+    if obj is None:
+        raise ImportError(name)
+    return obj
 
 
 def _inputs(ms: Any, np: Any) -> list[tuple[str, tuple[Any, ...]]]:
