@@ -3,8 +3,8 @@ and gradient accumulation.
 
 The per-file walk records calls whose callee it can name; ``parser.add_argument(...)`` on a
 local parser and ``optimizer.step()`` inside ``if i % k == 0`` are not among them. These
-helpers read the text the scan kept (``ScanResult.sources``) with :mod:`ast`; they never
-touch the disk.
+helpers read a file's text with :mod:`ast`, in the scan's worker processes, and the facts
+are cached with the file's other facts; they never touch the disk.
 """
 
 from __future__ import annotations
@@ -281,11 +281,3 @@ def unique_facts(facts: list[SourceFact]) -> list[SourceFact]:
     unique = list(dict.fromkeys(facts))
     unique.sort(key=lambda f: (f.path, f.cell or 0, f.line))
     return unique
-
-
-def source_facts(sources: dict[tuple[str, int | None], str]) -> list[SourceFact]:
-    """Every fact the checklist reads from the kept source texts, in file order."""
-    facts: list[SourceFact] = []
-    for (path, cell), text in sorted(sources.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-        facts.extend(text_facts(text, path, cell))
-    return unique_facts(facts)

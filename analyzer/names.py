@@ -154,7 +154,3 @@ class Resolver:
                 self.bind(alias.asname.name.value, target)
             else:
                 self.bind(name, target)
-
-    def star_imports(self) -> list[str]:
-        """Modules imported with ``*`` at module level."""
-        return [t for n, t in self.scopes[0].bindings.items() if n.startswith("*")]

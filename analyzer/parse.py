@@ -74,14 +74,6 @@ class Parsed:
         i = bisect.bisect_right(self.line_starts, offset) - 1
         return i + 1, offset - self.line_starts[i] + 1
 
-    def source_line(self, line: int) -> str:
-        """The text of a 1-based line, without its newline."""
-        if not 1 <= line <= len(self.line_starts):
-            return ""
-        start = self.line_starts[line - 1]
-        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        return self.text[start:end].rstrip("\r\n")
-
 
 @add_slots
 @dataclass(frozen=False)

@@ -161,10 +161,6 @@ class RepositoryModel:
                 if base.kind == "external":
                     yield base.name
 
-    def is_module_class(self, class_qualname: str) -> bool:
-        """True for ``torch.nn.Module`` subclasses, also through repository bases."""
-        return class_qualname in self.module_classes
-
     @cached_property
     def module_classes(self) -> frozenset[str]:
         """Every repository class that is a ``torch.nn.Module``."""

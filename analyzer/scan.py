@@ -31,6 +31,7 @@ from msready.analyzer.findings import (
 )
 from msready.analyzer.names import module_name
 from msready.analyzer.parse import (
+    MAX_FILE_BYTES,
     ParseFailure,
     decode,
     notebook_cells,
@@ -97,17 +98,6 @@ def parse_error_finding(path: str, failure: ParseFailure) -> Finding:
         suggestion=("Make the file valid Python 3 (run it through `python3 -m py_compile`); "
                     "until then none of its code is checked."),
     )
-
-
-def analyze_file(path: Path, rel: str) -> FileResult:
-    """Read, parse and walk one file; never raises."""
-    module, is_package = module_name(rel)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        failure = ParseFailure(f"cannot read it ({exc.strerror or exc})", _ORIGIN)
-        return _failed(rel, module, is_package, [failure])
-    return analyze_bytes(rel, data)
 
 
 def analyze_bytes(rel: str, data: bytes) -> FileResult:
@@ -196,9 +186,20 @@ def _work_bytes(item: tuple[str, bytes]) -> FileResult:
     return analyze_bytes(rel, data)
 
 
-def analyze_files(files: list[SourceFile], options: ScanOptions,
-                  progress: Progress | None = None, cache: Cache | None = None,
-                  ) -> tuple[list[FileResult], str | None]:
+def read_files(files: list[SourceFile]) -> dict[str, bytes | OSError]:
+    """Every file's bytes, read once for the whole scan, or the error reading it."""
+    contents: dict[str, bytes | OSError] = {}
+    for f in files:
+        try:
+            contents[f.rel] = f.path.read_bytes()
+        except OSError as exc:
+            contents[f.rel] = exc
+    return contents
+
+
+def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
+                  options: ScanOptions, progress: Progress | None = None,
+                  cache: Cache | None = None) -> tuple[list[FileResult], str | None]:
     """Per-file results for every file, from the cache or a pool of worker processes, and
     a key for the whole set of files (None when some file could not be read)."""
     results: dict[str, FileResult] = {}
@@ -207,10 +208,9 @@ def analyze_files(files: list[SourceFile], options: ScanOptions,
     todo: list[tuple[str, bytes, str | None]] = []
     done = 0
     for f in files:
-        try:
-            data = f.path.read_bytes()
-        except OSError as exc:
-            failure = ParseFailure(f"cannot read it ({exc.strerror or exc})", _ORIGIN)
+        data = contents[f.rel]
+        if isinstance(data, OSError):
+            failure = ParseFailure(f"cannot read it ({data.strerror or data})", _ORIGIN)
             results[f.rel] = _failed(f.rel, *module_name(f.rel), [failure])
             complete = False
             done += 1
@@ -359,7 +359,8 @@ def scan_source(source: Source, options: ScanOptions,
     skipped = list(source.skipped) + [(f.rel, "excluded by tool.msready.exclude")
                                       for f in source.files if config.excluded(f.rel)]
     cache = Cache(options.cache_dir or default_cache_dir()) if options.cache else None
-    results, files_key = analyze_files(files, options, progress, cache)
+    contents = read_files(files)
+    results, files_key = analyze_files(files, contents, options, progress, cache)
     # CPU by default: it is the backend whose generated Cells this machine can prove.
     target = options.target or config.target or "cpu"
     model = RepositoryModel(results, target)
@@ -392,23 +393,23 @@ def scan_source(source: Source, options: ScanOptions,
         model=model,
         warnings=[*config.warnings, *load_errors()],
     )
-    result.sources = read_sources(files)
+    result.sources = source_texts(files, contents)
     _finish(result)
     return result
 
 
-def read_sources(files: list[SourceFile]) -> dict[tuple[str, int | None], str]:
+def source_texts(files: list[SourceFile], contents: dict[str, bytes | OSError],
+                 ) -> dict[tuple[str, int | None], str]:
     """The text of every readable file (per code cell for notebooks)."""
     sources: dict[tuple[str, int | None], str] = {}
     for f in files:
-        try:
-            data = f.path.read_bytes()
-        except OSError:
+        data = contents[f.rel]
+        if isinstance(data, OSError):
             continue
         if f.is_notebook:
             for cell, text in notebook_cells(data).items():
                 sources[(f.rel, cell)] = text
-        elif len(data) <= 10 * 2**20:
+        elif len(data) <= MAX_FILE_BYTES:
             decoded = decode(data)
             if isinstance(decoded, str):
                 sources[(f.rel, None)] = decoded

@@ -169,12 +169,8 @@ class FileWalker:
 
     def location(self, span: Span) -> Location:
         """A repository location for a span, mapped into its cell for notebooks."""
-        cells = self.parsed.cells
-        if cells is None:
-            return Location.at(self.path, span)
-        cell, line = cells.locate(span.line)
-        _, end_line = cells.locate(span.end_line)
-        return Location(self.path, line, span.column, end_line, span.end_column, cell)
+        inside, cell = self._cell_span(span)
+        return Location.at(self.path, inside, cell)
 
     def _cell_span(self, span: Span) -> tuple[Span, int | None]:
         cells = self.parsed.cells

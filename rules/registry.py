@@ -23,7 +23,6 @@ def family_modules() -> list[str]:
                   if m.name not in _NOT_RULES)
 
 
-FAMILIES = tuple(family_modules())
 _LOAD_ERRORS: list[str] = []
 
 
@@ -61,7 +60,3 @@ def repo_rules() -> tuple[type[RepoRule], ...]:
     """Rules that run once on the repository model."""
     return tuple(r for r in all_rules() if issubclass(r, RepoRule))
 
-
-def rule_by_id(rule_id: str) -> type[Rule] | None:
-    """The rule with this id, or None."""
-    return next((r for r in all_rules() if r.id == rule_id), None)
