@@ -72,6 +72,7 @@ class FileWalker:
         self._leave: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
         self._dead: set[int] = set()
         self._module_values: dict[str, cst.BaseExpression] = {}
+        self._targets: dict[int, str | None] = {}
         self.imports_torch = False
 
     # ----- FileContext --------------------------------------------------------------
@@ -127,12 +128,18 @@ class FileWalker:
         return method if kind in ("tensor", "unknown") else None
 
     def call_target(self, call: cst.Call) -> str | None:
-        """Qualified callee, or ``torch.Tensor.<m>`` for a tensor method."""
+        """Qualified callee, or ``torch.Tensor.<m>`` for a tensor method; computed once per
+        call node, as every rule and data-flow predicate asks for the same calls."""
+        key = id(call)
+        if key in self._targets:
+            return self._targets[key]
         target = self.qualify(call.func)
-        if target is not None:
-            return target
-        method = self.tensor_method(call)
-        return f"torch.Tensor.{method}" if method else None
+        if target is None:
+            method = self.tensor_method(call)
+            target = f"torch.Tensor.{method}" if method else None
+        if key in self.parsed.spans:  # only nodes of the tree live as long as the walk
+            self._targets[key] = target
+        return target
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         """True when local data flow says ``expr`` is a torch tensor."""

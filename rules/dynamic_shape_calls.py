@@ -1,36 +1,17 @@
-"""Calls as the dynamic-shape and sparse rules see them: the qualified target (computed
-once per call node of a walk), the torch API name, the receiver and the arguments."""
+"""Calls as the dynamic-shape and sparse rules see them: the torch API name, the receiver
+and the arguments."""
 
 from __future__ import annotations
-
-import weakref
 
 import libcst as cst
 
 from msready.rules.base import FileContext
 
-# Per walk: call node id -> its qualified target. Every rule asks for the same calls, and
-# the data-flow predicates ask again for the calls behind each local name.
-_TARGETS: weakref.WeakKeyDictionary[FileContext, dict[int, str | None]] = (
-    weakref.WeakKeyDictionary())
-
-
-def call_target(ctx: FileContext, call: cst.Call) -> str | None:
-    """``ctx.call_target(call)``, computed once per call node of the file being walked."""
-    try:
-        cache = _TARGETS.setdefault(ctx, {})
-    except TypeError:  # a context that cannot be weakly referenced: no cache
-        return ctx.call_target(call)
-    key = id(call)
-    if key not in cache:
-        cache[key] = ctx.call_target(call)
-    return cache[key]
-
 
 def torch_api(ctx: FileContext, call: cst.Call) -> tuple[str, bool] | None:
     """``(name, is_method)`` for a call of a torch function (``torch.nonzero``) or a
     torch.Tensor method (``x.nonzero()``); None for anything else."""
-    target = call_target(ctx, call)
+    target = ctx.call_target(call)
     if target is None:
         return None
     if target.startswith("torch.Tensor."):

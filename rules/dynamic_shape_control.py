@@ -26,7 +26,6 @@ from msready.analyzer.names import dotted
 from msready.analyzer.repo import RepositoryModel
 from msready.rules.base import FileRule, RepoRule
 from msready.rules.dynamic_shape_base import DynamicRule, in_forward
-from msready.rules.dynamic_shape_calls import call_target
 
 # Calls that only report a problem: a branch made of these changes no shape.
 _REPORTING_ROOTS = ("builtins.print", "warnings.", "logging.")
@@ -188,7 +187,7 @@ class PaddedSequence(FileRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node)
+        target = self.ctx.call_target(node)
         if target not in _PAD_APIS:
             return
         short = target.rsplit(".", 1)[1]
@@ -237,7 +236,7 @@ class VariableImageSize(FileRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node) or ""
+        target = self.ctx.call_target(node) or ""
         if not (target.startswith(_TRANSFORMS) and target.endswith(".Compose") and node.args):
             return
         steps = node.args[0].value
@@ -260,14 +259,14 @@ class VariableImageSize(FileRule):
                 "Resize to a fixed `(h, w)` or crop after the resize "
                 "(`mindspore.dataset.vision.Resize([h, w])` / `CenterCrop`), or pad batches to "
                 "a bucket size with `padded_batch`.",
-                symbol=call_target(self.ctx, loose) or "Resize",
+                symbol=self.ctx.call_target(loose) or "Resize",
             )
 
     def _kind(self, step: cst.BaseExpression) -> str:
         """'loose' for a short-side Resize, 'fixed' for a crop or a (h, w) resize."""
         if not isinstance(step, cst.Call):
             return ""
-        target = call_target(self.ctx, step) or ""
+        target = self.ctx.call_target(step) or ""
         if not target.startswith(_TRANSFORMS):
             return ""
         name = target.rsplit(".", 1)[-1]

@@ -25,7 +25,6 @@ import libcst.matchers as m
 
 from msready.rules.base import FileContext
 from msready.rules.dynamic_shape_calls import (
-    call_target,
     positional,
     receiver,
     torch_api,
@@ -144,7 +143,7 @@ class Flow:
         cls = self.ctx.class_name
         if (isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self"))
                 and isinstance(node.value, cst.Call) and cls is not None):
-            held = call_target(self.ctx, node.value)
+            held = self.ctx.call_target(node.value)
             if held is not None and held.startswith(self.ctx.module + "."):
                 self.attr_classes[(cls, target.attr.value)] = held
 
@@ -174,7 +173,7 @@ class Flow:
         if isinstance(func, cst.Attribute) and m.matches(func.value, m.Name("self")) and cls:
             held = self.attr_classes.get((cls, func.attr.value))
             return f"{held}.forward" if held else f"{cls}.{func.attr.value}"
-        target = call_target(self.ctx, call)
+        target = self.ctx.call_target(call)
         if target is not None and target.startswith(self.ctx.module + "."):
             return target
         return None
@@ -349,7 +348,7 @@ class Flow:
         if isinstance(expr, cst.Call):
             api = torch_api(self.ctx, expr)
             if api is None:
-                return call_target(self.ctx, expr) in VARLEN_TARGETS
+                return self.ctx.call_target(expr) in VARLEN_TARGETS
             name, is_method = api
             if name in VARLEN_APIS:
                 return True
@@ -517,7 +516,7 @@ class Flow:
         called on a value the flow knows is a tensor."""
         api = torch_api(self.ctx, call)
         if api is None:
-            target = call_target(self.ctx, call) or ""
+            target = self.ctx.call_target(call) or ""
             return target.startswith(TENSOR_NAMESPACES)
         name, is_method = api
         if name.startswith(("is_", "_", "get_", "set_", "has_")):

@@ -14,7 +14,7 @@ import libcst as cst
 
 from msready.analyzer.findings import Severity
 from msready.rules.dynamic_shape_base import ApiRule, DynamicRule, in_forward
-from msready.rules.dynamic_shape_calls import argument, call_target, receiver, torch_api
+from msready.rules.dynamic_shape_calls import argument, receiver, torch_api
 from msready.rules.dynamic_shape_flow import VARLEN_TARGETS
 
 
@@ -119,7 +119,7 @@ class SegmentReduce(DynamicRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node) or ""
+        target = self.ctx.call_target(node) or ""
         if target.split(".")[0] == "torch_scatter":
             if not any(a.keyword is not None and a.keyword.value in ("dim_size", "out")
                        for a in node.args):
@@ -204,7 +204,7 @@ class RandomSampling(DynamicRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node) or ""
+        target = self.ctx.call_target(node) or ""
         if target in self.FOREIGN:
             self._report(node, target, Severity.ERROR)
             return
@@ -349,7 +349,7 @@ class RuntimeSize(DynamicRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node)
+        target = self.ctx.call_target(node)
         spec = self.SIZES.get(target or "")
         if spec is None:
             return
@@ -412,7 +412,7 @@ class NonMaxSuppression(DynamicRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node)
+        target = self.ctx.call_target(node)
         if target not in VARLEN_TARGETS:
             return
         self.report(

@@ -18,7 +18,7 @@ import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
 from msready.rules.base import FileContext, FileRule
-from msready.rules.dynamic_shape_calls import argument, call_target, receiver, torch_api
+from msready.rules.dynamic_shape_calls import argument, receiver, torch_api
 from msready.rules.sparse_flow import (
     CONVERTERS,
     DENSE_GOES,
@@ -132,7 +132,7 @@ class SparseMatmul(SparseRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node) or ""
+        target = self.ctx.call_target(node) or ""
         if target in MATMUL_APIS:
             self._report(node, target)
             return
@@ -263,7 +263,7 @@ class SparseEmbedding(SparseRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node)
+        target = self.ctx.call_target(node)
         if target not in self.APIS:
             return
         sparse = argument(node, "sparse", 99)
@@ -302,7 +302,7 @@ class SparseOptimizer(SparseRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node)
+        target = self.ctx.call_target(node)
         if target not in ("torch.optim.SparseAdam", "torch.optim.sparse_adam.SparseAdam"):
             return
         self.report(
@@ -357,7 +357,7 @@ class SparseOp(SparseRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        target = call_target(self.ctx, node) or ""
+        target = self.ctx.call_target(node) or ""
         if target.startswith("torch.sparse.") and target not in MATMUL_APIS and (
                 self.flow.constructor(node) is None):
             self._report(node, target)
@@ -432,7 +432,7 @@ class SparseArgument(SparseRule):
         target = node.targets[0].target if len(node.targets) == 1 else None
         if (isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self"))
                 and isinstance(node.value, cst.Call) and self.ctx.class_name is not None):
-            cls = call_target(self.ctx, node.value)
+            cls = self.ctx.call_target(node.value)
             if cls is not None:
                 self.attr_classes[(self.ctx.class_name, target.attr.value)] = cls
 
@@ -451,7 +451,7 @@ class SparseArgument(SparseRule):
                 if self.flow.is_sparse(arg.value):
                     self.passed.append((callee, key, self.ctx.function or ""))
             return
-        target = call_target(self.ctx, node) or ""
+        target = self.ctx.call_target(node) or ""
         api = torch_api(self.ctx, node)
         if target in MATMUL_APIS or api is None or api[0] in _METADATA or api[0].startswith(
                 "is_"):
@@ -480,7 +480,7 @@ class SparseArgument(SparseRule):
         if isinstance(func, cst.Attribute) and m.matches(func.value, m.Name("self")) and cls:
             held = self.attr_classes.get((cls, func.attr.value))
             return f"{held}.forward" if held else f"{cls}.{func.attr.value}"
-        target = call_target(self.ctx, node)
+        target = self.ctx.call_target(node)
         if target is not None and target.startswith(self.ctx.module + "."):
             return target
         return None

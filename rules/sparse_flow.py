@@ -14,7 +14,7 @@ from collections.abc import Set
 import libcst as cst
 
 from msready.rules.base import FileContext
-from msready.rules.dynamic_shape_calls import call_target, receiver
+from msready.rules.dynamic_shape_calls import receiver
 
 MAX_DEPTH = 12
 # torch constructor -> sparse format.
@@ -94,7 +94,7 @@ class SparseFlow:
 
     def constructor(self, call: cst.Call) -> tuple[str, str] | None:
         """``(symbol, format)`` when ``call`` builds a sparse tensor."""
-        target = call_target(self.ctx, call)
+        target = self.ctx.call_target(call)
         if target in CONSTRUCTORS:
             return target, CONSTRUCTORS[target]
         func = call.func
@@ -120,7 +120,7 @@ class SparseFlow:
         if isinstance(expr, cst.Call):
             if self.constructor(expr) is not None:
                 return True
-            target = call_target(self.ctx, expr) or ""
+            target = self.ctx.call_target(expr) or ""
             if target in ("torch.sparse.softmax", "torch.sparse.log_softmax"):
                 return True
             if target in self.returns_sparse:
