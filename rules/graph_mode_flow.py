@@ -361,7 +361,7 @@ class InplaceOpInGraph(GraphRule):
         "        x = x.add(1)\n        count = 0\n        count += 1\n        return x * count\n",
         "import torch\n\ndef train(model, opt):\n    for p in model.parameters():\n"
         "        p.grad.zero_()\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
-        "        return x\n",
+        "        return x\n\nif __name__ == '__main__':\n    train(Net(), None)\n",
     )
     INVALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
@@ -468,7 +468,8 @@ class DeviceMoveInGraph(GraphRule):
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
         "        return x.to(torch.float16)\n\n"
         "def train(model, loader, device):\n    for x in loader:\n"
-        "        model(x.to(device))\n",
+        "        model(x.to(device))\n\n"
+        "if __name__ == '__main__':\n    train(Net(), [], 'cpu')\n",
     )
     INVALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
