@@ -60,9 +60,7 @@ class ValueAnalysis(Env):
         self.calls: dict[tuple[str, Any], ResolvedCall] = {}
         self.incoming: dict[str, list[tuple[ResolvedCall, int]]] = {}
         self._memo: dict[Any, Value] = {}
-        self._partial: dict[Any, Value] = {}
         self._busy: set[Any] = set()
-        self._cycle = False
         self._depth = 0
         self._steps = 0
         self.resolved_by_value: dict[tuple[str, Any], tuple[str, ...]] = {}
@@ -85,7 +83,12 @@ class ValueAnalysis(Env):
         self.incoming.setdefault(callee, []).append((rc, 1 if bound else 0))
 
     def _unresolved(self) -> Iterable[ResolvedCall]:
+        # A Tensor-method guess may be a repository method only if some class defines it.
+        methods = {m for cls in self.model.classes.values() for m in cls.methods}
         for rc in self.model.calls:
+            if rc.call.kind is CallKind.TENSOR_METHOD and (
+                    rc.call.target.rsplit(".", 1)[-1] not in methods):
+                continue
             if rc.callees or (rc.external is not None
                               and rc.call.kind is not CallKind.TENSOR_METHOD):
                 continue
@@ -117,7 +120,7 @@ class ValueAnalysis(Env):
             if not added:
                 break
             self._memo.clear()
-            self._partial.clear()
+            self._steps = 0
 
     def _value_callees(self, rc: ResolvedCall) -> tuple[str, ...]:
         call = rc.call
@@ -165,39 +168,26 @@ class ValueAnalysis(Env):
     # ----- evaluation -------------------------------------------------------------------
 
     def value(self, expr: Expr) -> Value:
-        """What a (possibly symbolic) expression holds."""
+        """What a (possibly symbolic) expression holds. Results are memoised; a value
+        met again while it is being computed (recursion) contributes nothing."""
         if isinstance(expr, frozenset):
             return expr
         memo = self._memo.get(expr)
         if memo is not None:
             return memo
         if expr in self._busy:
-            self._cycle = True
-            return self._partial.get(expr, NOTHING)
+            return NOTHING
         self._steps += 1
         if self._depth > MAX_DEPTH or self._steps > MAX_STEPS:
             return UNKNOWN
         self._busy.add(expr)
         self._depth += 1
-        outer_cycle = self._cycle
         try:
-            result = NOTHING
-            for _ in range(ROUNDS):
-                self._cycle = False
-                result = self._compute(expr)
-                if not self._cycle or self._partial.get(expr) == result:
-                    break
-                self._partial[expr] = result
-            saw_cycle = self._cycle
+            result = self._compute(expr)
         finally:
             self._busy.discard(expr)
             self._depth -= 1
-        if not saw_cycle or not self._busy:
-            self._memo[expr] = result
-            self._partial.pop(expr, None)
-        else:
-            self._partial[expr] = result
-        self._cycle = outer_cycle or saw_cycle
+        self._memo[expr] = result
         return result
 
     def decide(self, condition: Truth) -> bool:

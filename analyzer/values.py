@@ -84,8 +84,18 @@ MAX_EXPR_SIZE = 60
 
 
 def one(kind: Kind, **fields: Any) -> Value:
-    """A value of one atom."""
-    return frozenset((Atom(kind, **fields),))
+    """A value of one atom. Values are interned, so that a file's facts share them (the
+    cache and the process pool pickle each once)."""
+    atom = Atom(kind, **fields)
+    found = _INTERNED.get(atom)
+    if found is None:
+        found = frozenset((atom,))
+        if len(_INTERNED) < 100_000:
+            _INTERNED[atom] = found
+    return found
+
+
+_INTERNED: dict[Atom, Value] = {}
 
 
 UNKNOWN: Value = one(Kind.UNKNOWN)

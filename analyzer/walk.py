@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Callable, Sequence
 
 import libcst as cst
@@ -208,8 +209,8 @@ class FileWalker:
             confidence=confidence or rule.confidence,
             location=self.location(span),
             symbol=symbol,
-            message=message,
-            suggestion=suggestion,
+            message=sys.intern(message),
+            suggestion=sys.intern(suggestion),
             function=self.function,
             scope=rule.scope,
         )
