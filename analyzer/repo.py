@@ -77,6 +77,7 @@ class RepositoryModel:
         # What every expression holds, across functions and files; it also adds the call
         # edges that only values tell (``self.critic(x)``, ``net_d(fake)``).
         self.values = ValueAnalysis(self)
+        self.values.assume_tensor_inputs(self.placement.loss_roots)
 
     # ----- names ----------------------------------------------------------------------
 

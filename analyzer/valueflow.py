@@ -64,6 +64,9 @@ class ValueAnalysis(Env):
         self._depth = 0
         self._steps = 0
         self.resolved_by_value: dict[tuple[str, Any], tuple[str, ...]] = {}
+        # Functions whose parameters hold tensors when no caller says otherwise (a loss
+        # computed between the network's output and backward; see Placement).
+        self.tensor_inputs: set[str] = set()
         for rc in model.calls:
             self.calls[(rc.file.path, rc.call.key)] = rc
             for callee in rc.callees:
@@ -190,6 +193,11 @@ class ValueAnalysis(Env):
         self._memo[expr] = result
         return result
 
+    def assume_tensor_inputs(self, functions: Iterable[str]) -> None:
+        """Parameters of these functions hold tensors when no caller says otherwise."""
+        self.tensor_inputs.update(functions)
+        self._memo.clear()
+
     def decide(self, condition: Truth) -> bool:
         """Whether a rule's condition holds, now that the repository is known."""
         return decide(condition, self.value)
@@ -227,10 +235,11 @@ class ValueAnalysis(Env):
         default = dict(fact.defaults).get(name)
         if default is not None:
             parts.append(self.value(default))
-        if not parts and fact.name == "forward" and (
-                fact.class_qualname in self.model.module_classes):
-            return tensor()  # what a network's forward receives when no caller says
-        return join(*parts) if parts else UNKNOWN
+        joined = join(*parts) if parts else UNKNOWN
+        if joined == UNKNOWN and (function in self.tensor_inputs or (
+                fact.name == "forward" and fact.class_qualname in self.model.module_classes)):
+            return tensor()  # what a network's forward (or a loss) receives when no caller says
+        return joined
 
     def call_result(self, path: str, key: Any) -> Value:
         """What the call at ``key`` in file ``path`` returns."""

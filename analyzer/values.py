@@ -524,14 +524,14 @@ def binary(operator: str, left: Value, right: Value) -> Value:
                       reduced=all(a.reduced for a in tensors))
     if is_data(left) or is_data(right):
         return DATA
-    if is_shape(left) and is_shape(right):
-        return SHAPE
     lc = [a.const for a in left if a.kind is Kind.CONST]
     rc = [a.const for a in right if a.kind is Kind.CONST]
     if len(left) == 1 and len(right) == 1 and lc and rc:
         folded = _fold(operator, lc[0], rc[0])
         if folded is not None:
             return folded
+    if is_shape(left) and is_shape(right):
+        return SHAPE
     if any(a.kind is Kind.SEQ for a in left) and operator in ("+", "*"):
         items = [a.item for v in (left, right) for a in v if a.kind is Kind.SEQ and a.item]
         return seq(item=join(*items) if items else UNKNOWN)

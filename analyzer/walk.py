@@ -545,8 +545,10 @@ class FileWalker:
         index = self._call_index.get(id(node))
         site = self.result.calls[index] if index is not None else None
         if site is not None and site.kind is CallKind.NAME and site.target.split(".")[0] in (
-                *TORCH_ROOTS, "builtins") and site.target not in _LOSS_CALLS:
-            return
+                *TORCH_ROOTS, "builtins") and site.target not in _LOSS_CALLS and not (
+                site.target.rsplit(".", 1)[-1][:1].isupper()
+                and not all(a.is_literal for a in site.args)):
+            return  # kept: torch classes built from non-literal arguments (layers, optimizers)
         recv: Expr | None = None
         if isinstance(func, cst.Attribute):
             recv = self.values.expr(func.value)

@@ -192,7 +192,7 @@ class BooleanMaskIndex(DynamicRule):
                 held = self.ctx.values.expr(piece.value)
                 if isinstance(held, tuple) and held[0] == "p":
                     via = f" (`{piece.value.value}` receives a boolean mask from its callers)"
-                elif isinstance(held, tuple) and held[0] in ("c", "o"):
+                elif isinstance(held, tuple):
                     via = f" (`{piece.value.value}` is a boolean mask built in another function)"
         self._report(node, self._is_store(node), via,
                      when=t_and(mask, t_not(self.flow.is_python(node.value))))
