@@ -141,6 +141,9 @@ class LocalValues:
         kind = type(node)
         if kind is cst.Name:
             return self.lookup(node.value)  # type: ignore[attr-defined]
+        if kind is cst.SimpleString:
+            literal, ok = literal_of(node, self.walker.text(node))
+            return const(literal) if ok and len(str(literal)) <= 80 else PYTHON
         if kind is cst.Integer or kind is cst.Float:
             literal, ok = literal_of(node, self.walker.text(node))
             return const(literal) if ok else PYTHON

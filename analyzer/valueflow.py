@@ -147,6 +147,12 @@ class ValueAnalysis(Env):
         model = self.model
         out: list[str] = []
         for atom in held:
+            if atom.kind is Kind.INSTANCE and atom.item is not None and method is None:
+                out.extend(self._entry_points(atom.item, None))  # Sequential, ModuleList[i]
+                continue
+            if atom.kind is Kind.SEQ and atom.item is not None and method is None:
+                out.extend(self._entry_points(atom.item, None))
+                continue
             if atom.kind is not Kind.INSTANCE or atom.cls not in model.classes:
                 continue
             if method is not None:

@@ -71,7 +71,10 @@ class Atom:
     const: object = None  # CONST: the Python value (hashable)
     cls: str = ""  # INSTANCE: qualified class; NAMESPACE: module of the parser
     items: tuple[Value, ...] | None = None  # SEQ: the elements, when their number is known
-    item: Value | None = None  # SEQ: the join of the elements
+    item: Value | None = None  # SEQ, or a container INSTANCE: the join of the elements
+    # TENSOR: only guessed (a comparison or a Tensor method on something unknown); a guess
+    # may make a mask but never a data-dependent condition on its own.
+    guess: bool = False
 
 
 Value = frozenset[Atom]
@@ -106,9 +109,10 @@ SHAPE: Value = one(Kind.SHAPE)
 DATA: Value = one(Kind.DATA)
 
 
-def tensor(dtype: str = "", varlen: bool = False, reduced: bool = False) -> Value:
+def tensor(dtype: str = "", varlen: bool = False, reduced: bool = False,
+           guess: bool = False) -> Value:
     """A tensor value."""
-    return one(Kind.TENSOR, dtype=dtype, varlen=varlen, reduced=reduced)
+    return one(Kind.TENSOR, dtype=dtype, varlen=varlen, reduced=reduced, guess=guess)
 
 
 def const(value: object) -> Value:
@@ -219,6 +223,8 @@ VARLEN_TARGETS = frozenset({
     f"torchvision.ops.{module}{name}" for module in ("", "boxes.")
     for name in ("nms", "batched_nms", "remove_small_boxes")})
 INDEX_KEEP_APIS = KEEP_APIS | {"long", "int"}
+MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential",
+                               "torch.nn.ModuleDict"})
 # Functions and methods whose output size their arguments give.
 CREATORS = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
                       "eye", "linspace", "logspace", "randperm", "tensor"})
@@ -267,6 +273,16 @@ def _with_dtype(value: Value, dtype: str, varlen: bool | None = None) -> Value:
 def tensor_method(receiver: Value, name: str, args: Sequence[Value],
                   keywords: Sequence[str] = ()) -> Value:
     """What ``<receiver>.<name>(*args)`` holds when the receiver may be a tensor."""
+    result = _tensor_method(receiver, name, args, keywords)
+    tensors = _tensors(receiver)
+    if tensors and all(a.guess for a in tensors):  # a guess stays a guess
+        return frozenset(replace(a, guess=True) if a.kind is Kind.TENSOR else a
+                         for a in result)
+    return result
+
+
+def _tensor_method(receiver: Value, name: str, args: Sequence[Value],
+                   keywords: Sequence[str] = ()) -> Value:
     tensors = _tensors(receiver)
     if not tensors:
         return UNKNOWN
@@ -322,6 +338,10 @@ def torch_function(target: str, args: Sequence[Value], keywords: Sequence[str] =
     name = target.rsplit(".", 1)[-1]
     if target in VARLEN_TARGETS:
         return tensor("int", varlen=True)
+    if target in MODULE_CONTAINERS:
+        parts = [element(a, None) if target != "torch.nn.Sequential" else a for a in args]
+        held = [frozenset(x for x in p if x.kind is Kind.INSTANCE) for p in parts]
+        return one(Kind.INSTANCE, cls=target, item=join(*held) if held else NOTHING)
     if kind == "object":
         return instance(target)
     if kind == "other":
@@ -434,6 +454,8 @@ def subscript(base: Value, index: Value, is_slice: bool = False) -> Value:
                 out.append(atom.item if atom.item is not None else UNKNOWN)
         elif atom.kind in (Kind.SHAPE, Kind.DATA):
             out.append(frozenset((atom,)))
+        elif atom.kind is Kind.INSTANCE and atom.item is not None:
+            out.append(atom.item)  # an element of ModuleList / Sequential / ModuleDict
         elif atom.kind is Kind.CONST and isinstance(atom.const, tuple):
             position = [a.const for a in index if a.kind is Kind.CONST]
             if len(position) == 1 and isinstance(position[0], int) and not is_slice:
@@ -501,6 +523,9 @@ def method(receiver: Value, name: str, args: Sequence[Value], keywords: Sequence
             out.append(PYTHON)
         elif atom.kind is Kind.OTHER:
             out.append(OTHER)
+        elif atom.kind is Kind.UNKNOWN and name in tensor_method_names():
+            # Something unknown calling a Tensor method may be a tensor.
+            out.append(join(tensor_method(tensor(guess=True), name, args, keywords), UNKNOWN))
         elif atom.kind is not Kind.TENSOR:
             out.append(UNKNOWN)
     return join(*out) if out else UNKNOWN
@@ -521,7 +546,8 @@ def binary(operator: str, left: Value, right: Value) -> Value:
             dtypes = {a.dtype for a in tensors}
             dtype = dtypes.pop() if len(dtypes) == 1 and operator != "/" else ""
         return tensor(dtype, varlen=any(a.varlen for a in tensors),
-                      reduced=all(a.reduced for a in tensors))
+                      reduced=all(a.reduced for a in tensors),
+                      guess=all(a.guess for a in tensors))
     if is_data(left) or is_data(right):
         return DATA
     lc = [a.const for a in left if a.kind is Kind.CONST]
@@ -569,7 +595,11 @@ def compare(sides: Sequence[Value], identity: bool = False) -> Value:
     tensors = [a for v in sides for a in _tensors(v)]
     if tensors:
         return tensor("bool", varlen=any(a.varlen for a in tensors),
-                      reduced=all(a.reduced for a in tensors))
+                      reduced=all(a.reduced for a in tensors),
+                      guess=all(a.guess for a in tensors))
+    if any(a.kind is Kind.UNKNOWN for v in sides for a in v) and not any(
+            is_data(v) for v in sides):
+        return join(tensor("bool", guess=True), PYTHON)  # may compare tensors
     if any(is_data(v) for v in sides):
         return DATA
     return PYTHON
@@ -608,6 +638,8 @@ def element(value: Value, index: int | None) -> Value:
             out.append(OTHER)
         elif atom.kind in (Kind.SHAPE, Kind.DATA):
             out.append(frozenset((atom,)))
+        elif atom.kind is Kind.INSTANCE and atom.item is not None:
+            out.append(atom.item)
         else:
             out.append(UNKNOWN)
     return join(*out) if out else UNKNOWN
@@ -674,8 +706,8 @@ def evaluate_op(expr: tuple[Any, ...], operands: Sequence[Value], env: Env) -> V
 # ----- predicates ---------------------------------------------------------------------------
 
 def is_tensor(value: Value) -> bool:
-    """May be a tensor."""
-    return any(a.kind is Kind.TENSOR for a in value)
+    """May be a tensor (more than a guess)."""
+    return any(a.kind is Kind.TENSOR and not a.guess for a in value)
 
 
 def is_bool_mask(value: Value) -> bool:
@@ -714,7 +746,7 @@ def is_python_constant(value: Value) -> bool:
 
 def is_tensor_test(value: Value) -> bool:
     """May be a condition whose truth is read from tensor values at run time."""
-    return any(a.kind is Kind.DATA or a.kind is Kind.TENSOR for a in value)
+    return any(a.kind is Kind.DATA or (a.kind is Kind.TENSOR and not a.guess) for a in value)
 
 
 PREDICATES: dict[str, Callable[[Value], bool]] = {

@@ -62,7 +62,7 @@ class TensorControlFlow(DynamicRule):
                    "            x = x.cuda()\n        return x\n"),
         in_forward("        for part in y.keys():\n            if part.split('.')[0] == '':\n"
                    "                x = x + 1\n        return x\n"),
-        "import torch\n\ndef train_step(loss):\n    if loss.item() > 10:\n"
+        "import torch\n\ndef train_step(loss):\n    loss.backward()\n    if loss.item() > 10:\n"
         "        return None\n    return loss\n",
     )
     INVALID = (
