@@ -12,6 +12,7 @@ module-level names (``("g", dotted name)``). The repository solver
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -20,14 +21,17 @@ import libcst as cst
 from msready.analyzer.syntax import literal_of, torch_result_kind
 from msready.analyzer.values import (
     DATA,
+    LOCAL_ENV,
     OTHER,
     PYTHON,
     SHAPE,
     UNKNOWN,
     Expr,
     Truth,
+    Value,
     apply,
     const,
+    evaluate_op,
     instance,
     one,
     tensor,
@@ -43,12 +47,12 @@ if TYPE_CHECKING:
 TORCH_ROOTS = ("torch", "torchvision")
 MAX_DEPTH = 24
 # Libraries whose calls never run repository code: their results are other objects.
-FOREIGN_ROOTS = frozenset({"numpy", "scipy", "cv2", "PIL", "os", "sys", "random", "time",
-                           "json", "re", "logging", "collections", "itertools", "functools",
-                           "typing", "pathlib", "copy", "warnings", "pickle", "yaml",
-                           "tqdm", "matplotlib", "pandas", "sklearn", "subprocess", "shutil",
-                           "glob", "datetime", "inspect", "io", "abc", "dataclasses",
-                           "argparse", "string", "struct", "hashlib", "tempfile", "types"})
+OTHER_FRAMEWORKS = frozenset({
+    "mindspore", "tensorflow", "keras", "jax", "flax", "optax", "paddle", "mxnet", "oneflow",
+    "sklearn", "xgboost", "lightgbm", "catboost", "gensim", "fasttext",
+    "sentencepiece", "tokenizers", "spacy", "gym", "gymnasium", "pandas", "numpy", "scipy",
+    "cv2", "PIL", "yaml", "tqdm", "matplotlib", "skimage", "imageio", "h5py", "lmdb"})
+FOREIGN_ROOTS = frozenset(sys.stdlib_module_names) | OTHER_FRAMEWORKS
 _BINARY = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/",
            cst.FloorDivide: "//", cst.Modulo: "%", cst.Power: "**", cst.BitAnd: "&",
            cst.BitOr: "|", cst.BitXor: "^", cst.LeftShift: "<<", cst.RightShift: ">>",
@@ -132,6 +136,26 @@ class LocalValues:
         if key in self.walker.parsed.spans:  # only nodes of the tree live as long as the walk
             self._memo[key] = value
         return value
+
+    def local(self, node: cst.BaseExpression) -> Value:
+        """What ``node`` holds as far as this file shows: what other functions decide
+        counts as unknown."""
+        return self.settle(self.expr(node))
+
+    def settle(self, expr: Expr, depth: int = 0) -> Value:
+        """A symbolic expression evaluated with every look-up outside the file unknown."""
+        if isinstance(expr, frozenset):
+            return expr
+        if depth > MAX_DEPTH:
+            return UNKNOWN
+        head = expr[0]
+        if head == "o":
+            return evaluate_op(expr, [self.settle(e, depth + 1) for e in expr[3:]], LOCAL_ENV)
+        if head == "l":
+            for state in reversed(self.walker.function_states):
+                if state.qualname == expr[1] and expr[2] < len(state.locals):
+                    return self.settle(state.locals[expr[2]], depth + 1)
+        return UNKNOWN
 
     def truth(self, predicate: str, node: cst.BaseExpression) -> Truth:
         """``predicate`` (see :data:`msready.analyzer.values.PREDICATES`) of ``node``."""

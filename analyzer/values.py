@@ -345,7 +345,7 @@ def torch_function(target: str, args: Sequence[Value], keywords: Sequence[str] =
     if kind == "object":
         return instance(target)
     if kind == "other":
-        return OTHER
+        return UNKNOWN  # a torch object (device, compiled module, loader): not a tensor
     keyed = dict(zip(keywords, args[len(args) - len(keywords):], strict=False))
     dtype_value = keyed.get("dtype")
     if dtype_value is not None:
@@ -525,7 +525,8 @@ def method(receiver: Value, name: str, args: Sequence[Value], keywords: Sequence
             out.append(OTHER)
         elif atom.kind is Kind.UNKNOWN and name in tensor_method_names():
             # Something unknown calling a Tensor method may be a tensor.
-            out.append(join(tensor_method(tensor(guess=True), name, args, keywords), UNKNOWN))
+            held = tensor_method(tensor(guess=True), name, args, keywords)
+            out.append(join(held, UNKNOWN) if is_tensor_kind(held) else held)
         elif atom.kind is not Kind.TENSOR:
             out.append(UNKNOWN)
     return join(*out) if out else UNKNOWN
@@ -704,6 +705,11 @@ def evaluate_op(expr: tuple[Any, ...], operands: Sequence[Value], env: Env) -> V
 
 
 # ----- predicates ---------------------------------------------------------------------------
+
+def is_tensor_kind(value: Value) -> bool:
+    """May be a tensor, guessed or not."""
+    return any(a.kind is Kind.TENSOR for a in value)
+
 
 def is_tensor(value: Value) -> bool:
     """May be a tensor (more than a guess)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 import libcst as cst
 
 from msready.analyzer.findings import Category, Confidence, Finding, Scope, Severity, Span
-from msready.analyzer.values import Expr, Truth
+from msready.analyzer.values import Expr, Truth, Value
 
 if TYPE_CHECKING:
     from msready.analyzer.repo import RepositoryModel
@@ -29,6 +29,9 @@ class ValueQueries(Protocol):
 
     def expr(self, node: cst.BaseExpression, depth: int = 0) -> Expr:
         """What ``node`` holds: a value, or symbolic where other functions decide."""
+
+    def local(self, node: cst.BaseExpression) -> Value:
+        """What ``node`` holds as far as this file shows (other functions: unknown)."""
 
     def truth(self, predicate: str, node: cst.BaseExpression) -> Truth:
         """A predicate of :data:`msready.analyzer.values.PREDICATES` on ``node``'s value:
