@@ -106,7 +106,7 @@ class FunctionFact:
     returns: Expr | None = None
     defaults: tuple[tuple[str, Expr], ...] = ()
     is_static: bool = False
-    locals: tuple[Expr, ...] = ()  # what ``("l", function, index)`` refers to
+    locals: tuple[Expr, ...] = ()  # what ``("l", path, function, index)`` refers to
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,8 +153,8 @@ class LocalValues:
             return evaluate_op(expr, [self.settle(e, depth + 1) for e in expr[3:]], LOCAL_ENV)
         if head == "l":
             for state in reversed(self.walker.function_states):
-                if state.qualname == expr[1] and expr[2] < len(state.locals):
-                    return self.settle(state.locals[expr[2]], depth + 1)
+                if state.qualname == expr[2] and expr[3] < len(state.locals):
+                    return self.settle(state.locals[expr[3]], depth + 1)
         return UNKNOWN
 
     def truth(self, predicate: str, node: cst.BaseExpression) -> Truth:
@@ -224,6 +224,7 @@ class LocalValues:
     def _comprehension(self, node: cst.ListComp | cst.GeneratorExp, depth: int) -> Expr:
         scratch: dict[str, Expr] = {}
         self._scratch.append(scratch)
+        saved, self._memo = self._memo, {}  # names mean something else inside
         try:
             comp: cst.CompFor | None = node.for_in
             while comp is not None:
@@ -234,6 +235,7 @@ class LocalValues:
             return apply("seq", (False,), [self.expr(node.elt, depth)])
         finally:
             self._scratch.pop()
+            self._memo = saved
 
     def _attribute(self, node: cst.Attribute, depth: int) -> Expr:
         walker = self.walker

@@ -175,9 +175,9 @@ def _call_refs(expr: Any, values: Any, depth: int) -> Iterator[tuple[str, Any]]:
         for operand in expr[3:]:
             yield from _call_refs(operand, values, depth)
     elif head == "l":
-        fact = values.model.functions.get(expr[1])
-        if fact is not None and expr[2] < len(fact.locals):
-            yield from _call_refs(fact.locals[expr[2]], values, depth + 1)
+        fact = values.local_tables.get((expr[1], expr[2]))
+        if fact is not None and expr[3] < len(fact.locals):
+            yield from _call_refs(fact.locals[expr[3]], values, depth + 1)
     elif head == "p":
         fact = values.model.functions.get(expr[1])
         if fact is None:

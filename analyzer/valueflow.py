@@ -67,6 +67,10 @@ class ValueAnalysis(Env):
         # Functions whose parameters hold tensors when no caller says otherwise (a loss
         # computed between the network's output and backward; see Placement).
         self.tensor_inputs: set[str] = set()
+        # (path, function) -> its facts: local tables are per file, since two files may
+        # define functions of the same qualified name.
+        self.local_tables: dict[tuple[str, str], FunctionFact] = {
+            (f.path, fn.qualname): fn for f in model.files.values() for fn in f.functions}
         for rc in model.calls:
             self.calls[(rc.file.path, rc.call.key)] = rc
             for callee in rc.callees:
@@ -222,10 +226,10 @@ class ValueAnalysis(Env):
         if head == "g":
             return self.global_value(expr[1])
         if head == "l":
-            fact = self.model.functions.get(expr[1])
-            if fact is None or expr[2] >= len(fact.locals):
+            fact = self.local_tables.get((expr[1], expr[2]))
+            if fact is None or expr[3] >= len(fact.locals):
                 return UNKNOWN
-            return self.value(fact.locals[expr[2]])
+            return self.value(fact.locals[expr[3]])
         return UNKNOWN
 
     def parameter(self, function: str, name: str) -> Value:

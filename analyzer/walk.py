@@ -508,13 +508,13 @@ class FileWalker:
 
     def intern(self, expr: Expr) -> Expr:
         """A symbolic operation stored once in the function's table of local values and
-        referred to as ``("l", function, index)``, so that expressions built from it stay
+        referred to as ``("l", path, function, index)``, so that expressions built from it stay
         small however long the chain of assignments."""
         if isinstance(expr, frozenset) or expr[0] != "o" or not self._functions:
             return expr
         state = self._functions[-1]
         state.locals.append(expr)
-        return ("l", state.qualname, len(state.locals) - 1)
+        return ("l", self.path, state.qualname, len(state.locals) - 1)
 
     def _on_aug_assign(self, node: cst.AugAssign) -> None:
         target = node.target
