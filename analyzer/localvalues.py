@@ -72,8 +72,11 @@ def binary_operator(op: cst.BaseBinaryOp | cst.BaseAugOp) -> str:
 
 
 def torch_constant(target: str) -> Expr:
-    """What a torch name used as a value holds: dtypes are constants (``torch.bool``)."""
+    """What a torch name used as a value holds: dtypes are constants (``torch.bool``);
+    version strings are plain Python values."""
     last = target.rsplit(".", 1)[-1]
+    if last.startswith("__") or ".version" in target:
+        return PYTHON
     if last[:1].islower() and not target.startswith(("torch.nn.", "torch.optim.")):
         return const(target)
     return OTHER
@@ -308,6 +311,8 @@ class LocalValues:
             root = target.split(".")[0]
             if root in TORCH_ROOTS:
                 args, names = self.call_args(call, depth)
+                if "__" in target or ".version." in target:
+                    return PYTHON  # torch.__version__.split("."): strings, not tensors
                 if target.startswith("torch.Tensor."):
                     return tensor()
                 return apply("torch", (target, names, torch_result_kind(target)), args)
