@@ -30,6 +30,7 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "message": finding.message,
         "suggestion": finding.suggestion,
         "trace": list(finding.trace),
+        "where": finding.where,
     }
 
 
