@@ -1,0 +1,127 @@
+"""``msready survey`` on a real local Ray runtime (2 CPUs, loopback only, no dashboard).
+
+The repositories are small torch projects the tests write themselves, plus one source
+that cannot be cloned. One runtime serves every test of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray
+
+from msready.analyzer.survey import SurveyOptions, survey
+
+OPTIONS = SurveyOptions(skeletons="off", jobs=1, cache=False, max_retries=1)
+HEAD = "import torch\nfrom torch import nn\n\n"
+REPOS = {
+    "alpha": HEAD + "def f(x):\n    return torch.as_strided(x, (2, 2), (1, 2))\n\n"
+                    "layer = nn.Linear(4, 2)\n",
+    "beta": HEAD + "def g(x):\n    y = torch.alpha_dropout(x, 0.5, True)\n"
+                   "    return torch.as_strided(y, (2, 2), (1, 2))\n",
+    "gamma": HEAD + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n"
+                    "        return self.fc(x)\n",
+}
+
+
+@pytest.fixture(scope="module")
+def ray_runtime() -> Iterator[None]:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+             log_to_driver=False, logging_level=logging.WARNING)
+    yield
+    ray.shutdown()
+
+
+def write_corpus(root: Path, repos: dict[str, str]) -> Path:
+    for name, text in repos.items():
+        (root / "corpus" / name).mkdir(parents=True, exist_ok=True)
+        (root / "corpus" / name / "model.py").write_text(text, encoding="utf-8")
+    listing = root / "sources.txt"
+    lines = [f"corpus/{name}" for name in repos] + [f"file://{root}/no-such-repo.git"]
+    listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return listing
+
+
+def test_survey_rows_ranking_and_resume(ray_runtime: None, tmp_path: Path) -> None:
+    listing = write_corpus(tmp_path, REPOS)
+    out = tmp_path / "out"
+
+    first = survey(str(listing), out, OPTIONS)
+    bad = f"{tmp_path.name}__no-such-repo"  # owner__repo of the URL
+
+    assert sorted(first.scanned) == ["alpha", "beta", "gamma"]
+    assert first.failed == [bad]
+    rows = {r["name"]: r for r in first.data["rows"]}
+    assert sorted(rows) == ["alpha", "beta", "gamma", bad]
+    assert rows[bad]["error"].startswith(f"cannot clone file://{tmp_path}/no-such")
+    assert rows["gamma"]["missing_apis"] == 0 and rows["beta"]["missing_apis"] == 2
+    assert (out / "repos" / "alpha" / "report.html").is_file()
+    report = json.loads((out / "repos" / "beta" / "msready.json").read_text())
+    assert report["source"]["files_scanned"] == 1
+    ranking = {a["key"]: (a["repos"], a["count"]) for a in first.data["apis"]}
+    assert ranking["torch.as_strided"] == (2, 2)
+    assert ranking["torch.alpha_dropout"] == (1, 1)
+    assert [(d["apis"], d["repos"]) for d in first.data["decision"]] == [(1, 1), (2, 2)]
+
+    # A re-run skips the unchanged repositories and scans the changed one again.
+    (tmp_path / "corpus" / "beta" / "model.py").write_text(REPOS["gamma"], encoding="utf-8")
+    second = survey(str(listing), out, OPTIONS)
+
+    assert sorted(second.skipped) == ["alpha", "gamma"]
+    assert second.scanned == ["beta"] and second.failed == [bad]
+    rows = {r["name"]: r for r in second.data["rows"]}
+    assert rows["beta"]["missing_apis"] == 0
+    assert {a["key"]: a["repos"] for a in second.data["apis"]}["torch.as_strided"] == 1
+
+
+def _kill_first_worker(title: str, killed: list[int], stop: threading.Event) -> None:
+    """Kill the first process whose title is ``title`` (Ray names a worker by its task)."""
+    while not stop.is_set():
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.startswith(title.encode()):
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
+                return
+        time.sleep(0.01)
+
+
+def test_a_killed_worker_is_retried_and_the_survey_completes(ray_runtime: None,
+                                                              tmp_path: Path) -> None:
+    # Big enough that the scan is still running when the test finds its worker.
+    layers = "".join(f"class Block{i}(nn.Module):\n    def forward(self, x):\n"
+                     f"        return torch.relu(x) * {i}\n\n" for i in range(150))
+    listing = write_corpus(tmp_path, {f"slow{i}": HEAD + layers for i in range(1)}
+                           | {"small": REPOS["alpha"]})
+    for i in range(30):
+        (tmp_path / "corpus" / "slow0" / f"part{i}.py").write_text(HEAD + layers)
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_first_worker,
+                              args=("ray::msready-scan:slow0", killed, stop))
+    killer.start()
+    try:
+        run = survey(str(listing), tmp_path / "out", OPTIONS)
+    finally:
+        stop.set()
+        killer.join()
+
+    assert len(killed) == 1
+    assert sorted(run.scanned) == ["slow0", "small"]
+    entry = json.loads((tmp_path / "out" / "repos" / "slow0" / "survey-entry.json").read_text())
+    assert entry["status"] == "ok" and entry["pid"] != killed[0]
+    bad = f"{tmp_path.name}__no-such-repo"
+    assert {r["name"] for r in run.data["rows"]} == {"slow0", "small", bad}
