@@ -233,7 +233,8 @@ def _run_survey(args: argparse.Namespace, console: Console) -> int:
             state = "unchanged" if entry is None else (
                 f"done in {entry['seconds']:.1f} s" if entry["status"] == "ok"
                 else f"failed: {entry['error']}")
-            bar.console.print(f"  {name}: {state}", highlight=False, markup=False)
+            bar.console.print(f"  {name}: {state}", highlight=False, markup=False,
+                              soft_wrap=True)
 
         run = survey(args.sources, out, options, progress, finished)
     written = write_reports(run.data, out)

@@ -308,7 +308,7 @@ def start_ray(ray: Any, options: SurveyOptions) -> bool:
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+    common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     try:
         if options.address:
             ray.init(address=options.address, **common)

@@ -83,7 +83,7 @@ def repo_row(entry: Mapping[str, Any], report: Mapping[str, Any] | None) -> dict
         "error": entry.get("error"),
         "seconds": round(float(entry.get("seconds") or 0.0), 2),
         "score": None, "blockers": None, "missing_apis": None, "cells_passing": None,
-        "cells": None, "files": None, "lines": None, "commit": None,
+        "cells": None, "cells_generated": None, "files": None, "lines": None, "commit": None,
         "report": None,
     }
     if report is None or row["status"] != "ok":
@@ -99,6 +99,7 @@ def repo_row(entry: Mapping[str, Any], report: Mapping[str, Any] | None) -> dict
         cells_passing=sum(1 for s in ran if s.get("pynative") == "pass"
                           and s.get("graph") == "pass"),
         cells=len(ran),
+        cells_generated=len(skeletons),
         files=source.get("files_scanned"),
         lines=source.get("lines"),
         commit=source.get("commit"),

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from msready.analyzer.survey import SurveyRun
 
 CSV_COLUMNS = ("name", "status", "score", "blockers", "missing_apis", "cells_passing", "cells",
+               "cells_generated",
                "files", "lines", "seconds", "commit", "source", "ref", "report", "error")
 TOP_ROWS = 30  # rows of each ranking the page shows (survey.json keeps them all)
 DECISION_ROWS = 25

@@ -37,7 +37,7 @@ REPOS = {
 def ray_runtime() -> Iterator[None]:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             log_to_driver=False, logging_level=logging.WARNING)
+             log_to_driver=False, logging_level=logging.ERROR)
     yield
     ray.shutdown()
 
