@@ -237,7 +237,11 @@ def _run_survey(args: argparse.Namespace, console: Console) -> int:
                               soft_wrap=True)
 
         run = survey(args.sources, out, options, progress, finished)
-    written = write_reports(run.data, out)
+    try:
+        written = write_reports(run.data, out)
+    except OSError as exc:
+        raise UsageError(f"cannot write the survey reports into {out}: "
+                         f"{exc.strerror or exc}") from exc
     if not args.quiet:
         print_summary(run, console, written)
     return 0

@@ -17,6 +17,7 @@ URLs, or folders on a shared file system).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,6 +28,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ from msready.analyzer.survey_aggregate import aggregate, library_roots
 ENTRY = "survey-entry.json"
 REPORT_FORMATS = ("html", "json", "sarif", "md")
 INSTALL_HINT = "Ray is not installed; install it with: pip install 'msready[survey]'"
+FINGERPRINT_THREADS = 16
 _SHA40 = re.compile(r"^[0-9a-f]{40}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -160,6 +163,8 @@ def fingerprint(source: RepoSource) -> tuple[str | None, int]:
     if source.ref is not None or not root.is_dir():
         return None, 0
     digest = hashlib.sha256()
+    with contextlib.suppress(OSError):  # its [tool.msready] table changes the scan too
+        digest.update((root / "pyproject.toml").read_bytes())
     size = 0
     for f in discover(root).files:
         try:
@@ -196,7 +201,7 @@ def scan_repository(source: RepoSource, options: SurveyOptions) -> dict[str, Any
     """
     from msready import cli  # the scan command's own steps: skeletons, then the reports
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     entry: dict[str, Any] = {"name": source.name, "source": source.spec, "ref": source.ref,
                              "pid": os.getpid()}
     files: dict[str, bytes] = {}
@@ -219,6 +224,7 @@ def scan_repository(source: RepoSource, options: SurveyOptions) -> dict[str, Any
         except Exception as exc:  # every failure is a row, never a lost survey
             entry.update(status="error", error=one_line(exc), libraries=[])
     entry["seconds"] = round(time.perf_counter() - started, 3)
+    entry["cpu_seconds"] = round(time.process_time() - cpu, 3)  # this process only (jobs=1)
     return {"entry": entry, "files": files}
 
 
@@ -323,7 +329,9 @@ def start_ray(ray: Any, options: SurveyOptions) -> bool:
 
 def plan(sources: list[RepoSource]) -> list[Planned]:
     """Fingerprint every source; largest first (unknown sizes, i.e. git URLs, lead)."""
-    planned = [Planned(s, *fingerprint(s)) for s in sources]
+    with ThreadPoolExecutor(max_workers=FINGERPRINT_THREADS) as pool:  # git ls-remote waits
+        planned = [Planned(s, *fp) for s, fp in zip(sources, pool.map(fingerprint, sources),
+                                                     strict=True)]
     return sorted(planned, key=lambda p: (-(p.size if p.size >= 0 else 1 << 62), p.source.name))
 
 
@@ -391,7 +399,11 @@ def _run_tasks(ray: Any, out: Path, todo: list[Planned], options: SurveyOptions,
                                      "error": one_line(exc).split("\n")[0][:300],
                                      "libraries": [], "seconds": 0.0},
                            "files": {}}
-            store(out, outcome, p, settings)
+            try:
+                store(out, outcome, p, settings)
+            except OSError as exc:
+                raise SurveyError(f"cannot write the results of {p.source.name} into {out}: "
+                                  f"{exc.strerror or exc}") from exc
             entry = outcome["entry"]
             (run.scanned if entry["status"] == "ok" else run.failed).append(p.source.name)
             done += 1

@@ -19,6 +19,7 @@ import pytest
 import ray
 
 from msready.analyzer.survey import SurveyOptions, survey
+from msready.cli import main
 
 OPTIONS = SurveyOptions(skeletons="off", jobs=1, cache=False, max_retries=1)
 HEAD = "import torch\nfrom torch import nn\n\n"
@@ -106,7 +107,7 @@ def test_a_killed_worker_is_retried_and_the_survey_completes(ray_runtime: None,
                      f"        return torch.relu(x) * {i}\n\n" for i in range(150))
     listing = write_corpus(tmp_path, {f"slow{i}": HEAD + layers for i in range(1)}
                            | {"small": REPOS["alpha"]})
-    for i in range(30):
+    for i in range(15):
         (tmp_path / "corpus" / "slow0" / f"part{i}.py").write_text(HEAD + layers)
     killed: list[int] = []
     stop = threading.Event()
@@ -125,3 +126,27 @@ def test_a_killed_worker_is_retried_and_the_survey_completes(ray_runtime: None,
     assert entry["status"] == "ok" and entry["pid"] != killed[0]
     bad = f"{tmp_path.name}__no-such-repo"
     assert {r["name"] for r in run.data["rows"]} == {"slow0", "small", bad}
+
+
+def test_the_survey_command_writes_the_three_reports(ray_runtime: None, tmp_path: Path) -> None:
+    listing = write_corpus(tmp_path, {"alpha": REPOS["alpha"]})
+    out = tmp_path / "out"
+
+    code = main(["survey", str(listing), "-o", str(out), "--skeletons", "off", "--no-cache",
+                 "-q"])
+
+    assert code == 0
+    assert "torch.as_strided" in (out / "survey.html").read_text()
+    assert json.loads((out / "survey.json").read_text())["totals"]["repositories"] == 2
+    lines = (out / "survey.csv").read_text().splitlines()
+    assert lines[0].startswith("name,status,score") and len(lines) == 3
+
+
+def test_bad_survey_arguments_are_one_line_errors(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    assert main(["survey", str(tmp_path / "nothing.txt"), "-o", str(tmp_path / "o")]) == 2
+    assert main(["survey", str(tmp_path), "--jobs", "0"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"msready: error: no such file or folder: {tmp_path / 'nothing.txt'}",
+        "msready: error: --jobs must be at least 1",
+    ]
