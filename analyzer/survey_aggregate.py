@@ -37,6 +37,15 @@ HOST_LIBRARIES = frozenset({
     "absl", "attr", "attrs", "pydantic", "click", "toml", "tomli", "jsonschema", "filelock",
     "setuptools", "pkg_resources", "IPython", "ipywidgets", "visdom", "dominate", "pytest",
 })
+# Libraries built on torch (beside names with "torch" in them): code that calls them needs
+# a MindSpore equivalent or a rewrite.
+TORCH_BOUND = frozenset({
+    "timm", "transformers", "diffusers", "accelerate", "apex", "fairscale", "deepspeed",
+    "fvcore", "detectron2", "mmcv", "mmdet", "mmseg", "mmengine", "kornia", "functorch",
+    "pytorch_lightning", "lightning", "torchmetrics", "torchdiffeq", "torch_geometric",
+    "ema_pytorch", "lpips", "xformers", "pytorch3d", "caffe2", "learn2learn", "cherry",
+    "segmentation_models_pytorch", "open_clip", "clip", "lvis", "torchaudio", "torchtext",
+})
 # Torch-ecosystem libraries with a MindSpore-ecosystem counterpart.
 COUNTERPARTS = {
     "timm": "mindcv",
@@ -61,6 +70,14 @@ class Usage:
         self.count += count
         if detail:
             self.detail[detail] += count
+
+
+def library_kind(name: str) -> str:
+    """``torch-bound`` (needs a MindSpore equivalent), ``host`` (runs unchanged beside
+    MindSpore) or ``other`` (msready does not know)."""
+    if name in TORCH_BOUND or "torch" in name.lower():
+        return "torch-bound"
+    return "host" if name in HOST_LIBRARIES else "other"
 
 
 def library_roots(external_names: Iterable[str], local_roots: Iterable[str]) -> list[str]:
@@ -152,11 +169,11 @@ def decision_table(missing: Mapping[str, frozenset[str]]) -> list[dict[str, Any]
     return rows
 
 
-def _ranked(usages: Iterable[Usage], limit: int | None = None) -> list[dict[str, Any]]:
+def _ranked(usages: Iterable[Usage]) -> list[dict[str, Any]]:
     ordered = sorted(usages, key=lambda u: (-len(u.repos), -u.count, u.key))
     return [{"key": u.key, "repos": len(u.repos), "repo_names": sorted(u.repos),
              "count": u.count, "detail": dict(u.detail.most_common())}
-            for u in ordered[:limit]]
+            for u in ordered]
 
 
 def aggregate(results: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]],
@@ -165,6 +182,7 @@ def aggregate(results: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | Non
     rows = sorted((repo_row(e, r) for e, r in results), key=lambda row: row["name"])
     apis: dict[str, Usage] = {}
     second_order: dict[str, Usage] = {}
+    higher_order: set[str] = set()  # repositories that differentiate a gradient
     dynamic: dict[str, Usage] = {}
     libraries: dict[str, Usage] = {}
     missing: dict[str, frozenset[str]] = {}
@@ -178,6 +196,8 @@ def aggregate(results: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | Non
                 apis.setdefault(api["symbol"], Usage(api["symbol"])).add(
                     name, int(api.get("count", 0)), api["status"])
         for finding in report.get("findings", []):
+            if finding.get("category") == "second-order":
+                higher_order.add(name)
             if finding.get("rule") == SECOND_ORDER_BLOCKER:
                 sym = finding.get("symbol", "")
                 second_order.setdefault(sym, Usage(sym)).add(name)
@@ -186,8 +206,8 @@ def aggregate(results: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | Non
                 dynamic.setdefault(key, Usage(key)).add(name, 1, finding.get("symbol", ""))
         for lib in entry.get("libraries", []):
             libraries.setdefault(lib, Usage(lib)).add(name)
-    gaps = [u for u in libraries.values()
-            if u.key not in HOST_LIBRARIES and u.key not in COUNTERPARTS]
+    gaps = {u.key for u in libraries.values()
+            if library_kind(u.key) == "torch-bound" and u.key not in COUNTERPARTS}
     scores = [r["score"] for r in rows if r["score"] is not None]
     return {
         "schema_version": SURVEY_SCHEMA_VERSION,
@@ -203,13 +223,15 @@ def aggregate(results: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | Non
         },
         "score_histogram": score_histogram(scores),
         "rows": rows,
-        "apis": _ranked(apis.values()),
+        "apis": [{**row, "status": "missing" if "missing" in row["detail"] else "differs"}
+                 for row in _ranked(apis.values())],
         "second_order_ops": _ranked(second_order.values()),
+        "second_order_repos": sorted(higher_order),
         "dynamic_shape": _ranked(dynamic.values()),
-        "libraries": _ranked(gaps),
+        "libraries": _ranked(libraries[k] for k in gaps),
         "other_libraries": [
-            {**row, "counterpart": COUNTERPARTS.get(row["key"])}
-            for row in _ranked(u for u in libraries.values() if u not in gaps)
+            {**row, "counterpart": COUNTERPARTS.get(row["key"]), "kind": library_kind(row["key"])}
+            for row in _ranked(u for u in libraries.values() if u.key not in gaps)
         ],
         "decision": decision_table(missing),
     }

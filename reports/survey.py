@@ -88,10 +88,13 @@ def render_html(data: dict[str, Any]) -> str:
     histogram = columns([(b["band"], b["repos"]) for b in data["score_histogram"]])
     decision = data["decision"]
     curve = step_path([(d["apis"], d["repos"]) for d in decision])
-    most = max((r["repos"] for r in data["apis"][:TOP_ROWS]), default=0) or 1
+    rankings = [(status, [a for a in data["apis"] if a["status"] == status])
+                for status in ("missing", "differs")]
+    most = max((a["repos"] for a in data["apis"]), default=0) or 1
     template = _environment().get_template("survey.html.j2")
     return template.render(data=data, t=data["totals"], histogram=histogram, curve=curve,
-                           decision=decision[:DECISION_ROWS], top=TOP_ROWS, most=most)
+                           decision=decision[:DECISION_ROWS], top=TOP_ROWS, most=most,
+                           rankings=rankings)
 
 
 def write_reports(data: dict[str, Any], out: Path) -> list[str]:

@@ -34,11 +34,11 @@ def report(apis: dict[str, tuple[str, int]], findings: tuple[tuple[str, str, str
 
 
 SURVEY = [
-    (entry("alpha", ("einops", "numpy")),
+    (entry("alpha", ("ema_pytorch", "numpy", "timm")),
      report({"torch.nonzero": ("differs", 3), "torch.special.zeta": ("missing", 1)},
             (("MS402", "no-second-order-op", "second-order", "torch.nn.functional.grid_sample"),
              ("MS201", "nonzero", "dynamic-shape", "torch.nonzero")))),
-    (entry("beta", ("einops",)),
+    (entry("beta", ("ema_pytorch", "einops")),
      report({"torch.nonzero": ("differs", 1), "torch.special.zeta": ("missing", 2),
              "torch.fft.hfft": ("missing", 1)},
             (("MS201", "nonzero", "dynamic-shape", "torch.nonzero"),))),
@@ -62,9 +62,10 @@ def test_every_repository_has_a_row_and_the_failed_one_its_error() -> None:
 
 
 def test_apis_are_ranked_by_repositories_then_calls() -> None:
-    ranked = [(a["key"], a["repos"], a["count"]) for a in aggregate(SURVEY)["apis"]]
-    assert ranked == [("torch.nonzero", 2, 4), ("torch.special.zeta", 2, 3),
-                      ("torch.fft.hfft", 1, 1)]
+    ranked = [(a["key"], a["repos"], a["count"], a["status"])
+              for a in aggregate(SURVEY)["apis"]]
+    assert ranked == [("torch.nonzero", 2, 4, "differs"), ("torch.special.zeta", 2, 3, "missing"),
+                      ("torch.fft.hfft", 1, 1, "missing")]
 
 
 def test_second_order_dynamic_shape_and_libraries() -> None:
@@ -73,8 +74,11 @@ def test_second_order_dynamic_shape_and_libraries() -> None:
         ("torch.nn.functional.grid_sample", ["alpha"])]
     assert [(d["key"], d["repos"], d["count"]) for d in data["dynamic_shape"]] == [
         ("MS201 nonzero", 2, 2)]
-    assert [(lib["key"], lib["repos"]) for lib in data["libraries"]] == [("einops", 2)]
-    assert [lib["key"] for lib in data["other_libraries"]] == ["numpy"]
+    assert data["second_order_repos"] == ["alpha"]
+    # torch-bound without a counterpart; the rest by kind, with counterparts where known
+    assert [(lib["key"], lib["repos"]) for lib in data["libraries"]] == [("ema_pytorch", 2)]
+    assert [(lib["key"], lib["kind"], lib["counterpart"]) for lib in data["other_libraries"]] == [
+        ("einops", "other", None), ("numpy", "host", None), ("timm", "torch-bound", "mindcv")]
 
 
 def test_decision_table_frees_the_cheapest_repositories_first() -> None:
