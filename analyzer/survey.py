@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -316,11 +317,13 @@ def start_ray(ray: Any, options: SurveyOptions) -> bool:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     try:
-        if options.address:
-            ray.init(address=options.address, **common)
-        else:
-            ray.init(num_cpus=options.num_cpus or os.cpu_count() or 1, include_dashboard=False,
-                     _node_ip_address="127.0.0.1", **common)
+        with warnings.catch_warnings():  # a failed connection is reported once, below
+            warnings.simplefilter("ignore")
+            if options.address:
+                ray.init(address=options.address, **common)
+            else:
+                ray.init(num_cpus=options.num_cpus or os.cpu_count() or 1,
+                         include_dashboard=False, _node_ip_address="127.0.0.1", **common)
     except Exception as exc:
         where = options.address or "a local runtime"
         raise SurveyError(f"cannot start Ray ({where}): {one_line(exc)}") from exc
