@@ -114,8 +114,11 @@ def print_summary(run: SurveyRun, console: Console, written: list[str]) -> None:
     console.print(f"[bold]msready survey[/bold]: {totals['repositories']} repositories, "
                   f"{len(run.scanned)} scanned, {len(run.skipped)} unchanged, "
                   f"{totals['failed']} failed")
-    for api in run.data["apis"][:5]:
-        console.print(f"  {escape(api['key'])}: {api['repos']} repositories, "
+    missing = [api for api in run.data["apis"] if api["status"] == "missing"]
+    if missing:
+        console.print("  most widely missing in MindSpore:")
+    for api in missing[:5]:
+        console.print(f"    {escape(api['key'])}: {api['repos']} repositories, "
                       f"{api['count']} calls", highlight=False)
     for path in written:
         console.print(f"  wrote {escape(path)}", highlight=False)
