@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -150,3 +151,32 @@ def test_bad_survey_arguments_are_one_line_errors(capsys: pytest.CaptureFixture[
         f"msready: error: no such file or folder: {tmp_path / 'nothing.txt'}",
         "msready: error: --jobs must be at least 1",
     ]
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+                   cwd=cwd, check=True, capture_output=True)
+
+
+def test_a_git_source_is_scanned_again_only_for_a_new_commit(ray_runtime: None,
+                                                             tmp_path: Path) -> None:
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    (repo / "model.py").write_text(REPOS["alpha"], encoding="utf-8")
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "one", cwd=repo)
+    listing = tmp_path / "sources.txt"
+    listing.write_text(f"file://{repo}@main\n", encoding="utf-8")
+    out = tmp_path / "out"
+    name = f"{tmp_path.name}__upstream_main"
+
+    assert survey(str(listing), out, OPTIONS).scanned == [name]
+    assert survey(str(listing), out, OPTIONS).skipped == [name]
+    (repo / "model.py").write_text(REPOS["gamma"], encoding="utf-8")
+    git("commit", "-q", "-am", "two", cwd=repo)
+    again = survey(str(listing), out, OPTIONS)
+
+    assert again.scanned == [name]
+    row = again.data["rows"][0]
+    assert row["ref"] == "main" and row["missing_apis"] == 0
