@@ -87,7 +87,7 @@ class LocalValues:
 
     def __init__(self, walker: FileWalker) -> None:
         self.walker = walker
-        self._memo: dict[int, Expr] = {}
+        self._memo: dict[int, tuple[cst.BaseExpression, Expr]] = {}
         self._scratch: list[dict[str, Expr]] = []
 
     def forget(self) -> None:
@@ -131,13 +131,12 @@ class LocalValues:
         """What ``node`` holds (a value, or symbolic where the file cannot tell)."""
         key = id(node)
         found = self._memo.get(key)
-        if found is not None:
-            return found
+        if found is not None and found[0] is node:
+            return found[1]
         if depth > MAX_DEPTH:
             return UNKNOWN
         value = self._expr(node, depth + 1)
-        if key in self.walker.parsed.spans:  # only nodes of the tree live as long as the walk
-            self._memo[key] = value
+        self._memo[key] = (node, value)  # the node kept alive: its id stays its own
         return value
 
     def local(self, node: cst.BaseExpression) -> Value:
