@@ -19,6 +19,7 @@ from msready.analyzer.apitable import load_table
 from msready.analyzer.checklist import build_checklist
 from msready.analyzer.checklist_source import text_facts
 from msready.analyzer.config import Config, load_config, suppressed_by_comment
+from msready.analyzer.configvalues import read_config_files
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import (
     Category,
@@ -38,6 +39,7 @@ from msready.analyzer.parse import (
     parse_bytes,
     parse_notebook,
 )
+from msready.analyzer.priorities import EnclosingFunctions, prioritise
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
 from msready.analyzer.score import compute_score
@@ -116,11 +118,7 @@ def analyze_bytes(rel: str, data: bytes) -> FileResult:
         return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
                                                               _ORIGIN)])
     result.findings[:0] = [parse_error_finding(rel, f) for f in failures]
-    if rel.endswith(".ipynb"):
-        for cell, text in notebook_cells(data).items():
-            result.source_facts.extend(text_facts(text, rel, cell))
-    else:
-        result.source_facts = text_facts(parsed.text, rel, None)
+    result.source_facts = text_facts(parsed, rel, module)
     return result
 
 
@@ -296,14 +294,21 @@ def build_apis(model: RepositoryModel, target: str) -> list[ApiUse]:
 
 def scope_findings(model: RepositoryModel, findings: Iterable[Finding]) -> Iterator[Finding]:
     """Keep forward-scoped findings only where a forward reaches them, with the path."""
+    enclosing = EnclosingFunctions(model)
     for finding in findings:
-        if finding.scope is not Scope.FORWARD:
-            yield finding
-            continue
+        if finding.function is None:
+            loc = finding.location
+            finding = replace(finding, function=enclosing.at(loc.path, loc.cell, loc.line,
+                                                                  loc.column))
         path = model.path_from_forward(finding.function)
         if path is None:
-            continue
-        yield replace(finding, trace=tuple(model.short_name(p) for p in path))
+            if finding.scope is not Scope.FORWARD:
+                yield finding
+        elif finding.scope is Scope.FORWARD or not finding.trace:
+            # Anywhere-scoped findings a forward reaches get the path too: they run there.
+            yield replace(finding, trace=tuple(model.short_name(p) for p in path))
+        else:
+            yield finding
 
 
 def repo_rule_findings(model: RepositoryModel) -> list[Finding]:
@@ -392,6 +397,9 @@ def scan_source(source: Source, options: ScanOptions,
         files=results,
         model=model,
         warnings=[*config.warnings, *load_errors()],
+        fail_under=config.fail_under,
+        config_files=read_config_files(
+            source.root, (v for r in results for v in r.source_facts if v.kind == "file")),
     )
     result.sources = source_texts(files, contents)
     _finish(result)
@@ -417,8 +425,12 @@ def source_texts(files: list[SourceFile], contents: dict[str, bytes | OSError],
 
 
 def _finish(result: ScanResult) -> None:
-    """Add the parts computed from the whole result: checklist and score. A failure in
-    either costs only that part, with a warning."""
+    """Add the parts computed from the whole result: what to do first, checklist and
+    score. A failure in any costs only that part, with a warning."""
+    try:
+        prioritise(result)
+    except Exception as exc:
+        result.warnings.append(f"the start-here list failed ({type(exc).__name__}: {exc})")
     try:
         result.checklist = build_checklist(result)
     except Exception as exc:
