@@ -52,7 +52,10 @@ def containment(model: RepositoryModel) -> nx.DiGraph:
         for attr in sorted({a for c in model.mro(cls) for a, _ in model.classes[c].attributes}):
             for held in model.attribute_classes(cls, attr):
                 if held.kind == "class" and held.name in model.module_classes and held.name != cls:
-                    graph.add_edge(cls, held.name, attr=attr)
+                    label = attr
+                    if graph.has_edge(cls, held.name):  # several attributes of one class
+                        label = f"{graph.edges[cls, held.name]['attr']}, {attr}"
+                    graph.add_edge(cls, held.name, attr=label)
         built = [h for h in _built_in_init(model, cls) if not graph.has_edge(cls, h)]
         if built:
             names = _self_names(model, cls)

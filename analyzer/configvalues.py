@@ -46,9 +46,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
@@ -107,6 +107,9 @@ COUNTERS = frozenset({"epoch", "step", "iteration", "iter", "steps"})
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_CONFIG_FILE_BYTES = 256 * 1024
 MAX_VALUE_TEXT = 80
+MIN_CLASS_SETTINGS = 3
+CONFIG_WORDS = frozenset({"exp", "experiment", "config", "cfg", "conf", "args", "opts",
+                          "options", "hparams", "hyperparameters", "params", "settings", "recipe"})
 _ARGS_NAMES = frozenset({"args", "opt", "opts", "arguments", "flags", "FLAGS", "hparams",
                          "hp", "params", "parsed", "config_args"})
 
@@ -299,7 +302,8 @@ class _Reader:
         names = [a.value.evaluated_value for a in node.args
                  if a.keyword is None and isinstance(a.value, cst.SimpleString)]
         options = [n for n in names if isinstance(n, str)]
-        chosen = [n for n in options if n.startswith("--")] or options
+        chosen = [n for n in options if n.startswith("--")] or [
+            n for n in options if n.startswith("-")]
         if not chosen:
             return
         option = chosen[0]
@@ -367,11 +371,24 @@ def _field_default(value: cst.BaseExpression) -> cst.BaseExpression | None:
     return value
 
 
+def _config_class(owner: str, settings: int) -> bool:
+    """A class whose attributes are settings: named for it (``Exp``, ``TrainConfig``) or
+    setting at least :data:`MIN_CLASS_SETTINGS` training parameters."""
+    words = set(re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", owner.rsplit(".", 1)[-1]))
+    return settings >= MIN_CLASS_SETTINGS or bool({w.lower() for w in words} & CONFIG_WORDS)
+
+
 def file_config_values(parsed: Parsed, path: str, module: str) -> list[ConfigValue]:
-    """Every configuration value one parsed file sets (see the module docstring)."""
+    """Every configuration value one parsed file sets (see the module docstring).
+
+    ``self.<attr>`` values keep their training parameter only in configuration classes
+    (:func:`_config_class`): ``self.seed = 1234`` in a sampler is object state.
+    """
     reader = _Reader(parsed, path, module)
     reader.walk(parsed.module, None, None)
-    return reader.out
+    settings = Counter(v.owner for v in reader.out if v.kind == "attribute" and v.param)
+    return [replace(v, param="") if v.kind == "attribute" and v.owner and v.param
+            and not _config_class(v.owner, settings[v.owner]) else v for v in reader.out]
 
 
 # ----- config files the code loads ------------------------------------------------------
