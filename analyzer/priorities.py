@@ -124,7 +124,9 @@ def group_causes(model: RepositoryModel, findings: Iterable[Finding]) -> list[Ca
     for finding in findings:
         groups[(finding.rule, finding.symbol)].append(finding)
     causes = []
-    for (rule, symbol), group in groups.items():
+    for (rule, symbol), unordered in groups.items():
+        # The places a forward reaches first: the report shows the first place's code.
+        group = sorted(unordered, key=lambda f: (where_runs(model, f) != GRAPH, f.sort_key()))
         runs = [where_runs(model, f) for f in group]
         where = max(runs, key=WHERE_WEIGHT.__getitem__)
         severity = max((f.severity for f in group), key=SEVERITY_WEIGHT.__getitem__)
@@ -141,7 +143,7 @@ def group_causes(model: RepositoryModel, findings: Iterable[Finding]) -> list[Ca
     return causes
 
 
-def _cause_blockers(causes: list[Cause]) -> list[Blocker]:
+def _cause_blockers(causes: list[Cause], target: str) -> list[Blocker]:
     table = load_table()
     out = []
     for cause in causes:
@@ -156,8 +158,10 @@ def _cause_blockers(causes: list[Cause]) -> list[Blocker]:
             kind = "dynamic-shape"
         if kind is not None:
             places = tuple(_loc(f) for f in cause.findings)
-            out.append(Blocker(kind, KIND_TITLES[kind], cause.symbol, len(places), places,
-                               cause.id))
+            title = KIND_TITLES[kind]
+            if kind == "no-counterpart":
+                title = f"no MindSpore counterpart on {target} and no workaround"
+            out.append(Blocker(kind, title, cause.symbol, len(places), places, cause.id))
     return out
 
 
@@ -211,7 +215,7 @@ def ecosystem_library(own: frozenset[str]) -> Callable[[str], str | None]:
 def blockers(model: RepositoryModel, causes: list[Cause]) -> list[Blocker]:
     """The start-here list: blockers by kind (most costly first), then by places."""
     own = frozenset(module.split(".")[0] for module in model.modules)
-    found = [*_cause_blockers(causes),
+    found = [*_cause_blockers(causes, model.target),
              *_library_blockers(model, "custom-op", custom_op_library),
              *_library_blockers(model, "third-party", ecosystem_library(own))]
     rank = {kind: i for i, (kind, _) in enumerate(KINDS)}
