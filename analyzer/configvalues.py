@@ -209,7 +209,7 @@ class _Reader:
                                     owner, training_param(key), literal))
         if isinstance(literal, str) and literal.endswith(CONFIG_SUFFIXES):
             self.out.append(ConfigValue("config_file", name, literal, self.path, where[0],
-                                        where[1], "file", owner))
+                                        where[1], "file", owner, literal=literal))
 
     # -- the walk --
 
