@@ -198,3 +198,18 @@ def test_a_detector_experiment_class_fills_the_trick_record() -> None:
     result = scan_files({"exp.py": DETECTOR_EXP, "train.py": DETECTOR_TRAIN})
     missing = [fact for fact in DETECTOR_FACTS if not _holds(result.checklist, fact)]
     assert missing == []
+
+
+def test_checklist_facts_come_from_the_parsed_tree_without_a_second_parse() -> None:
+    import ast
+    import inspect
+
+    from msready.analyzer import checklist_source, configvalues
+
+    for module in (checklist_source, configvalues):
+        tree = ast.parse(inspect.getsource(module))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "ast" not in imported, module.__name__
+    assert list(inspect.signature(checklist_source.text_facts).parameters) == [
+        "parsed", "path", "module"]
