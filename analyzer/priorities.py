@@ -95,15 +95,21 @@ class EnclosingFunctions:
         return inner
 
 
-def where_runs(model: RepositoryModel, finding: Finding) -> str:
-    """``graph``, ``host`` or ``unknown`` for one finding (see the module docstring)."""
+def called_functions(model: RepositoryModel) -> frozenset[str]:
+    """Repository functions something in the repository calls (module-level code too)."""
+    return frozenset(c for rc in model.calls for c in rc.callees)
+
+
+def where_runs(model: RepositoryModel, finding: Finding,
+               called: frozenset[str] | None = None) -> str:
+    """``graph``, ``host`` or ``unknown`` for one finding (see the module docstring);
+    ``called`` is :func:`called_functions`, computed once by callers with many findings."""
     if finding.trace or model.path_from_forward(finding.function) is not None:
         return GRAPH
     fn = finding.function
-    if fn is None or fn not in model.functions or "<module>" in fn:
-        return HOST
-    graph = model.graph
-    if fn in graph and graph.in_degree(fn) > 0:
+    if fn is None or fn not in model.functions or fn.endswith((".<module>", ".__init__")):
+        return HOST  # module-level code runs; constructors run when objects are built
+    if fn in (called if called is not None else called_functions(model)):
         return HOST
     return UNKNOWN
 
@@ -124,10 +130,12 @@ def group_causes(model: RepositoryModel, findings: Iterable[Finding]) -> list[Ca
     for finding in findings:
         groups[(finding.rule, finding.symbol)].append(finding)
     causes = []
+    called = called_functions(model)
     for (rule, symbol), unordered in groups.items():
         # The places a forward reaches first: the report shows the first place's code.
-        group = sorted(unordered, key=lambda f: (where_runs(model, f) != GRAPH, f.sort_key()))
-        runs = [where_runs(model, f) for f in group]
+        group = sorted(unordered, key=lambda f: (where_runs(model, f, called) != GRAPH,
+                                                 f.sort_key()))
+        runs = [where_runs(model, f, called) for f in group]
         where = max(runs, key=WHERE_WEIGHT.__getitem__)
         severity = max((f.severity for f in group), key=SEVERITY_WEIGHT.__getitem__)
         first = group[0]
@@ -198,7 +206,7 @@ def custom_op_library(name: str) -> str | None:
     parts = name.split(".")
     if parts[0] in TORCH_ROOTS:
         return None
-    for i, part in enumerate(parts[1:], 1):
+    for i, part in enumerate(parts[:-1]):
         if part in EXTENSION_PARTS or part.endswith(("_cuda", "_ext")):
             return ".".join(parts[:i + 1])
     return None
@@ -229,11 +237,12 @@ def file_work(model: RepositoryModel, findings: Iterable[Finding]) -> list[FileW
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     cost: dict[str, float] = defaultdict(float)
     graph: Counter[str] = Counter()
+    called = called_functions(model)
     for finding in findings:
         path = finding.location.path
         counts[path][finding.severity.value] += 1
         cost[path] += finding_cost(finding)
-        if where_runs(model, finding) == GRAPH:
+        if where_runs(model, finding, called) == GRAPH:
             graph[path] += 1
     rows = [FileWork(path, sum(c.values()), c.get("error", 0), c.get("warning", 0),
                      c.get("info", 0), graph[path], round(cost[path], 2))
