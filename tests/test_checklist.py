@@ -373,7 +373,6 @@ def test_notebook_items_carry_their_cell() -> None:
 
 def test_a_failing_section_is_reported_not_raised() -> None:
     from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
-
     from msready.analyzer.priorities import prioritise
 
     result = _scan(TRAIN)

@@ -343,7 +343,8 @@ def test_one_item_per_cause_with_its_places_folded(browser: Browser, report: Pat
 
 def test_files_table_is_sorted_and_sorts_on_click(browser: Browser, report: Path) -> None:
     browser.open(report.as_uri())
-    files = "Array.from(document.querySelectorAll('#files-table tbody tr')).map(r => r.dataset.file)"
+    files = ("Array.from(document.querySelectorAll('#files-table tbody tr'))"
+             ".map(r => r.dataset.file)")
     cost = ("Array.from(document.querySelectorAll('#files-table tbody tr'))"
             ".map(r => parseFloat(r.cells[6].textContent))")
     costs = browser.js(cost)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import copy
 import json
 import tomllib
-from pathlib import Path
-from urllib.parse import urlsplit
 from importlib import resources
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
@@ -215,7 +215,8 @@ def sarif_rule_errors(log: dict[str, Any]) -> list[str]:
                 errors.append(f"SARIF1004: uriBaseId {base} uri {uri!r}")
         for result in run["results"]:
             index = result.get("ruleIndex")
-            if index is not None and (index >= len(rules) or rules[index]["id"] != result["ruleId"]):
+            named = rules[index]["id"] if index is not None and index < len(rules) else None
+            if index is not None and named != result["ruleId"]:
                 errors.append(f"SARIF1010: ruleIndex {index} does not name {result['ruleId']}")
             for location in result.get("locations", []):
                 physical = location["physicalLocation"]
