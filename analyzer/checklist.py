@@ -89,9 +89,10 @@ def _call_where(rc: ResolvedCall) -> _Where:
 
 def arg_text(arg: Arg) -> str:
     """An argument's source text (a literal tuple keeps its parentheses)."""
-    if arg.is_literal and isinstance(arg.literal, tuple) and not arg.text.startswith("("):
-        return f"({arg.text})"  # the recorded text of a parenthesised tuple lacks them
-    return arg.text
+    text = " ".join(arg.text.split())  # one line, whatever the source's layout
+    if arg.is_literal and isinstance(arg.literal, tuple) and not text.startswith("("):
+        return f"({text})"  # the recorded text of a parenthesised tuple lacks them
+    return text
 
 
 def _args_text(args: Iterable[Arg], skip_first: bool = False) -> str:
@@ -202,7 +203,9 @@ def _is_zoo_model(name: str) -> bool:
     """A torchvision model constructor (``torchvision.models.resnet50``,
     ``torchvision.models.detection.fasterrcnn_resnet50_fpn``)."""
     return name.startswith("torchvision.models.") and _short(name)[:1].islower() and (
-        _short(name) not in ("get_model", "get_weight", "list_models", "get_model_weights"))
+        _short(name) not in ("get_model", "get_weight", "list_models", "get_model_weights",
+                             "keys", "values", "items", "get")) and "__" not in name and (
+        ".feature_extraction." not in name and "._utils." not in name)
 
 
 # ----- data, optimizer, learning rate ---------------------------------------------------
@@ -231,8 +234,14 @@ def data_items(model: RepositoryModel, index: ConfigIndex) -> list[ChecklistItem
     if not loaders:
         items.append(_missing(DATA, "DataLoader"))
     transforms = torch_calls(model, lambda n: n.startswith("torchvision.transforms."))
-    items += [_item(DATA, f"transform {_short(rc.external or '')}", _args_text(rc.call.args),
-                    _call_where(rc)) for rc in transforms]
+    by_name: dict[str, list[ResolvedCall]] = {}
+    for rc in transforms:  # one item per transform, with its count of calls
+        by_name.setdefault(_short(rc.external or ""), []).append(rc)
+    for name, calls in by_name.items():
+        value = _args_text(calls[0].call.args)
+        if len(calls) > 1:
+            value += f" (here; {len(calls)} calls in all)"
+        items.append(_item(DATA, f"transform {name}", value, _call_where(calls[0])))
     settings = [_fact_item(DATA, v) for v in index.by_param("augmentation")]
     if not transforms and not settings:
         items.append(_missing(DATA, "torchvision transforms (augmentation)"))

@@ -150,9 +150,12 @@ def text_facts(parsed: Parsed, path: str, module: str) -> list[ConfigValue]:
     The scan runs this per file in its worker processes and caches the result with the
     file's other facts, so a warm re-scan does not read the tree again.
     """
-    tree = _Tree(parsed, path)
-    return [*file_config_values(parsed, path, module), *accumulation_facts(tree),
-            *lr_update_facts(tree)]
+    try:
+        tree = _Tree(parsed, path)
+        return [*file_config_values(parsed, path, module), *accumulation_facts(tree),
+                *lr_update_facts(tree)]
+    except RecursionError:  # nested too deeply: the file's other facts still count
+        return []
 
 
 def unique_facts(facts: list[ConfigValue]) -> list[ConfigValue]:

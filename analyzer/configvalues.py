@@ -57,49 +57,35 @@ from msready.analyzer.findings import compact_reduce
 from msready.analyzer.parse import Parsed
 from msready.analyzer.syntax import children, literal_of
 
-# Normalised name -> the training parameter of the migration guide's checklist it sets.
-TRAINING_KEYS = {
-    "epochs": "epochs", "epoch": "epochs", "num_epochs": "epochs", "n_epochs": "epochs",
-    "max_epochs": "epochs", "total_epochs": "epochs", "max_epoch": "epochs",
-    "train_epochs": "epochs", "max_iter": "epochs", "max_iters": "epochs",
-    "total_steps": "epochs", "max_steps": "epochs", "train_num_steps": "epochs",
-    "batch_size": "batch size", "batchsize": "batch size", "bs": "batch size",
-    "train_batch_size": "batch size", "per_device_train_batch_size": "batch size",
-    "ims_per_batch": "batch size", "batch_size_per_gpu": "batch size",
-    "lr": "learning rate", "learning_rate": "learning rate", "base_lr": "learning rate",
-    "basic_lr_per_img": "learning rate", "train_lr": "learning rate", "blr": "learning rate",
-    "weight_decay": "weight decay", "wd": "weight decay",
-    "momentum": "momentum", "nesterov": "momentum",
-    "opt": "optimizer", "optimizer": "optimizer", "optim": "optimizer",
-    "sched": "learning-rate policy", "scheduler": "learning-rate policy",
-    "lr_scheduler": "learning-rate policy", "lr_policy": "learning-rate policy",
-    "min_lr": "learning-rate policy", "min_lr_ratio": "learning-rate policy",
-    "lr_decay": "learning-rate policy", "decay_rate": "learning-rate policy",
-    "gamma": "learning-rate policy", "steps": "learning-rate policy",
-    "lr_steps": "learning-rate policy", "milestones": "learning-rate policy",
-    "warmup_epochs": "warm-up", "warmup": "warm-up", "warmup_steps": "warm-up",
-    "warmup_iters": "warm-up", "warmup_lr": "warm-up", "warmup_factor": "warm-up",
-    "warmup_method": "warm-up", "warm_epoch": "warm-up",
-    "accumulation_steps": "gradient accumulation", "accum_steps": "gradient accumulation",
-    "gradient_accumulation_steps": "gradient accumulation",
-    "accum_iter": "gradient accumulation", "grad_accum_steps": "gradient accumulation",
-    "accumulate": "gradient accumulation", "gradient_accumulate_every": "gradient accumulation",
-    "clip_grad": "gradient clipping", "clip_grad_norm": "gradient clipping",
-    "grad_clip": "gradient clipping", "max_grad_norm": "gradient clipping",
-    "clip_value": "gradient clipping", "clip_max_norm": "gradient clipping",
-    "ema": "EMA", "model_ema": "EMA", "ema_decay": "EMA", "model_ema_decay": "EMA",
-    "use_ema": "EMA", "ema_update_every": "EMA",
-    "amp": "AMP", "use_amp": "AMP", "fp16": "AMP", "mixed_precision": "AMP", "half": "AMP",
-    "seed": "seed",
-    "no_aug_epochs": "augmentation", "close_mosaic": "augmentation",
-    "mosaic": "augmentation", "mixup": "augmentation", "cutmix": "augmentation",
-    "degrees": "augmentation", "translate": "augmentation", "shear": "augmentation",
-    "mosaic_scale": "augmentation", "mixup_scale": "augmentation", "hflip": "augmentation",
-    "vflip": "augmentation", "color_jitter": "augmentation", "aa": "augmentation",
-    "auto_augment": "augmentation", "reprob": "augmentation", "smoothing": "augmentation",
-    "label_smoothing": "augmentation", "jitter": "augmentation", "scale_range": "augmentation",
-    "multiscale_range": "augmentation", "random_size": "augmentation",
+# The training parameter of the migration guide's checklist -> the names that set it.
+_PARAM_NAMES: dict[str, tuple[str, ...]] = {
+    "epochs": ("epochs", "epoch", "num_epochs", "n_epochs", "max_epochs", "total_epochs",
+        "max_epoch", "train_epochs", "max_iter", "max_iters", "total_steps", "max_steps",
+        "train_num_steps"),
+    "batch size": ("batch_size", "batchsize", "bs", "train_batch_size",
+        "per_device_train_batch_size", "ims_per_batch", "batch_size_per_gpu"),
+    "learning rate": ("lr", "learning_rate", "base_lr", "basic_lr_per_img", "train_lr", "blr"),
+    "weight decay": ("weight_decay", "wd"),
+    "momentum": ("momentum", "nesterov"),
+    "optimizer": ("opt", "optimizer", "optim"),
+    "learning-rate policy": ("sched", "scheduler", "lr_scheduler", "lr_policy", "min_lr",
+        "min_lr_ratio", "lr_decay", "decay_rate", "gamma", "steps", "lr_steps", "milestones"),
+    "warm-up": ("warmup_epochs", "warmup", "warmup_steps", "warmup_iters", "warmup_lr",
+        "warmup_factor", "warmup_method", "warm_epoch"),
+    "gradient accumulation": ("accumulation_steps", "accum_steps", "gradient_accumulation_steps",
+        "accum_iter", "grad_accum_steps", "accumulate", "gradient_accumulate_every"),
+    "gradient clipping": ("clip_grad", "clip_grad_norm", "grad_clip", "max_grad_norm",
+        "clip_value", "clip_max_norm"),
+    "EMA": ("ema", "model_ema", "ema_decay", "model_ema_decay", "use_ema", "ema_update_every"),
+    "AMP": ("amp", "use_amp", "fp16", "mixed_precision", "half"),
+    "seed": ("seed",),
+    "augmentation": ("no_aug_epochs", "close_mosaic", "mosaic", "mixup", "cutmix", "degrees",
+        "translate", "shear", "mosaic_scale", "mixup_scale", "hflip", "vflip", "color_jitter",
+        "aa", "auto_augment", "reprob", "smoothing", "label_smoothing", "jitter", "scale_range",
+        "multiscale_range", "random_size"),
 }
+# Normalised name -> the training parameter it sets.
+TRAINING_KEYS = {name: param for param, names in _PARAM_NAMES.items() for name in names}
 # ``*_prob`` (``mixup_prob``, ``flip_prob``) are augmentation probabilities.
 AUGMENTATION_SUFFIXES = ("_prob", "_probability")
 # Names that hold a running counter when assigned a number (``epoch = 0``), not a setting.
@@ -214,33 +200,26 @@ class _Reader:
     # -- the walk --
 
     def walk(self, node: cst.CSTNode, cls: str | None, fn: str | None) -> None:
-        kind = type(node)
-        if kind is cst.ClassDef:
-            assert isinstance(node, cst.ClassDef)
+        if type(node) is cst.ClassDef:
             inner = f"{cls or self.module}.{node.name.value}"
             for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
                 self.class_field(stmt, inner)
             for child in children(node):
                 self.walk(child, inner, None)
             return
-        if kind is cst.FunctionDef:
-            assert isinstance(node, cst.FunctionDef)
+        if type(node) is cst.FunctionDef:
             for child in children(node):
                 self.walk(child, cls, node.name.value)
             return
-        if kind is cst.Assign:
-            assert isinstance(node, cst.Assign)
+        if type(node) is cst.Assign:
             for target in node.targets:
                 self.assignment(target.target, node.value, node, cls, fn)
-        elif kind is cst.AnnAssign:
-            assert isinstance(node, cst.AnnAssign)
+        elif type(node) is cst.AnnAssign:
             if node.value is not None and (fn is not None or cls is None):
                 self.assignment(node.target, node.value, node, cls, fn)
-        elif kind is cst.Call:
-            assert isinstance(node, cst.Call)
+        elif type(node) is cst.Call:
             self.call(node)
-        elif kind is cst.Dict:
-            assert isinstance(node, cst.Dict)
+        elif type(node) is cst.Dict:
             for element in node.elements:
                 if isinstance(element, cst.DictElement) and isinstance(element.key,
                                                                        cst.SimpleString):
