@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from msready.analyzer.checklist_source import SourceFact, name_words, unique_facts
+from msready.analyzer.checklist_source import SourceFact, name_words
 from msready.analyzer.checklist_structure import (
     MAX_OTHER_NETWORKS,
     containment,
@@ -21,7 +21,7 @@ from msready.analyzer.checklist_structure import (
     top_networks,
     tree_text,
 )
-from msready.analyzer.configvalues import ConfigIndex, ConfigValue
+from msready.analyzer.configvalues import ConfigIndex, ConfigValue, scan_index
 from msready.analyzer.facts import Arg, CallKind
 from msready.analyzer.findings import Category
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
@@ -440,8 +440,7 @@ def _guarded(section: str, build: Callable[[], list[ChecklistItem]]) -> list[Che
 
 def config_index(result: ScanResult) -> ConfigIndex:
     """Every configuration value of the scan (the files' and the config files they load)."""
-    values = unique_facts([fact for file in result.files for fact in file.source_facts])
-    return ConfigIndex([*values, *result.config_files], result.model.mro)
+    return scan_index(result)
 
 
 def build_checklist(result: ScanResult) -> list[ChecklistItem]:

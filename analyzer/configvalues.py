@@ -35,6 +35,7 @@ value does config key X have":
   owner="pkg.exps.Exp")`` -> the one :class:`ConfigValue` the expression most likely
   reads (an attribute of ``owner`` or its bases first, then argparse options, then
   fields, constants and file values), or None;
+- :func:`scan_index` builds the index of a finished scan;
 - ``index.by_param("epochs")`` -> the settings of a migration-guide training parameter
   (:data:`TRAINING_KEYS` maps names to parameters).
 
@@ -50,12 +51,16 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from msready.analyzer.findings import compact_reduce
 from msready.analyzer.parse import Parsed
 from msready.analyzer.syntax import children, literal_of
+
+if TYPE_CHECKING:
+    from msready.analyzer.result import ScanResult
 
 # The training parameter of the migration guide's checklist -> the names that set it.
 _PARAM_NAMES: dict[str, tuple[str, ...]] = {
@@ -505,3 +510,10 @@ class ConfigIndex:
         in_files = [v for v in found if v.kind in ("yaml", "json") and dotted
                     and v.name.lower().endswith(dotted)]
         return in_files[0] if in_files else found[0]
+
+
+def scan_index(result: ScanResult) -> ConfigIndex:
+    """The index of a whole scan: every file's values and the config files they load,
+    with the repository's class bases for ``self.<attr>`` lookups."""
+    values = [v for file in result.files for v in file.source_facts]
+    return ConfigIndex([*values, *result.config_files], result.model.mro)

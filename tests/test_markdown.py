@@ -98,7 +98,7 @@ def test_repeated_work_is_one_item_with_its_places_folded() -> None:
     assert text.count("**MS102 api-semantics-differ**") == 1
     assert "(error, runs in host; 3 places)" in text
     assert "<details><summary>3 places</summary>" in text
-    assert "`net.py:8`, `net.py:14`, `net.py:11`" in text
+    assert "`net.py:8`, `net.py:11`, `net.py:14`" in text
 
 
 def test_notebook_locations_name_the_cell() -> None:
