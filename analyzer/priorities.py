@@ -257,7 +257,8 @@ def rule_docs(rule_ids: Iterable[str]) -> dict[str, RuleDoc]:
     docs = {}
     for rule in all_rules():
         if rule.id in wanted:
-            parts = [*docstring_parts(rule), "", "", ""]
+            # The docstrings mark code the reStructuredText way (double backticks).
+            parts = [p.replace("``", "`") for p in docstring_parts(rule)] + ["", "", ""]
             docs[rule.id] = RuleDoc(rule.id, rule.name, parts[0], parts[1], parts[2],
                                     rule_doc_url(rule.id))
     for rule_id, name, text in BUILTIN_FINDINGS:
