@@ -10,7 +10,8 @@ API table and the repository model:
   repository calls (library code).
 - **Causes** (:func:`group_causes`): one item per rule and API/construct, with all its
   places, ordered by severity x where the code runs, then by how often it occurs.
-- **Blockers** (:func:`blockers`): the "start here" list, in order of cost: torch APIs with
+- **Blockers** (:func:`blockers`): the "start here" list, in order of cost (the four
+  largest of each kind first, then the rest): torch APIs with
   no MindSpore counterpart and no workaround, second-order chains through ops without
   second-order support, dynamic shapes in the graph, custom C++/CUDA operators, and
   third-party libraries without a MindSpore counterpart.
@@ -36,6 +37,7 @@ GRAPH, HOST, UNKNOWN = "graph", "host", "unknown"
 SEVERITY_WEIGHT = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
 WHERE_WEIGHT = {GRAPH: 3, HOST: 2, UNKNOWN: 1}
 MAX_BLOCKERS = 12
+PER_KIND = 4
 
 # Blocker kinds, most costly first: (kind, heading).
 KINDS = (
@@ -228,7 +230,14 @@ def blockers(model: RepositoryModel, causes: list[Cause]) -> list[Blocker]:
              *_library_blockers(model, "third-party", ecosystem_library(own))]
     rank = {kind: i for i, (kind, _) in enumerate(KINDS)}
     found.sort(key=lambda b: (rank[b.kind], -b.count, b.subject))
-    return found
+    # The first lines show every kind: the PER_KIND largest of each, in cost order, then
+    # the rest, so that a hundred missing APIs do not hide the one dynamic shape.
+    seen: Counter[str] = Counter()
+    order = {}
+    for blocker in found:
+        order[id(blocker)] = seen[blocker.kind] >= PER_KIND
+        seen[blocker.kind] += 1
+    return sorted(found, key=lambda b: order[id(b)])
 
 
 def file_work(model: RepositoryModel, findings: Iterable[Finding]) -> list[FileWork]:

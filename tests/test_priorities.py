@@ -110,3 +110,24 @@ def test_files_table_is_sorted_by_cost_and_carried_in_json() -> None:
     assert [row["path"] for row in data["files"]] == [row.path for row in result.files_work]
     assert data["start_here"][0]["kind"] == "dynamic-shape"
     assert data["causes"][0]["fingerprints"][0] in {f["fingerprint"] for f in data["findings"]}
+
+
+def test_every_kind_of_blocker_shows_in_the_first_lines() -> None:
+    source = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        a = torch.einsum("ij->ji", x) + torch.roll(x, 1) + F.normalize(x)
+        b = x.clone() + torch.einsum("ij->ij", x) + torch.finfo(x.dtype).eps
+        keep = torch.nonzero(a + b)
+        return keep
+'''
+    result = scan_files({"net.py": source})
+    kinds = [b.kind for b in result.blockers]
+    # Five APIs without a counterpart, one dynamic shape: the dynamic shape is fifth.
+    assert kinds == ["no-counterpart"] * 4 + ["dynamic-shape", "no-counterpart"]
+    assert result.blockers[0].subject == "torch.einsum"  # two places: the largest first
