@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
-from msready.analyzer.configvalues import ConfigValue, file_config_values
+from msready.analyzer.configvalues import ConfigValue, file_config_values, node_text
 from msready.analyzer.parse import Parsed
 from msready.analyzer.syntax import descendants
 
@@ -33,9 +33,7 @@ class _Tree:
         self.nodes = list(descendants(parsed.module))
 
     def text(self, node: cst.CSTNode, limit: int = 80) -> str:
-        offsets = self.parsed.spans.get(id(node))
-        text = "" if offsets is None else self.parsed.text[offsets[0]:offsets[1]]
-        text = " ".join(text.split())
+        text = " ".join(node_text(self.parsed, node).split())
         return text if len(text) <= limit else text[:limit - 3] + "..."
 
     def fact(self, param: str, name: str, value: str, node: cst.CSTNode) -> ConfigValue | None:

@@ -148,6 +148,17 @@ def training_param(key: str) -> str:
 # ----- per file -------------------------------------------------------------------------
 
 
+def node_text(parsed: Parsed, node: cst.CSTNode) -> str:
+    """A node's source text, sliced from the file by its span ("" when unknown)."""
+    span = parsed.span(node)
+    if span is None:
+        return ""
+    starts = parsed.line_starts
+    start = starts[span.line - 1] + span.column - 1
+    end = starts[span.end_line - 1] + span.end_column - 1
+    return parsed.text[start:end]
+
+
 class _Reader:
     """One pass over a parsed file, keeping the class / function it is in."""
 
@@ -158,10 +169,7 @@ class _Reader:
         self.out: list[ConfigValue] = []
 
     def text(self, node: cst.CSTNode) -> str:
-        offsets = self.parsed.spans.get(id(node))
-        if offsets is None:
-            return ""
-        return self.parsed.text[offsets[0]:offsets[1]]
+        return node_text(self.parsed, node)
 
     def place(self, node: cst.CSTNode) -> tuple[int, int | None] | None:
         span = self.parsed.span(node)
