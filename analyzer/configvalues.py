@@ -259,7 +259,9 @@ class _Reader:
         if isinstance(target, cst.Name):
             if fn is None and cls is not None:
                 return  # a class-body field, read by class_field
-            self.add(target.value, value, node, "constant" if fn is None else "variable")
+            if fn is None or training_param(normalise(target.value)):
+                # A local variable counts only when its name is a training parameter.
+                self.add(target.value, value, node, "constant" if fn is None else "variable")
         elif isinstance(target, cst.Attribute):
             receiver = target.value
             if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
