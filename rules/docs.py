@@ -2,8 +2,9 @@
 
 Each rule's docstring gives the three parts (what it flags, why MindSpore cares, how to
 migrate) and its ``VALID`` / ``INVALID`` examples become the code blocks, so the page and
-the tests can never disagree. Every rule has an HTML anchor ``<a id="ms201"></a>`` that
-the HTML report links to (``docs/rules.md#ms201``).
+the tests can never disagree. Every rule has an HTML anchor ``<a id="ms201"></a>``; SARIF
+``helpUri`` and the HTML report link to it on the published page (:func:`rule_doc_url`),
+and ``msready rule MS201`` prints one rule's section (:func:`rule_text`).
 """
 
 from __future__ import annotations
