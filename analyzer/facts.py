@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from msready.analyzer.checklist_source import SourceFact
 from msready.analyzer.findings import Finding, Span, compact_reduce
+from msready.analyzer.values import Expr, Truth
 
 
 class CallKind(StrEnum):
@@ -23,6 +24,8 @@ class CallKind(StrEnum):
     SUPER = "super"  # super().name(...)
     APPLY = "apply"  # SomeFunction.apply(...) of an autograd.Function
     INSTANCE = "instance"  # net(x) where net = SomeClass(...) in the same function
+    VALUE = "value"  # a call of what a value holds: ``net_d(x)``, ``obj.run(x)``; the
+    # value analysis resolves it (``receiver`` / ``recv`` say on what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,16 @@ class CallSite:
     confidence: str = "high"
     cell: int | None = None
     receiver: str = ""  # the source text of the object a method is called on, if short
+    # The value analysis: what the receiver (or, for a call of a name, the callee) holds,
+    # and each argument's value in source order; empty when no repository code can run.
+    recv: Expr | None = None
+    arg_values: tuple[Expr, ...] = ()
+
+    @property
+    def key(self) -> tuple[int, int, int, int, int | None]:
+        """Identifies the call inside its file (what ``("c", path, key)`` refers to)."""
+        span = self.span
+        return (span.line, span.column, span.end_line, span.end_column, self.cell)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +102,11 @@ class FunctionFact:
     params: tuple[str, ...] = ()
     decorators: tuple[str, ...] = ()
     cell: int | None = None
+    # The value analysis: what the function returns and its parameters' defaults.
+    returns: Expr | None = None
+    defaults: tuple[tuple[str, Expr], ...] = ()
+    is_static: bool = False
+    locals: tuple[Expr, ...] = ()  # what ``("l", path, function, index)`` refers to
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +127,19 @@ class ClassFact:
     attributes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     methods: tuple[str, ...] = ()
     cell: int | None = None
+    # ``self.<attr> = value`` in any method, one entry per assignment.
+    attr_values: tuple[tuple[str, Expr], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A finding whose condition depends on values from other functions or files: the
+    repository solver decides it (:func:`msready.analyzer.values.decide`)."""
+
+    __reduce__ = compact_reduce
+
+    finding: Finding
+    condition: Truth
 
 
 @dataclass(slots=True)
@@ -130,3 +161,8 @@ class FileResult:
     imports_torch: bool = False
     # argparse options, training constants and such, read for the checklist
     source_facts: list[SourceFact] = field(default_factory=list)
+    # The value analysis: module-level names, command-line options (dest -> default and
+    # line) and findings that wait for the repository solver.
+    globals: dict[str, Expr] = field(default_factory=dict)
+    options: dict[str, tuple[Expr, int]] = field(default_factory=dict)
+    pending: list[Pending] = field(default_factory=list)

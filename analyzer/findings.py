@@ -117,6 +117,9 @@ class Finding:
     trace: tuple[str, ...] = ()
     function: str | None = field(default=None, compare=False)
     scope: Scope = field(default=Scope.ANYWHERE, compare=False)
+    # Where the code runs (see msready.analyzer.placement): "graph", "host", "unknown",
+    # or "" for findings that do not depend on it.
+    where: str = field(default="", compare=False)
 
     def sort_key(self) -> tuple[str, int, int, int, str]:
         """Findings sort by file, cell, line, column and rule."""

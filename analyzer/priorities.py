@@ -4,10 +4,10 @@ the files that need the most work.
 Reporters only render these; everything is computed here from the finished findings, the
 API table and the repository model:
 
-- **Where code runs** (:func:`where_runs`): ``graph`` when a ``forward`` reaches the
-  finding's function (the finding's ``trace``), ``host`` for other code the repository
-  runs (scripts, training loops, datasets), ``unknown`` for functions nothing in the
-  repository calls (library code).
+- **Where code runs** (:func:`where_runs`, from :mod:`msready.analyzer.placement`):
+  ``graph`` when a ``forward`` (or a training step's loss) reaches the finding's function,
+  ``host`` for other code the repository runs (scripts, training loops, datasets,
+  constructors), ``unknown`` for functions nothing in the repository calls.
 - **Causes** (:func:`group_causes`): one item per rule and API/construct, with all its
   places, ordered by severity x where the code runs, then by how often it occurs.
 - **Blockers** (:func:`blockers`): the "start here" list, in order of cost (the four
@@ -97,23 +97,12 @@ class EnclosingFunctions:
         return inner
 
 
-def called_functions(model: RepositoryModel) -> frozenset[str]:
-    """Repository functions something in the repository calls (module-level code too)."""
-    return frozenset(c for rc in model.calls for c in rc.callees)
-
-
-def where_runs(model: RepositoryModel, finding: Finding,
-               called: frozenset[str] | None = None) -> str:
-    """``graph``, ``host`` or ``unknown`` for one finding (see the module docstring);
-    ``called`` is :func:`called_functions`, computed once by callers with many findings."""
-    if finding.trace or model.path_from_forward(finding.function) is not None:
+def where_runs(model: RepositoryModel, finding: Finding) -> str:
+    """``graph``, ``host`` or ``unknown`` for one finding: what the scan placed it at
+    (``finding.where``), else where its function runs (``model.placement``)."""
+    if finding.trace:
         return GRAPH
-    fn = finding.function
-    if fn is None or fn not in model.functions or fn.endswith((".<module>", ".__init__")):
-        return HOST  # module-level code runs; constructors run when objects are built
-    if fn in (called if called is not None else called_functions(model)):
-        return HOST
-    return UNKNOWN
+    return finding.where or model.placement.where(finding.function)
 
 
 def cause_id(rule: str, symbol: str) -> str:
@@ -132,12 +121,10 @@ def group_causes(model: RepositoryModel, findings: Iterable[Finding]) -> list[Ca
     for finding in findings:
         groups[(finding.rule, finding.symbol)].append(finding)
     causes = []
-    called = called_functions(model)
     for (rule, symbol), unordered in groups.items():
         # The places a forward reaches first: the report shows the first place's code.
-        group = sorted(unordered, key=lambda f: (where_runs(model, f, called) != GRAPH,
-                                                 f.sort_key()))
-        runs = [where_runs(model, f, called) for f in group]
+        group = sorted(unordered, key=lambda f: (where_runs(model, f) != GRAPH, f.sort_key()))
+        runs = [where_runs(model, f) for f in group]
         where = max(runs, key=WHERE_WEIGHT.__getitem__)
         severity = max((f.severity for f in group), key=SEVERITY_WEIGHT.__getitem__)
         first = group[0]
@@ -246,12 +233,11 @@ def file_work(model: RepositoryModel, findings: Iterable[Finding]) -> list[FileW
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     cost: dict[str, float] = defaultdict(float)
     graph: Counter[str] = Counter()
-    called = called_functions(model)
     for finding in findings:
         path = finding.location.path
         counts[path][finding.severity.value] += 1
         cost[path] += finding_cost(finding)
-        if where_runs(model, finding, called) == GRAPH:
+        if where_runs(model, finding) == GRAPH:
             graph[path] += 1
     rows = [FileWork(path, sum(c.values()), c.get("error", 0), c.get("warning", 0),
                      c.get("info", 0), graph[path], round(cost[path], 2))

@@ -18,6 +18,8 @@ from functools import cached_property
 import networkx as nx
 
 from msready.analyzer.facts import CallKind, CallSite, ClassFact, FileResult, FunctionFact
+from msready.analyzer.placement import Placement
+from msready.analyzer.valueflow import ValueAnalysis
 
 TORCH_ROOTS = ("torch", "torchvision")
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
@@ -72,6 +74,10 @@ class RepositoryModel:
         self.graph: nx.DiGraph = nx.DiGraph()
         self.calls: list[ResolvedCall] = []
         self._build_graph()
+        # What every expression holds, across functions and files; it also adds the call
+        # edges that only values tell (``self.critic(x)``, ``net_d(fake)``).
+        self.values = ValueAnalysis(self)
+        self.values.assume_tensor_inputs(self.placement.loss_roots)
 
     # ----- names ----------------------------------------------------------------------
 
@@ -155,6 +161,15 @@ class RepositoryModel:
             stack.extend(b.name for b in self.bases(current) if b.kind == "class")
         return order
 
+    def external_bases(self, class_qualname: str) -> Iterator[str]:
+        """The non-repository bases of a class and of its repository bases."""
+        return self._external_bases(class_qualname)
+
+    @cached_property
+    def placement(self) -> Placement:
+        """Where each function runs: graph, host or unknown."""
+        return Placement(self)
+
     def _external_bases(self, class_qualname: str) -> Iterator[str]:
         for cls in self.mro(class_qualname):
             for base in self.bases(cls):
@@ -222,6 +237,8 @@ class RepositoryModel:
             return (), None
         if call.kind is CallKind.TENSOR_METHOD:
             return (), call.target
+        if call.kind is CallKind.VALUE:
+            return (), None  # resolved by the value analysis
         if call.kind is CallKind.INSTANCE:
             resolved = self.resolve(call.target, file.module)
             if resolved is None or resolved.kind != "class":

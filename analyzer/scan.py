@@ -293,22 +293,49 @@ def build_apis(model: RepositoryModel, target: str) -> list[ApiUse]:
 
 
 def scope_findings(model: RepositoryModel, findings: Iterable[Finding]) -> Iterator[Finding]:
-    """Keep forward-scoped findings only where a forward reaches them, with the path."""
+    """Place findings by where their code runs (``model.placement``). Forward-scoped ones
+    are kept with the path that reaches them in graph code, dropped in host code, and
+    reported one severity lower in code nothing in the repository calls (a library's API)
+    when it uses torch. Anywhere-scoped ones are always kept, with where they run and, in
+    graph code, the path. A finding its rule made without naming its function (the
+    repository rules' API findings) gets the function around its place."""
+    placement = model.placement
     enclosing = EnclosingFunctions(model)
     for finding in findings:
         if finding.function is None:
             loc = finding.location
             finding = replace(finding, function=enclosing.at(loc.path, loc.cell, loc.line,
-                                                                  loc.column))
-        path = model.path_from_forward(finding.function)
-        if path is None:
-            if finding.scope is not Scope.FORWARD:
-                yield finding
-        elif finding.scope is Scope.FORWARD or not finding.trace:
-            # Anywhere-scoped findings a forward reaches get the path too: they run there.
-            yield replace(finding, trace=tuple(model.short_name(p) for p in path))
-        else:
-            yield finding
+                                                              loc.column))
+        where = placement.where(finding.function)
+        trace = tuple(model.short_name(p) for p in placement.trace(finding.function)) if (
+            where == "graph") else ()
+        if finding.scope is not Scope.FORWARD:
+            yield replace(finding, where=where, trace=finding.trace or trace)
+        elif where == "graph":
+            yield replace(finding, where=where, trace=trace)
+        elif where == "unknown" and finding.function in placement.torch_functions:
+            yield replace(
+                finding, where=where, severity=_LOWER[finding.severity],
+                message=finding.message + _UNREACHED.format(
+                    model.short_name(finding.function or "")))
+
+
+_LOWER = {Severity.ERROR: Severity.WARNING, Severity.WARNING: Severity.INFO,
+          Severity.INFO: Severity.INFO}
+_UNREACHED = (" Nothing in this repository calls `{}` from a forward; this matters if a "
+              "network runs it.")
+
+
+def decided_findings(model: RepositoryModel) -> Iterator[Finding]:
+    """Findings whose condition the value analysis decides once the repository is known;
+    a condition that cannot be decided costs only its own finding."""
+    for file in model.files.values():
+        for pending in file.pending:
+            try:
+                if model.values.decide(pending.condition):
+                    yield pending.finding
+            except (RecursionError, KeyError, TypeError, ValueError):
+                continue
 
 
 def repo_rule_findings(model: RepositoryModel) -> list[Finding]:
@@ -337,6 +364,7 @@ def collect_findings(model: RepositoryModel, config: Config,
     raw: list[Finding] = []
     for file in model.files.values():
         raw.extend(file.findings)
+    raw.extend(decided_findings(model))
     raw.extend(repo_rule_findings(model) if repo_findings is None else repo_findings)
     active: list[Finding] = []
     suppressed: list[Finding] = []

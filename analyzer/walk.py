@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Callable, Sequence
 
 import libcst as cst
@@ -21,9 +22,16 @@ from msready.analyzer.facts import (
     ClassFact,
     FileResult,
     FunctionFact,
+    Pending,
     Reference,
 )
 from msready.analyzer.findings import Confidence, Finding, Location, Severity, Span
+from msready.analyzer.localvalues import (
+    LocalValues,
+    annotation_value,
+    binary_operator,
+    option_value,
+)
 from msready.analyzer.names import LOCAL, Resolver, module_name
 from msready.analyzer.parse import Parsed
 from msready.analyzer.syntax import (
@@ -35,8 +43,14 @@ from msready.analyzer.syntax import (
     literal_of,
     self_attr,
     tensor_methods,
-    torch_result_kind,
     unpack,
+)
+from msready.analyzer.values import (
+    Expr,
+    Kind,
+    Truth,
+    apply,
+    instance,
 )
 from msready.rules.base import FileRule, Rule
 
@@ -44,6 +58,8 @@ TORCH_ROOTS = ("torch", "torchvision")
 CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})
 _SUPPRESS = re.compile(r"#\s*msready:\s*ignore(?:\[([^\]]*)\])?")
 _MAX_RECEIVER_TEXT = 60
+# Calls whose arguments say what the loss is: the value analysis keeps them.
+_LOSS_CALLS = frozenset({"torch.Tensor.backward", "torch.autograd.grad", "torch.autograd.backward"})
 
 
 @dataclasses.dataclass(slots=True)
@@ -52,6 +68,10 @@ class _FunctionState:
     class_qualname: str | None
     values: dict[str, cst.BaseExpression] = dataclasses.field(default_factory=dict)
     loop_attrs: dict[str, str] = dataclasses.field(default_factory=dict)
+    env: dict[str, Expr] = dataclasses.field(default_factory=dict)  # the value analysis
+    returns: list[Expr] = dataclasses.field(default_factory=list)
+    fact_index: int = -1
+    locals: list[Expr] = dataclasses.field(default_factory=list)  # see FileWalker.intern
 
 
 class FileWalker:
@@ -73,7 +93,16 @@ class FileWalker:
         self._dead: set[int] = set()
         self._module_values: dict[str, cst.BaseExpression] = {}
         self._targets: dict[int, str | None] = {}
+        self._call_index: dict[int, int] = {}
         self.imports_torch = False
+        self.values = LocalValues(self)
+        self.module_env: dict[str, Expr] = {}
+        self._class_attr_values: dict[str, list[tuple[str, Expr]]] = {}
+
+    @property
+    def function_states(self) -> list[_FunctionState]:
+        """The functions being walked, innermost last."""
+        return self._functions
 
     # ----- FileContext --------------------------------------------------------------
 
@@ -124,8 +153,10 @@ class FileWalker:
             return None
         if self.qualify(func) is not None:
             return None
-        kind = self._kind(func.value, 0)
-        return method if kind in ("tensor", "unknown") else None
+        value = self.values.expr(func.value)
+        if not isinstance(value, frozenset):
+            return method
+        return method if any(a.kind in (Kind.TENSOR, Kind.UNKNOWN) for a in value) else None
 
     def call_target(self, call: cst.Call) -> str | None:
         """Qualified callee, or ``torch.Tensor.<m>`` for a tensor method; computed once per
@@ -142,8 +173,16 @@ class FileWalker:
         return target
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
-        """True when local data flow says ``expr`` is a torch tensor."""
-        return self._kind(expr, 0) == "tensor"
+        """True when the value analysis says, inside this file, ``expr`` may hold a tensor
+        (and nothing says it is something else)."""
+        value = self.values.expr(expr)
+        return isinstance(value, frozenset) and any(a.kind is Kind.TENSOR for a in value) and all(
+            a.kind in (Kind.TENSOR, Kind.UNKNOWN) for a in value)
+
+    def call_key(self, call: cst.Call) -> tuple[int, int, int, int, int | None]:
+        """The key of a call in this file (see :attr:`CallSite.key`)."""
+        span, cell = self._cell_span(self.span(call) or Span(1, 1, 1, 1))
+        return (span.line, span.column, span.end_line, span.end_column, cell)
 
     def report(
         self,
@@ -155,10 +194,14 @@ class FileWalker:
         symbol: str,
         severity: Severity | None = None,
         confidence: Confidence | None = None,
+        when: Truth = True,
     ) -> None:
-        """Record a finding of ``rule`` at ``node``."""
+        """Record a finding of ``rule`` at ``node``; one whose condition ``when`` depends on
+        other functions or files waits for the repository solver."""
+        if when is False:
+            return
         span = self.span(node) or Span(1, 1, 1, 1)
-        self.result.findings.append(Finding(
+        finding = Finding(
             rule=rule.id,
             rule_name=rule.name,
             category=rule.category,
@@ -166,11 +209,15 @@ class FileWalker:
             confidence=confidence or rule.confidence,
             location=self.location(span),
             symbol=symbol,
-            message=message,
-            suggestion=suggestion,
+            message=sys.intern(message),
+            suggestion=sys.intern(suggestion),
             function=self.function,
             scope=rule.scope,
-        ))
+        )
+        if when is True:
+            self.result.findings.append(finding)
+        else:
+            self.result.pending.append(Pending(finding, when))
 
     # ----- locations ----------------------------------------------------------------
 
@@ -186,54 +233,6 @@ class FileWalker:
         cell, line = cells.locate(span.line)
         _, end_line = cells.locate(span.end_line)
         return Span(line, span.column, end_line, span.end_column), cell
-
-    # ----- data flow ------------------------------------------------------------------
-
-    def _kind(self, expr: cst.BaseExpression, depth: int) -> str:
-        """'tensor', 'python' (str/list/dict/number), 'other' (another library),
-        'object' (an instance of a torch class) or 'unknown' for what an expression
-        holds, by local data flow."""
-        if depth > 8:
-            return "unknown"
-        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
-                             cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
-                             cst.SetComp, cst.Integer, cst.Float, cst.Tuple)):
-            return "python"
-        if isinstance(expr, cst.Call):
-            target = self.qualify(expr.func)
-            if target is not None:
-                root = target.split(".")[0]
-                if root in TORCH_ROOTS:
-                    return torch_result_kind(target)
-                if root == "builtins":
-                    return "other" if target == "builtins.open" else "python"
-                # A name of the repository's own package may well return a tensor.
-                return "unknown" if root == self.module.split(".")[0] else "other"
-            if isinstance(expr.func, cst.Attribute):
-                inner = self._kind(expr.func.value, depth + 1)
-                if inner == "tensor":
-                    return "tensor" if expr.func.attr.value in tensor_methods() else "unknown"
-                return "unknown" if inner == "object" else inner
-            return "unknown"
-        if isinstance(expr, cst.Name):
-            value = self.value_of(expr.value)
-            if value is None or value is expr:
-                return "unknown"
-            return self._kind(value, depth + 1)
-        if isinstance(expr, cst.Subscript):
-            # An element of a tensor is a tensor, of a file a str; of a list: unknown.
-            inner = self._kind(expr.value, depth + 1)
-            return inner if inner in ("tensor", "other") else "unknown"
-        if isinstance(expr, cst.BinaryOperation):
-            left = self._kind(expr.left, depth + 1)
-            return left if left != "python" else self._kind(expr.right, depth + 1)
-        if isinstance(expr, cst.UnaryOperation):
-            return self._kind(expr.expression, depth + 1)
-        if isinstance(expr, cst.Attribute):
-            if self.qualify(expr) is not None:
-                return "other"
-            return "unknown"
-        return "unknown"
 
     # ----- the walk -------------------------------------------------------------------
 
@@ -328,7 +327,17 @@ class FileWalker:
                             node.value, targets)  # type: ignore[attr-defined]
         elif kind is cst.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
             self._on_assign(node.target, node.value, [node.target])  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign:
+            self._on_aug_assign(node)  # type: ignore[arg-type]
+        elif kind is cst.Call:
+            self._on_call_done(node)  # type: ignore[arg-type]
+        elif kind is cst.Return:
+            if self._functions:
+                value = node.value  # type: ignore[attr-defined]
+                self._functions[-1].returns.append(
+                    self.values.expr(value) if value is not None else self.values.lookup("None"))
         elif kind is cst.FunctionDef:
+            self._on_function_done()
             self._functions.pop()
             self.resolver.pop()
         elif kind is cst.ClassDef:
@@ -338,6 +347,7 @@ class FileWalker:
                 fact,
                 attributes=tuple(sorted((a, tuple(sorted(c))) for a, c in attrs.items())),
                 methods=tuple(methods),
+                attr_values=tuple(self._class_attr_values.pop(qualname, ())),
             )
             self.resolver.pop()
         self._ancestors.pop()
@@ -378,20 +388,47 @@ class FileWalker:
         decorators = tuple(self.qualify(d.decorator) or self.text(d.decorator)
                            for d in node.decorators)
         span, cell = self._cell_span(self.span(node.name) or Span(1, 1, 1, 1))
+        static = any(d in ("builtins.staticmethod", "staticmethod") for d in decorators)
+        defaults = tuple((p.name.value, self.values.expr(p.default))
+                         for p in all_params(node.params) if p.default is not None)
         self.result.functions.append(FunctionFact(qualname, node.name.value, class_qualname, span,
-                                                  tuple(params), decorators, cell))
+                                                  tuple(params), decorators, cell,
+                                                  defaults=defaults, is_static=static))
         if class_qualname is not None and self._classes:
             self._classes[-1][2].append(node.name.value)
         self.resolver.push("function", qualname)
-        state = _FunctionState(qualname, class_qualname)
-        for declared in all_params(node.params):
+        state = _FunctionState(qualname, class_qualname, fact_index=len(self.result.functions) - 1)
+        for position, declared in enumerate(all_params(node.params)):
+            name = declared.name.value
+            annotation = None
             # ``x: torch.Tensor`` says what the parameter holds: a call of the annotation
             # stands in for its value in the data flow.
             if declared.annotation is not None:
-                state.values[declared.name.value] = cst.Call(func=declared.annotation.annotation)
+                state.values[name] = cst.Call(func=declared.annotation.annotation)
+                annotation = self.qualify(declared.annotation.annotation)
+            if position == 0 and class_qualname is not None and not static and not any(
+                    d in ("builtins.classmethod", "classmethod") for d in decorators):
+                state.env[name] = instance(class_qualname)
+            elif declared.star == "*":
+                state.env[name] = ("p", qualname, "*" + name)
+            elif declared.star == "**":
+                state.env[name] = self.values.lookup("None")
+            else:
+                state.env[name] = annotation_value(annotation) or ("p", qualname, name)
         for name in params:
             self.resolver.bind(name, LOCAL)
         self._functions.append(state)
+
+    def _on_function_done(self) -> None:
+        state = self._functions[-1]
+        if state.fact_index >= 0:
+            fact = self.result.functions[state.fact_index]
+            returns = (apply("join", (), state.returns) if state.returns
+                       else self.values.lookup("None"))
+            self.result.functions[state.fact_index] = dataclasses.replace(
+                fact, returns=returns, locals=tuple(state.locals))
+        if len(self._functions) == 1:
+            self.values.forget()
 
     def _on_class(self, node: cst.ClassDef) -> None:
         qualname = self._qualname(node.name.value)
@@ -410,6 +447,8 @@ class FileWalker:
             alias = None
         at_module = self.resolver.current.kind == "module"
         values = self._values()
+        computed = self.intern(self.values.expr(value))
+        env = self._env()
         for target in targets:
             for name, part in unpack(target, value):
                 bound = alias if alias and target is single else LOCAL
@@ -417,6 +456,16 @@ class FileWalker:
                 if not (at_module and bound == LOCAL and self.resolver.current.bindings.get(name)):
                     self.resolver.bind(name, bound)
                 values[name] = part
+            for name, part_value in self.values.unpack(target, computed):
+                env[name] = part_value
+                if at_module:
+                    self.result.globals[name] = part_value
+            attr = self_attr(target)
+            if attr is not None and self._functions:
+                self._functions[-1].env[f"self.{attr}"] = computed
+                owner = self._functions[-1].class_qualname
+                if owner is not None:
+                    self._class_attr_values.setdefault(owner, []).append((attr, computed))
         if (single is not None and isinstance(single, cst.Attribute)
                 and isinstance(single.value, cst.Name) and single.value.value == "self"
                 and self._functions and self._classes
@@ -454,10 +503,93 @@ class FileWalker:
             return self._held_classes(value.value)
         return set()
 
+    def _env(self) -> dict[str, Expr]:
+        return self._functions[-1].env if self._functions else self.module_env
+
+    def intern(self, expr: Expr) -> Expr:
+        """A symbolic operation stored once in the function's table of local values and
+        referred to as ``("l", path, function, index)``, so that expressions built from it stay
+        small however long the chain of assignments."""
+        if isinstance(expr, frozenset) or expr[0] != "o" or not self._functions:
+            return expr
+        state = self._functions[-1]
+        state.locals.append(expr)
+        return ("l", self.path, state.qualname, len(state.locals) - 1)
+
+    def _on_aug_assign(self, node: cst.AugAssign) -> None:
+        target = node.target
+        if isinstance(target, cst.Name):
+            env = self._env()
+            env[target.value] = self.intern(apply("bin", (binary_operator(node.operator),), [
+                self.values.lookup(target.value), self.values.expr(node.value)]))
+
+    def _on_call_done(self, node: cst.Call) -> None:
+        """After a call's arguments were walked: ``list.append`` updates the list's value,
+        ``add_argument`` records a command-line option, and calls that may run repository
+        code keep their arguments' values for the solver."""
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+            if name in ("append", "extend", "insert") and isinstance(func.value, cst.Name) and (
+                    node.args):
+                env = self._env()
+                owner = func.value.value
+                added = self.values.expr(node.args[-1].value)
+                env[owner] = self.intern(apply("append", (name == "extend",), [
+                    self.values.lookup(owner), added]))
+            elif name == "add_argument":
+                option = option_value(node, self.text)
+                if option is not None:
+                    line = (self.span(node) or Span(1, 1, 1, 1)).line
+                    self.result.options.setdefault(option[0], (option[1], line))
+        index = self._call_index.get(id(node))
+        site = self.result.calls[index] if index is not None else None
+        if site is not None and site.kind is CallKind.NAME and site.target.split(".")[0] in (
+                *TORCH_ROOTS, "builtins") and site.target not in _LOSS_CALLS and not (
+                site.target.rsplit(".", 1)[-1][:1].isupper()
+                and not all(a.is_literal for a in site.args)):
+            return  # kept: torch classes built from non-literal arguments (layers, optimizers)
+        recv: Expr | None = None
+        if isinstance(func, cst.Attribute):
+            recv = self.values.expr(func.value)
+        elif isinstance(func, cst.Name) and site is None:
+            recv = self.values.lookup(func.value)
+        if site is not None and site.kind is CallKind.TENSOR_METHOD and (
+                site.target not in _LOSS_CALLS) and not self._may_run_code(recv):
+            return
+        if site is None:
+            if not self._may_run_code(recv):
+                return
+            span, cell = self._cell_span(self.span(node) or Span(1, 1, 1, 1))
+            caller = self.function or f"{self.module}.<module>"
+            owner_text = self.text(func.value) if isinstance(func, cst.Attribute) else ""
+            site = CallSite(caller, func.attr.value if isinstance(func, cst.Attribute)
+                            else "__call__", CallKind.VALUE, span, self._args(node), "low",
+                            cell, owner_text[:_MAX_RECEIVER_TEXT])
+            self.result.calls.append(site)
+            index = len(self.result.calls) - 1
+        if index is None:
+            return
+        arg_values = tuple(self.values.expr(a.value) for a in node.args)
+        self.result.calls[index] = dataclasses.replace(site, recv=recv, arg_values=arg_values)
+
+    @staticmethod
+    def _may_run_code(value: Expr | None) -> bool:
+        """True for a value the solver may find a repository object in: symbolic, or an
+        instance of a class."""
+        if value is None:
+            return False
+        if not isinstance(value, frozenset):
+            return True
+        return any(a.kind is Kind.INSTANCE for a in value)
+
     def _on_for(self, node: cst.For) -> None:
         for name, part in unpack(node.target, element_of(node.iter)):
             self.resolver.bind(name, LOCAL)
             self._values()[name] = part
+        env = self._env()
+        for name, held in self.values.loop_values(node):
+            env[name] = self.intern(held)
         if not self._functions:
             return
         state = self._functions[-1]
@@ -478,6 +610,9 @@ class FileWalker:
         for name, part in unpack(node.asname.name, node.item):
             self.resolver.bind(name, LOCAL)
             self._values()[name] = part
+        env = self._env()
+        for name, held in self.values.unpack(node.asname.name, self.values.expr(node.item)):
+            env[name] = held
 
     def _args(self, call: cst.Call) -> tuple[Arg, ...]:
         out = []
@@ -539,6 +674,7 @@ class FileWalker:
         owner_text = self.text(func.value) if isinstance(func, cst.Attribute) else ""
         if len(owner_text) > _MAX_RECEIVER_TEXT:
             owner_text = ""
+        self._call_index[id(node)] = len(self.result.calls)
         self.result.calls.append(
             CallSite(caller, target, kind, span, self._args(node), confidence, cell, owner_text))
 

@@ -18,9 +18,24 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 import libcst as cst
 
 from msready.analyzer.findings import Category, Confidence, Finding, Scope, Severity, Span
+from msready.analyzer.values import Expr, Truth, Value
 
 if TYPE_CHECKING:
     from msready.analyzer.repo import RepositoryModel
+
+
+class ValueQueries(Protocol):
+    """The value analysis of the file being walked (:mod:`msready.analyzer.localvalues`)."""
+
+    def expr(self, node: cst.BaseExpression, depth: int = 0) -> Expr:
+        """What ``node`` holds: a value, or symbolic where other functions decide."""
+
+    def local(self, node: cst.BaseExpression) -> Value:
+        """What ``node`` holds as far as this file shows (other functions: unknown)."""
+
+    def truth(self, predicate: str, node: cst.BaseExpression) -> Truth:
+        """A predicate of :data:`msready.analyzer.values.PREDICATES` on ``node``'s value:
+        True / False now, or a condition the repository solver answers."""
 
 # One snippet (the file ``example.py``) or several files by repository path.
 Example = str | Mapping[str, str]
@@ -32,6 +47,7 @@ class FileContext(Protocol):
     path: str
     module: str
     imports_torch: bool
+    values: ValueQueries
 
     @property
     def function(self) -> str | None:
@@ -77,8 +93,10 @@ class FileContext(Protocol):
         symbol: str,
         severity: Severity | None = None,
         confidence: Confidence | None = None,
+        when: Truth = True,
     ) -> None:
-        """Record a finding of ``rule`` at ``node``."""
+        """Record a finding of ``rule`` at ``node`` when ``when`` holds (a condition on
+        values is decided once the whole repository is known)."""
 
 
 class Rule:
@@ -110,10 +128,11 @@ class FileRule(Rule):
         symbol: str,
         severity: Severity | None = None,
         confidence: Confidence | None = None,
+        when: Truth = True,
     ) -> None:
-        """Report a finding of this rule at ``node``."""
+        """Report a finding of this rule at ``node`` (when ``when`` holds)."""
         self.ctx.report(self, node, message, suggestion, symbol=symbol,
-                        severity=severity, confidence=confidence)
+                        severity=severity, confidence=confidence, when=when)
 
 
 class RepoRule(Rule):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msready.analyzer.findings import Severity
-from msready.rules.base import FileContext
+from msready.analyzer.values import Truth, t_and, t_not, t_or
 from msready.rules.dynamic_shape_base import ApiRule, DynamicRule, in_forward
 from msready.rules.dynamic_shape_calls import argument, positional
 
@@ -37,7 +37,9 @@ class Nonzero(ApiRule):
     APIS = frozenset({"nonzero", "argwhere"})
     VALID = (
         in_forward("        keep = x.nonzero_static(size=16)\n        return x[keep]\n"),
-        "import torch\n\ndef prep(x):\n    return torch.nonzero(x > 0)\n",
+        # Host code: a script's preprocessing runs in Python, outside any graph.
+        "import torch\n\ndef prep(x):\n    return torch.nonzero(x > 0)\n\n"
+        "if __name__ == '__main__':\n    prep(torch.ones(3))\n",
         "import numpy as np\nimport torch.nn as nn\n\nclass Net(nn.Module):\n"
         "    def forward(self, x):\n        a = np.zeros(3)\n        a.nonzero()\n"
         "        return x\n",
@@ -80,7 +82,8 @@ class MaskedSelect(ApiRule):
     APIS = frozenset({"masked_select"})
     VALID = (
         in_forward("        return x.masked_fill(x > 0, 0.0)\n"),
-        "import torch\n\ndef loss_stats(x, m):\n    return torch.masked_select(x, m).mean()\n",
+        "import torch\n\ndef loss_stats(x, m):\n    return torch.masked_select(x, m).mean()\n\n"
+        "def report(x, m):\n    print(loss_stats(x, m))\n",
     )
     INVALID = (
         in_forward("        return torch.masked_select(x, x > 0).sum()\n"),
@@ -178,52 +181,24 @@ class BooleanMaskIndex(DynamicRule):
         "    def pick(self, x, bad):\n        return x[bad]\n",
     )
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        # Subscripts by a bare parameter, per function, waiting for a call that passes a
-        # mask to that parameter: (parameter, node, is a store).
-        self.pending: dict[str, list[tuple[str, cst.Subscript, bool]]] = {}
-
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if self.flow.is_python(node.value):
+        mask = self.flow.any_mask(node)
+        if mask is False:
             return
-        function = self.ctx.function
-        if any(self.flow.element_is_mask(e) for e in node.slice):
-            via = ""
-            for element in node.slice:
-                piece = element.slice
-                if isinstance(piece, cst.Index) and isinstance(piece.value, cst.Name):
-                    source = self.flow.mask_source(function, piece.value.value)
-                    if source is not None and self.ctx.value_of(piece.value.value) is None:
-                        via = _via(piece.value.value, source)
-            self._report(node, self._is_store(node), via)
-            return
+        via = ""
         for element in node.slice:
             piece = element.slice
-            if (function is not None and isinstance(piece, cst.Index)
-                    and isinstance(piece.value, cst.Name)
-                    and piece.value.value in self.flow.params.get(function, ())
-                    and self.ctx.value_of(piece.value.value) is None):
-                self.pending.setdefault(function, []).append(
-                    (piece.value.value, node, self._is_store(node)))
-                return
+            if isinstance(piece, cst.Index) and isinstance(piece.value, cst.Name):
+                held = self.ctx.values.expr(piece.value)
+                if isinstance(held, tuple) and held[0] == "p":
+                    via = f" (`{piece.value.value}` receives a boolean mask from its callers)"
+                elif isinstance(held, tuple):
+                    via = f" (`{piece.value.value}` is a boolean mask built in another function)"
+        self._report(node, self._is_store(node), via,
+                     when=t_and(mask, t_not(self.flow.is_python(node.value))))
 
-    def leave_Call(self, node: cst.Call) -> None:
-        super().leave_Call(node)
-        callee = self.flow.callee(node)
-        waiting = self.pending.get(callee or "")
-        if not waiting or callee is None:
-            return
-        left = []
-        for param, subscript, store in waiting:
-            source = self.flow.mask_source(callee, param)
-            if source is None:
-                left.append((param, subscript, store))
-            else:
-                self._report(subscript, store, _via(param, source))
-        self.pending[callee] = left
-
-    def _report(self, node: cst.Subscript, store: bool, via: str = "") -> None:
+    def _report(self, node: cst.Subscript, store: bool, via: str = "",
+                when: Truth = True) -> None:
         if store:
             self.report(
                 node,
@@ -232,6 +207,7 @@ class BooleanMaskIndex(DynamicRule):
                 "x)`: same result with static shapes.",
                 symbol="tensor[mask] = value",
                 severity=Severity.WARNING,
+                when=when,
             )
             return
         self.report(
@@ -242,18 +218,13 @@ class BooleanMaskIndex(DynamicRule):
             "`ops.select(mask, x, 0)`, reducing with `mask.sum()` as the count; pad to a "
             "fixed size if a compact tensor is needed.",
             symbol="tensor[mask]",
+            when=when,
         )
 
     def _is_store(self, node: cst.Subscript) -> bool:
         parent = self.ctx.ancestors[-2] if len(self.ctx.ancestors) > 1 else None
         return (isinstance(parent, cst.AssignTarget)
                 or (isinstance(parent, cst.AugAssign) and parent.target is node))
-
-
-def _via(param: str, caller: str) -> str:
-    """The message part naming where a parameter's mask comes from."""
-    short = ".".join(caller.rsplit(".", 2)[-2:])
-    return f" (`{param}` receives a boolean mask from `{short}`)"
 
 
 class RuntimeSlice(DynamicRule):
@@ -284,9 +255,8 @@ class RuntimeSlice(DynamicRule):
     )
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if not any(self.flow.element_is_runtime_slice(e) for e in node.slice):
-            return
-        if self.flow.is_python(node.value):
+        runtime = t_or(*(self.flow.element_is_runtime_slice(e) for e in node.slice))
+        if runtime is False:
             return
         self.report(
             node,
@@ -296,6 +266,7 @@ class RuntimeSlice(DynamicRule):
             "< k`), or pad to a fixed bucket size; GRAPH_MODE cannot slice by a runtime "
             "value.",
             symbol="tensor[:runtime]",
+            when=t_and(runtime, t_not(self.flow.is_python(node.value))),
         )
 
 
@@ -327,7 +298,7 @@ class VariableTopk(ApiRule):
 
     def check(self, call: cst.Call, name: str, is_method: bool) -> None:
         k = argument(call, "k", 0 if is_method else 1)
-        if k is None or not self.flow.is_runtime(k):
+        if k is None:
             return
         self.report(
             call,
@@ -337,6 +308,7 @@ class VariableTopk(ApiRule):
             "the entries past the runtime count (`ops.arange(k_max) < k`).",
             symbol=self._symbol(name, is_method),
             confidence=self._confidence(call, is_method),
+            when=self.flow.is_runtime(k),
         )
 
 
@@ -407,8 +379,7 @@ class RepeatInterleave(ApiRule):
             repeats = argument(call, "repeats", 0)
         else:
             repeats = argument(call, "repeats", 1) if len(args) != 1 else args[0]
-        if repeats is None or not (self.flow.is_runtime(repeats) or self.flow.is_bool(repeats)
-                                   or self.flow.is_varlen(repeats)):
+        if repeats is None:
             return
         self.report(
             call,
@@ -418,5 +389,7 @@ class RepeatInterleave(ApiRule):
             "the dataset with a fixed padded length.",
             symbol=self._symbol(name, is_method),
             confidence=self._confidence(call, is_method),
+            when=t_or(self.flow.is_runtime(repeats), self.flow.is_bool(repeats),
+                      self.flow.is_varlen(repeats)),
         )
 

@@ -37,19 +37,7 @@ class DynamicRule(FileRule):
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
-        self.flow = Flow.of(self.ctx)
-
-    def leave_Assign(self, node: cst.Assign) -> None:
-        """Keep the flow's memory of reassigned locals up to date."""
-        self.flow.note_assign(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        """Record the function's parameters for masks passed by calls."""
-        self.flow.note_function(node)
-
-    def leave_Call(self, node: cst.Call) -> None:
-        """Record the boolean masks this call passes to functions of the file."""
-        self.flow.note_call(node)
+        self.flow = Flow(self.ctx)
 
     def _confidence(self, call: cst.Call, is_method: bool) -> Confidence:
         """High for a qualified torch function or a method on a known tensor."""

@@ -24,6 +24,7 @@ from msready.analyzer.findings import (
 )
 from msready.analyzer.names import dotted
 from msready.analyzer.repo import RepositoryModel
+from msready.analyzer.values import Truth, t_or
 from msready.rules.base import FileRule, RepoRule
 from msready.rules.dynamic_shape_base import DynamicRule, in_forward
 
@@ -61,7 +62,7 @@ class TensorControlFlow(DynamicRule):
                    "            x = x.cuda()\n        return x\n"),
         in_forward("        for part in y.keys():\n            if part.split('.')[0] == '':\n"
                    "                x = x + 1\n        return x\n"),
-        "import torch\n\ndef train_step(loss):\n    if loss.item() > 10:\n"
+        "import torch\n\ndef train_step(loss):\n    loss.backward()\n    if loss.item() > 10:\n"
         "        return None\n    return loss\n",
     )
     INVALID = (
@@ -74,28 +75,28 @@ class TensorControlFlow(DynamicRule):
     )
 
     def visit_If(self, node: cst.If) -> None:
-        if self.flow.is_tensor_test(node.test) and not self._only_reports(node):
-            self._report(node.test, "`if`")
+        if not self._only_reports(node):
+            self._report(node.test, "`if`", when=self.flow.is_tensor_test(node.test))
 
     def visit_While(self, node: cst.While) -> None:
-        if self.flow.is_tensor_test(node.test):
-            self._report(node.test, "`while`")
+        self._report(node.test, "`while`", when=self.flow.is_tensor_test(node.test))
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        if self.flow.is_tensor_test(node.test):
-            self._report(node.test, "`assert`")
+        self._report(node.test, "`assert`", when=self.flow.is_tensor_test(node.test))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        if self.flow.is_tensor_test(node.test):
-            self._report(node.test, "conditional expression")
+        self._report(node.test, "conditional expression",
+                     when=self.flow.is_tensor_test(node.test))
 
     def visit_For(self, node: cst.For) -> None:
         iterable = node.iter
         if isinstance(iterable, cst.Call) and self.ctx.qualify(iterable.func) == "builtins.range":
-            if any(self.flow.is_runtime(a.value) for a in iterable.args):
-                self._report(iterable, "loop bound", loop=True)
-        elif self.flow.is_varlen(iterable) or self.flow.is_runtime_scalar(iterable):
-            self._report(iterable, "loop over data-dependent values", loop=True)
+            self._report(iterable, "loop bound", loop=True,
+                         when=t_or(*(self.flow.is_runtime(a.value) for a in iterable.args)))
+        else:
+            self._report(iterable, "loop over data-dependent values", loop=True,
+                         when=t_or(self.flow.is_varlen(iterable),
+                                   self.flow.is_runtime_scalar(iterable)))
 
     def _only_reports(self, node: cst.If) -> bool:
         """True when every branch only raises, passes or logs."""
@@ -117,7 +118,8 @@ class TensorControlFlow(DynamicRule):
             return isinstance(func, cst.Attribute) and func.attr.value in _LOG_METHODS
         return False
 
-    def _report(self, node: cst.CSTNode, construct: str, loop: bool = False) -> None:
+    def _report(self, node: cst.CSTNode, construct: str, loop: bool = False,
+                when: Truth = True) -> None:
         if loop:
             message = (f"This {construct} is read from tensor values, so the number of "
                        "iterations (and what they build) depends on the data.")
@@ -128,7 +130,7 @@ class TensorControlFlow(DynamicRule):
                        "branches may build different shapes.")
             fix = ("Compute both branches and pick with `ops.select(cond, a, b)` so shapes "
                    "stay fixed; move input checks out of `construct`.")
-        self.report(node, message, fix, symbol=f"python control flow ({construct})")
+        self.report(node, message, fix, symbol=f"python control flow ({construct})", when=when)
 
 
 def _statements(block: cst.BaseSuite) -> Iterator[cst.CSTNode]:

@@ -1,7 +1,7 @@
 """Dynamic shape (MS2xx), continued: data-dependent indices, segment counts, sampling and
 axes in code reachable from a forward.
 
-These rules follow values across statements with :class:`~msready.rules.dynamic_shape_flow.Flow`:
+These rules ask the value analysis (through :class:`~msready.rules.dynamic_shape_flow.Flow`):
 an index produced by ``nonzero`` or a runtime slice, a segment count read from an index
 tensor, a sample count or a ``dim`` read with ``.item()``.
 """
@@ -13,9 +13,9 @@ from typing import ClassVar
 import libcst as cst
 
 from msready.analyzer.findings import Severity
+from msready.analyzer.values import VARLEN_TARGETS, Truth, t_and, t_not, t_or
 from msready.rules.dynamic_shape_base import ApiRule, DynamicRule, in_forward
 from msready.rules.dynamic_shape_calls import argument, receiver, torch_api
-from msready.rules.dynamic_shape_flow import VARLEN_TARGETS
 
 
 class VariableLengthIndex(DynamicRule):
@@ -55,19 +55,18 @@ class VariableLengthIndex(DynamicRule):
             index = argument(node, keyword, 0 if api[1] else 1)
         else:
             index = argument(node, "index", 1 if api[1] else 2)
-        if index is not None and self.flow.is_varlen(index):
-            self._report(node, self._symbol(*api))
+        if index is not None:
+            self._report(node, self._symbol(*api), self.flow.is_varlen(index))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        for element in node.slice:
-            piece = element.slice
-            if (isinstance(piece, cst.Index) and not self.flow.is_bool(piece.value)
-                    and self.flow.is_varlen(piece.value)
-                    and not self.flow.is_python(node.value)):
-                self._report(node, "tensor[index]")
-                return
+        pieces = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        if not pieces:
+            return
+        varlen = t_or(*(t_and(t_not(self.flow.is_bool(p)), self.flow.is_varlen(p))
+                        for p in pieces))
+        self._report(node, "tensor[index]", t_and(varlen, t_not(self.flow.is_python(node.value))))
 
-    def _report(self, node: cst.CSTNode, symbol: str) -> None:
+    def _report(self, node: cst.CSTNode, symbol: str, when: Truth) -> None:
         self.report(
             node,
             "The index comes from a data-dependent selection (nonzero, a mask or a runtime "
@@ -75,6 +74,7 @@ class VariableLengthIndex(DynamicRule):
             "Gather with a fixed-length index (`ops.topk` for the best k, or a padded index "
             "plus a validity mask) and carry the mask with the result.",
             symbol=symbol,
+            when=when,
         )
 
 
@@ -135,30 +135,11 @@ class SegmentReduce(DynamicRule):
             self._report(node, self._symbol(name, is_method), "the largest input value")
         elif name in self.SCATTER_APIS:
             into = receiver(node) if is_method else argument(node, "input", 0)
-            if into is not None and self._sized_by_data(into):
+            if into is not None:
                 self._report(node, self._symbol(name, is_method),
-                             "values read from the index tensor")
+                             "values read from the index tensor", self.flow.is_varlen(into))
 
-    def _sized_by_data(self, expr: cst.BaseExpression) -> bool:
-        """True when ``expr`` is created with a size read from tensor values."""
-        for _ in range(4):
-            if not isinstance(expr, cst.Name):
-                break
-            value = self.ctx.value_of(expr.value)
-            if value is None or value is expr:
-                return False
-            expr = value
-        if not isinstance(expr, cst.Call):
-            return False
-        api = torch_api(self.ctx, expr)
-        if api is None or api[0] not in self.CREATORS:
-            return False
-        sizes = [a.value for a in expr.args if a.keyword is None or a.keyword.value == "size"]
-        return any(self.flow.is_runtime_scalar(s) or (
-            isinstance(s, (cst.Tuple, cst.List))
-            and any(self.flow.is_runtime_scalar(e.value) for e in s.elements)) for s in sizes)
-
-    def _report(self, node: cst.CSTNode, symbol: str, source: str) -> None:
+    def _report(self, node: cst.CSTNode, symbol: str, source: str, when: Truth = True) -> None:
         self.report(
             node,
             f"This segment reduction takes its number of segments from {source}, so its "
@@ -167,6 +148,7 @@ class SegmentReduce(DynamicRule):
             "num_segments)` (or `_max`/`_min`/`_prod`) with a shape or config value, "
             "`ops.bincount(x, minlength=N)`, or `dim_size=N` for torch_scatter.",
             symbol=symbol,
+            when=when,
         )
 
 
@@ -214,14 +196,15 @@ class RandomSampling(DynamicRule):
         if api[0] == "multinomial":
             count = argument(node, "num_samples", 0 if api[1] else 1)
             runtime = count is not None and self.flow.is_runtime(count)
-            self._report(node, self._symbol(*api),
-                         Severity.ERROR if runtime else Severity.WARNING)
+            self._report(node, self._symbol(*api), Severity.ERROR, runtime)
+            self._report(node, self._symbol(*api), Severity.WARNING, t_not(runtime))
         elif api[0] == "randperm" and not api[1]:
             size = argument(node, "n", 0)
-            if size is not None and self.flow.is_runtime(size):
-                self._report(node, "torch.randperm", Severity.ERROR)
+            if size is not None:
+                self._report(node, "torch.randperm", Severity.ERROR, self.flow.is_runtime(size))
 
-    def _report(self, node: cst.CSTNode, symbol: str, severity: Severity) -> None:
+    def _report(self, node: cst.CSTNode, symbol: str, severity: Severity,
+                when: Truth = True) -> None:
         self.report(
             node,
             f"`{symbol}` samples indices inside the network; the selection (and a count "
@@ -231,6 +214,7 @@ class RandomSampling(DynamicRule):
             "feed the indices as an input; numpy/random calls cannot run in GRAPH_MODE.",
             symbol=symbol,
             severity=severity,
+            when=when,
         )
 
 
@@ -275,6 +259,7 @@ class VariableAxis(ApiRule):
     def check(self, call: cst.Call, name: str, is_method: bool) -> None:
         positions = self.DIM_POSITIONS.get(name, (0,))
         index = 0 if is_method else -1
+        varies: list[Truth] = []
         for arg in call.args:
             keyword = arg.keyword.value if arg.keyword is not None else None
             if keyword is not None and keyword not in self.DIM_KEYWORDS:
@@ -283,19 +268,18 @@ class VariableAxis(ApiRule):
                 place, index = index, index + 1
                 if place < 0 or (positions is not None and place not in positions):
                     continue
-            varies = (self.flow.is_runtime(arg.value) if keyword is not None
-                      else self.flow.is_runtime_scalar(arg.value))
-            if varies:
-                self.report(
-                    call,
-                    f"`{name}` works over an axis read from tensor values, so the output "
-                    "shape depends on the data.",
-                    "Use a constant axis (compute each candidate and pick with `ops.select` "
-                    "or a one-hot weight), or decide the axis outside the network.",
-                    symbol=self._symbol(name, is_method),
-                    confidence=self._confidence(call, is_method),
-                )
-                return
+            varies.append(self.flow.is_runtime(arg.value) if keyword is not None
+                          else self.flow.is_runtime_scalar(arg.value))
+        self.report(
+            call,
+            f"`{name}` works over an axis read from tensor values, so the output "
+            "shape depends on the data.",
+            "Use a constant axis (compute each candidate and pick with `ops.select` "
+            "or a one-hot weight), or decide the axis outside the network.",
+            symbol=self._symbol(name, is_method),
+            confidence=self._confidence(call, is_method),
+            when=t_or(*varies),
+        )
 
 
 class RuntimeSize(DynamicRule):
@@ -355,6 +339,7 @@ class RuntimeSize(DynamicRule):
             return
         positions, keywords = spec
         index = 0
+        sizes: list[Truth] = []
         for arg in node.args:
             if arg.star:
                 return
@@ -363,21 +348,22 @@ class RuntimeSize(DynamicRule):
             else:
                 sized = positions is None or index in positions
                 index += 1
-            if sized and self._runtime(arg.value):
-                self.report(
-                    node,
-                    f"`{target}` gets a size read from tensor values, so its output shape "
-                    "depends on the data.",
-                    "Take sizes from shapes or constants (a configured maximum) and mask or "
-                    "pad the rest; resize to a fixed size and crop outside the network; split "
-                    "into equal parts with a validity mask.",
-                    symbol=target or "size",
-                )
-                return
+            if sized:
+                sizes.append(self._runtime(arg.value))
+        self.report(
+            node,
+            f"`{target}` gets a size read from tensor values, so its output shape "
+            "depends on the data.",
+            "Take sizes from shapes or constants (a configured maximum) and mask or "
+            "pad the rest; resize to a fixed size and crop outside the network; split "
+            "into equal parts with a validity mask.",
+            symbol=target or "size",
+            when=t_or(*sizes),
+        )
 
-    def _runtime(self, value: cst.BaseExpression) -> bool:
+    def _runtime(self, value: cst.BaseExpression) -> Truth:
         if isinstance(value, (cst.Tuple, cst.List)):
-            return any(self._runtime(e.value) for e in value.elements)
+            return t_or(*(self._runtime(e.value) for e in value.elements))
         return self.flow.is_runtime(value)
 
 
@@ -398,7 +384,8 @@ class NonMaxSuppression(DynamicRule):
     VALID = (
         "import torch.nn as nn\nfrom torchvision.ops import nms\n\nclass Net(nn.Module):\n"
         "    def forward(self, x):\n        return x\n\n"
-        "def postprocess(boxes, scores):\n    return nms(boxes, scores, 0.5)\n",
+        "def postprocess(boxes, scores):\n    return nms(boxes, scores, 0.5)\n\n"
+        "if __name__ == '__main__':\n    postprocess(None, None)\n",
         in_forward("        # torchvision.ops.nms(boxes, scores, 0.5) runs after export\n"
                    "        return x\n"),
     )

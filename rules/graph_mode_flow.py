@@ -10,13 +10,14 @@ Python bool, ``x.shape`` is a tuple, and a comparison of a tensor is still a ten
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
+from msready.analyzer.localvalues import FOREIGN_ROOTS as FOREIGN_LIBRARIES
+from msready.analyzer.values import Kind
 from msready.rules.base import FileContext, FileRule
 
 TORCH_ROOTS = frozenset({"torch", "torchvision"})
@@ -40,14 +41,7 @@ PYTHON_VALUED_FUNCTIONS = frozenset({
 # Attributes of a tensor that are tensors again (``x.T``, ``x.grad``).
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
 DEVICE_STRINGS = ("cuda", "cpu", "mps", "xpu", "npu", "meta")
-STDLIB = frozenset(sys.stdlib_module_names)
-# Frameworks whose objects have train()/eval()/step()/state_dict() methods of their own.
-OTHER_FRAMEWORKS = frozenset({
-    "mindspore", "tensorflow", "keras", "jax", "flax", "optax", "paddle", "mxnet", "oneflow",
-    "sklearn", "xgboost", "lightgbm", "catboost", "gensim", "fasttext",
-    "sentencepiece", "tokenizers", "spacy", "gym", "gymnasium", "pandas", "numpy", "scipy",
-})
-FOREIGN_ROOTS = STDLIB | OTHER_FRAMEWORKS | {"builtins"}
+FOREIGN_ROOTS = FOREIGN_LIBRARIES | {"builtins"}
 
 _MAX_DEPTH = 8
 GRAPH = "MindSpore GRAPH_MODE (static graph, `mindspore.jit`)"
@@ -95,38 +89,18 @@ def _tensor_receiver(ctx: FileContext, call: cst.Call, depth: int) -> bool:
 
 
 def tensor_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """True when ``expr`` holds a torch tensor by local data flow and torch's own API.
+    """True when the value analysis shows, inside this file, that ``expr`` holds a torch
+    tensor (a guess from an unknown value does not count).
 
     Unknown values (function parameters, attributes of ``self``) count as not tensors,
     so that callers stay quiet unless the code itself shows a tensor.
     """
-    if depth > _MAX_DEPTH:
-        return False
-    nxt = depth + 1
-    if isinstance(expr, cst.Call):
-        return _tensor_call(ctx, expr, depth)
-    if isinstance(expr, cst.Name):
-        value = ctx.value_of(expr.value)
-        if value is None or value is expr or ctx.qualify(expr) is not None:
-            return False
-        return tensor_valued(ctx, value, nxt)
-    if isinstance(expr, cst.Subscript):
-        return tensor_valued(ctx, expr.value, nxt)
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value in TENSOR_ATTRIBUTES and tensor_valued(ctx, expr.value, nxt)
-    if isinstance(expr, cst.BinaryOperation):
-        return tensor_valued(ctx, expr.left, nxt) or tensor_valued(ctx, expr.right, nxt)
-    if isinstance(expr, cst.UnaryOperation):
-        return tensor_valued(ctx, expr.expression, nxt)
-    if isinstance(expr, cst.Comparison):
-        if any(m.matches(c.operator, m.Is() | m.IsNot() | m.In() | m.NotIn())
-               for c in expr.comparisons):
-            return False
-        return tensor_valued(ctx, expr.left, nxt) or any(
-            tensor_valued(ctx, c.comparator, nxt) for c in expr.comparisons)
-    if isinstance(expr, cst.BooleanOperation):
-        return tensor_valued(ctx, expr.left, nxt) or tensor_valued(ctx, expr.right, nxt)
-    return False
+    value = ctx.values.local(expr)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and (
+            expr.func.attr.value in SHARED_METHOD_NAMES):
+        return any(a.kind is Kind.TENSOR and not a.guess for a in value)
+    # A Tensor method on an unknown value counts, as the walk's call targets do.
+    return any(a.kind is Kind.TENSOR for a in value)
 
 
 def device_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -156,31 +130,17 @@ def device_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
 
 
 def python_value(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """True when local data flow shows a value that is not torch's: a literal, a
-    container, the result of a builtin (``open``, ``str``) or an object built by another
-    framework (``transformers.Trainer(...)``, ``sklearn``, ``mindspore``), whose
-    ``train``/``eval``/``step`` methods are their own."""
-    if depth > _MAX_DEPTH:
-        return False
-    # A tuple is left out: the walk records ``x, y = a, b`` as both names holding the
-    # whole tuple, so a tuple value says nothing about one name.
-    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
-                         cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
-                         cst.SetComp, cst.Integer, cst.Float)):
-        return True
+    """True when the value analysis shows a value that is not torch's: a literal, a
+    container, the result of a builtin (``open``, ``str``) or an object of another library
+    (``numpy``, the standard library), whose ``train``/``eval``/``step`` methods are their
+    own."""
     if isinstance(expr, cst.Call):
         target = ctx.qualify(expr.func)
-        if target is not None:
-            return root(target) in FOREIGN_ROOTS
-        if isinstance(expr.func, cst.Attribute):
-            return python_value(ctx, expr.func.value, depth + 1)
-        return False
-    if isinstance(expr, cst.Name):
-        value = ctx.value_of(expr.value)
-        return value is not None and value is not expr and python_value(ctx, value, depth + 1)
-    if isinstance(expr, cst.Subscript):
-        return python_value(ctx, expr.value, depth + 1)
-    return False
+        if target is not None and root(target) in FOREIGN_ROOTS:
+            return True
+    value = ctx.values.local(expr)
+    return bool(value) and all(
+        a.kind in (Kind.CONST, Kind.PYTHON, Kind.SEQ, Kind.OTHER) for a in value)
 
 
 def call_is_device_move(ctx: FileContext, call: cst.Call) -> str | None:
@@ -361,7 +321,7 @@ class InplaceOpInGraph(GraphRule):
         "        x = x.add(1)\n        count = 0\n        count += 1\n        return x * count\n",
         "import torch\n\ndef train(model, opt):\n    for p in model.parameters():\n"
         "        p.grad.zero_()\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
-        "        return x\n",
+        "        return x\n\nif __name__ == '__main__':\n    train(Net(), None)\n",
     )
     INVALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
@@ -468,7 +428,8 @@ class DeviceMoveInGraph(GraphRule):
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
         "        return x.to(torch.float16)\n\n"
         "def train(model, loader, device):\n    for x in loader:\n"
-        "        model(x.to(device))\n",
+        "        model(x.to(device))\n\n"
+        "if __name__ == '__main__':\n    train(Net(), [], 'cpu')\n",
     )
     INVALID = (
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"

@@ -21,10 +21,10 @@ from msready.analyzer.apitable import load_table
 from msready.analyzer.facts import CallKind
 from msready.analyzer.findings import Span
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel, ResolvedCall
+from msready.analyzer.values import Kind, Value
 from msready.rules.second_order_sites import (
     CallIndex,
     Site,
-    argument_for,
     bound_name,
     find_sites,
     function_args,
@@ -58,7 +58,6 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _NOT_NAMES = frozenset({"self", "list", "tuple", "dict", "parameters", "named_parameters",
                         "values", "keys", "items", "requires_grad_", "detach", "data"})
 _HELD_CALLS = (CallKind.SELF_ATTR, CallKind.SELF_METHOD)
-_VARIABLE_PREFIXES = ("net", "model", "the", "my")
 
 
 def is_torch_module_class(name: str) -> bool:
@@ -70,23 +69,6 @@ def is_torch_module_class(name: str) -> bool:
     return (name.startswith("torch.nn.") and last[:1].isupper()
             and not name.startswith(_NOT_LAYER_PREFIXES) and name not in NOT_OPS)
 
-
-def name_matches(variable: str, class_name: str) -> bool:
-    """Whether a variable's name plausibly names an instance of a class: ``netD`` and
-    ``Discriminator``, ``critic`` and ``Critic``, ``self.D`` and ``Discriminator``."""
-    var = variable.rsplit(".", 1)[-1].strip("_")
-    lowered = var.lower()
-    for prefix in _VARIABLE_PREFIXES:
-        if lowered.startswith(prefix) and len(lowered) > len(prefix):
-            var = var[len(prefix):].lstrip("_")
-            lowered = var.lower()
-            break
-    cls = class_name.lower()
-    if not lowered:
-        return False
-    if len(lowered) <= 2:
-        return cls.startswith(lowered)
-    return lowered in cls or cls in lowered
 
 # Measurement reasons that say the API is not differentiable: such calls are not part of a
 # derivative chain at all (random numbers, integer results, piecewise constants).
@@ -158,55 +140,39 @@ class ChainBuilder(CallIndex):
     # -- objects: which Module classes a name at a call site stands for ----------------------
 
     def classes_of(self, text: str, rc: ResolvedCall, depth: int = 0) -> set[str]:
-        """Module classes an argument's text (at call site ``rc``) may hold."""
+        """Module classes an argument's text (at call site ``rc``) holds, by the value
+        analysis: ``self.<attr>`` joins every assignment of the attribute, a parameter
+        what every caller passes, a class name is that class."""
         repo = self.repo
         head = text.strip().split("(", 1)[0].strip()
         parts = head.split(".")
         if parts[0] == "self" and len(parts) > 1:
             owner = repo.owner_class(rc.call.caller)
-            held = set() if owner is None else {
-                r.name for r in repo.attribute_classes(owner, parts[1])
-                if r.name in repo.module_classes}
-            return held or self._by_name(parts[1], rc)
+            if owner is None:
+                return set()
+            held = {r.name for r in repo.attribute_classes(owner, parts[1])
+                    if r.name in repo.module_classes}
+            return held | self._module_classes(repo.values.attribute(owner, parts[1]))
         if all(p.isidentifier() for p in parts):
             first = bound_name(rc, parts[0])
             resolved = repo.resolve(".".join([first, *parts[1:]]), rc.file.module)
             if resolved is not None and resolved.name in repo.module_classes:
                 return {resolved.name}  # the class itself, or ``Critic()`` built in place
         fact = repo.functions.get(rc.call.caller)
-        if len(parts) == 1 and depth < 3 and fact is not None and head in fact.params:
-            found = self.param_classes(rc.call.caller, head, depth + 1)
-            if found:
-                return found
-        return self._by_name(parts[-1], rc)
-
-    def _by_name(self, name: str, rc: ResolvedCall) -> set[str]:
-        """Fallback for a local variable the model cannot follow. The Module classes the
-        calling function builds whose name matches the variable's (``netD`` and
-        ``Discriminator``), else the one Module class it builds, else matching classes
-        built in the same file, else anywhere; whole models win over their blocks."""
-        built = self.built_in.get(rc.call.caller, set())
-        pools = [built, built if len(built) == 1 else set(),
-                 self.constructed.get(rc.file.path, set()), self.constructed_anywhere]
-        for i, pool in enumerate(pools):
-            matches = (set(pool) if i == 1 else
-                       {c for c in pool if name_matches(name, self.repo.classes[c].name)})
-            if matches:
-                return (matches - self.submodules_anywhere) or matches
+        if len(parts) == 1 and fact is not None and head in fact.params:
+            return self.param_classes(rc.call.caller, head, depth + 1)
+        for arg, expr in zip(rc.call.args, rc.call.arg_values, strict=False):
+            if arg.text == text:
+                return self._module_classes(repo.values.value(expr))
         return set()
+
+    def _module_classes(self, value: Value) -> set[str]:
+        return {a.cls for a in value
+                if a.kind is Kind.INSTANCE and a.cls in self.repo.module_classes}
 
     def param_classes(self, function: str, param: str, depth: int = 0) -> set[str]:
         """Module classes the callers of ``function`` pass as ``param``."""
-        fact = self.repo.functions.get(function)
-        if fact is None or param not in fact.params:
-            return set()
-        index = fact.params.index(param)
-        found: set[str] = set()
-        for rc in self.callers_of.get(function, []):
-            offset = self._implicit_self(fact, rc)
-            for arg in argument_for(rc.call, param, index - offset):
-                found |= self.classes_of(arg.text, rc, depth)
-        return found
+        return self._module_classes(self.repo.values.parameter(function, param))
 
     # -- the chain -----------------------------------------------------------------------------
 

@@ -1,0 +1,237 @@
+"""The value analysis, by example: each kind of value and each boundary it crosses
+(helper returns, lists, parameters, attributes, constructor arguments, argparse defaults),
+and where code runs (graph, host, unknown). Every example names the exact line a rule must
+report, or says that nothing may be reported."""
+
+from __future__ import annotations
+
+from msready.analyzer.findings import Finding, Severity
+from msready.analyzer.scan import ScanResult, scan_files
+from msready.analyzer.values import Kind
+
+HEAD = "import torch\nimport torch.nn as nn\n\n"
+
+
+def scan(source: str, **more: str) -> ScanResult:
+    return scan_files({"model.py": HEAD + source, **more})
+
+
+def found(result: ScanResult, rule: str) -> list[tuple[str, int]]:
+    return [(f.location.path, f.location.line) for f in result.findings if f.rule == rule]
+
+
+def only(result: ScanResult, rule: str) -> Finding:
+    [finding] = [f for f in result.findings if f.rule == rule]
+    return finding
+
+
+# ----- values that cross a function boundary ------------------------------------------------
+
+def test_a_mask_returned_in_a_tuple_collected_in_a_list_and_joined_with_cat() -> None:
+    result = scan(
+        "def split(scores):\n"                        # 4
+        "    keep = scores > 0.5\n"
+        "    return keep, scores.sum()\n"
+        "\n"
+        "class Head(nn.Module):\n"                    # 8
+        "    def forward(self, preds):\n"
+        "        masks = []\n"
+        "        for p in preds:\n"
+        "            keep, _ = split(p)\n"
+        "            masks.append(keep)\n"
+        "        joined = torch.cat(masks)\n"
+        "        return preds[joined]\n")             # 15
+    assert found(result, "MS204") == [("model.py", 15)]
+    assert "built in another function" in only(result, "MS204").message
+
+
+def test_int_of_a_tensor_passed_as_an_argument_bounds_a_slice() -> None:
+    result = scan(
+        "def crop(boxes, n):\n"                       # 4
+        "    return boxes[:n]\n"                       # 5
+        "\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, boxes, counts):\n"
+        "        return crop(boxes, int(counts[0]))\n")
+    assert found(result, "MS205") == [("model.py", 5)]
+    assert only(result, "MS205").trace == ("Net.forward", "crop")
+
+
+def test_a_shape_passed_as_an_argument_stays_quiet() -> None:
+    result = scan(
+        "def crop(boxes, n):\n"
+        "    return boxes[:n]\n"
+        "\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, boxes):\n"
+        "        return crop(boxes, boxes.size(0) // 2)\n")
+    assert found(result, "MS205") == []
+
+
+def test_static_shapes_are_not_dynamic() -> None:
+    result = scan(
+        "class Net(nn.Module):\n"
+        "    def __init__(self, k):\n"
+        "        super().__init__()\n"
+        "        self.k = k\n"
+        "\n"
+        "    def forward(self, x, t):\n"
+        "        y = x[: x.size(0)]\n"
+        "        top = torch.topk(y, k=min(self.k, x.size(-1)))\n"
+        "        if t.size(1) == 3:\n"
+        "            y = torch.repeat_interleave(y, 2)\n"
+        "        return y, top\n"
+        "\n"
+        "net = Net(5)\n")
+    assert [f for f in result.findings if f.category.value == "dynamic-shape"] == []
+
+
+def test_a_data_dependent_condition_two_calls_below_a_forward() -> None:
+    result = scan(
+        "def error_ratio(err):\n"                     # 4
+        "    return err.abs().max()\n"
+        "\n"
+        "def step_size(y, tol):\n"                     # 7
+        "    ratio = error_ratio(y) / tol\n"
+        "    while ratio > 1:\n"                       # 9
+        "        ratio = ratio / 2\n"
+        "    return ratio\n"
+        "\n"
+        "class Solver(nn.Module):\n"
+        "    def forward(self, y):\n"
+        "        return y * step_size(y, 1e-3)\n")
+    assert found(result, "MS213") == [("model.py", 9)]
+    assert only(result, "MS213").trace == ("Solver.forward", "step_size")
+
+
+def test_the_call_graph_follows_an_attribute_set_from_a_constructor_argument() -> None:
+    result = scan(
+        "class Critic(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x.nonzero()\n"                 # 6
+        "\n"
+        "class Generator(nn.Module):\n"
+        "    def forward(self, z):\n"
+        "        return z\n"
+        "\n"
+        "class Trainer:\n"
+        "    def __init__(self, g, d):\n"
+        "        self.G = g\n"
+        "        self.D = d\n"
+        "\n"
+        "    def penalty(self, z):\n"
+        "        x = self.G(z)\n"
+        "        out = self.D(x)\n"
+        "        return torch.autograd.grad(out.sum(), x, create_graph=True)[0]\n"
+        "\n"
+        "def build():\n"
+        "    return Trainer(Generator(), Critic())\n")
+    model = result.model
+    reached = model.reachable("model.Trainer.penalty")
+    assert {"model.Critic.forward", "model.Generator.forward"} <= reached
+
+
+def test_a_parameter_holding_a_network_is_followed_from_its_caller() -> None:
+    result = scan(
+        "class Critic(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x\n"
+        "\n"
+        "def score(net_d, x):\n"
+        "    return net_d(x)\n"
+        "\n"
+        "def run(x):\n"
+        "    critic = Critic()\n"
+        "    return score(critic, x)\n")
+    assert "model.Critic.forward" in result.model.reachable("model.score")
+
+
+# ----- configuration values -----------------------------------------------------------------
+
+def test_an_argparse_default_read_through_the_parsed_namespace_in_a_class() -> None:
+    result = scan_files({"gan.py": (
+        "import argparse\nimport torch.nn as nn\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--latent-dim', type=int, default=100)\n"
+        "opt = parser.parse_args()\n"
+        "\n"
+        "class Generator(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(opt.latent_dim, 128)\n")})
+    model = result.model
+    [linear] = [rc for rc in model.calls if rc.external == "torch.nn.Linear"]
+    [(_, size), _] = model.values.arguments(linear.file, linear.call)
+    assert {(a.kind, a.const) for a in size} == {(Kind.CONST, 100)}
+    assert model.values.option_line("latent_dim") == ("gan.py", 5)
+
+
+def test_an_attribute_set_in_an_experiment_class_is_a_constant() -> None:
+    result = scan(
+        "class Exp:\n"
+        "    def __init__(self):\n"
+        "        self.max_epoch = 300\n"
+        "        self.warmup = self.max_epoch // 100\n")
+    values = result.model.values
+    assert values.attribute("model.Exp", "max_epoch") == values.value(
+        result.model.classes["model.Exp"].attr_values[0][1])
+    assert {a.const for a in values.attribute("model.Exp", "warmup")} == {3}
+
+
+# ----- where code runs ----------------------------------------------------------------------
+
+def test_a_library_function_nothing_calls_is_reported_one_severity_lower() -> None:
+    result = scan("def keep_positive(x):\n    return torch.nonzero(x)\n")
+    finding = only(result, "MS201")
+    assert (finding.location.line, finding.where) == (5, "unknown")
+    assert finding.severity is Severity.WARNING
+    assert "matters if a network runs it" in finding.message
+
+
+def test_dataset_and_script_code_stays_quiet() -> None:
+    result = scan(
+        "class Pairs(torch.utils.data.Dataset):\n"
+        "    def __init__(self, data):\n"
+        "        self.data = data\n"
+        "\n"
+        "    def __getitem__(self, i):\n"
+        "        x = self.data[i]\n"
+        "        return x[x > 0], torch.nonzero(x)\n"
+        "\n"
+        "def summarise(x):\n"
+        "    return torch.unique(x)\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    print(summarise(torch.ones(3)))\n")
+    assert [f for f in result.findings if f.category.value == "dynamic-shape"] == []
+
+
+def test_a_loss_between_the_network_output_and_backward_is_graph_code() -> None:
+    result = scan(
+        "def detection_loss(pred, gt):\n"             # 4
+        "    pos = gt > 0\n"
+        "    return pred[pos].sum()\n"                  # 6
+        "\n"
+        "def train(model, loader, opt):\n"
+        "    for x, gt in loader:\n"
+        "        out = model(x)\n"
+        "        loss = detection_loss(out, gt)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n")
+    finding = only(result, "MS204")
+    assert (finding.location.line, finding.where) == (6, "graph")
+    assert finding.trace == ("train", "detection_loss")
+    assert finding.severity is Severity.ERROR
+
+
+def test_a_network_helper_its_forward_never_calls_is_host_code() -> None:
+    result = scan(
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x\n"
+        "\n"
+        "    def generate(self, x):\n"
+        "        while (x > 0).any():\n"
+        "            x = x - 1\n"
+        "        return x[x > 0]\n")
+    assert [f for f in result.findings if f.category.value == "dynamic-shape"] == []
