@@ -1,9 +1,11 @@
 """The network structure part of the checklist: which repository Module holds which.
 
 A Module *holds* another when its attributes hold an instance (``self.stem = Conv(...)``,
-``nn.ModuleList([Block() ...])``) or when its ``__init__`` builds one (``if backbone is
-None: backbone = Backbone()`` and the argument is kept). The *top-level network* is the
-Module nobody else holds that holds the most; a *leaf* holds no other Module.
+``nn.ModuleList([Block() ...])``), when the value analysis says an attribute holds one
+(``self.backbone = backbone`` with ``Detector(Backbone(), Head())`` at the call site), or
+when its ``__init__`` builds one (``if backbone is None: backbone = Backbone()``). The
+*top-level network* is the Module nobody else holds that holds the most; a *leaf* holds
+no other Module.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import networkx as nx
 from msready.analyzer.checklist_source import name_words
 from msready.analyzer.facts import CallKind
 from msready.analyzer.repo import RepositoryModel
+from msready.analyzer.values import Kind
 
 MAX_TREE_DEPTH = 2
 MAX_PARTS = 8
@@ -43,6 +46,24 @@ def _built_in_init(model: RepositoryModel, cls: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _held_values(model: RepositoryModel, cls: str) -> list[tuple[str, str]]:
+    """(attribute, repository Module class) pairs the value analysis says ``self.<attr>``
+    holds: constructor arguments followed to what the callers pass, containers to their
+    elements."""
+    names = sorted({a for c in model.mro(cls) for a, _ in model.classes[c].attr_values})
+    found = []
+    for attr in names:
+        try:
+            value = model.values.attribute(cls, attr)
+        except (RecursionError, KeyError, TypeError, ValueError):
+            continue
+        atoms = list(value)
+        atoms += [inner for a in value if a.item is not None for inner in a.item]
+        found += [(attr, a.cls) for a in atoms
+                  if a.kind is Kind.INSTANCE and a.cls in model.module_classes]
+    return list(dict.fromkeys(found))
+
+
 def containment(model: RepositoryModel) -> nx.DiGraph:
     """Module class -> the repository Module classes it holds (edge ``attr``: the
     attribute, or the class's name in lower case when only ``__init__`` shows it)."""
@@ -56,6 +77,9 @@ def containment(model: RepositoryModel) -> nx.DiGraph:
                     if graph.has_edge(cls, held.name):  # several attributes of one class
                         label = f"{graph.edges[cls, held.name]['attr']}, {attr}"
                     graph.add_edge(cls, held.name, attr=label)
+        for attr, part in _held_values(model, cls):
+            if part != cls and not graph.has_edge(cls, part):
+                graph.add_edge(cls, part, attr=attr)
         built = [h for h in _built_in_init(model, cls) if not graph.has_edge(cls, h)]
         if built:
             names = _self_names(model, cls)

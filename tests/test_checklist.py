@@ -117,6 +117,36 @@ class Detector(nn.Module):
 }
 
 
+def test_parts_passed_in_by_the_caller_are_held() -> None:
+    # No defaults in __init__: only the call site says what the detector holds.
+    result = _scan({
+        "models/parts.py": DETECTOR["models/parts.py"],
+        "models/detector.py": '''\
+import torch.nn as nn
+
+
+class Detector(nn.Module):
+    def __init__(self, backbone, head):
+        super().__init__()
+        self.backbone = backbone
+        self.head = head
+''',
+        "build.py": '''\
+from models.detector import Detector
+from models.parts import Backbone, Head
+
+
+def build():
+    backbone = Backbone()
+    return Detector(backbone, Head())
+''',
+    })
+    tops = [(c.item, c.value) for c in _items(result, "Network structure")
+            if c.item.startswith("top-level")]
+    assert tops == [("top-level network Detector",
+                     "holds backbone: Backbone [stage, stem: Conv]; head: Head [cls: Conv]")]
+
+
 def test_a_detector_built_from_its_arguments_is_the_top_level_network() -> None:
     # The parts arrive as constructor arguments; __init__ builds the defaults. The
     # detector holds the most, so it is the top-level network, not a leaf.
