@@ -31,6 +31,7 @@ def finding_dict(finding: Finding, fingerprint: str | None = None) -> dict[str, 
         "message": finding.message,
         "suggestion": finding.suggestion,
         "trace": list(finding.trace),
+        "where": finding.where,
     }
     if fingerprint is not None:
         row["fingerprint"] = fingerprint
