@@ -74,6 +74,7 @@ def _checklist_lines(result: ScanResult) -> list[str]:
 
 WORK_PREFIX = "Migration work"
 MAX_PLACES = 50
+INLINE_PLACES = 3
 
 
 def _start_lines(result: ScanResult) -> list[str]:
@@ -104,13 +105,13 @@ def _work_lines(result: ScanResult) -> list[str]:
         count = f"{cause.count} place{'s' * (cause.count != 1)}"
         if cause.graph_count:
             count += f", {cause.graph_count} reached from a forward"
-        first = cause.findings[0].location
         lines.append(f'- [ ] <a id="{cause.id}"></a>**{cause.rule} {escape(cause.rule_name)}** '
                      f"`{escape(cause.symbol)}` ({cause.severity.value}, runs in {cause.where}; "
                      f"{count}): {escape(cause.message)}  ")
         lines.append(f"  Fix: {escape(cause.suggestion)}  ")
-        if cause.count == 1:
-            lines.append(f"  At {where(first.path, first.line, first.cell)}")
+        if cause.count <= INLINE_PLACES:
+            lines.append("  At " + ", ".join(where(f.location.path, f.location.line,
+                                                   f.location.cell) for f in cause.findings))
         else:
             places = [where(f.location.path, f.location.line, f.location.cell)
                       for f in cause.findings[:MAX_PLACES]]

@@ -90,15 +90,15 @@ def test_repeated_work_is_one_item_with_its_places_folded() -> None:
     scanned = scan_files({"net.py": SOURCE}, target="cpu")
     one = Finding("MS102", "api-semantics-differ", Category.API_MAPPING, Severity.ERROR,
                   Confidence.HIGH, Location("net.py", 8, 19, 8, 34), "torch.nn.Linear", "m.", "s")
-    scanned.findings = [one, replace(one, location=Location("net.py", 14, 7, 14, 20)),
-                        replace(one, location=Location("net.py", 11, 7, 11, 20))]
+    scanned.findings = [one, *(replace(one, location=Location("net.py", line, 7, line, 20))
+                               for line in (14, 11, 12))]
     from msready.analyzer.priorities import prioritise
     prioritise(scanned)
     text = markdown.render(scanned)
     assert text.count("**MS102 api-semantics-differ**") == 1
-    assert "(error, runs in host; 3 places)" in text
-    assert "<details><summary>3 places</summary>" in text
-    assert "`net.py:8`, `net.py:11`, `net.py:14`" in text
+    assert "(error, runs in host; 4 places)" in text
+    assert "<details><summary>4 places</summary>" in text
+    assert "`net.py:8`, `net.py:11`, `net.py:12`, `net.py:14`" in text
 
 
 def test_notebook_locations_name_the_cell() -> None:
