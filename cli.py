@@ -1,4 +1,4 @@
-"""The ``msready`` command: ``scan``, ``table``, ``rule`` and ``convert-weights``.
+"""The ``msready`` command: ``scan``, ``survey``, ``table``, ``rule`` and ``convert-weights``.
 
 Exit codes: 0 for a completed scan, 1 when ``--fail-under`` is not met (or ``--baseline``
 shows new findings), 2 for usage and source errors, which are one line on stderr.
@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -66,6 +66,24 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--baseline", default=None, metavar="JSON",
                    help="an earlier msready.json: exit 1 only for findings not in it")
     s.add_argument("-q", "--quiet", action="store_true", help="no summary on the terminal")
+
+    v = sub.add_parser("survey", help="scan many repositories on Ray and rank what blocks them")
+    v.add_argument("sources", help="text file of folders / git URLs (URL@ref), or a folder "
+                                   "whose subfolders are repositories")
+    v.add_argument("-o", "--output", default="survey", help="output folder (default: survey)")
+    v.add_argument("--jobs", type=int, default=1, help="scan processes per repository (default 1)")
+    v.add_argument("--target", choices=TARGETS, default=None,
+                   help="MindSpore backend to migrate to (default: cpu, or each repo's config)")
+    v.add_argument("--skeletons", choices=("run", "write", "off"), default="run",
+                   help="generate MindSpore Cells and run them (run), only write them, or skip")
+    v.add_argument("--address", default=None,
+                   help="Ray cluster: auto or ray://HOST:PORT (default: a local runtime)")
+    v.add_argument("--num-cpus", type=int, default=None,
+                   help="CPUs of the local Ray runtime (default: all cores)")
+    v.add_argument("--max-retries", type=int, default=2,
+                   help="runs of a repository again when its worker dies (default 2)")
+    v.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    v.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
 
     t = sub.add_parser("table", help="print the torch -> MindSpore API table")
     t.add_argument("action", nargs="?", choices=("lookup",), help="lookup: explain one entry")
@@ -217,6 +235,50 @@ def _run_rule(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_survey(args: argparse.Namespace, console: Console) -> int:
+    from msready.analyzer.survey import SurveyOptions, survey
+    from msready.reports.survey import print_summary, write_reports
+
+    for flag, value in (("--jobs", args.jobs), ("--num-cpus", args.num_cpus)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1")
+    if args.max_retries < 0:
+        raise UsageError("--max-retries must be 0 or more")
+    out = Path(args.output)
+    _prepare_output(out)
+    options = SurveyOptions(target=args.target, skeletons=args.skeletons, jobs=args.jobs,
+                            cache=not args.no_cache, address=args.address,
+                            num_cpus=args.num_cpus, max_retries=args.max_retries)
+    show_bar = console.is_terminal and not args.quiet
+    with Progress(TextColumn("surveying"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[running]} running, {task.fields[failed]} failed"),
+                  TimeElapsedColumn(), console=console, transient=True,
+                  disable=not show_bar) as bar:
+        task = bar.add_task("survey", total=None, running=0, failed=0)
+
+        def progress(done: int, running: int, failed: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, running=running, failed=failed)
+
+        def finished(name: str, entry: dict[str, Any] | None) -> None:
+            if args.quiet:
+                return
+            state = "unchanged" if entry is None else (
+                f"done in {entry['seconds']:.1f} s" if entry["status"] == "ok"
+                else f"failed: {entry['error']}")
+            bar.console.print(f"  {name}: {state}", highlight=False, markup=False,
+                              soft_wrap=True)
+
+        run = survey(args.sources, out, options, progress, finished)
+    try:
+        written = write_reports(run.data, out)
+    except OSError as exc:
+        raise UsageError(f"cannot write the survey reports into {out}: "
+                         f"{exc.strerror or exc}") from exc
+    if not args.quiet:
+        print_summary(run, console, written)
+    return 0
+
+
 def _run_table(args: argparse.Namespace) -> int:
     tablecli = importlib.import_module("msready.analyzer.tablecli")
     if args.action == "lookup":
@@ -244,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         if args.command == "scan":
             return _run_scan(args, console)
+        if args.command == "survey":
+            return _run_survey(args, console)
         if args.command == "table":
             return _run_table(args)
         if args.command == "rule":

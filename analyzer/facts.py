@@ -107,6 +107,7 @@ class FunctionFact:
     defaults: tuple[tuple[str, Expr], ...] = ()
     is_static: bool = False
     locals: tuple[Expr, ...] = ()  # what ``("l", path, function, index)`` refers to
+    typed: tuple[str, ...] = ()  # parameters annotated with a type that is not a tensor
 
 
 @dataclass(frozen=True, slots=True)

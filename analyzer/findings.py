@@ -19,6 +19,11 @@ def compact_reduce(self: object) -> tuple[type, tuple[object, ...]]:
     return cls, tuple(getattr(self, name) for name in cls.__slots__)  # type: ignore[attr-defined]
 
 
+# In the message of a finding decided by the repository solver, this stands for the
+# functions that call the finding's function (``GCN.forward``); the scan fills it in.
+CALLERS = "<callers>"
+
+
 class Category(StrEnum):
     """What kind of migration work a finding stands for."""
 

@@ -8,8 +8,9 @@ from its output inside the differentiated function. So a hazard matters most in:
   output and ``backward()`` / ``autograd.grad`` (found through the value analysis: the
   calls whose results flow into the differentiated value);
 - **host** code runs in Python around the graph: module-level scripts and what they call,
-  ``Dataset`` methods, collate functions, the training loop itself, and a Module's helper
-  methods that its forward never reaches (initialisation, generation loops, plotting);
+  ``Dataset`` methods, collate functions, the training loop itself, the repository's tests,
+  and a Module's helper methods that its forward never reaches (initialisation, generation
+  loops, plotting);
 - **unknown**: functions outside Module classes that nothing in the repository calls,
   typically a library's public API. Their hazards are reported at lower severity, since
   they matter only if a network calls them.
@@ -115,6 +116,7 @@ class Placement:
             if any(base in DATASET_BASES for base in model.external_bases(cls)):
                 starts.update(f"{c}.{m}" for c in [cls] for m in model.classes[cls].methods)
         starts.update(self.host_signals)
+        starts.update(fn for fn in model.functions if _is_test(model.function_module[fn]))
         reached: set[str] = set()
         for start in starts:
             if start in model.graph and start not in reached:
@@ -161,6 +163,13 @@ class Placement:
         if function is None:
             return ()
         return self.graph_paths.get(function, ())
+
+
+def _is_test(module: str) -> bool:
+    """A module of the repository's tests (run by a test runner, on the host)."""
+    parts = module.split(".")
+    return any(p in ("tests", "test", "testing") for p in parts[:-1]) or parts[-1].startswith(
+        "test_") or parts[-1].endswith("_test") or parts[-1] == "conftest"
 
 
 def _call_refs(expr: Any, values: Any, depth: int) -> Iterator[tuple[str, Any]]:

@@ -22,6 +22,7 @@ from msready.analyzer.config import Config, load_config, suppressed_by_comment
 from msready.analyzer.configvalues import read_config_files
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import (
+    CALLERS,
     Category,
     Confidence,
     Finding,
@@ -332,10 +333,17 @@ def decided_findings(model: RepositoryModel) -> Iterator[Finding]:
     for file in model.files.values():
         for pending in file.pending:
             try:
-                if model.values.decide(pending.condition):
-                    yield pending.finding
+                if not model.values.decide(pending.condition):
+                    continue
             except (RecursionError, KeyError, TypeError, ValueError):
                 continue
+            finding = pending.finding
+            if CALLERS in finding.message:
+                callers = sorted({model.short_name(rc.call.caller) for rc, _ in
+                                  model.values.incoming.get(finding.function or "", ())})
+                named = ", ".join(f"`{c}`" for c in callers[:3]) or "its callers"
+                finding = replace(finding, message=finding.message.replace(CALLERS, named))
+            yield finding
 
 
 def repo_rule_findings(model: RepositoryModel) -> list[Finding]:

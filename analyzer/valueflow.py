@@ -246,7 +246,7 @@ class ValueAnalysis(Env):
         if default is not None:
             parts.append(self.value(default))
         joined = join(*parts) if parts else UNKNOWN
-        if joined == UNKNOWN and (function in self.tensor_inputs or (
+        if joined == UNKNOWN and name not in fact.typed and (function in self.tensor_inputs or (
                 fact.name == "forward" and fact.class_qualname in self.model.module_classes)):
             return tensor()  # what a network's forward (or a loss) receives when no caller says
         return joined

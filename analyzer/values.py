@@ -75,6 +75,7 @@ class Atom:
     # TENSOR: only guessed (a comparison or a Tensor method on something unknown); a guess
     # may make a mask but never a data-dependent condition on its own.
     guess: bool = False
+    layout: str = ""  # TENSOR: "" (strided) or a sparse format ("coo", "csr", ...)
 
 
 Value = frozenset[Atom]
@@ -110,9 +111,10 @@ DATA: Value = one(Kind.DATA)
 
 
 def tensor(dtype: str = "", varlen: bool = False, reduced: bool = False,
-           guess: bool = False) -> Value:
+           guess: bool = False, layout: str = "") -> Value:
     """A tensor value."""
-    return one(Kind.TENSOR, dtype=dtype, varlen=varlen, reduced=reduced, guess=guess)
+    return one(Kind.TENSOR, dtype=dtype, varlen=varlen, reduced=reduced, guess=guess,
+               layout=layout)
 
 
 def const(value: object) -> Value:
@@ -223,6 +225,29 @@ VARLEN_TARGETS = frozenset({
     f"torchvision.ops.{module}{name}" for module in ("", "boxes.")
     for name in ("nms", "batched_nms", "remove_small_boxes")})
 INDEX_KEEP_APIS = KEEP_APIS | {"long", "int"}
+# Sparse tensors: constructors and converters with the format they build, layouts by name,
+# and the methods that keep a tensor's layout.
+SPARSE_CONSTRUCTORS = {
+    "torch.sparse_coo_tensor": "coo",
+    "torch.sparse_csr_tensor": "csr",
+    "torch.sparse_csc_tensor": "csc",
+    "torch.sparse_bsr_tensor": "bsr",
+    "torch.sparse_bsc_tensor": "bsc",
+    "torch.sparse_compressed_tensor": "csr",
+    "torch.sparse.softmax": "coo",
+    "torch.sparse.log_softmax": "coo",
+    **{f"torch.sparse.{kind}Tensor": "coo" for kind in (
+        "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Byte", "Char",
+        "Bool")},
+}
+SPARSE_CONVERTERS = {"to_sparse": "coo", "to_sparse_coo": "coo", "to_sparse_csr": "csr",
+                     "to_sparse_csc": "csc", "to_sparse_bsr": "bsr", "to_sparse_bsc": "bsc"}
+SPARSE_LAYOUTS = {"torch.sparse_coo": "coo", "torch.sparse_csr": "csr",
+                  "torch.sparse_csc": "csc", "torch.sparse_bsr": "bsr",
+                  "torch.sparse_bsc": "bsc"}
+LAYOUT_KEEP_METHODS = frozenset({"coalesce", "t", "transpose", "cuda", "cpu", "to", "detach",
+                                 "float", "double", "half", "clone", "requires_grad_",
+                                 "type"})
 MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential",
                                "torch.nn.ModuleDict"})
 # Functions and methods whose output size their arguments give.
@@ -284,6 +309,15 @@ def tensor_method(receiver: Value, name: str, args: Sequence[Value],
 def _tensor_method(receiver: Value, name: str, args: Sequence[Value],
                    keywords: Sequence[str] = ()) -> Value:
     tensors = _tensors(receiver)
+    if name in SPARSE_CONVERTERS and tensors:
+        layout = next((SPARSE_LAYOUTS[str(a.const)] for v in args for a in v
+                       if a.kind is Kind.CONST and a.const in SPARSE_LAYOUTS),
+                      SPARSE_CONVERTERS[name])
+        return _map_tensors(receiver, lambda a: replace(a, layout=layout))
+    if name == "to_dense":
+        return _map_tensors(receiver, lambda a: replace(a, layout=""))
+    if name in LAYOUT_KEEP_METHODS and any(a.layout for a in tensors):
+        return _map_tensors(receiver, lambda a: a)
     if not tensors:
         return UNKNOWN
     varlen = any(a.varlen for a in tensors)
@@ -338,6 +372,8 @@ def torch_function(target: str, args: Sequence[Value], keywords: Sequence[str] =
     name = target.rsplit(".", 1)[-1]
     if target in VARLEN_TARGETS:
         return tensor("int", varlen=True)
+    if target in SPARSE_CONSTRUCTORS:
+        return tensor(layout=SPARSE_CONSTRUCTORS[target])
     if target in MODULE_CONTAINERS:
         parts = [element(a, None) if target != "torch.nn.Sequential" else a for a in args]
         held = [frozenset(x for x in p if x.kind is Kind.INSTANCE) for p in parts]
@@ -362,9 +398,10 @@ def torch_function(target: str, args: Sequence[Value], keywords: Sequence[str] =
         return tensor(varlen=True)
     if name in ("cat", "concat", "concatenate", "stack", "hstack", "vstack"):
         elements = [a.item for v in positional[:1] for a in v if a.kind is Kind.SEQ and a.item]
-        parts = _tensors(join(*elements)) if elements else []
-        dtypes = {a.dtype for a in parts}
-        return tensor(dtypes.pop() if len(dtypes) == 1 else "", varlen=any(a.varlen for a in parts))
+        joined = _tensors(join(*elements)) if elements else []
+        dtypes = {a.dtype for a in joined}
+        return tensor(dtypes.pop() if len(dtypes) == 1 else "",
+                      varlen=any(a.varlen for a in joined))
     if name == "where" and len(positional) == 1 and not keywords:
         return seq(item=tensor("int", varlen=True))
     if name in VARLEN_APIS or name in BOOL_APIS or name in REDUCTION_APIS or name in INT_APIS:
@@ -755,7 +792,21 @@ def is_tensor_test(value: Value) -> bool:
     return any(a.kind is Kind.DATA or (a.kind is Kind.TENSOR and not a.guess) for a in value)
 
 
+def is_sparse(value: Value) -> bool:
+    """May be a sparse tensor."""
+    return any(a.kind is Kind.TENSOR and a.layout for a in value)
+
+
+def is_foreign(value: Value) -> bool:
+    """Certainly something other than a torch tensor (a Python value, another library's
+    object)."""
+    return bool(value) and all(a.kind in (Kind.CONST, Kind.PYTHON, Kind.SEQ, Kind.OTHER)
+                               for a in value)
+
+
 PREDICATES: dict[str, Callable[[Value], bool]] = {
+    "sparse": is_sparse,
+    "foreign": is_foreign,
     "tensor": is_tensor,
     "bool_mask": is_bool_mask,
     "varlen": is_varlen,

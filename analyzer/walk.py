@@ -398,6 +398,7 @@ class FileWalker:
             self._classes[-1][2].append(node.name.value)
         self.resolver.push("function", qualname)
         state = _FunctionState(qualname, class_qualname, fact_index=len(self.result.functions) - 1)
+        typed: list[str] = []
         for position, declared in enumerate(all_params(node.params)):
             name = declared.name.value
             annotation = None
@@ -414,7 +415,13 @@ class FileWalker:
             elif declared.star == "**":
                 state.env[name] = self.values.lookup("None")
             else:
-                state.env[name] = annotation_value(annotation) or ("p", qualname, name)
+                held = annotation_value(annotation)
+                if held is None and declared.annotation is not None:
+                    typed.append(name)  # ``size: Tuple[int, int]``: not a tensor
+                state.env[name] = held or ("p", qualname, name)
+        if typed:
+            self.result.functions[state.fact_index] = dataclasses.replace(
+                self.result.functions[state.fact_index], typed=tuple(typed))
         for name in params:
             self.resolver.bind(name, LOCAL)
         self._functions.append(state)

@@ -16,7 +16,8 @@ from typing import ClassVar
 import libcst as cst
 import libcst.matchers as m
 
-from msready.analyzer.findings import Category, Confidence, Scope, Severity
+from msready.analyzer.findings import CALLERS, Category, Confidence, Scope, Severity
+from msready.analyzer.values import Expr, Truth, t_and, t_not, t_or
 from msready.rules.base import FileContext, FileRule
 from msready.rules.dynamic_shape_calls import argument, receiver, torch_api
 from msready.rules.sparse_flow import (
@@ -45,19 +46,16 @@ class SparseRule(FileRule):
         super().__init__(ctx)
         self.flow = SparseFlow(ctx)
 
-    def leave_Assign(self, node: cst.Assign) -> None:
-        """Track which locals hold sparse tensors (after the value is walked)."""
-        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
-        for target in node.targets:
-            if isinstance(target.target, cst.Tuple):
-                names += [e.value.value for e in target.target.elements
-                          if isinstance(e.value, cst.Name)]
-        self.flow.note_assign(names, node.value)
+    def sparse_operand(self, operand: cst.BaseExpression) -> Truth:
+        """The operand is sparse, and not merely a parameter that callers pass a sparse
+        tensor (that is MS307's verdict, so one place gets one)."""
+        if _is_parameter(self.ctx.values.expr(operand)):
+            return False
+        return self.flow.is_sparse(operand)
 
-    def leave_Return(self, node: cst.Return) -> None:
-        """Track functions that return a sparse tensor."""
-        if node.value is not None:
-            self.flow.note_return(node.value)
+
+def _is_parameter(expr: Expr) -> bool:
+    return isinstance(expr, tuple) and expr[0] == "p"
 
 
 class SparseTensor(SparseRule):
@@ -143,15 +141,14 @@ class SparseMatmul(SparseRule):
         inner = receiver(node) if api[1] else None
         if inner is not None:
             operands.append(inner)
-        if any(self.flow.is_sparse(o) for o in operands):
-            self._report(node, target)
+        self._report(node, target, t_or(*(self.sparse_operand(o) for o in operands)))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if m.matches(node.operator, m.MatrixMultiply()) and (
-                self.flow.is_sparse(node.left) or self.flow.is_sparse(node.right)):
-            self._report(node, "@ (sparse operand)")
+        if m.matches(node.operator, m.MatrixMultiply()):
+            self._report(node, "@ (sparse operand)", t_or(
+                self.sparse_operand(node.left), self.sparse_operand(node.right)))
 
-    def _report(self, node: cst.CSTNode, symbol: str) -> None:
+    def _report(self, node: cst.CSTNode, symbol: str, when: Truth = True) -> None:
         self.report(
             node,
             "A sparse-dense matrix product: MindSpore has it only for CSRTensor/COO on GPU "
@@ -159,6 +156,7 @@ class SparseMatmul(SparseRule):
             "On GPU/CPU use `mindspore.CSRTensor(...).mm(dense)` (or "
             f"`ops.SparseTensorDenseMatmul` for COO); on Ascend {DENSE_GOES}",
             symbol=symbol,
+            when=when,
         )
 
 
@@ -198,15 +196,14 @@ class SparseInternals(SparseRule):
         method = func.attr.value
         if self.ctx.qualify(func) is not None or not self.ctx.imports_torch:
             return
-        if self.flow.is_sparse(inner):
-            confidence = Confidence.HIGH
-        elif method in SPARSE_ONLY_METHODS and not self.flow.is_foreign(inner):
-            confidence = Confidence.MEDIUM
-        else:
-            return
+        sparse = self.flow.is_sparse(inner)
         message, fix = _INTERNALS.get(method, _INTERNALS["indices"])
         self.report(node, message.format(method=method), fix,
-                    symbol=f"torch.Tensor.{method}", confidence=confidence)
+                    symbol=f"torch.Tensor.{method}", confidence=Confidence.HIGH, when=sparse)
+        if method in SPARSE_ONLY_METHODS and not self.flow.is_foreign(inner):
+            self.report(node, message.format(method=method), fix,
+                        symbol=f"torch.Tensor.{method}", confidence=Confidence.MEDIUM,
+                        when=t_not(sparse))
 
 
 _PARTS_FIX = ("Read the properties `mindspore.COOTensor.indices` (shape (nnz, 2), the "
@@ -366,23 +363,22 @@ class SparseOp(SparseRule):
         if (api is None or api[0] in _HANDLED or api[0].startswith("is_")
                 or self.flow.constructor(node) is not None):
             return
-        if self.flow.is_sparse(node):
-            return  # a layout-keeping method: the tensor stays sparse, nothing computed
         inner = receiver(node) if api[1] else None
         operands = [a.value for a in node.args] + ([inner] if inner is not None else [])
-        if any(self.flow.is_sparse(o) for o in operands):
-            self._report(node, target)
+        # A layout-keeping method leaves the tensor sparse: nothing is computed.
+        self._report(node, target, t_and(t_not(self.flow.is_sparse(node)), t_or(
+            *(self.sparse_operand(o) for o in operands))))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if m.matches(node.operator, m.MatrixMultiply()):
             return
-        if self.flow.is_sparse(node.left) or self.flow.is_sparse(node.right):
-            self._report(node, "sparse arithmetic")
+        self._report(node, "sparse arithmetic", t_or(
+            self.sparse_operand(node.left), self.sparse_operand(node.right)))
 
-    def _report(self, node: cst.CSTNode, symbol: str) -> None:
+    def _report(self, node: cst.CSTNode, symbol: str, when: Truth = True) -> None:
         what = "Arithmetic" if symbol == "sparse arithmetic" else f"`{symbol}`"
         self.report(node, f"{what} on a sparse tensor: MindSpore's sparse tensors support only "
-                    "a few operators, on GPU/CPU.", _OP_SUGGESTION, symbol=symbol)
+                    "a few operators, on GPU/CPU.", _OP_SUGGESTION, symbol=symbol, when=when)
 
 
 class SparseArgument(SparseRule):
@@ -415,41 +411,8 @@ class SparseArgument(SparseRule):
         "        return self.layer(x, s)\n",
     )
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        self.params: dict[str, list[str]] = {}
-        self.attr_classes: dict[tuple[str, str], str] = {}
-        self.passed: list[tuple[str, int | str, str]] = []  # callee, position/keyword, caller
-        self.uses: list[tuple[str, str, cst.CSTNode, str]] = []  # function, param, node, op
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.ctx.function is not None:
-            params = node.params
-            self.params[self.ctx.function] = [
-                p.name.value for p in (*params.posonly_params, *params.params)]
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        target = node.targets[0].target if len(node.targets) == 1 else None
-        if (isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self"))
-                and isinstance(node.value, cst.Call) and self.ctx.class_name is not None):
-            cls = self.ctx.call_target(node.value)
-            if cls is not None:
-                self.attr_classes[(self.ctx.class_name, target.attr.value)] = cls
-
     def visit_Call(self, node: cst.Call) -> None:
-        function = self.ctx.function
-        if function is None:
-            return
-        callee = self._callee(node)
-        if callee is not None:
-            position = 0
-            for arg in node.args:
-                if arg.star:
-                    break
-                key: int | str = arg.keyword.value if arg.keyword is not None else position
-                position += arg.keyword is None
-                if self.flow.is_sparse(arg.value):
-                    self.passed.append((callee, key, self.ctx.function or ""))
+        if self.ctx.function is None:
             return
         target = self.ctx.call_target(node) or ""
         api = torch_api(self.ctx, node)
@@ -467,49 +430,17 @@ class SparseArgument(SparseRule):
                           else "arithmetic")
 
     def _use(self, operand: cst.BaseExpression, node: cst.CSTNode, op: str) -> None:
-        function = self.ctx.function
-        if (isinstance(operand, cst.Name) and function is not None
-                and operand.value in self.params.get(function, ())
-                and self.ctx.value_of(operand.value) is None):
-            self.uses.append((function, operand.value, node, op))
-
-    def _callee(self, node: cst.Call) -> str | None:
-        """A function of this file the call runs, with ``self`` already bound."""
-        func = node.func
-        cls = self.ctx.class_name
-        if isinstance(func, cst.Attribute) and m.matches(func.value, m.Name("self")) and cls:
-            held = self.attr_classes.get((cls, func.attr.value))
-            return f"{held}.forward" if held else f"{cls}.{func.attr.value}"
-        target = self.ctx.call_target(node)
-        if target is not None and target.startswith(self.ctx.module + "."):
-            return target
-        return None
-
-    def leave_Module(self, node: cst.Module) -> None:
-        sparse_params: dict[tuple[str, str], str] = {}
-        for callee, key, caller in self.passed:
-            names = self.params.get(callee)
-            if names is None:
-                continue
-            if names and names[0] == "self":
-                names = names[1:]
-            if isinstance(key, str):
-                if key in names:
-                    sparse_params[(callee, key)] = caller
-            elif key < len(names):
-                sparse_params[(callee, names[key])] = caller
-        done: set[int] = set()
-        for function, param, use, op in self.uses:
-            source = sparse_params.get((function, param))
-            if source is None or id(use) in done:
-                continue
-            done.add(id(use))
-            short = source.rsplit(".", 2)
-            self.report(
-                use,
-                f"`{param}` receives a sparse tensor from `{'.'.join(short[-2:])}`, so this "
-                f"`{op.rsplit('.', 1)[-1]}` runs on a sparse operand.",
-                "Pass a `mindspore.CSRTensor` and use `csr.mm(dense)` (GPU/CPU), or densify "
-                f"before the call: {DENSE_GOES}",
-                symbol=op,
-            )
+        """A parameter used by a dense operation: reported when the value analysis finds
+        that callers pass it a sparse tensor."""
+        if not isinstance(operand, cst.Name) or not _is_parameter(
+                self.ctx.values.expr(operand)):
+            return
+        self.report(
+            node,
+            f"`{operand.value}` receives a sparse tensor from {CALLERS}, so this "
+            f"`{op.rsplit('.', 1)[-1]}` runs on a sparse operand.",
+            "Pass a `mindspore.CSRTensor` and use `csr.mm(dense)` (GPU/CPU), or densify "
+            f"before the call: {DENSE_GOES}",
+            symbol=op,
+            when=self.flow.is_sparse(operand),
+        )

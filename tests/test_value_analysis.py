@@ -235,3 +235,25 @@ def test_a_network_helper_its_forward_never_calls_is_host_code() -> None:
         "            x = x - 1\n"
         "        return x[x > 0]\n")
     assert [f for f in result.findings if f.category.value == "dynamic-shape"] == []
+
+
+def test_a_forward_parameter_annotated_with_a_non_tensor_type_is_not_a_tensor() -> None:
+    result = scan(
+        "Size_ = tuple[int, int]\n"
+        "\n"
+        "class Window(nn.Module):\n"
+        "    def forward(self, x, size: Size_):\n"
+        "        h, w = size\n"
+        "        pad = (8 - w % 8) % 8\n"
+        "        if pad > 0:\n"
+        "            x = x[:, :h]\n"
+        "        return x\n")
+    assert [f for f in result.findings if f.category.value == "dynamic-shape"] == []
+
+
+def test_the_repository_tests_are_host_code() -> None:
+    result = scan_files({"tests/test_ops.py": HEAD + (
+        "def test_nonzero():\n"
+        "    x = torch.ones(3)\n"
+        "    assert torch.nonzero(x).numel() == 3\n")})
+    assert [f for f in result.findings if f.category.value == "dynamic-shape"] == []
