@@ -1,4 +1,4 @@
-"""The ``msready`` command: ``scan``, ``survey``, ``table`` and ``convert-weights``.
+"""The ``msready`` command: ``scan``, ``survey``, ``table``, ``rule`` and ``convert-weights``.
 
 Exit codes: 0 for a completed scan, 1 when ``--fail-under`` is not met (or ``--baseline``
 shows new findings), 2 for usage and source errors, which are one line on stderr.
@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--target", choices=TARGETS, default=None,
                    help="backend (default: cpu for the table, every backend for lookup)")
 
+    r = sub.add_parser("rule", help="print one rule's documentation (what, why, how, examples)")
+    r.add_argument("rule", help="rule id or name, e.g. MS201 or masked-select")
+
     c = sub.add_parser("convert-weights", help="convert a torch checkpoint to a MindSpore one")
     c.add_argument("checkpoint", help="torch .pth / .pt file (a state_dict)")
     c.add_argument("output", help="MindSpore .ckpt to write")
@@ -109,6 +112,22 @@ def _formats(text: str) -> list[str]:
     return names
 
 
+def _check_output(path: Path) -> None:
+    """Fail early when the output folder cannot be written, without creating it: a scan
+    that fails before writing anything leaves no empty folder behind."""
+    if path.exists():
+        if not path.is_dir():
+            raise UsageError(f"output folder {path} is a file")
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"output folder {path} is not writable")
+        return
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UsageError(f"cannot create output folder {path}: {parent} is not writable")
+
+
 def _prepare_output(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -123,7 +142,7 @@ def _run_scan(args: argparse.Namespace, console: Console) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     out = Path(args.output)
-    _prepare_output(out)
+    _check_output(out)
     baseline = _load_baseline(args.baseline) if args.baseline else None
     options = ScanOptions(jobs=args.jobs, cache=not args.no_cache, target=args.target)
     show_bar = console.is_terminal and not args.quiet
@@ -135,6 +154,7 @@ def _run_scan(args: argparse.Namespace, console: Console) -> int:
             bar.update(task, completed=done, total=total)
 
         result = scan(args.source, args.ref, options, progress)
+    _prepare_output(out)
     if args.skeletons != "off":
         _skeletons(result, out, args.skeletons, args.compare_torch)
     written = _write_reports(result, out, formats)
@@ -169,38 +189,50 @@ def _write_reports(result: ScanResult, out: Path, formats: Sequence[str]) -> lis
     return written
 
 
-def _load_baseline(path: str) -> set[tuple[str, str, str, str]]:
+def _load_baseline(path: str) -> set[str]:
+    """The fingerprints of an earlier ``msready.json``'s findings (reported and suppressed)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return {_fingerprint(f) for f in data["findings"]}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        rows = [*data["findings"], *data.get("suppressed", [])]
+        return {row.get("fingerprint") or _legacy_key(row) for row in rows}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"cannot read baseline {path}: {exc}") from exc
 
 
-def _fingerprint(finding: dict[str, str]) -> tuple[str, str, str, str]:
-    """What identifies a finding across edits that move lines."""
-    return (finding["rule"], finding["path"], finding["symbol"], finding["message"])
+def _legacy_key(row: dict[str, str]) -> str:
+    """A finding of a msready.json written before findings carried a fingerprint."""
+    return "\0".join((row["rule"], row["path"], row["symbol"], row["message"]))
 
 
 def _exit_code(result: ScanResult, args: argparse.Namespace,
-               baseline: set[tuple[str, str, str, str]] | None, console: Console) -> int:
+               baseline: set[str] | None, console: Console) -> int:
     code = 0
     if baseline is not None:
-        from msready.reports.json_report import finding_dict
-        new = [f for f in result.findings if _fingerprint(finding_dict(f)) not in baseline]
+        prints = result.fingerprints()
+        new = [f for f in result.findings if prints[f] not in baseline
+               and _legacy_key({"rule": f.rule, "path": f.location.path, "symbol": f.symbol,
+                                "message": f.message}) not in baseline]
         if new:
             console.print(f"{len(new)} findings are not in the baseline", highlight=False)
             code = 1
-    threshold = args.fail_under
-    if threshold is None:
-        from msready.analyzer.config import load_config
-        source = Path(args.source)
-        threshold = load_config(source).fail_under if source.is_dir() else None
+    # --fail-under wins; else the scanned repository's [tool.msready] fail-under, read by
+    # the scan itself, so that a folder, a file and a git URL behave the same.
+    threshold = args.fail_under if args.fail_under is not None else result.fail_under
     if threshold is not None and result.score is not None and result.score.value < threshold:
         console.print(f"readiness score {result.score.value} is under {threshold:g}",
                       highlight=False)
         code = 1
     return code
+
+
+def _run_rule(args: argparse.Namespace) -> int:
+    from msready.rules.docs import rule_text
+
+    text = rule_text(args.rule)
+    if text is None:
+        raise UsageError(f"no rule {args.rule!r}; the rules are listed in docs/rules.md")
+    sys.stdout.write(text)
+    return 0
 
 
 def _run_survey(args: argparse.Namespace, console: Console) -> int:
@@ -278,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_survey(args, console)
         if args.command == "table":
             return _run_table(args)
+        if args.command == "rule":
+            return _run_rule(args)
         return _run_convert(args)
     except (UsageError, SourceError) as exc:
         print(f"msready: error: {exc}", file=sys.stderr)

@@ -9,15 +9,21 @@ listed as "not found", never guessed.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import networkx as nx
-
-from msready.analyzer.checklist_source import SourceFact, name_words, unique_facts
+from msready.analyzer.checklist_source import SourceFact, name_words
+from msready.analyzer.checklist_structure import (
+    MAX_OTHER_NETWORKS,
+    containment,
+    leaves,
+    top_networks,
+    tree_text,
+)
+from msready.analyzer.configvalues import ConfigIndex, ConfigValue, scan_index
 from msready.analyzer.facts import Arg, CallKind
-from msready.analyzer.findings import Category, Finding
+from msready.analyzer.findings import Category
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.analyzer.result import ChecklistItem, ScanResult
 
@@ -41,8 +47,9 @@ DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataL
 SEED_CALLS = frozenset({"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
                         "torch.random.manual_seed", "numpy.random.seed", "random.seed",
                         "mindspore.set_seed"})
-TRAINING_ORDER = ("epochs", "batch size", "learning rate", "weight decay", "momentum", "warm-up",
-                  "seed")
+TRAINING_ORDER = ("epochs", "batch size", "learning rate", "seed")
+MAX_CAUSES = 25
+_NAME_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 
 # Training-process points: name -> predicate on a fully qualified external name.
 PROCESS_APIS: dict[str, Callable[[str], bool]] = {
@@ -82,9 +89,10 @@ def _call_where(rc: ResolvedCall) -> _Where:
 
 def arg_text(arg: Arg) -> str:
     """An argument's source text (a literal tuple keeps its parentheses)."""
-    if arg.is_literal and isinstance(arg.literal, tuple) and not arg.text.startswith("("):
-        return f"({arg.text})"  # the recorded text of a parenthesised tuple lacks them
-    return arg.text
+    text = " ".join(arg.text.split())  # one line, whatever the source's layout
+    if arg.is_literal and isinstance(arg.literal, tuple) and not text.startswith("("):
+        return f"({text})"  # the recorded text of a parenthesised tuple lacks them
+    return text
 
 
 def _args_text(args: Iterable[Arg], skip_first: bool = False) -> str:
@@ -145,30 +153,9 @@ def _function_where(model: RepositoryModel, fn: str) -> _Where:
     return _Where(model.modules[model.function_module[fn]].path, fact.span.line, fact.cell)
 
 
-def containment(model: RepositoryModel) -> nx.DiGraph:
-    """Module class -> the repository Module classes its attributes hold (edge ``attr``)."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(model.module_classes)
-    for cls in model.module_classes:
-        for attr in sorted({a for c in model.mro(cls) for a, _ in model.classes[c].attributes}):
-            for held in model.attribute_classes(cls, attr):
-                if held.kind == "class" and held.name in model.module_classes and held.name != cls:
-                    graph.add_edge(cls, held.name, attr=attr)
-    return graph
-
-
-def leaves_first(graph: nx.DiGraph) -> list[str]:
-    """Classes that use no other repository Module first, then those built from them."""
-    condensed = nx.condensation(graph)
-    order: list[str] = []
-    for component in reversed(list(nx.lexicographical_topological_sort(
-            condensed, key=lambda n: min(condensed.nodes[n]["members"])))):
-        order.extend(sorted(condensed.nodes[component]["members"]))
-    return order
-
-
 def structure_items(model: RepositoryModel) -> list[ChecklistItem]:
-    """Top-level networks, the parts each Module class holds, and backbone/neck/head roles."""
+    """The top-level networks as trees of their main parts, the backbone / neck / head
+    they hold, and how many leaf Modules there are; not one item per class."""
     zoo = [_item(STRUCTURE, f"torchvision model {_short(rc.external or '')}",
                  _args_text(rc.call.args), _call_where(rc))
            for rc in torch_calls(model, _is_zoo_model)]
@@ -176,19 +163,30 @@ def structure_items(model: RepositoryModel) -> list[ChecklistItem]:
         return [*zoo, _missing(STRUCTURE, "nn.Module classes")]
     graph = containment(model)
     items = []
-    tops = sorted(c for c in graph if graph.in_degree(c) == 0 and graph.out_degree(c) > 0)
-    for top in tops:
-        items.append(_item(STRUCTURE, f"top-level network {model.classes[top].name}",
-                           _parts_text(model, graph, top), _class_where(model, top)))
+    tops = top_networks(graph)
+    for i, top in enumerate(tops[:1 + MAX_OTHER_NETWORKS]):
+        label = "top-level network" if i == 0 else "other network"
+        items.append(_item(STRUCTURE, f"{label} {model.classes[top].name}",
+                           "holds " + tree_text(model, graph, top), _class_where(model, top)))
+    if len(tops) > 1 + MAX_OTHER_NETWORKS:
+        items.append(_item(STRUCTURE, "more networks",
+                           f"{len(tops) - 1 - MAX_OTHER_NETWORKS} more Modules that nobody "
+                           "holds hold others (see report.html)", None))
     if not tops:
         items.append(_missing(STRUCTURE, "top-level network (a Module built from others)"))
-    for cls in leaves_first(graph):
-        name = model.classes[cls].name
-        value = _parts_text(model, graph, cls) if graph.out_degree(cls) else (
-            "leaf: uses no other Module class of the repository")
-        items.append(_item(STRUCTURE, f"Module {name}", value, _class_where(model, cls)))
+    leaf = leaves(graph)
+    if leaf:
+        names = ", ".join(model.classes[c].name for c in leaf[:12])
+        more = f", ... {len(leaf) - 12} more" if len(leaf) > 12 else ""
+        items.append(_item(STRUCTURE, f"leaf Modules ({len(leaf)})",
+                           f"hold no other Module of the repository: {names}{more}",
+                           _class_where(model, leaf[0])))
+    main = set(tops[:1 + MAX_OTHER_NETWORKS])
+    main |= {held for top in list(main) for held in graph.successors(top)}
     roles = []
     for owner, held, attr in sorted(graph.edges(data="attr")):
+        if owner not in main:
+            continue
         words = name_words(attr)
         for role in ROLE_WORDS:
             if role in words:
@@ -205,13 +203,9 @@ def _is_zoo_model(name: str) -> bool:
     """A torchvision model constructor (``torchvision.models.resnet50``,
     ``torchvision.models.detection.fasterrcnn_resnet50_fpn``)."""
     return name.startswith("torchvision.models.") and _short(name)[:1].islower() and (
-        _short(name) not in ("get_model", "get_weight", "list_models", "get_model_weights"))
-
-
-def _parts_text(model: RepositoryModel, graph: nx.DiGraph, cls: str) -> str:
-    parts = [f"self.{attr}: {model.classes[held].name}"
-             for _, held, attr in sorted(graph.out_edges(cls, data="attr"), key=lambda e: e[2])]
-    return "holds " + ", ".join(parts)
+        _short(name) not in ("get_model", "get_weight", "list_models", "get_model_weights",
+                             "keys", "values", "items", "get")) and "__" not in name and (
+        ".feature_extraction." not in name and "._utils." not in name)
 
 
 # ----- data, optimizer, learning rate ---------------------------------------------------
@@ -222,8 +216,9 @@ def _is_dataset(model: RepositoryModel, cls: str) -> bool:
                for c in model.mro(cls) for b in model.bases(c))
 
 
-def data_items(model: RepositoryModel) -> list[ChecklistItem]:
-    """Custom Dataset classes, DataLoader calls and their arguments, torchvision transforms."""
+def data_items(model: RepositoryModel, index: ConfigIndex) -> list[ChecklistItem]:
+    """Custom Dataset classes, DataLoader calls and their arguments, torchvision transforms,
+    and the augmentation settings (probabilities, the epochs trained without it)."""
     items = []
     datasets = sorted(c for c in model.classes if _is_dataset(model, c))
     for cls in datasets:
@@ -239,11 +234,18 @@ def data_items(model: RepositoryModel) -> list[ChecklistItem]:
     if not loaders:
         items.append(_missing(DATA, "DataLoader"))
     transforms = torch_calls(model, lambda n: n.startswith("torchvision.transforms."))
-    items += [_item(DATA, f"transform {_short(rc.external or '')}", _args_text(rc.call.args),
-                    _call_where(rc)) for rc in transforms]
-    if not transforms:
+    by_name: dict[str, list[ResolvedCall]] = {}
+    for rc in transforms:  # one item per transform, with its count of calls
+        by_name.setdefault(_short(rc.external or ""), []).append(rc)
+    for name, calls in by_name.items():
+        value = _args_text(calls[0].call.args)
+        if len(calls) > 1:
+            value += f" (here; {len(calls)} calls in all)"
+        items.append(_item(DATA, f"transform {name}", value, _call_where(calls[0])))
+    settings = [_fact_item(DATA, v) for v in index.by_param("augmentation")]
+    if not transforms and not settings:
         items.append(_missing(DATA, "torchvision transforms (augmentation)"))
-    return items
+    return items + settings
 
 
 def subclasses_of(model: RepositoryModel, accept: Callable[[str], bool]) -> list[str]:
@@ -266,8 +268,26 @@ def _is_optimizer(name: str) -> bool:
             "lr_scheduler", "swa_utils") and parts[3][:1].isupper())
 
 
-def optimizer_items(model: RepositoryModel) -> list[ChecklistItem]:
-    """Each torch.optim optimizer constructed, with lr, momentum, nesterov, weight decay..."""
+def _resolved(index: ConfigIndex, model: RepositoryModel, rc: ResolvedCall,
+              text: str) -> tuple[str, _Where]:
+    """An argument's text, and where its value is set when the argument names a setting
+    (``momentum=self.momentum`` -> ``0.9``, set at ``exp.py:36``)."""
+    where = _call_where(rc)
+    if not _NAME_RE.match(text):
+        return text, where
+    owner = model.owner_class(rc.call.caller)
+    value = index.resolve(text, owner)
+    if value is None or value.kind == "file":
+        return text, where
+    used = f"{where.path}:{where.line}"
+    return (f"{value.value} ({text}, set here; used at {used})",
+            _Where(value.path, value.line, value.cell))
+
+
+def optimizer_items(model: RepositoryModel, index: ConfigIndex) -> list[ChecklistItem]:
+    """Each torch.optim optimizer constructed, with lr, momentum, nesterov, weight decay...
+    (read through the configuration when an argument names a setting), and optimizers
+    named by the configuration (``--opt sgd``)."""
     items = []
     for rc in torch_calls(model, _is_optimizer):
         name = _short(rc.external or "")
@@ -279,13 +299,17 @@ def optimizer_items(model: RepositoryModel) -> list[ChecklistItem]:
             given["lr"] = arg_text(positional[1])  # every torch.optim optimizer: (params, lr)
         for param in OPTIMIZER_PARAMS:
             if param in given:
-                items.append(_item(OPTIMIZER, f"{name} {param}", given[param], where))
+                text, at = _resolved(index, model, rc, given[param])
+                items.append(_item(OPTIMIZER, f"{name} {param}", text, at))
     items += [_item(OPTIMIZER, f"optimizer class {_short(name)}", REFERENCED, where)
               for name, where in torch_references(model, _is_optimizer)]
     items += [_item(OPTIMIZER, f"custom optimizer {model.classes[c].name}",
                     "a torch.optim.Optimizer subclass: port its step() to a mindspore.nn."
                     "Optimizer construct()", _class_where(model, c))
               for c in subclasses_of(model, _is_optimizer_base)]
+    items += [_fact_item(OPTIMIZER, v) for v in index.by_param("optimizer")]
+    for param in ("momentum", "weight decay"):
+        items += [_fact_item(OPTIMIZER, v) for v in index.by_param(param)]
     return items or [_missing(OPTIMIZER, "torch.optim optimizer")]
 
 
@@ -293,8 +317,9 @@ def _is_scheduler(name: str) -> bool:
     return name.startswith("torch.optim.lr_scheduler.") and _short(name)[:1].isupper()
 
 
-def lr_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistItem]:
-    """Learning-rate schedulers and their parameters, and learning rates set by hand."""
+def lr_items(model: RepositoryModel, index: ConfigIndex) -> list[ChecklistItem]:
+    """Learning-rate schedulers and their parameters, the policy and warm-up the
+    configuration names, and learning rates set by hand."""
     calls = torch_calls(model, _is_scheduler)
     items = [_item(LR_POLICY, f"scheduler {_short(rc.external or '')}",
                    _args_text(rc.call.args, True), _call_where(rc)) for rc in calls]
@@ -304,29 +329,48 @@ def lr_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistI
                     "a torch learning-rate scheduler subclass: compute its rates as a list or "
                     "a mindspore.nn.LearningRateSchedule", _class_where(model, c))
               for c in subclasses_of(model, lambda n: n.startswith("torch.optim.lr_scheduler."))]
+    settings = [v for v in index.by_param("learning-rate policy") if v.kind != "code"]
+    items += [_fact_item(LR_POLICY, v) for v in settings]
     items += [_item(LR_POLICY, "learning rate set by hand", f"{f.name} {f.value}",
                     _Where(f.path, f.line, f.cell))
-              for f in facts if f.key == "learning-rate policy"]
-    return items or [_missing(LR_POLICY, "torch.optim.lr_scheduler scheduler")]
+              for f in index.by_param("learning-rate policy") if f.kind == "code"]
+    if not items:
+        items.append(_missing(LR_POLICY, "torch.optim.lr_scheduler scheduler"))
+    warmup = [_fact_item(LR_POLICY, v) for v in index.by_param("warm-up")]
+    return items + (warmup or [_missing(LR_POLICY, "warm-up")])
 
 
 # ----- training parameters and process ---------------------------------------------------
 
 
+def fact_text(value: ConfigValue) -> str:
+    """How a configuration value reads in the checklist (``--epochs: default 300``,
+    ``Exp.max_epoch = 300``, ``train.lr: 0.1`` in a YAML file)."""
+    if value.kind == "argparse":
+        shown = value.value if value.value.startswith(("no default", "True (", "False (")) \
+            else f"default {value.value}"
+        return f"{value.name}: {shown}"
+    if value.kind in ("attribute", "field") and value.owner:
+        return f"{_short(value.owner)}.{value.name.removeprefix('self.')} = {value.value}"
+    if value.kind in ("yaml", "json", "code"):
+        return f"{value.name}: {value.value}"
+    return f"{value.name} = {value.value}"
+
+
 def _fact_item(section: str, fact: SourceFact) -> ChecklistItem:
-    return _item(section, fact.key, f"{fact.name}: {fact.value}",
-                 _Where(fact.path, fact.line, fact.cell))
+    return _item(section, fact.param, fact_text(fact), _Where(fact.path, fact.line, fact.cell))
 
 
 def _is_seed(name: str) -> bool:
     return name in SEED_CALLS
 
 
-def training_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistItem]:
-    """Epochs, batch size, learning rate... from argparse defaults, constants and loaders."""
+def training_items(model: RepositoryModel, index: ConfigIndex) -> list[ChecklistItem]:
+    """Epochs, batch size, learning rate... from argparse defaults, experiment and config
+    classes, dataclasses, constants, config files and loaders."""
     items = []
     for key in TRAINING_ORDER:
-        found = [_fact_item(TRAINING, f) for f in facts if f.key == key]
+        found = [_fact_item(TRAINING, f) for f in index.by_param(key)]
         if key == "seed":
             found += [_item(TRAINING, key, f"{rc.external}({_args_text(rc.call.args)})",
                             _call_where(rc)) for rc in torch_calls(model, _is_seed)]
@@ -339,13 +383,13 @@ def training_items(model: RepositoryModel, facts: list[SourceFact]) -> list[Chec
     return items
 
 
-def process_items(model: RepositoryModel, facts: list[SourceFact]) -> list[ChecklistItem]:
+def process_items(model: RepositoryModel, index: ConfigIndex) -> list[ChecklistItem]:
     """EMA, AMP, gradient clipping, accumulation and distributed training, where shown."""
     items = []
     for point, accept in PROCESS_APIS.items():
         found = [_item(PROCESS, point, _short(rc.external or "") + f"({_args_text(rc.call.args)})",
                        _call_where(rc)) for rc in torch_calls(model, accept)]
-        found += [_fact_item(PROCESS, f) for f in facts if f.key == point]
+        found += [_fact_item(PROCESS, f) for f in index.by_param(point)]
         if point == "EMA":
             found += [_item(PROCESS, point, f"class {model.classes[c].name} (named for EMA)",
                             _class_where(model, c))
@@ -362,45 +406,26 @@ def process_items(model: RepositoryModel, facts: list[SourceFact]) -> list[Check
 # ----- migration work list ------------------------------------------------------------------
 
 
-def _owner(model: RepositoryModel, finding: Finding) -> str | None:
-    if finding.function is None:
-        return None
-    return model.owner_class(finding.function)
-
-
-def _line(finding: Finding) -> str:
-    loc = finding.location
-    return f"line {loc.line}" if loc.cell is None else f"cell {loc.cell} line {loc.line}"
-
-
 def work_items(result: ScanResult) -> list[ChecklistItem]:
-    """Per category: the findings grouped by class, Module classes leaves first, then the
-    rest of the code file by file."""
-    model = result.model
-    rank = {cls: i for i, cls in enumerate(leaves_first(containment(model)))}
+    """Repeated work grouped by cause (one item per rule and API or construct, with its
+    count of places), per category, most urgent first; the full finding list stays in the
+    HTML and JSON reports."""
     items = []
     for category in Category:
-        by_owner: dict[str, list[Finding]] = defaultdict(list)
-        for finding in result.findings:
-            if finding.category is category:
-                owner = _owner(model, finding)
-                key = owner if owner in model.classes else f"file:{finding.location.path}"
-                by_owner[key].append(finding)
+        causes = [c for c in result.causes if c.category is category]
         section = f"{WORK}: {category.value}"
-        for key in sorted(by_owner, key=lambda k: (k not in rank, rank.get(k, 0), k)):
-            group = by_owner[key]
-            value = f"{len(group)} finding{'s' * (len(group) != 1)}: " + "; ".join(
-                f"{f.rule} {f.rule_name} {_line(f)}" for f in group[:8])
-            if len(group) > 8:
-                value += f"; ... {len(group) - 8} more"
-            if key.startswith("file:"):
-                first = group[0].location
-                items.append(_item(section, key[5:], value, _Where(first.path, first.line,
-                                                                   first.cell)))
-            else:
-                kind = "Module" if key in model.module_classes else "class"
-                items.append(_item(section, f"{kind} {model.classes[key].name}", value,
-                                   _class_where(model, key)))
+        for cause in causes[:MAX_CAUSES]:
+            first = cause.findings[0].location
+            places = f"{cause.count} place{'s' * (cause.count != 1)}"
+            if cause.graph_count:
+                places += f", {cause.graph_count} in the graph"
+            items.append(_item(section, f"{cause.rule} {cause.rule_name}: {cause.symbol}",
+                               f"{places}. {cause.message}",
+                               _Where(first.path, first.line, first.cell)))
+        if len(causes) > MAX_CAUSES:
+            rest = causes[MAX_CAUSES:]
+            items.append(_item(section, f"{len(rest)} more causes",
+                               f"{sum(c.count for c in rest)} places; see report.html", None))
     return items
 
 
@@ -413,23 +438,28 @@ def _guarded(section: str, build: Callable[[], list[ChecklistItem]]) -> list[Che
                               f"{type(exc).__name__}: {exc}", None, None, section)]
 
 
+def config_index(result: ScanResult) -> ConfigIndex:
+    """Every configuration value of the scan (the files' and the config files they load)."""
+    return scan_index(result)
+
+
 def build_checklist(result: ScanResult) -> list[ChecklistItem]:
     """The whole checklist, section by section."""
     model = result.model
-    source: list[SourceFact] = []
+    index = ConfigIndex([])
     unread: list[ChecklistItem] = []
     try:
-        source = unique_facts([fact for file in result.files for fact in file.source_facts])
+        index = config_index(result)
     except Exception as exc:  # argparse options and constants are then missing, and said so
         unread = [ChecklistItem("msready could not read options and constants from the source",
                                 f"{type(exc).__name__}: {exc}", None, None, TRAINING)]
     return [
         *_guarded(STRUCTURE, lambda: structure_items(model)),
-        *_guarded(DATA, lambda: data_items(model)),
-        *_guarded(LR_POLICY, lambda: lr_items(model, source)),
-        *_guarded(OPTIMIZER, lambda: optimizer_items(model)),
+        *_guarded(DATA, lambda: data_items(model, index)),
+        *_guarded(LR_POLICY, lambda: lr_items(model, index)),
+        *_guarded(OPTIMIZER, lambda: optimizer_items(model, index)),
         *unread,
-        *_guarded(TRAINING, lambda: training_items(model, source)),
-        *_guarded(PROCESS, lambda: process_items(model, source)),
+        *_guarded(TRAINING, lambda: training_items(model, index)),
+        *_guarded(PROCESS, lambda: process_items(model, index)),
         *_guarded(WORK, lambda: work_items(result)),
     ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -127,3 +130,30 @@ class Finding:
         """Findings sort by file, cell, line, column and rule."""
         loc = self.location
         return (loc.path, loc.cell or 0, loc.line, loc.column, self.rule)
+
+
+FINGERPRINT_VERSION = "msready/v2"
+
+
+def fingerprint_key(finding: Finding) -> str:
+    """What identifies a finding across edits that move code: the rule, the file, the
+    symbol and the enclosing function (``<module>`` at the top level). Never the line, the
+    column or the message, which may name places."""
+    return "\0".join((finding.rule, finding.location.path, finding.symbol,
+                      finding.function or "<module>"))
+
+
+def fingerprints(findings: Iterable[Finding]) -> list[str]:
+    """One stable fingerprint per finding, in the order given (file order).
+
+    Findings that share a :func:`fingerprint_key` (the same API twice in one function) are
+    told apart by their rank among those findings, which moving code does not change. The
+    one identity ``--baseline`` and SARIF ``partialFingerprints`` use.
+    """
+    seen: Counter[str] = Counter()
+    out = []
+    for finding in findings:
+        key = fingerprint_key(finding)
+        out.append(hashlib.sha256(f"{key}\0{seen[key]}".encode()).hexdigest()[:32])
+        seen[key] += 1
+    return out

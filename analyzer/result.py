@@ -6,9 +6,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from msready.analyzer.findings import Finding
+from msready.analyzer.findings import Category, Finding, Severity, fingerprints
 
 if TYPE_CHECKING:
+    from msready.analyzer.configvalues import ConfigValue
     from msready.analyzer.facts import FileResult
     from msready.analyzer.repo import RepositoryModel
 
@@ -87,6 +88,70 @@ class Score:
 
 
 @dataclass(frozen=True, slots=True)
+class Cause:
+    """One cause of migration work: the findings of one rule on one API or construct,
+    with every place. ``where`` is where the code runs (graph, host or unknown; the most
+    urgent of its places), ``graph_count`` how many places a ``forward`` reaches."""
+
+    id: str
+    rule: str
+    rule_name: str
+    category: Category
+    severity: Severity
+    where: str
+    symbol: str
+    message: str
+    suggestion: str
+    findings: tuple[Finding, ...]
+    graph_count: int = 0
+
+    @property
+    def count(self) -> int:
+        """How many places."""
+        return len(self.findings)
+
+
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    """One line of "start here": a blocker of the port, its kind (see
+    :mod:`msready.analyzer.priorities`), what it is about, its places and the cause it
+    links to (None when it is not a finding, e.g. a third-party library)."""
+
+    kind: str
+    title: str
+    subject: str
+    count: int
+    places: tuple[ApiLocation, ...]
+    cause: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDoc:
+    """A rule's documentation, carried in the result so that reports can show it: what it
+    flags, why MindSpore cares, how to migrate, and the published page's URL."""
+
+    id: str
+    name: str
+    what: str
+    why: str
+    how: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileWork:
+    """One row of "files that need the most work"."""
+
+    path: str
+    findings: int
+    errors: int
+    warnings: int
+    infos: int
+    graph: int  # findings a forward reaches
+    cost: float  # as the score weighs the findings
+
+
+@dataclass(frozen=True, slots=True)
 class SourceInfo:
     """What was scanned."""
 
@@ -116,6 +181,15 @@ class ScanResult:
     checklist: list[ChecklistItem] = field(default_factory=list)
     skeletons: list[SkeletonResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # What to do first (msready.analyzer.priorities): findings by cause, blockers, files.
+    causes: list[Cause] = field(default_factory=list)
+    blockers: list[Blocker] = field(default_factory=list)
+    files_work: list[FileWork] = field(default_factory=list)
+    rule_docs: dict[str, RuleDoc] = field(default_factory=dict)
+    # Values of the YAML / JSON files the code loads (msready.analyzer.configvalues).
+    config_files: list[ConfigValue] = field(default_factory=list)
+    # ``fail-under`` from the scanned repository's ``[tool.msready]`` (any kind of source).
+    fail_under: float | None = None
     # Source text by (path, notebook cell or None), kept so that reports can show the
     # lines around a finding after a cloned source is gone.
     sources: dict[tuple[str, int | None], str] = field(default_factory=dict)
@@ -124,3 +198,9 @@ class ScanResult:
         """The lines of a scanned file (or notebook cell), empty when unknown."""
         # Only real line ends count (str.splitlines also breaks at form feeds).
         return re.split(r"\r\n|\r|\n", self.sources.get((path, cell), "").rstrip("\r\n"))
+
+    def fingerprints(self) -> dict[Finding, str]:
+        """Every finding's (reported and suppressed) stable fingerprint, counted in file
+        order over both lists, so that every output gives a finding the same one."""
+        ordered = sorted([*self.findings, *self.suppressed], key=Finding.sort_key)
+        return dict(zip(ordered, fingerprints(ordered), strict=True))

@@ -19,6 +19,7 @@ from msready.analyzer.apitable import load_table
 from msready.analyzer.checklist import build_checklist
 from msready.analyzer.checklist_source import text_facts
 from msready.analyzer.config import Config, load_config, suppressed_by_comment
+from msready.analyzer.configvalues import read_config_files
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import (
     CALLERS,
@@ -39,6 +40,7 @@ from msready.analyzer.parse import (
     parse_bytes,
     parse_notebook,
 )
+from msready.analyzer.priorities import EnclosingFunctions, prioritise
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
 from msready.analyzer.score import compute_score
@@ -117,11 +119,7 @@ def analyze_bytes(rel: str, data: bytes) -> FileResult:
         return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
                                                               _ORIGIN)])
     result.findings[:0] = [parse_error_finding(rel, f) for f in failures]
-    if rel.endswith(".ipynb"):
-        for cell, text in notebook_cells(data).items():
-            result.source_facts.extend(text_facts(text, rel, cell))
-    else:
-        result.source_facts = text_facts(parsed.text, rel, None)
+    result.source_facts = text_facts(parsed, rel, module)
     return result
 
 
@@ -296,18 +294,26 @@ def build_apis(model: RepositoryModel, target: str) -> list[ApiUse]:
 
 
 def scope_findings(model: RepositoryModel, findings: Iterable[Finding]) -> Iterator[Finding]:
-    """Place forward-scoped findings by where their code runs: kept with the path that
-    reaches them in graph code, dropped in host code, and reported one severity lower in
-    code nothing in the repository calls (a library's API) when it uses torch."""
+    """Place findings by where their code runs (``model.placement``). Forward-scoped ones
+    are kept with the path that reaches them in graph code, dropped in host code, and
+    reported one severity lower in code nothing in the repository calls (a library's API)
+    when it uses torch. Anywhere-scoped ones are always kept, with where they run and, in
+    graph code, the path. A finding its rule made without naming its function (the
+    repository rules' API findings) gets the function around its place."""
     placement = model.placement
+    enclosing = EnclosingFunctions(model)
     for finding in findings:
-        if finding.scope is not Scope.FORWARD:
-            yield finding
-            continue
+        if finding.function is None:
+            loc = finding.location
+            finding = replace(finding, function=enclosing.at(loc.path, loc.cell, loc.line,
+                                                              loc.column))
         where = placement.where(finding.function)
-        if where == "graph":
-            yield replace(finding, where=where, trace=tuple(
-                model.short_name(p) for p in placement.trace(finding.function)))
+        trace = tuple(model.short_name(p) for p in placement.trace(finding.function)) if (
+            where == "graph") else ()
+        if finding.scope is not Scope.FORWARD:
+            yield replace(finding, where=where, trace=finding.trace or trace)
+        elif where == "graph":
+            yield replace(finding, where=where, trace=trace)
         elif where == "unknown" and finding.function in placement.torch_functions:
             yield replace(
                 finding, where=where, severity=_LOWER[finding.severity],
@@ -427,6 +433,9 @@ def scan_source(source: Source, options: ScanOptions,
         files=results,
         model=model,
         warnings=[*config.warnings, *load_errors()],
+        fail_under=config.fail_under,
+        config_files=read_config_files(
+            source.root, (v for r in results for v in r.source_facts if v.kind == "file")),
     )
     result.sources = source_texts(files, contents)
     _finish(result)
@@ -452,8 +461,12 @@ def source_texts(files: list[SourceFile], contents: dict[str, bytes | OSError],
 
 
 def _finish(result: ScanResult) -> None:
-    """Add the parts computed from the whole result: checklist and score. A failure in
-    either costs only that part, with a warning."""
+    """Add the parts computed from the whole result: what to do first, checklist and
+    score. A failure in any costs only that part, with a warning."""
+    try:
+        prioritise(result)
+    except Exception as exc:
+        result.warnings.append(f"the start-here list failed ({type(exc).__name__}: {exc})")
     try:
         result.checklist = build_checklist(result)
     except Exception as exc:

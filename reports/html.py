@@ -1,11 +1,13 @@
 """``report.html``: one self-contained readiness report (inline CSS, SVG and JS, no network).
 
-The page renders the finished scan result: the score and why, charts of APIs by status,
-findings by category and the files with the most findings, the torch APIs with their
-MindSpore targets, the findings with their source lines, the skeleton runs and the
-checklist. Filters by category, severity and file run in plain JavaScript and follow the
-URL hash (``report.html#category=dynamic-shape&severity=error``), so a filtered view can be
-bookmarked or shared as a link to the local file.
+The page renders the finished scan result: "start here" (the port's blockers, most
+costly first), the score and why, charts of APIs by status and findings by category, the
+files that need the most work (a sortable table), the findings grouped by cause (one item
+per rule and API, its places folded) in order of severity and where the code runs, the
+torch APIs with their MindSpore targets, the skeleton runs, the checklist and the
+documentation of the rules found. Filters by category, severity and file run in plain
+JavaScript and follow the URL hash (``report.html#category=dynamic-shape&severity=error``),
+so a filtered view can be bookmarked or shared as a link to the local file.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from markupsafe import Markup, escape
 
 from msready.analyzer.apitable import load_table
 from msready.analyzer.findings import Category, Finding, Severity
-from msready.analyzer.result import ApiUse, ChecklistItem, ScanResult
-from msready.analyzer.score import finding_cost, uses_torch
+from msready.analyzer.result import ApiUse, Cause, ChecklistItem, ScanResult
+from msready.analyzer.score import uses_torch
 
 STATUS_ORDER = ("consistent", "differs", "missing", "unknown")
 STATUS_COLOURS = {"consistent": "#2e7d32", "differs": "#f9a825", "missing": "#c62828",
@@ -29,7 +31,8 @@ STATUS_COLOURS = {"consistent": "#2e7d32", "differs": "#f9a825", "missing": "#c6
 SEVERITY_COLOURS = {"error": "#c62828", "warning": "#ef6c00", "info": "#1e88e5"}
 CONTEXT_LINES = 2
 MAX_CONTEXT = 12
-TOP_FILES = 10
+MAX_FILES = 25
+MAX_BLOCKERS = 12
 MAX_LOCATIONS = 8
 
 
@@ -43,13 +46,30 @@ class CodeLine:
 
 
 @dataclass(slots=True)
-class FindingView:
-    """A finding with the source lines around it and its rule-documentation link."""
+class PlaceView:
+    """One place of a cause: where, its message when it differs, how a forward reaches it."""
 
-    finding: Finding
+    where: str
+    path: str
+    message: str | None
+    trace: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class CauseView:
+    """A cause (one rule on one API or construct) with the source lines of its first
+    place, every place, and the files it touches."""
+
+    cause: Cause
     where: str
     lines: list[CodeLine]
-    doc: str
+    places: list[PlaceView]
+    files: list[str]
+
+    @property
+    def finding(self) -> Finding:
+        """The first finding of the cause."""
+        return self.cause.findings[0]
 
 
 @dataclass(slots=True)
@@ -103,24 +123,20 @@ def code_lines(lines: SourceLines, finding: Finding) -> list[CodeLine]:
     return [CodeLine(n, source[n - 1], loc.line <= n <= end) for n in range(first, last + 1)]
 
 
-def finding_views(result: ScanResult) -> list[tuple[Category, list[FindingView]]]:
-    """Findings grouped by category, each with its source lines."""
-    groups: list[tuple[Category, list[FindingView]]] = []
+def cause_views(result: ScanResult) -> list[CauseView]:
+    """The causes in the order the analysis ranked them, each with its places."""
     lines = SourceLines(result)
-    for category in Category:
-        views = [FindingView(f, where(f.location.path, f.location.line, f.location.cell),
-                             code_lines(lines, f), f"docs/rules.md#{f.rule.lower()}")
-                 for f in result.findings if f.category is category]
-        if views:
-            groups.append((category, views))
-    return groups
-
-
-def rule_counts(views: list[FindingView]) -> list[tuple[str, str, int]]:
-    """The rules of a category's findings, most frequent first: (id, name, count)."""
-    counts = Counter((v.finding.rule, v.finding.rule_name) for v in views)
-    return [(rule, name, n) for (rule, name), n in
-            sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    views = []
+    for cause in result.causes:
+        first = cause.findings[0]
+        loc = first.location
+        places = [PlaceView(where(f.location.path, f.location.line, f.location.cell),
+                            f.location.path, f.message if f.message != first.message else None,
+                            f.trace) for f in cause.findings]
+        views.append(CauseView(cause, where(loc.path, loc.line, loc.cell),
+                               code_lines(lines, first), places,
+                               sorted({f.location.path for f in cause.findings})))
+    return views
 
 
 def status_donut(apis: list[ApiUse]) -> list[dict[str, Any]]:
@@ -166,17 +182,6 @@ def category_bars(findings: list[Finding]) -> list[ChartBar]:
         if counts:
             rows.append((category.value, category.value, counts))
     return _bars("category", rows)
-
-
-def file_bars(findings: list[Finding]) -> list[ChartBar]:
-    """The files whose findings cost the most (as the score weighs them), split by severity."""
-    per_file: dict[str, Counter[str]] = {}
-    cost: dict[str, float] = {}
-    for f in findings:
-        per_file.setdefault(f.location.path, Counter())[f.severity.value] += 1
-        cost[f.location.path] = cost.get(f.location.path, 0.0) + finding_cost(f)
-    ranked = sorted(per_file, key=lambda path: (-cost[path], path))[:TOP_FILES]
-    return _bars("file", [(path, path, per_file[path]) for path in ranked])
 
 
 def api_rows(result: ScanResult) -> list[dict[str, Any]]:
@@ -234,7 +239,6 @@ def _environment() -> Environment:
     env = Environment(loader=PackageLoader("msready.reports", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["ticks"] = ticks
-    env.filters["rule_counts"] = rule_counts
     env.filters["pct"] = lambda value: f"{100 * float(value):.0f}%"
     return env
 
@@ -252,8 +256,12 @@ def context(result: ScanResult) -> dict[str, Any]:
         "donut": status_donut(result.apis),
         "api_total": len(result.apis),
         "category_bars": category_bars(result.findings),
-        "file_bars": file_bars(result.findings),
-        "groups": finding_views(result),
+        "causes": cause_views(result),
+        "blockers": result.blockers[:MAX_BLOCKERS],
+        "more_blockers": max(0, len(result.blockers) - MAX_BLOCKERS),
+        "files_work": result.files_work[:MAX_FILES],
+        "more_files": max(0, len(result.files_work) - MAX_FILES),
+        "rule_docs": [result.rule_docs[k] for k in sorted(result.rule_docs)],
         "categories": [c.value for c in Category],
         "severities": [s.value for s in Severity],
         "severity_counts": severities,

@@ -6,15 +6,16 @@ import json
 from typing import Any
 
 from msready.analyzer.findings import Category, Finding, Severity
-from msready.analyzer.result import ScanResult
+from msready.analyzer.result import ApiLocation, ScanResult
 
 SCHEMA_VERSION = "1.0"
 
 
-def finding_dict(finding: Finding) -> dict[str, Any]:
-    """One finding in the schema's shape."""
+def finding_dict(finding: Finding, fingerprint: str | None = None) -> dict[str, Any]:
+    """One finding in the schema's shape; ``fingerprint`` is its stable identity
+    (``ScanResult.fingerprints``), which ``--baseline`` compares."""
     loc = finding.location
-    return {
+    row = {
         "rule": finding.rule,
         "rule_name": finding.rule_name,
         "category": finding.category.value,
@@ -32,6 +33,9 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "trace": list(finding.trace),
         "where": finding.where,
     }
+    if fingerprint is not None:
+        row["fingerprint"] = fingerprint
+    return row
 
 
 def to_dict(result: ScanResult) -> dict[str, Any]:
@@ -43,6 +47,7 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
         by_severity[finding.severity.value] += 1
     score = result.score
     src = result.source
+    prints = result.fingerprints()
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "msready", "version": result.tool_version,
@@ -72,8 +77,8 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
             "apis": {status: sum(1 for a in result.apis if a.status == status)
                      for status in ("consistent", "differs", "missing", "unknown")},
         },
-        "findings": [finding_dict(f) for f in result.findings],
-        "suppressed": [finding_dict(f) for f in result.suppressed],
+        "findings": [finding_dict(f, prints[f]) for f in result.findings],
+        "suppressed": [finding_dict(f, prints[f]) for f in result.suppressed],
         "apis": [
             {
                 "symbol": api.symbol,
@@ -99,8 +104,29 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
              "error": s.error, "max_abs_diff": s.max_abs_diff}
             for s in result.skeletons
         ],
+        "start_here": [
+            {"kind": b.kind, "title": b.title, "subject": b.subject, "count": b.count,
+             "cause": b.cause, "places": [_place(p) for p in b.places]}
+            for b in result.blockers
+        ],
+        "causes": [
+            {"id": c.id, "rule": c.rule, "rule_name": c.rule_name,
+             "category": c.category.value, "severity": c.severity.value, "runs": c.where,
+             "symbol": c.symbol, "count": c.count, "graph_count": c.graph_count,
+             "message": c.message, "fingerprints": [prints[f] for f in c.findings]}
+            for c in result.causes
+        ],
+        "files": [
+            {"path": w.path, "findings": w.findings, "errors": w.errors,
+             "warnings": w.warnings, "infos": w.infos, "graph": w.graph, "cost": w.cost}
+            for w in result.files_work
+        ],
         "warnings": list(result.warnings),
     }
+
+
+def _place(loc: ApiLocation) -> dict[str, Any]:
+    return {"path": loc.path, "cell": loc.cell, "line": loc.line, "column": loc.column}
 
 
 def render(result: ScanResult) -> str:

@@ -1,16 +1,19 @@
-"""``checklist.md``: the migration checklist, the score and the findings as Markdown.
+"""``checklist.md``: the migration checklist as Markdown, a list a person can work through.
 
-It renders what the scan computed: the score with its parts and formula, the checklist
-section by section (the migration work list included), then the findings per category with
-``path:line`` and the suggestion.
+It renders what the scan computed: "start here" (the port's blockers, most costly first),
+the score with its parts and formula, then the checklist section by section, ending with
+the migration work grouped by cause (one item per rule and API or construct, with its count
+and its places folded). The full finding list stays in ``report.html`` and
+``msready.json``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from msready.analyzer.findings import Category, Finding
 from msready.analyzer.result import ChecklistItem, ScanResult
+
+MAX_BLOCKERS = 12
 
 
 def escape(text: str) -> str:
@@ -56,6 +59,8 @@ def _checklist_lines(result: ScanResult) -> list[str]:
     if not sections:
         return ["No checklist was built.", ""]
     for section, items in sections.items():
+        if section.startswith(WORK_PREFIX):
+            continue  # rendered by cause, with places, in _work_lines
         lines += [f"### {escape(section)}", ""]
         for item in items:
             if item.path is None:
@@ -67,31 +72,58 @@ def _checklist_lines(result: ScanResult) -> list[str]:
     return lines
 
 
-def _finding_line(finding: Finding) -> str:
-    loc = finding.location
-    text = (f"- {where(loc.path, loc.line, loc.cell)} **{finding.rule} {finding.rule_name}** "
-            f"({finding.severity.value}, {finding.confidence.value} confidence) "
-            f"`{escape(finding.symbol)}`: {escape(finding.message)}  \n"
-            f"  Fix: {escape(finding.suggestion)}")
-    if finding.trace:
-        text += f"  \n  Reached from: {escape(' → '.join(finding.trace))}"
-    return text
+WORK_PREFIX = "Migration work"
+MAX_PLACES = 50
+INLINE_PLACES = 3
 
 
-def _findings_lines(result: ScanResult) -> list[str]:
-    if not result.findings:
-        return ["No findings.", ""]
-    lines: list[str] = []
-    for category in Category:
-        group = [f for f in result.findings if f.category is category]
-        if group:
-            lines += [f"### {category.value} ({len(group)})", ""]
-            lines += [_finding_line(f) for f in group]
-            lines.append("")
+def _start_lines(result: ScanResult) -> list[str]:
+    if not result.blockers:
+        return ["No blocker found: no API without a counterpart or workaround, no "
+                "second-order chain through an unsupported op, no dynamic shape in the graph, "
+                "no custom C++/CUDA operator and no third-party torch library.", ""]
+    lines = []
+    for i, b in enumerate(result.blockers[:MAX_BLOCKERS], 1):
+        first = b.places[0] if b.places else None
+        at = f", first at {where(first.path, first.line, first.cell)}" if first else ""
+        anchor = f" ([places](#{b.cause}))" if b.cause else ""
+        lines.append(f"{i}. **{escape(b.title)}**: `{escape(b.subject)}`, {b.count} "
+                     f"place{'s' * (b.count != 1)}{at}{anchor}")
+    if len(result.blockers) > MAX_BLOCKERS:
+        lines.append(f"\n{len(result.blockers) - MAX_BLOCKERS} more blockers: see report.html.")
+    return [*lines, ""]
+
+
+def _work_lines(result: ScanResult) -> list[str]:
+    """The migration work by cause: one check box per cause, its places folded."""
+    lines = ["## Migration work by cause", "",
+             "One item per cause (a rule on one API or construct), most urgent first: "
+             "severity × where the code runs.", ""]
+    if not result.causes:
+        return [*lines, "No findings.", ""]
+    for cause in result.causes:
+        count = f"{cause.count} place{'s' * (cause.count != 1)}"
+        if cause.graph_count:
+            count += f", {cause.graph_count} reached from a forward"
+        lines.append(f'- [ ] <a id="{cause.id}"></a>**{cause.rule} {escape(cause.rule_name)}** '
+                     f"`{escape(cause.symbol)}` ({cause.severity.value}, runs in {cause.where}; "
+                     f"{count}): {escape(cause.message)}  ")
+        lines.append(f"  Fix: {escape(cause.suggestion)}  ")
+        if cause.count <= INLINE_PLACES:
+            lines.append("  At " + ", ".join(where(f.location.path, f.location.line,
+                                                   f.location.cell) for f in cause.findings))
+        else:
+            places = [where(f.location.path, f.location.line, f.location.cell)
+                      for f in cause.findings[:MAX_PLACES]]
+            more = cause.count - len(places)
+            lines += ["", f"  <details><summary>{cause.count} places</summary>", "",
+                      "  " + ", ".join(places) + (f", ... {more} more" if more > 0 else ""),
+                      "", "  </details>"]
+        lines.append("")
     if result.suppressed:
-        count = len(result.suppressed)
-        verb = "finding is" if count == 1 else "findings are"
-        lines += [f"{count} {verb} suppressed by `# msready: ignore` comments or "
+        hidden = len(result.suppressed)
+        verb = "finding is" if hidden == 1 else "findings are"
+        lines += [f"{hidden} {verb} suppressed by `# msready: ignore` comments or "
                   "`[tool.msready]` configuration.", ""]
     return lines
 
@@ -104,11 +136,14 @@ def render(result: ScanResult) -> str:
             f"{src.files_scanned} files, {src.lines} lines, {src.files_failed} unreadable")
     if src.commit:
         meta += f"; commit `{src.commit[:12]}`"
-    lines = [head, "", meta, "", "## Readiness", "", *_score_lines(result),
+    lines = [head, "", meta, "", "## Start here", "",
+             "The blockers of this port, most costly first.", "", *_start_lines(result),
+             "## Readiness", "", *_score_lines(result),
              "## Checklist", "",
              "Items with a location were read from the code (check them off as you port "
-             "them); items marked \"not found\" are not shown by the code.", "",
-             *_checklist_lines(result), "## Findings", "", *_findings_lines(result)]
+             "them); items marked \"not found\" are not shown by the code. The full finding "
+             "list is in report.html and msready.json.", "",
+             *_checklist_lines(result), *_work_lines(result)]
     if result.warnings:
         lines += ["## Warnings", "", *(f"- {escape(w)}" for w in result.warnings), ""]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -8,16 +8,15 @@ its section of ``docs/rules.md``), one result per finding. Findings suppressed b
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
-from collections import Counter
 from typing import Any
 
 from msready.analyzer.config import suppressed_by_comment
-from msready.analyzer.findings import Category, Finding, Severity
+from msready.analyzer.findings import FINGERPRINT_VERSION, Category, Finding, Severity
 from msready.analyzer.result import ScanResult
 from msready.rules.base import Rule
+from msready.rules.docs import rule_doc_url
 from msready.rules.registry import all_rules
 
 SARIF_VERSION = "2.1.0"
@@ -37,8 +36,9 @@ ENGINE_RULES: tuple[tuple[str, str, Category, Severity, str], ...] = (
 
 
 def help_uri(rule_id: str) -> str:
-    """The rule's section of the generated rule documentation."""
-    return f"docs/rules.md#{rule_id.lower()}"
+    """The rule's section of the published rule documentation (an absolute URI, as SARIF
+    consumers require)."""
+    return rule_doc_url(rule_id)
 
 
 def _descriptor(rule_id: str, name: str, category: Category, severity: Severity,
@@ -67,17 +67,9 @@ def rule_descriptors(rules: tuple[type[Rule], ...] | None = None) -> list[dict[s
     return out
 
 
-def fingerprint_key(finding: Finding) -> str:
-    """What identifies a finding across edits that move lines (rule, file, cell, symbol,
-    message)."""
-    loc = finding.location
-    return "\0".join((finding.rule, loc.path, str(loc.cell or ""), finding.symbol,
-                      finding.message))
-
-
-def result_entry(finding: Finding, index: dict[str, int], occurrence: int = 0) -> dict[str, Any]:
-    """One SARIF result for a finding; ``occurrence`` counts earlier findings with the same
-    fingerprint key in the file, so that repeated findings keep distinct fingerprints."""
+def result_entry(finding: Finding, index: dict[str, int], fingerprint: str) -> dict[str, Any]:
+    """One SARIF result for a finding, with its stable fingerprint
+    (:func:`msready.analyzer.findings.fingerprints`)."""
     loc = finding.location
     region: dict[str, int] = {"startLine": max(1, loc.line), "startColumn": max(1, loc.column)}
     if loc.end_line >= loc.line:
@@ -104,8 +96,7 @@ def result_entry(finding: Finding, index: dict[str, int], occurrence: int = 0) -
             "artifactLocation": {"uri": loc.path, "uriBaseId": SRCROOT},
             "region": region,
         }}],
-        "partialFingerprints": {"msready/v1": hashlib.sha256(
-            f"{fingerprint_key(finding)}\0{occurrence}".encode()).hexdigest()[:32]},
+        "partialFingerprints": {FINGERPRINT_VERSION: fingerprint},
         "properties": properties,
     }
     if finding.rule in index:
@@ -124,12 +115,9 @@ def to_sarif(result: ScanResult) -> dict[str, Any]:
     """The SARIF log as plain JSON-ready data."""
     rules = rule_descriptors()
     index = {rule["id"]: i for i, rule in enumerate(rules)}
-    seen: Counter[str] = Counter()
-    results = []
-    for finding in [*result.findings, *result.suppressed]:
-        key = fingerprint_key(finding)
-        results.append(result_entry(finding, index, seen[key]))
-        seen[key] += 1
+    prints = result.fingerprints()
+    results = [result_entry(finding, index, prints[finding])
+               for finding in [*result.findings, *result.suppressed]]
     for entry, finding in zip(results[len(result.findings):], result.suppressed, strict=True):
         entry["suppressions"] = [_suppression(result, finding)]
     score = result.score

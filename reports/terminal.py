@@ -15,7 +15,8 @@ _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Sever
 
 
 def print_summary(result: ScanResult, console: Console, written: list[str], top: int = 10) -> None:
-    """Score, counts by category, the first findings and the files written."""
+    """Score, the start-here blockers, counts by category, the most urgent causes (one line
+    per rule and API, with its count of places) and the files written."""
     src = result.source
     score = result.score
     head = f"[bold]msready[/bold] {escape(src.input)}"
@@ -28,6 +29,18 @@ def print_summary(result: ScanResult, console: Console, written: list[str], top:
         colour = "green" if score.value >= 80 else "yellow" if score.value >= 50 else "red"
         console.print(f"  readiness score: [bold {colour}]{score.value}/100[/] "
                       f"(confidence {score.confidence})")
+    if result.blockers:
+        console.print("  [bold]start here[/bold] (the port's blockers, most costly first):")
+        for i, b in enumerate(result.blockers[:top], 1):
+            first = b.places[0] if b.places else None
+            at = "" if first is None else f" {first.path}:{first.line}"
+            console.print(f"  {i}. {escape(b.title)}: {escape(b.subject)}, {b.count} "
+                          f"place{'s' * (b.count != 1)}{escape(at)}", highlight=False,
+                          soft_wrap=True)
+        if len(result.blockers) > top:
+            console.print(f"  ... and {len(result.blockers) - top} more blockers (report.html)")
+    else:
+        console.print("  start here: no blocker found; work through the causes below")
     statuses = Counter(api.status for api in result.apis)
     console.print("  torch APIs: " + ", ".join(
         f"{statuses.get(s, 0)} {s}" for s in ("consistent", "differs", "missing", "unknown")))
@@ -41,17 +54,21 @@ def print_summary(result: ScanResult, console: Console, written: list[str], top:
         for category in sorted({f.category.value for f in result.findings}):
             table.add_row(category, *(str(counts.get((category, s), 0)) for s in Severity))
         console.print(table)
-        rank = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-        worst = sorted(result.findings, key=lambda f: (rank[f.severity], f.sort_key()))
-        for finding in worst[:top]:
-            loc = finding.location
+        causes = result.causes
+        console.print(f"  {len(result.findings)} findings in {len(causes)} causes; "
+                      "the most urgent (severity x where the code runs):")
+        for cause in causes[:top]:
+            loc = cause.findings[0].location
             where = f"{loc.path}:{loc.line}:{loc.column}" if loc.cell is None else (
                 f"{loc.path}[cell {loc.cell}]:{loc.line}:{loc.column}")
-            style = _SEVERITY_STYLE[finding.severity]
-            console.print(f"  [{style}]{finding.rule}[/] {escape(where)} "
-                          f"{escape(finding.message)}", highlight=False, soft_wrap=True)
-        if len(result.findings) > top:
-            console.print(f"  ... and {len(result.findings) - top} more findings")
+            style = _SEVERITY_STYLE[cause.severity]
+            count = f"x{cause.count}" + (f" ({cause.graph_count} in the graph)"
+                                         if cause.graph_count else "")
+            console.print(f"  [{style}]{cause.rule}[/] {escape(cause.symbol)} {count} "
+                          f"{escape(where)}: {escape(cause.message)}", highlight=False,
+                          soft_wrap=True)
+        if len(causes) > top:
+            console.print(f"  ... and {len(causes) - top} more causes (report.html)")
     else:
         console.print("  no findings")
     if result.suppressed:

@@ -2,8 +2,9 @@
 
 Each rule's docstring gives the three parts (what it flags, why MindSpore cares, how to
 migrate) and its ``VALID`` / ``INVALID`` examples become the code blocks, so the page and
-the tests can never disagree. Every rule has an HTML anchor ``<a id="ms201"></a>`` that
-the HTML report links to (``docs/rules.md#ms201``).
+the tests can never disagree. Every rule has an HTML anchor ``<a id="ms201"></a>``; SARIF
+``helpUri`` and the HTML report link to it on the published page (:func:`rule_doc_url`),
+and ``msready rule MS201`` prints one rule's section (:func:`rule_text`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from msready.rules.base import Example, Rule
 from msready.rules.registry import all_rules
 
 DOCS_PATH = "docs/rules.md"
+# Where docs/rules.md is published; the ``Documentation`` URL in pyproject.toml's
+# ``[project.urls]`` (a test keeps the two equal). SARIF ``helpUri`` must be absolute.
+DOCS_URL = "https://github.com/msready/msready/blob/main/docs/rules.md"
 REGENERATE = "python tools/gen_rule_docs.py"
 FAMILY_TITLES = {
     Category.API_MAPPING: "API mapping (1xx)",
@@ -42,6 +46,11 @@ BUILTIN_FINDINGS = (
 def rule_anchor(rule_id: str) -> str:
     """The HTML anchor of a rule's section (``ms201``)."""
     return rule_id.lower()
+
+
+def rule_doc_url(rule_id: str) -> str:
+    """The absolute URL of a rule's section of the published rule documentation."""
+    return f"{DOCS_URL}#{rule_anchor(rule_id)}"
 
 
 def docstring_parts(rule: type[Rule]) -> list[str]:
@@ -130,3 +139,19 @@ def render_rule_docs(rules: Sequence[type[Rule]] | None = None) -> str:
         lines += [f'<a id="{rule_anchor(rule_id)}"></a>', "", f"### {rule_id} `{name}`", "",
                   text, ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def rule_text(rule_id: str, rules: Sequence[type[Rule]] | None = None) -> str | None:
+    """One rule's documentation (what it flags, why MindSpore cares, how to migrate, its
+    examples) as Markdown, for ``msready rule MS201``; a rule name (``masked-select``) works
+    too. None when no rule or engine finding has that id or name."""
+    wanted = rule_id.strip().lower()
+    for rule in rules if rules is not None else all_rules():
+        if wanted in (rule.id.lower(), rule.name.lower()):
+            lines = _rule_section(rule)[2:]  # without the HTML anchor
+            return "\n".join([*lines, f"Online: {rule_doc_url(rule.id)}"]) + "\n"
+    for builtin_id, name, text in BUILTIN_FINDINGS:
+        if wanted in (builtin_id.lower(), name):
+            return (f"### {builtin_id} `{name}`\n\n{text}\n\n"
+                    f"Online: {rule_doc_url(builtin_id)}\n")
+    return None

@@ -58,10 +58,15 @@ def _location(rc: ResolvedCall) -> Location:
 
 
 def _where(rc: ResolvedCall) -> str:
-    """``losses.py:12``, or ``train.ipynb cell 3, line 4`` in a notebook."""
-    if rc.call.cell is not None:
-        return f"{rc.file.path} cell {rc.call.cell}, line {rc.call.span.line}"
-    return f"{rc.file.path}:{rc.call.span.line}"
+    """``losses.py (in `gradient_penalty`)``: the file and the enclosing function, never a
+    line number, so that the message (and the finding's identity) survives moved code."""
+    module = rc.file.module
+    caller = rc.call.caller
+    if module and caller.startswith(module + "."):
+        caller = caller[len(module) + 1:]
+    if not caller or caller == module or caller == "<module>":
+        return rc.file.path
+    return f"{rc.file.path} (in `{caller}`)"
 
 
 def _summary(repo: RepositoryModel, chain: Chain, backend: str, measured_on: str) -> str:

@@ -179,9 +179,7 @@ class MamlFlow(FileRule):
         consumer = (after or consumers)[0] if consumers else None
         returned = next((ret for ret, used in flow.returns if used & fast), None)
         if consumer is not None:
-            span = self.ctx.span(consumer)
-            use = (f"that feed `{self.ctx.text(consumer.func)}` at "
-                   f"{f'line {span.line}' if span else 'a later call'}")
+            use = f"that feed a later call of `{self.ctx.text(consumer.func)}`"
         elif returned is not None:
             use = "that the function returns for a functional forward"
         else:

@@ -226,7 +226,7 @@ class CallIndex:
         site = replace(site, first_order_calls=quiet)
         for rc, args in passed:
             if args and args[0].is_literal and args[0].literal:
-                where = f"{rc.file.path}:{rc.call.span.line}"
+                where = rc.file.path
                 return replace(site, flag=Flag("yes", flag.text),
                                how=f"create_graph={flag.text}, passed as True at {where}")
         return site

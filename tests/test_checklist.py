@@ -55,24 +55,112 @@ class Detector(nn.Module):
 '''
 
 
-def test_structure_top_level_roles_and_leaves_first() -> None:
+def test_structure_is_the_tree_of_the_top_level_network() -> None:
     result = _scan({"net.py": NETWORK})
     structure = "Network structure"
     tops = [c for c in _items(result, structure) if c.item.startswith("top-level")]
     assert [(c.item, c.path, c.line) for c in tops] == [
         ("top-level network Detector", "net.py", 22)]
-    assert tops[0].value == "holds self.backbone: Stage, self.neck: Neck"
-    order = [c.item for c in _items(result, structure) if c.item.startswith("Module ")]
-    assert order.index("Module Conv") < order.index("Module Stage") < order.index("Module Detector")
-    assert order.index("Module Neck") < order.index("Module Detector")
-    assert _values(result, structure, "Module Conv") == [
-        ("leaf: uses no other Module class of the repository", "net.py", 4)]
-    assert _values(result, structure, "Module Stage")[0][0] == "holds self.blocks: Conv"
+    assert tops[0].value == "holds backbone: Stage [blocks: Conv]; neck: Neck [fuse: Conv]"
+    # One item for the leaves, not one item per Module class.
+    assert not [c for c in _items(result, structure) if c.item.startswith("Module ")]
+    assert _values(result, structure, "leaf Modules (1)") == [
+        ("hold no other Module of the repository: Conv", "net.py", 4)]
     assert _values(result, structure, "backbone") == [("Stage (self.backbone of Detector)",
                                                        "net.py", 10)]
     assert _values(result, structure, "neck") == [("Neck (self.neck of Detector)", "net.py", 16)]
     # cls_head holds a torch layer, not a repository Module: the head is not shown.
     assert _values(result, structure, "head") == [(NOT_FOUND, None, None)]
+
+
+DETECTOR = {
+    "models/parts.py": '''\
+import torch.nn as nn
+
+
+class Conv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+
+
+class Backbone(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = Conv()
+        self.stage = Conv()
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cls = Conv()
+''',
+    "models/detector.py": '''\
+import torch.nn as nn
+from models.parts import Backbone, Head
+
+
+class Detector(nn.Module):
+    def __init__(self, backbone=None, head=None):
+        super().__init__()
+        if backbone is None:
+            backbone = Backbone()
+        if head is None:
+            head = Head()
+        self.backbone = backbone
+        self.head = head
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+''',
+}
+
+
+def test_parts_passed_in_by_the_caller_are_held() -> None:
+    # No defaults in __init__: only the call site says what the detector holds.
+    result = _scan({
+        "models/parts.py": DETECTOR["models/parts.py"],
+        "models/detector.py": '''\
+import torch.nn as nn
+
+
+class Detector(nn.Module):
+    def __init__(self, backbone, head):
+        super().__init__()
+        self.backbone = backbone
+        self.head = head
+''',
+        "build.py": '''\
+from models.detector import Detector
+from models.parts import Backbone, Head
+
+
+def build():
+    backbone = Backbone()
+    return Detector(backbone, Head())
+''',
+    })
+    tops = [(c.item, c.value) for c in _items(result, "Network structure")
+            if c.item.startswith("top-level")]
+    assert tops == [("top-level network Detector",
+                     "holds backbone: Backbone [stage, stem: Conv]; head: Head [cls: Conv]")]
+
+
+def test_a_detector_built_from_its_arguments_is_the_top_level_network() -> None:
+    # The parts arrive as constructor arguments; __init__ builds the defaults. The
+    # detector holds the most, so it is the top-level network, not a leaf.
+    result = _scan(DETECTOR)
+    structure = "Network structure"
+    tops = [(c.item, c.value, c.path, c.line) for c in _items(result, structure)
+            if c.item.startswith(("top-level", "other network"))]
+    assert tops == [("top-level network Detector",
+                     "holds backbone: Backbone [stage, stem: Conv]; head: Head [cls: Conv]",
+                     "models/detector.py", 5)]
+    assert _values(result, structure, "leaf Modules (1)")[0][0] == (
+        "hold no other Module of the repository: Conv")
+    assert _values(result, structure, "head") == [("Head (self.head of Detector)",
+                                                   "models/parts.py", 17)]
 
 
 def test_no_module_class_is_not_found() -> None:
@@ -153,7 +241,7 @@ def test_training_parameters_from_argparse_and_loader() -> None:
     assert _values(result, training, "batch size") == [
         ("--batch-size: default 64", "train.py", 23),
         ("DataLoader batch_size=args.batch_size", "train.py", 29)]
-    assert _values(result, training, "weight decay") == [("--wd: default 5e-4", "train.py", 26)]
+    assert _values(result, "Optimizer", "weight decay") == [("--wd: default 5e-4", "train.py", 26)]
     # A positional "lr" argument is no option with a default; --epochs-per-eval is no epochs.
     assert _values(result, training, "learning rate") == [(NOT_FOUND, None, None)]
     assert _values(result, training, "seed") == [("torch.manual_seed(0)", "train.py", 33)]
@@ -165,9 +253,9 @@ def test_training_parameters_from_constants_and_config_dicts() -> None:
         "model.py": "import torch\nx = torch.zeros(1)\n",
     })
     training = "Training parameters"
-    assert _values(result, training, "epochs") == [("EPOCHS: 90", "config.py", 1)]
-    assert _values(result, training, "batch size") == [("batch_size: 32", "config.py", 2)]
-    assert _values(result, training, "learning rate") == [("lr: 0.05", "config.py", 3)]
+    assert _values(result, training, "epochs") == [("EPOCHS = 90", "config.py", 1)]
+    assert _values(result, training, "batch size") == [("batch_size = 32", "config.py", 2)]
+    assert _values(result, training, "learning rate") == [("lr = 0.05", "config.py", 3)]
 
 
 def test_lookalike_optimizer_of_the_repository_is_not_torch() -> None:
@@ -275,22 +363,25 @@ class Root(nn.Module):
 }
 
 
-def test_work_list_orders_leaves_first_and_locates_classes() -> None:
+def test_work_list_has_one_item_per_cause_with_its_count() -> None:
     from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
+    from msready.analyzer.priorities import prioritise
 
     result = _scan(WORK)
 
-    def finding(line: int, function: str) -> Finding:
+    def finding(line: int, function: str | None) -> Finding:
         return Finding("MS201", "nonzero", Category.DYNAMIC_SHAPE, Severity.ERROR,
                        Confidence.HIGH, Location("net.py", line, 9, line, 20), "torch.nonzero",
-                       "m", "s", function=function)
+                       "`nonzero` has a data-dependent shape.", "s", function=function)
 
-    result.findings = [finding(15, "net.Root.forward"), finding(7, "net.Leaf.forward"),
-                       finding(1, "helpers")]
-    work = [(c.item, c.path, c.line) for c in build_checklist(result)
+    result.findings = [finding(7, "net.Leaf.forward"), finding(15, "net.Root.forward"),
+                       finding(1, None)]
+    prioritise(result)
+    work = [(c.item, c.value, c.path, c.line) for c in build_checklist(result)
             if c.section == "Migration work: dynamic-shape"]
-    assert work == [("Module Leaf", "net.py", 5), ("Module Root", "net.py", 10),
-                    ("net.py", "net.py", 1)]
+    assert work == [("MS201 nonzero: torch.nonzero",
+                     "3 places, 2 in the graph. `nonzero` has a data-dependent shape.",
+                     "net.py", 7)]
 
 
 def test_notebook_items_carry_their_cell() -> None:
@@ -312,11 +403,13 @@ def test_notebook_items_carry_their_cell() -> None:
 
 def test_a_failing_section_is_reported_not_raised() -> None:
     from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
+    from msready.analyzer.priorities import prioritise
 
     result = _scan(TRAIN)
-    result.model.calls.append(None)  # type: ignore[arg-type]  # a model msready cannot read
     result.findings = [Finding("MS601", "device", Category.IDIOM, Severity.INFO, Confidence.HIGH,
                                Location("train.py", 33, 5, 33, 20), "torch.manual_seed", "m", "s")]
+    prioritise(result)
+    result.model.calls.append(None)  # type: ignore[arg-type]  # a model msready cannot read
     checklist = build_checklist(result)
     failed = [c for c in checklist if c.item == "msready could not fill this section"]
     assert {c.section for c in failed} == {
@@ -325,7 +418,7 @@ def test_a_failing_section_is_reported_not_raised() -> None:
     assert all(c.path is None and c.value.startswith("AttributeError") for c in failed)
     # The work list does not read the calls and is still there.
     assert [(c.item, c.line) for c in checklist if c.section == "Migration work: idiom"] == [
-        ("train.py", 33)]
+        ("MS601 device: torch.manual_seed", 33)]
 
 
 def test_hand_written_learning_rate_policy() -> None:
@@ -407,7 +500,8 @@ class Warmup(LRScheduler):
     assert optimizer == [("optimizer class SGD", 5), ("optimizer class AdamW", 5),
                          ("custom optimizer Lamb", 9)]
     policy = [(c.item, c.line) for c in _items(result, "Learning-rate policy")]
-    assert policy == [("scheduler class StepLR", 6), ("custom scheduler Warmup", 14)]
+    assert policy == [("scheduler class StepLR", 6), ("custom scheduler Warmup", 14),
+                      ("warm-up", None)]
 
 
 def test_object_state_and_counters_are_not_training_parameters() -> None:
@@ -422,5 +516,6 @@ def main(args):
     epoch = 0
     args.epochs = 90
 ''')
-    assert _values(result, "Training parameters", "epochs") == [("epochs: 90", "train.py", 9)]
+    assert _values(result, "Training parameters", "epochs") == [("args.epochs = 90", "train.py",
+                                                                 9)]
     assert _values(result, "Training parameters", "seed") == [(NOT_FOUND, None, None)]

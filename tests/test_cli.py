@@ -118,3 +118,51 @@ def test_baseline_fails_only_on_new_findings(make_repo: MakeRepo, tmp_path: Path
                  *common]) == 1
     assert main(["scan", str(repo), "-o", str(tmp_path / "bad"), "--baseline",
                  str(tmp_path / "missing.json"), *common]) == 2
+
+
+def _git_repo(repo: Path) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    return repo.resolve().as_uri()
+
+
+@pytest.mark.parametrize("kind", ["folder", "git URL", "file"])
+def test_fail_under_from_config_is_read_for_every_kind_of_source(
+        make_repo: MakeRepo, tmp_path: Path, kind: str) -> None:
+    repo = make_repo({"m.py": MODEL, "pyproject.toml": "[tool.msready]\nfail-under = 101\n"})
+    source = {"folder": str(repo), "git URL": _git_repo(repo), "file": str(repo / "m.py")}[kind]
+    assert main(["scan", source, "-o", str(tmp_path / "out"), "--format", "json",
+                 "--skeletons", "off", "--no-cache", "-q"]) == 1
+    # The command line wins over the repository's setting.
+    assert main(["scan", source, "-o", str(tmp_path / "out"), "--format", "json",
+                 "--skeletons", "off", "--no-cache", "-q", "--fail-under", "0"]) == 0
+
+
+def test_a_scan_that_fails_creates_no_output_folder(tmp_path: Path) -> None:
+    out = tmp_path / "deep" / "out"
+    assert main(["scan", str(tmp_path / "missing"), "-o", str(out), "--skeletons", "off"]) == 2
+    assert main(["scan", (tmp_path / "nothing.git").as_uri(), "-o", str(out)]) == 2
+    assert not out.exists() and not (tmp_path / "deep").exists()
+
+
+def test_rule_prints_one_rules_documentation(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rule", "MS201"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("### MS201 `nonzero`")
+    for part in ("**What it flags.**", "**Why MindSpore cares.**", "**How to migrate.**",
+                 "**Reported (INVALID examples)**", "```python"):
+        assert part in text
+    assert text.rstrip().endswith("docs/rules.md#ms201")
+    assert main(["rule", "masked-select"]) == 0
+    assert capsys.readouterr().out.startswith("### MS202 `masked-select`")
+    assert main(["rule", "MS000"]) == 0
+    assert "parse-error" in capsys.readouterr().out
+
+
+def test_rule_unknown_is_a_one_line_error() -> None:
+    proc = run("rule", "MS999")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("msready: error: no rule 'MS999'; the rules are listed in "
+                                   "docs/rules.md")

@@ -40,6 +40,8 @@ def result() -> ScanResult:
         function="net.Net.forward")]
     scanned.suppressed = [replace(scanned.findings[0], rule="MS201")]
     from msready.analyzer.checklist import build_checklist
+    from msready.analyzer.priorities import prioritise
+    prioritise(scanned)
     scanned.checklist = build_checklist(scanned)
     return scanned
 
@@ -63,22 +65,40 @@ def test_checklist_sections_with_locations(result: ScanResult) -> None:
     assert "- **neck**: not found" in text
 
 
-def test_work_list_per_category(result: ScanResult) -> None:
+def test_start_here_lists_the_blockers_first(result: ScanResult) -> None:
     text = markdown.render(result)
-    assert "### Migration work: dynamic-shape" in text
-    assert ("- [ ] **Module Net**: 1 finding: MS204 boolean-mask-index line 11 — `net.py:5`"
-            in text)
+    assert text.index("## Start here") < text.index("## Readiness") < text.index("## Checklist")
+    cause = result.causes[0].id
+    assert (f"1. **dynamic shape in the graph**: `x\\[x &gt; 0\\]`, 1 place, first at "
+            f"`net.py:11` ([places](#{cause}))") in text
 
 
-def test_findings_per_category_with_path_line_and_fix(result: ScanResult) -> None:
+def test_work_by_cause_with_path_line_and_fix(result: ScanResult) -> None:
     text = markdown.render(result)
-    assert "### dynamic-shape (1)" in text
-    assert "- `net.py:11` **MS204 boolean-mask-index** (error, high confidence)" in text
-    # Markdown control characters from the code are escaped; code spans survive as text.
-    assert "Boolean mask \\| shape depends on data." in text
-    assert "Fix: Use \\`mindspore.ops.masked\\_fill\\` with a fixed shape." in text
-    assert "Reached from: Net.forward" in text
+    assert "## Migration work by cause" in text
+    assert (f'- [ ] <a id="{result.causes[0].id}"></a>**MS204 boolean-mask-index** '
+            "`x\\[x &gt; 0\\]` (error, runs in graph; 1 place, 1 reached from a forward): "
+            "Boolean mask \\| shape depends on data.") in text
+    assert "  Fix: Use \\`mindspore.ops.masked\\_fill\\` with a fixed shape." in text
+    assert "  At `net.py:11`" in text
     assert "1 finding is suppressed" in text
+    # The checklist is not the full finding list: that stays in the HTML and JSON.
+    assert "## Findings" not in text
+
+
+def test_repeated_work_is_one_item_with_its_places_folded() -> None:
+    scanned = scan_files({"net.py": SOURCE}, target="cpu")
+    one = Finding("MS102", "api-semantics-differ", Category.API_MAPPING, Severity.ERROR,
+                  Confidence.HIGH, Location("net.py", 8, 19, 8, 34), "torch.nn.Linear", "m.", "s")
+    scanned.findings = [one, *(replace(one, location=Location("net.py", line, 7, line, 20))
+                               for line in (14, 11, 12))]
+    from msready.analyzer.priorities import prioritise
+    prioritise(scanned)
+    text = markdown.render(scanned)
+    assert text.count("**MS102 api-semantics-differ**") == 1
+    assert "(error, runs in host; 4 places)" in text
+    assert "<details><summary>4 places</summary>" in text
+    assert "`net.py:8`, `net.py:11`, `net.py:12`, `net.py:14`" in text
 
 
 def test_notebook_locations_name_the_cell() -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+import tomllib
 from importlib import resources
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
@@ -15,6 +18,7 @@ from msready.analyzer.findings import Category, Confidence, Finding, Location, S
 from msready.analyzer.result import ScanResult
 from msready.analyzer.scan import scan_files
 from msready.reports import sarif
+from msready.rules.docs import DOCS_URL
 from msready.rules.registry import all_rules
 
 SOURCE = '''\
@@ -80,7 +84,7 @@ def test_one_rule_per_msready_rule(log: dict[str, Any]) -> None:
     ids = [r["id"] for r in rules]
     assert ids == ["MS000", "MS001", *(r.id for r in all_rules())]
     for descriptor in rules:
-        assert descriptor["helpUri"] == f"docs/rules.md#{descriptor['id'].lower()}"
+        assert descriptor["helpUri"] == f"{DOCS_URL}#{descriptor['id'].lower()}"
         assert descriptor["shortDescription"]["text"]
         assert descriptor["defaultConfiguration"]["level"] in ("error", "warning", "note")
 
@@ -148,8 +152,8 @@ def test_suppressed_findings_are_marked(log: dict[str, Any]) -> None:
 
 def test_fingerprints_are_stable_and_distinct(result: ScanResult, log: dict[str, Any]) -> None:
     again = json.loads(sarif.render(result))
-    prints = [r["partialFingerprints"]["msready/v1"] for r in log["runs"][0]["results"]]
-    assert prints == [r["partialFingerprints"]["msready/v1"] for r in again["runs"][0]["results"]]
+    prints = [r["partialFingerprints"]["msready/v2"] for r in log["runs"][0]["results"]]
+    assert prints == [r["partialFingerprints"]["msready/v2"] for r in again["runs"][0]["results"]]
     assert len(set(prints)) == len(prints)
 
 
@@ -178,3 +182,86 @@ def test_example_repository_scan_is_valid(schema: dict[str, Any]) -> None:
                 if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
                     ".ipynb")]
     assert notebook and all("cell" in r["properties"] for r in notebook)
+
+
+# ----- the rules real SARIF consumers apply beyond the schema ---------------------------------
+
+
+def _absolute(uri: str) -> bool:
+    parts = urlsplit(uri)
+    return bool(parts.scheme) and (bool(parts.netloc) or parts.scheme == "file")
+
+
+def sarif_rule_errors(log: dict[str, Any]) -> list[str]:
+    """What the SARIF multitool's validation rules (SARIF1xxx, the errors) reject that the
+    JSON schema lets through: relative or malformed URIs where an absolute one is required
+    (SARIF1002 / SARIF1005), uriBaseIds whose artifact URIs are not relative (SARIF1004),
+    inconsistent regions (SARIF1007), rule indexes out of range or naming another rule
+    (SARIF1009 / SARIF1010), and a $schema that is not the final 2.1.0 one (SARIF1011)."""
+    errors = []
+    if not _absolute(log.get("$schema", "")) or "2.1.0" not in log["$schema"]:
+        errors.append("SARIF1011: $schema is not the absolute 2.1.0 schema URI")
+    for run in log["runs"]:
+        rules = run["tool"]["driver"].get("rules", [])
+        for rule in rules:
+            uri = rule.get("helpUri")
+            if uri is not None and not _absolute(uri):
+                errors.append(f"SARIF1002: {rule['id']} helpUri {uri!r} is not absolute")
+            if "/" in rule["id"]:
+                errors.append(f"SARIF1001: rule id {rule['id']!r} contains '/'")
+        for base, value in run.get("originalUriBaseIds", {}).items():
+            uri = value.get("uri")
+            if uri is not None and (not _absolute(uri) or not uri.endswith("/")):
+                errors.append(f"SARIF1004: uriBaseId {base} uri {uri!r}")
+        for result in run["results"]:
+            index = result.get("ruleIndex")
+            named = rules[index]["id"] if index is not None and index < len(rules) else None
+            if index is not None and named != result["ruleId"]:
+                errors.append(f"SARIF1010: ruleIndex {index} does not name {result['ruleId']}")
+            for location in result.get("locations", []):
+                physical = location["physicalLocation"]
+                artifact = physical["artifactLocation"]
+                uri = artifact["uri"]
+                if "uriBaseId" in artifact and (_absolute(uri) or uri.startswith("/")):
+                    errors.append(f"SARIF1004: {uri!r} has a uriBaseId but is absolute")
+                if "uriBaseId" not in artifact and not _absolute(uri):
+                    errors.append(f"SARIF1004: {uri!r} is relative without a uriBaseId")
+                if " " in uri or "\\" in uri:
+                    errors.append(f"SARIF1002: {uri!r} is not a valid URI")
+                region = physical.get("region", {})
+                start, end = region.get("startLine", 1), region.get("endLine")
+                if end is not None and end < start:
+                    errors.append(f"SARIF1007: endLine {end} before startLine {start}")
+                if (end in (None, start) and "endColumn" in region
+                        and region["endColumn"] < region.get("startColumn", 1)):
+                    errors.append("SARIF1007: endColumn before startColumn")
+    return errors
+
+
+def test_strict_rules_reject_what_the_multitool_rejects(log: dict[str, Any]) -> None:
+    broken = copy.deepcopy(log)
+    broken["runs"][0]["tool"]["driver"]["rules"][0]["helpUri"] = "docs/rules.md#ms000"
+    assert sarif_rule_errors(broken) == [
+        "SARIF1002: MS000 helpUri 'docs/rules.md#ms000' is not absolute"]
+    broken = copy.deepcopy(log)
+    broken["runs"][0]["results"][0]["ruleIndex"] = 1
+    assert sarif_rule_errors(broken)[0].startswith("SARIF1010")
+
+
+def test_a_real_scan_passes_schema_and_strict_rules(schema: dict[str, Any]) -> None:
+    from msready.analyzer.scan import ScanOptions, scan
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "tinynet"
+    scanned = scan(str(example), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    log = json.loads(sarif.render(scanned))
+    jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker()).validate(log)
+    assert sarif_rule_errors(log) == []
+    uris = {r["helpUri"] for r in log["runs"][0]["tool"]["driver"]["rules"]}
+    assert all(u.startswith("https://") for u in uris)
+
+
+def test_help_uri_is_the_documentation_url_of_the_project() -> None:
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml")
+                              .read_text(encoding="utf-8"))
+    assert pyproject["project"]["urls"]["Documentation"] == DOCS_URL
+    assert sarif.help_uri("MS201") == f"{DOCS_URL}#ms201"

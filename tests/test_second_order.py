@@ -436,7 +436,7 @@ def use(model, x):
 def test_create_graph_decided_by_the_callers() -> None:
     assert _ours(_scan(PASS_THROUGH.format(flag="False"))) == []
     [site] = _ours(_scan(PASS_THROUGH.format(flag="create_graph=True")), "MS401")
-    assert "passed as True at example.py:9" in site.message
+    assert "passed as True at example.py)" in site.message
     assert site.confidence.value == "high"
     [site] = _ours(_scan(PASS_THROUGH.format(flag="flag")), "MS401")
     assert site.confidence.value == "medium"
@@ -573,7 +573,7 @@ class Regulariser:
 """
     assert _ours(_scan(source.format(flag="False"))) == []
     [site] = _ours(_scan(source.format(flag="True")), "MS401")
-    assert "passed as True at example.py:9" in site.message
+    assert "passed as True at example.py)" in site.message
 
 
 def test_a_torchvision_backbone_is_listed_on_the_chain() -> None:
@@ -614,7 +614,7 @@ def test_notebook_findings_name_their_cells(
     got = {(f.rule, f.location.cell, f.location.line) for f in _ours(result)}
     assert got == {("MS402", 1, 10), ("MS401", 2, 9), ("MS404", 3, 3), ("MS405", 3, 3)}
     [op] = _ours(result, "MS402")
-    assert "gan.ipynb cell 2, line 9" in op.message
+    assert "gan.ipynb (in `gradient_penalty`)" in op.message
 
 
 def test_maml_with_torch_func_gradients() -> None:

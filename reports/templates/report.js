@@ -4,7 +4,6 @@
   var selects = {};
   KEYS.forEach(function (key) { selects[key] = document.getElementById("filter-" + key); });
   var findings = Array.prototype.slice.call(document.querySelectorAll("article.finding"));
-  var groups = Array.prototype.slice.call(document.querySelectorAll("section.group"));
   var counter = document.getElementById("filter-count");
 
   function hasOption(select, value) {
@@ -16,18 +15,16 @@
     findings.forEach(function (el) {
       var visible = KEYS.every(function (key) {
         var wanted = selects[key].value;
-        return !wanted || el.getAttribute("data-" + key) === wanted;
+        if (!wanted) { return true; }
+        if (key === "file") {
+          return (el.getAttribute("data-files") || "").split("|").indexOf(wanted) >= 0;
+        }
+        return el.getAttribute("data-" + key) === wanted;
       });
       el.hidden = !visible;
       if (visible) { shown += 1; }
     });
-    groups.forEach(function (group) {
-      var visible = group.querySelectorAll("article.finding:not([hidden])").length;
-      group.hidden = visible === 0;
-      var count = group.querySelector(".group-count");
-      if (count) { count.textContent = "(" + visible + ")"; }
-    });
-    if (counter) { counter.textContent = shown + " of " + findings.length + " shown"; }
+    if (counter) { counter.textContent = shown + " of " + findings.length + " causes shown"; }
   }
 
   function writeHash() {
@@ -88,6 +85,13 @@
         document.getElementById("findings").scrollIntoView();
       });
     });
+    Array.prototype.forEach.call(document.querySelectorAll(".file-link"), function (link) {
+      link.addEventListener("click", function () {
+        KEYS.forEach(function (key) { selects[key].value = ""; });
+        setFilter("file", link.getAttribute("data-value"));
+        document.getElementById("findings").scrollIntoView();
+      });
+    });
     window.addEventListener("hashchange", function () {
       if (readHash()) { applyFilters(); }
     });
@@ -106,6 +110,29 @@
   window.addEventListener("afterprint", function () {
     reopened.forEach(function (d) { d.open = false; });
     reopened = [];
+  });
+
+  // Sortable tables: a click on a heading sorts by that column, again to reverse.
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+    var heads = Array.prototype.slice.call(table.querySelectorAll("th[data-sort]"));
+    heads.forEach(function (th, column) {
+      th.addEventListener("click", function () {
+        var numeric = th.getAttribute("data-sort") === "num";
+        var descending = th.getAttribute("aria-sort") !== "descending";
+        if (!numeric && !th.hasAttribute("aria-sort")) { descending = false; }
+        heads.forEach(function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = a.cells[column].textContent.trim();
+          var y = b.cells[column].textContent.trim();
+          var order = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
+          return descending ? -order : order;
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+      });
+    });
   });
 
   var statusSelect = document.getElementById("filter-status");
