@@ -5,7 +5,9 @@ to an API with no MindSpore target on the backend is MS101; a call that exercise
 parameter difference is MS102 (semantics), MS103 (a differing default the call relies
 on) or MS104 (renamed, reordered or missing parameters). The three share one rewrite of
 the call (:func:`msready.rules.api_rewrite.plan_call`), so every finding on a call suggests
-the same complete MindSpore code.
+the same complete MindSpore code. That code is shown only when its call pattern ran on
+MindSpore's CPU and equalled torch (``analyzer/data/fix_proofs.json``, written by
+``tools/fix_forms.py``); otherwise the suggestion says in words what was tried.
 
 Two filters keep the family precise. Constructs an idiom rule owns (``no_grad``, device
 moves, checkpoints, AMP, data loading, ...; :data:`msready.rules.idioms.TABLE`) are left to
@@ -17,6 +19,7 @@ only torch's method has.
 
 from __future__ import annotations
 
+import ast
 import inspect
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
@@ -28,7 +31,7 @@ from msready.analyzer.facts import CallKind, CallSite
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.rules import idioms
-from msready.rules.api_rewrite import Issue, plan_call, rank, short
+from msready.rules.api_rewrite import RECEIVER, Issue, plan_call, rank, short
 from msready.rules.base import RepoRule
 from msready.rules.sparse_flow import MATMUL_APIS
 
@@ -220,11 +223,25 @@ class _IssueRule(_ApiRule):
                                 severity)
 
 
+def _uses_placeholder(rewrite: str) -> bool:
+    """True when the rewrite names the receiver placeholder (the call site did not keep
+    the receiver's text, e.g. a long expression)."""
+    try:
+        tree = ast.parse(rewrite)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.Name) and n.id == RECEIVER for n in ast.walk(tree))
+
+
 def shown_fix(rc: ResolvedCall, entry: ApiEntry, backend: str, rewrite: str) -> str:
     """The rewrite as code when its call pattern ran on MindSpore and equalled torch
     (``analyzer/data/fix_proofs.json``); else advice in words saying what was tried."""
     proof = proof_for(entry.torch, backend, rc.call)
     if proof is not None and proof.proven:
+        if rc.call.kind is CallKind.TENSOR_METHOD and not rc.call.receiver \
+                and _uses_placeholder(rewrite):
+            return (f"Write `{rewrite}` with `{RECEIVER}` standing for the tensor the method "
+                    "is called on (this call form ran on MindSpore and equalled torch).")
         return rewrite
     api = short(entry.target(backend).api or "")
     advice = (f"use `{api}` with the differences above and compare the result with torch "

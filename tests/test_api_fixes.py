@@ -112,19 +112,13 @@ def test_a_stored_proof_runs_again_with_the_same_outcome() -> None:
                                                "torch.Tensor.max")][:6]
     assert sample
     jobs = [{"id": str(i), "api": r["api"], "torch_call": r["torch_call"],
-             "rewrite": r["rewrite"], "vars": _vars(forms, r),
-             "tensors": ["x", *[v for v, s in _vars(forms, r).items()
+             "rewrite": r["rewrite"], "vars": r["vars"], "shapes": forms.shapes_for(r["api"]),
+             "tensors": ["x", *[v for v, s in r["vars"].items()
                                 if s in (forms.TENSOR, forms.INDEX, forms.PARAM)]]}
             for i, r in enumerate(sample)]
     again = forms.run_jobs(jobs, time_limit=300)
     assert [(r["pynative"], r["graph"]) for r in sample] == [
         (again[str(i)]["pynative"], again[str(i)]["graph"]) for i in range(len(sample))]
-
-
-def _vars(forms: ModuleType, row: dict[str, str]) -> dict[str, str]:
-    stored = forms.load(forms.FORMS_FILE, "forms")["forms"]
-    found: dict[str, str] = stored[f"{row['api']} {row['pattern']}"]["vars"]
-    return found
 
 
 def test_the_table_data_is_regenerated_unchanged() -> None:

@@ -22,13 +22,14 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fix_forms  # (the sibling module: samples and the child's helpers)
 
-from msready.analyzer.apitable import ApiEntry
+from msready.analyzer.apitable import ApiEntry, call_pattern
 from msready.analyzer.facts import CallKind, CallSite
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.scan import analyze_bytes
@@ -79,10 +80,18 @@ class _Bind(ast.NodeTransformer):
         return super().generic_visit(node)
 
 
+@lru_cache(maxsize=1)
+def _stored_forms() -> dict[str, dict[str, Any]]:
+    forms: dict[str, dict[str, Any]] = fix_forms.load(fix_forms.FORMS_FILE, "forms")["forms"]
+    return forms
+
+
 def instantiate(text: str, call: CallSite, entry: ApiEntry) -> dict[str, Any] | None:
     """A job running the printed fix with generated inputs, None when an argument has no
     sample (the fix is then reported as not runnable here)."""
-    form = fix_forms.synthesize(entry, call)
+    # the inputs the pattern was proven with, else new ones for this call
+    form = _stored_forms().get(f"{entry.torch} {call_pattern(call)}") \
+        or fix_forms.synthesize(entry, call)
     if form is None:
         return None
     mapping: dict[str, str] = {}

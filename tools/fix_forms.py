@@ -66,7 +66,7 @@ PARAM_SAMPLES: dict[str, str] = {
     "max": "3.0", "value": "0.5", "fill_value": "0.5", "exponent": "2.0", "dtype": "torch.float32",
     "bias": "True", "affine": "True", "batch_first": "True", "keepdim": "True",
     "mean": "0.0", "std": "1.0", "a": "0.0", "b": "1.0", "gain": "1.0", "val": "0.5",
-    "c": "3", "bs": "2", "batch_size": "2", "img": TENSOR, "logits": TENSOR,
+    "img": TENSOR, "logits": TENSOR,
     "labels": INDEX,
     "input": TENSOR, "other": TENSOR, "x": TENSOR, "x1": TENSOR, "x2": TENSOR, "y": TENSOR,
     "target": TENSOR, "mat1": TENSOR, "mat2": TENSOR, "tensor1": TENSOR, "tensor2": TENSOR,
@@ -75,6 +75,9 @@ PARAM_SAMPLES: dict[str, str] = {
 }
 
 
+# Samples for arguments of a signature torch does not expose, by the argument's name.
+NAME_SAMPLES: dict[str, str] = {"b": "2", "c": "3", "n": "4", "h": "4", "bs": "2",
+                                "batch_size": "2", "channels": "4"}
 # Samples for unpacked arguments (``torch.zeros(*shape)``), by the argument's name.
 STAR_SAMPLES: dict[str, str] = {"shape": "(2, 3)", "size": "(2, 3)", "sizes": "(2, 3)",
                                 "rest": "(3,)", "dims": "(1, 0)", "args": "(2, 3)"}
@@ -124,8 +127,8 @@ def synthesize(entry: ApiEntry, call: CallSite) -> dict[str, Any] | None:
             # of a parameter named like the argument (``dim``, ``x``, ``in_channels``)
             sample = sample_for(entry.torch, param) if param else None
             if sample is None and arg.text.isidentifier():
-                sample = STAR_SAMPLES.get(arg.text) if arg.star else sample_for(
-                    entry.torch, arg.text)
+                sample = STAR_SAMPLES.get(arg.text) if arg.star else NAME_SAMPLES.get(
+                    arg.text, sample_for(entry.torch, arg.text))
             if sample is None or (arg.star and not sample.startswith(("(", "["))):
                 return None
             value = f"v{len(variables)}"
@@ -426,7 +429,8 @@ def jobs_for(forms: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], li
         for text, backends in by_text.items():
             job_id = f"{key} -> {text}"
             rows.append({"api": form["api"], "pattern": form["pattern"], "backends": backends,
-                         "torch_call": form["torch_call"], "rewrite": text, "job": job_id})
+                         "torch_call": form["torch_call"], "vars": form["vars"],
+                         "rewrite": text, "job": job_id})
             expression = _expression(text)
             if expression is None:
                 continue  # not Python: reported as not runnable
@@ -448,9 +452,11 @@ def prove(forms: dict[str, dict[str, Any]], batch: int = 80,
 
     jobs, rows = jobs_for(forms)
     results: dict[str, Any] = {}
+    inputs = {j["id"]: (j["torch_call"], j["vars"]) for j in jobs}
     for row in known or []:
         job_id = f"{row['api']} {row['pattern']} -> {row['rewrite']}"
-        results[job_id] = {k: row[k] for k in ("pynative", "graph", "error")}
+        if inputs.get(job_id) == (row["torch_call"], row.get("vars")):
+            results[job_id] = {k: row[k] for k in ("pynative", "graph", "error")}
     jobs = [j for j in jobs if j["id"] not in results]
     for start in range(0, len(jobs), batch):
         results |= run_jobs(jobs[start:start + batch])
