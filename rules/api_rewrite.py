@@ -57,8 +57,17 @@ class _Plan:
 
     @property
     def receiver(self) -> str:
-        """The source text of a method call's receiver (``x`` when not kept)."""
-        return self.call.receiver or RECEIVER
+        """The source text of a method call's receiver (``x`` when not kept), in
+        parentheses unless it is a name, attribute, call or subscript: ``(attn @ v)``
+        stays one operand of the rewritten method call."""
+        text = self.call.receiver or RECEIVER
+        try:
+            node = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError:
+            return f"({text})"
+        atomic = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List,
+                  ast.Tuple, ast.Dict, ast.Set)
+        return text if isinstance(node, atomic) else f"({text})"
 
     @property
     def api(self) -> str:

@@ -61,7 +61,7 @@ def is_code(text: str) -> bool:
 
 def _norm(text: str) -> str:
     try:
-        return ast.unparse(ast.parse(text, mode="eval"))
+        return ast.unparse(ast.parse(f"({text})", mode="eval"))
     except SyntaxError:
         return text
 
@@ -152,12 +152,21 @@ def printed_fixes(repo: Path, backend: str = "cpu", ungated: bool = False) -> li
 
 _RUN = '''
 def run_only(job):
+    """Pass when the fix runs on one of the generated inputs (the source does not say the
+    tensors' ranks); else the first error."""
+    first = None
     for shape in job.get("shapes") or SHAPES:
-        try:
-            t_env, m_env = envs(job, shape)
-            break
-        except Exception:
-            continue
+        outcome = run_on(job, shape)
+        if outcome["status"] == "pass":
+            return outcome
+        first = first or outcome
+    return first
+
+def run_on(job, shape):
+    try:
+        t_env, m_env = envs(job, shape)
+    except Exception as exc:
+        return {"status": "fail", "error": "generated inputs: " + first_line(exc)}
     mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
     try:
         result = eval(job["rewrite"], m_env)

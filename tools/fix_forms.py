@@ -398,8 +398,10 @@ def shapes_for(api: str) -> list[tuple[int, ...]]:
     ``max_pool2d``: 4, ``Conv3d``: 5), then the generic order."""
     generic = [(2, 3, 4), (2, 4), (2, 4, 6, 6), (4,), (2, 4, 6), (2, 4, 5, 5, 5)]
     name = api.rsplit(".", 1)[1].lower()
-    first = {"1d": (2, 4, 6), "2d": (2, 4, 6, 6), "3d": (2, 4, 5, 5, 5)}
-    preferred = [shape for suffix, shape in first.items() if name.endswith(suffix)]
+    first = {"1d": [(2, 4, 6), (2, 4, 32)], "2d": [(2, 4, 6, 6), (2, 4, 32, 32)],
+             "3d": [(2, 4, 5, 5, 5)]}
+    preferred = [shape for suffix, shapes in first.items() if name.endswith(suffix)
+                 for shape in shapes]
     return preferred + [s for s in generic if s not in preferred]
 
 
