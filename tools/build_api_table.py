@@ -516,9 +516,9 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
                 probed: dict[str, Any] | None = None) -> dict[str, Any]:
     """One table entry for a torch API (``probed``: its measured call forms, merged)."""
     override = overrides.get(name, {})
-    if probed:
-        override = api_probe.merge(override, probed, find_targets(name, torch_obj, override),
-                                   _ms_version())
+    current = find_targets(name, torch_obj, override)
+    if probed and probed.get("target") == current["cpu"]:  # measured on today's target
+        override = api_probe.merge(override, probed, current, _ms_version())
     ns = next((v for k, v in sorted(namespaces.items(), key=lambda kv: -len(kv[0]))
                if name.startswith(k + ".")), {})
     if torch_obj is not None and not callable(torch_obj):  # a dtype: torch.float32
