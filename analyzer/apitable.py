@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
+
+from msready.analyzer.facts import Arg, CallKind, CallSite
 
 BACKENDS = ("ascend", "gpu", "cpu")
 STATUSES = ("consistent", "differs", "missing")
@@ -123,24 +125,42 @@ class ApiEntry:
 
 
 class ApiTable:
-    """Lookup by fully qualified torch name, aliases included."""
+    """Lookup by fully qualified torch name, aliases included, then by family: a rule for
+    every name under a prefix (``torch.jit.`` -> ``mindspore.jit``), kept in the data with
+    its reason instead of one hand entry per name."""
 
     def __init__(self, entries: dict[str, ApiEntry], aliases: dict[str, str],
                  mindspore_version: str = "",
-                 ignored_params: frozenset[str] = frozenset()) -> None:
+                 ignored_params: frozenset[str] = frozenset(),
+                 families: dict[str, ApiEntry] | None = None) -> None:
         self._entries = entries
         self._aliases = aliases
         self.mindspore_version = mindspore_version
         # torch parameters about placement or memory (device, pin_memory, inplace, ...):
         # never compared, and left out of MindSpore calls unless the target has them
         self.ignored_params = ignored_params
+        self._families = dict(sorted((families or {}).items(), key=lambda kv: -len(kv[0])))
 
     def lookup(self, symbol: str) -> ApiEntry | None:
-        """The entry for a torch API, following aliases (``torch.nn.modules.conv.Conv2d``)."""
+        """The entry for a torch API, following aliases (``torch.nn.modules.conv.Conv2d``),
+        else the rule of the longest family prefix the name falls under, named for it."""
         entry = self._entries.get(symbol)
         if entry is None and symbol in self._aliases:
             entry = self._entries.get(self._aliases[symbol])
+        if entry is None:
+            family = self.family(symbol)
+            if family is not None:
+                entry = replace(family, torch=symbol)
         return entry
+
+    def family(self, symbol: str) -> ApiEntry | None:
+        """The family rule a name falls under (its ``torch`` field is the prefix), or None."""
+        return next((f for prefix, f in self._families.items()
+                     if symbol.startswith(prefix) or symbol == prefix.rstrip(".")), None)
+
+    def families(self) -> list[ApiEntry]:
+        """Every family rule, sorted by prefix."""
+        return [self._families[k] for k in sorted(self._families)]
 
     def entries(self) -> list[ApiEntry]:
         """Every entry, sorted by torch name."""
@@ -203,8 +223,81 @@ def load_table() -> ApiTable:
     for raw in data.get("entries", []):
         entry = _entry(raw)
         entries[entry.torch] = entry
+    families = {}
+    for raw in data.get("families", []):
+        family = _entry(raw)
+        families[family.torch] = family
     return ApiTable(entries, dict(data.get("aliases", {})), str(data.get("mindspore_version", "")),
-                    frozenset(str(p) for p in data.get("ignored_params", ())))
+                    frozenset(str(p) for p in data.get("ignored_params", ())), families)
+
+
+# ----- rewrites proven by execution ------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    """What running the MS1xx rewrite of one call pattern gave on this machine's CPU:
+    ``torch_call`` (generated inputs named ``x``, ``v0``, ...), the ``rewrite`` msready
+    printed for it, and the status in PyNative and GRAPH_MODE (``pass``: ran and equalled
+    torch; ``differs``; ``fail``; ``skipped``: not runnable in that mode, e.g. a
+    host-side initialiser)."""
+
+    torch_call: str
+    rewrite: str
+    pynative: str
+    graph: str
+    error: str = ""
+
+    @property
+    def proven(self) -> bool:
+        """True when the rewrite ran and equalled torch in PyNative, and in GRAPH_MODE
+        wherever it can run there."""
+        return self.pynative == "pass" and self.graph in ("pass", "skipped")
+
+
+def arg_kind(arg: Arg) -> str:
+    """The kind of an argument a rewrite depends on: a literal's type (the value itself
+    for strings, booleans and None, which select behaviour), ``tuple<n>``, or ``expr``."""
+    if arg.star:
+        return arg.star + "expr"
+    if not arg.is_literal:
+        return "expr"
+    value = arg.literal
+    if value is None or isinstance(value, bool | str):
+        return repr(value)[:40]
+    if isinstance(value, tuple | list):
+        return f"tuple{len(value)}"
+    return type(value).__name__
+
+
+def call_pattern(call: CallSite) -> str:
+    """The shape of a call that decides its rewrite: method or function, the kinds of its
+    positional arguments in order, then its keywords (sorted) with their kinds. Calls of
+    one API with one pattern get rewrites of one shape, so one execution proves them."""
+    positional = [arg_kind(a) for a in call.args if a.keyword is None]
+    keywords = sorted(f"{a.keyword}={arg_kind(a)}" for a in call.args if a.keyword)
+    head = "x." if call.kind is CallKind.TENSOR_METHOD else ""
+    return f"{head}F(" + ", ".join(positional + keywords) + ")"
+
+
+@lru_cache(maxsize=1)
+def load_proofs() -> dict[tuple[str, str, str], Proof]:
+    """The packaged proofs, by (torch API, backend, call pattern)."""
+    ref = resources.files("msready.analyzer").joinpath("data/fix_proofs.json")
+    if not ref.is_file():
+        return {}
+    data = json.loads(ref.read_text(encoding="utf-8"))
+    out = {}
+    for row in data.get("proofs", []):
+        proof = Proof(str(row["torch_call"]), str(row["rewrite"]), str(row["pynative"]),
+                      str(row["graph"]), str(row.get("error", "")))
+        for backend in row["backends"]:
+            out[(str(row["api"]), str(backend), str(row["pattern"]))] = proof
+    return out
+
+
+def proof_for(api: str, backend: str, call: CallSite) -> Proof | None:
+    """The proof of this call's pattern for ``api`` on ``backend``, or None (never run)."""
+    return load_proofs().get((api, backend, call_pattern(call)))
 
 
 def import_object(dotted: str) -> Any:

@@ -5,7 +5,9 @@ to an API with no MindSpore target on the backend is MS101; a call that exercise
 parameter difference is MS102 (semantics), MS103 (a differing default the call relies
 on) or MS104 (renamed, reordered or missing parameters). The three share one rewrite of
 the call (:func:`msready.rules.api_rewrite.plan_call`), so every finding on a call suggests
-the same complete MindSpore code.
+the same complete MindSpore code. That code is shown only when its call pattern ran on
+MindSpore's CPU and equalled torch (``analyzer/data/fix_proofs.json``, written by
+``tools/fix_forms.py``); otherwise the suggestion says in words what was tried.
 
 Two filters keep the family precise. Constructs an idiom rule owns (``no_grad``, device
 moves, checkpoints, AMP, data loading, ...; :data:`msready.rules.idioms.TABLE`) are left to
@@ -17,19 +19,21 @@ only torch's method has.
 
 from __future__ import annotations
 
+import ast
 import inspect
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 import numpy
 
-from msready.analyzer.apitable import ApiEntry, load_table
+from msready.analyzer.apitable import ApiEntry, load_table, proof_for
 from msready.analyzer.facts import CallKind, CallSite
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.rules import idioms
-from msready.rules.api_rewrite import Issue, plan_call, rank
+from msready.rules.api_rewrite import RECEIVER, Issue, plan_call, rank, short
 from msready.rules.base import RepoRule
+from msready.rules.sparse_flow import MATMUL_APIS
 
 _SEVERITY_BY_WORKAROUND = {"custom-op": Severity.ERROR, "composition": Severity.WARNING,
                            "equivalent": Severity.INFO}
@@ -68,15 +72,33 @@ def _python_params(method: str) -> set[str]:
 
 
 def owned_by_idiom(symbol: str) -> bool:
-    """True when an idiom rule reports this torch API with the MindSpore way."""
-    return symbol in _DEVICE_MOVES or idioms.lookup(symbol) is not None
+    """True when an idiom rule reports this torch API with the MindSpore way, or the
+    sparse rules do (MS302 reports every sparse-dense product with its MindSpore form):
+    one verdict per API and location."""
+    return symbol in _DEVICE_MOVES or symbol in MATMUL_APIS or idioms.lookup(symbol) is not None
+
+
+def _too_many_positional(call: CallSite, entry: ApiEntry) -> bool:
+    """True when the call passes more positional arguments than torch's signature takes
+    (known and without ``*args``): it cannot be that torch API."""
+    params = entry.torch_params
+    if not params or any(p.startswith("*") and p != "*" for p in params):
+        return False
+    limit = params.index("*") if "*" in params else len(params)
+    positional = [a for a in call.args if a.keyword is None]
+    return not any(a.star for a in positional) and len(positional) > limit
 
 
 def looks_like_other_type(call: CallSite, entry: ApiEntry, status: str) -> bool:
-    """True for a method call on a receiver of unknown type whose name also belongs to
-    Python's containers and strings (or, for an API MindSpore lacks, to numpy arrays),
-    unless a keyword only torch's method takes says it is torch."""
-    if call.kind is not CallKind.TENSOR_METHOD or call.confidence != "low":
+    """True for a method call passing more positional arguments than torch's method takes,
+    or on a receiver of unknown type whose name also belongs to Python's containers and
+    strings (or, for an API MindSpore lacks, to numpy arrays), unless a keyword only
+    torch's method takes says it is torch."""
+    if call.kind is not CallKind.TENSOR_METHOD:
+        return False
+    if _too_many_positional(call, entry):
+        return True  # ``image.transpose(2, 0, 1)``: numpy's, torch's takes two axes
+    if call.confidence != "low":
         return False
     method = call.target.rsplit(".", 1)[1]
     python, numpy_names = _shared_names()
@@ -86,7 +108,7 @@ def looks_like_other_type(call: CallSite, entry: ApiEntry, status: str) -> bool:
     return not any(a.keyword in torch_only for a in call.args if a.keyword)
 
 
-def _torch_calls(repo: RepositoryModel) -> Iterator[tuple[ResolvedCall, ApiEntry]]:
+def torch_calls(repo: RepositoryModel) -> Iterator[tuple[ResolvedCall, ApiEntry]]:
     """Every call of a torch API the table knows and no idiom rule owns, with its entry."""
     table = load_table()
     backend = _backend(repo)
@@ -163,12 +185,14 @@ class ApiMissing(_ApiRule):
     def check(self, repo: RepositoryModel) -> Iterable[Finding]:
         """One finding per call of an API missing on the backend."""
         backend = _backend(repo)
-        for rc, entry in _torch_calls(repo):
+        for rc, entry in torch_calls(repo):
             if entry.status_for(backend) != "missing":
                 continue
             others = [f"{b}: {entry.target(b).api}" for b in ("ascend", "gpu", "cpu")
                       if entry.target(b).api]
-            where = f" (exists for {', '.join(others)})" if others else ""
+            where = (f" (exists for {', '.join(others)}; the platforms are those MindSpore's "
+                     "documentation lists, checked by running on CPU where msready can)"
+                     if others else "")
             kind = entry.workaround or "custom-op"
             suggestion = entry.suggestion or "Compose it from mindspore.ops or write a " \
                 "custom operator (mindspore.ops.Custom)."
@@ -185,7 +209,7 @@ class _IssueRule(_ApiRule):
     def check(self, repo: RepositoryModel) -> Iterable[Finding]:
         """One finding per call and issue of this rule's kind."""
         backend = _backend(repo)
-        for rc, entry in _torch_calls(repo):
+        for rc, entry in torch_calls(repo):
             if entry.status_for(backend) != "differs":
                 continue
             plan = plan_call(rc.call, entry, backend, rc.file.bindings)
@@ -195,7 +219,45 @@ class _IssueRule(_ApiRule):
             severity = max((i.severity for i in issues), key=rank)
             message = issues[0].message if len(issues) == 1 else \
                 "; ".join(i.message.rstrip(".") for i in issues) + "."
-            yield self._finding(rc, message, plan.rewrite, severity)
+            yield self._finding(rc, message, shown_fix(rc, entry, backend, plan.rewrite),
+                                severity)
+
+
+def _uses_placeholder(rewrite: str) -> bool:
+    """True when the rewrite names the receiver placeholder (the call site did not keep
+    the receiver's text, e.g. a long expression)."""
+    try:
+        tree = ast.parse(rewrite)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.Name) and n.id == RECEIVER for n in ast.walk(tree))
+
+
+def shown_fix(rc: ResolvedCall, entry: ApiEntry, backend: str, rewrite: str) -> str:
+    """The rewrite as code when its call pattern ran on MindSpore and equalled torch
+    (``analyzer/data/fix_proofs.json``); else advice in words saying what was tried."""
+    proof = proof_for(entry.torch, backend, rc.call)
+    if proof is not None and proof.proven:
+        if rc.call.kind is CallKind.TENSOR_METHOD and not rc.call.receiver \
+                and _uses_placeholder(rewrite):
+            return (f"Write `{rewrite}` with `{RECEIVER}` standing for the tensor the method "
+                    "is called on (this call form ran on MindSpore and equalled torch).")
+        return rewrite
+    api = short(entry.target(backend).api or "")
+    advice = (f"use `{api}` with the differences above and compare the result with torch "
+              "on real inputs.")
+    version = load_table().mindspore_version
+    if proof is None:
+        return (f"Unverified, so not given as code: msready has not run this call form of "
+                f"`{api}`; {advice}")
+    if proof.pynative == "skipped":
+        return (f"Unverified, so not given as code: msready could not run this call form "
+                f"({proof.error}); {advice}")
+    mode = "PyNative" if proof.pynative != "pass" else "GRAPH_MODE"
+    outcome = "differs from torch" if "differs" in (proof.pynative, proof.graph) \
+        else "fails"
+    return (f"Not given as code: msready ran `{proof.rewrite}` for `{proof.torch_call}` on "
+            f"MindSpore {version} CPU and it {outcome} in {mode} ({proof.error}); {advice}")
 
 
 class ApiSemanticsDiffer(_IssueRule):

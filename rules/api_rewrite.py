@@ -57,8 +57,17 @@ class _Plan:
 
     @property
     def receiver(self) -> str:
-        """The source text of a method call's receiver (``x`` when not kept)."""
-        return self.call.receiver or RECEIVER
+        """The source text of a method call's receiver (``x`` when not kept), in
+        parentheses unless it is a name, attribute, call or subscript: ``(attn @ v)``
+        stays one operand of the rewritten method call."""
+        text = self.call.receiver or RECEIVER
+        try:
+            node = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError:
+            return f"({text})"
+        atomic = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List,
+                  ast.Tuple, ast.Dict, ast.Set)
+        return text if isinstance(node, atomic) else f"({text})"
 
     @property
     def api(self) -> str:
@@ -107,8 +116,13 @@ def _same_literal(arg: Arg, default: str | None) -> bool:
 
 
 def short(api: str) -> str:
-    """A MindSpore name as written after ``import mindspore`` idioms (``ops.relu``)."""
-    return api.removeprefix("mindspore.")
+    """A MindSpore name as written after ``import mindspore`` idioms (``ops.relu``,
+    ``nn.Dense``, ``Tensor.view``); a top-level function keeps its module
+    (``mindspore.tensor``, ``mindspore.grad``): a bare ``tensor`` would name nothing."""
+    rest = api.removeprefix("mindspore.")
+    if rest == api or "." in rest or rest in ("Tensor", "Parameter"):
+        return rest
+    return api
 
 
 def _positional(params: tuple[str, ...]) -> tuple[str, ...]:
@@ -125,6 +139,9 @@ def _positional(params: tuple[str, ...]) -> tuple[str, ...]:
 
 def _padding(plan: _Plan, diff: ParamDiff) -> None:
     """Conv padding: MindSpore honours ``padding`` only with ``pad_mode='pad'``."""
+    if "Pool" in plan.api:
+        _pool_padding(plan, diff)
+        return
     layer = short(plan.api)
     if "pad_mode" in plan.bound:
         return
@@ -211,6 +228,10 @@ def _dropout(plan: _Plan, diff: ParamDiff) -> None:
 def _layer_norm(plan: _Plan, diff: ParamDiff) -> None:
     """LayerNorm: a tuple shape, and the axes to normalise over."""
     arg = plan.bound.get("normalized_shape")
+    if arg is not None and not arg.is_literal:
+        plan.add("semantics", f"mindspore.nn.LayerNorm needs normalized_shape as a tuple: "
+                 f"`({arg.text},)` when `{arg.text}` is an int.", Severity.ERROR)
+        return
     if arg is None or not arg.is_literal:
         return
     if isinstance(arg.literal, int):
@@ -222,6 +243,37 @@ def _layer_norm(plan: _Plan, diff: ParamDiff) -> None:
         plan.extra.update(begin_norm_axis=str(-k), begin_params_axis=str(-k))
         plan.add("semantics", f"MindSpore normalises from begin_norm_axis (default -1); "
                  f"torch normalises the last {k} axes here.", Severity.ERROR)
+
+
+def _approximate(plan: _Plan, diff: ParamDiff) -> None:
+    """GELU: torch's ``approximate`` is a string ('none' | 'tanh'), MindSpore's a bool whose
+    default (True, tanh) is not torch's default (exact erf)."""
+    arg = plan.bound.get("approximate")
+    if arg is None:
+        plan.extra["approximate"] = "False"
+        plan.add("default", "MindSpore's `approximate` defaults to True (tanh); torch's "
+                 "GELU is exact by default: approximate=False.", Severity.WARNING)
+        return
+    if arg.is_literal and arg.literal in ("none", "tanh"):
+        plan.values["approximate"] = repr(arg.literal == "tanh")
+    else:
+        plan.values["approximate"] = f"({arg.text}) == 'tanh'"
+    plan.keyword.add("approximate")
+    plan.add("semantics", f"approximate={_text(arg)} is the bool "
+             f"approximate={plan.values['approximate']} in MindSpore.", Severity.WARNING)
+
+
+def _pool_padding(plan: _Plan, diff: ParamDiff) -> None:
+    """Pooling layers: MindSpore honours ``padding`` and ``ceil_mode`` only with
+    ``pad_mode='pad'`` (its default is 'valid', which is torch's padding=0)."""
+    used = [n for n in ("padding", "ceil_mode") if n in plan.bound
+            and not (plan.bound[n].is_literal and plan.bound[n].literal in (0, False))]
+    if not used or "pad_mode" in plan.bound:
+        return
+    plan.keyword.update(used)
+    plan.extra["pad_mode"] = "'pad'"
+    plan.add("semantics", f"{short(plan.api)} ignores {' and '.join(used)} unless "
+             "pad_mode='pad' (it refuses them otherwise).", Severity.ERROR)
 
 
 def _size_tuple(plan: _Plan, diff: ParamDiff) -> None:
@@ -271,7 +323,7 @@ def _generic(plan: _Plan, diff: ParamDiff) -> None:
 _SEMANTICS: dict[str, Callable[[_Plan, ParamDiff], None]] = {
     "padding": _padding, "momentum": _momentum, "track_running_stats": _running_stats,
     "p": _dropout, "normalized_shape": _layer_norm, "size": _size_tuple,
-    "dtype": _float_dtype,
+    "dtype": _float_dtype, "approximate": _approximate,
 }
 
 
@@ -380,11 +432,13 @@ def _render(plan: _Plan) -> str:
     keywords: list[str] = []
     if plan.call.kind is CallKind.TENSOR_METHOD and not method:
         positional.append(plan.receiver)
-    keyword_from = min((plan.positions[n] for n in plan.keyword if n in plan.positions),
-                       default=len(plan.call.args))
     placement = load_table().ignored_params - set(plan.entry.target(plan.backend).params)
+    # a positional placement argument (``nn.LeakyReLU(0.2, True)``'s inplace) is dropped:
+    # the arguments after it go by keyword
+    keyword_from = min([plan.positions[n] for n in plan.keyword | placement
+                        if n in plan.positions], default=len(plan.call.args))
     for name in plan.bound:
-        if name in plan.drop or (name in placement and name not in plan.positions):
+        if name in plan.drop or name in placement:
             continue
         if name in plan.positions and plan.positions[name] < keyword_from:
             positional.append(plan.value(name))

@@ -12,7 +12,9 @@ files that import torch, unless data flow shows a plain Python receiver.
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
+from importlib import resources
 
 import libcst as cst
 import libcst.matchers as m
@@ -38,166 +40,24 @@ def _a(rule: str, message: str, suggestion: str, severity: Severity | None = Non
     return Advice(rule, message, suggestion, severity, symbol)
 
 
-_SET_DEVICE = "Pick the backend once with `mindspore.set_device('Ascend', device_id)`"
-_DIST = ("Call `mindspore.communication.init()` and `mindspore.set_auto_parallel_context("
-         "parallel_mode=ParallelMode.DATA_PARALLEL, gradients_mean=True)`, launch with `msrun`")
 _CKPT = ("Use `mindspore.save_checkpoint(net, path)` / `mindspore.load_checkpoint(path)` + "
          "`mindspore.load_param_into_net(net, params)`; convert torch weights with a name map "
          "(`running_mean`→`moving_mean`, `weight`→`gamma` for BatchNorm, ...)")
-W, E = Severity.WARNING, Severity.ERROR
+W = Severity.WARNING
 
-# Fully qualified torch names (or module prefixes ending in ".") -> owning rule and advice.
-TABLE: dict[str, Advice] = {
-    # MS601 device handling
-    "torch.device": _a("MS601", "creates a torch device object", f"{_SET_DEVICE}; "
-                       "MindSpore places every tensor on that device."),
-    "torch.cuda.": _a("MS601", "queries or controls the CUDA runtime",
-                      f"{_SET_DEVICE}; availability checks and CUDA calls go away."),
-    "torch.backends.": _a("MS601", "reads or sets a torch backend switch (cuDNN, TF32, MHA)",
-                          "Drop it; MindSpore selects kernels itself (`mindspore.set_context("
-                          "jit_config=...)` for graph options)."),
-    "torch.set_default_device": _a("MS601", "sets the default device", f"{_SET_DEVICE}."),
-    # MS602 data parallel / distributed
-    "torch.nn.DataParallel": _a("MS602", "wraps the model for multi-GPU data parallelism",
-                                f"Remove the wrapper. {_DIST}."),
-    "torch.nn.parallel.": _a("MS602", "wraps the model for (distributed) data parallelism",
-                             f"Remove the wrapper. {_DIST}."),
-    "torch.distributed.": _a("MS602", "uses torch.distributed",
-                             f"{_DIST}; ranks come from `mindspore.communication.get_rank()`/"
-                             "`get_group_size()`, collectives from `mindspore.ops.AllReduce`."),
-    "torch.nn.SyncBatchNorm": _a("MS602", "synchronises BatchNorm across devices",
-                                 "Use `mindspore.nn.SyncBatchNorm` after "
-                                 "`mindspore.communication.init()`."),
-    "torch.utils.data.distributed.DistributedSampler": _a(
-        "MS602", "shards the dataset per process",
-        "Pass `num_shards=get_group_size(), shard_id=get_rank()` to the "
-        "`mindspore.dataset` source instead."),
-    "torch.multiprocessing.spawn": _a("MS602", "spawns one training process per device",
-                                      f"{_DIST}; `msrun --worker_num=N` starts the processes."),
-    # MS604 checkpoints
-    "torch.save": _a("MS604", "saves with torch's pickle format", f"{_CKPT}."),
-    "torch.load": _a("MS604", "loads a torch pickle", f"{_CKPT}."),
-    "torch.hub.load_state_dict_from_url": _a("MS604", "downloads torch weights",
-                                             f"Download once and convert: {_CKPT}."),
-    "torch.utils.model_zoo.load_url": _a("MS604", "downloads torch weights",
-                                         f"Download once and convert: {_CKPT}."),
-    "torch.hub.load": _a("MS604", "loads a model from torch hub",
-                         "MindSpore has no torch hub: port the model's code and convert its "
-                         f"weights. {_CKPT}.", E),
-    # MS606 gradient switches
-    "torch.no_grad": _a("MS606", "disables gradient recording",
-                        "Drop it: MindSpore computes gradients only inside "
-                        "`value_and_grad`/`grad`; use `ops.stop_gradient(x)` inside a "
-                        "differentiated function."),
-    "torch.enable_grad": _a("MS606", "re-enables gradient recording",
-                            "Drop it; differentiate with `mindspore.value_and_grad`."),
-    "torch.set_grad_enabled": _a("MS606", "switches gradient recording",
-                                 "Drop it; gradients exist only where `value_and_grad` is "
-                                 "applied."),
-    "torch.inference_mode": _a("MS606", "runs without autograd bookkeeping",
-                               "Drop it; call `net.set_train(False)` for inference."),
-    "torch.autograd.no_grad": _a("MS606", "disables gradient recording",
-                                 "Drop it; use `ops.stop_gradient(x)` where needed."),
-    "torch.autograd.grad_mode.": _a("MS606", "switches gradient recording",
-                                    "Drop it; gradients exist only under `value_and_grad`."),
-    # MS607 custom autograd (class bases)
-    "torch.autograd.Function": _a("MS607", "defines a custom autograd.Function",
-                                  "Make it an `nn.Cell` whose `construct` is the forward and "
-                                  "whose `bprop(self, *inputs, out, dout)` returns the input "
-                                  "gradients; call the Cell instead of `.apply`.", W),
-    "torch.autograd.function.Function": _a("MS607", "defines a custom autograd.Function",
-                                           "Make it an `nn.Cell` with a `bprop` method.", W),
-    # MS608 seeds and generators
-    "torch.manual_seed": _a("MS608", "seeds torch's generators",
-                            "Use `mindspore.set_seed(seed)` (also seeds dataset shuffling)."),
-    "torch.random.": _a("MS608", "controls torch's random state",
-                        "Use `mindspore.set_seed` / `mindspore.manual_seed`."),
-    "torch.cuda.manual_seed": _a("MS608", "seeds the CUDA generator",
-                                 "Use `mindspore.set_seed(seed)`; one call seeds every device."),
-    "torch.cuda.manual_seed_all": _a("MS608", "seeds all CUDA generators",
-                                     "Use `mindspore.set_seed(seed)`."),
-    "torch.seed": _a("MS608", "reseeds torch non-deterministically",
-                     "Use `mindspore.set_seed` with an explicit seed."),
-    "torch.Generator": _a("MS608", "creates an explicit random generator",
-                          "Use `mindspore.Generator()` and pass it as `generator=` where the "
-                          "MindSpore op accepts one."),
-    "torch.use_deterministic_algorithms": _a("MS608", "forces deterministic kernels",
-                                             "Use `mindspore.set_context(deterministic='ON')`."),
-    "torch.backends.cudnn.deterministic": _a("MS608", "forces deterministic cuDNN kernels",
-                                             "Use `mindspore.set_context(deterministic='ON')`."),
-    "torch.set_rng_state": _a("MS608", "restores the random state",
-                              "Use `mindspore.set_seed` / `mindspore.Generator.set_state`."),
-    "torch.get_rng_state": _a("MS608", "saves the random state",
-                              "Use `mindspore.Generator.get_state`."),
-    # MS609 training step
-    "torch.Tensor.backward": _a("MS609", "runs the backward pass of a training step",
-                                "Write `loss, grads = mindspore.value_and_grad(forward_fn, "
-                                "None, optimizer.parameters)(data, label)` then "
-                                "`optimizer(grads)`.", W),
-    "torch.autograd.backward": _a("MS609", "runs the backward pass",
-                                  "Use `mindspore.value_and_grad` and apply the gradients with "
-                                  "`optimizer(grads)`.", W),
-    # MS610 mixed precision
-    "torch.autocast": _a("MS610", "enables automatic mixed precision",
-                         "Wrap the network once: `mindspore.amp.auto_mixed_precision(net, "
-                         "'O1')` (or 'O2'/'O3')."),
-    "torch.amp.": _a("MS610", "uses torch AMP",
-                     "Use `mindspore.amp.auto_mixed_precision(net, 'O1')` and a "
-                     "`mindspore.amp.DynamicLossScaler` for the loss."),
-    "torch.cuda.amp.": _a("MS610", "uses CUDA AMP",
-                          "Use `mindspore.amp.auto_mixed_precision(net, 'O1')` and a "
-                          "`mindspore.amp.DynamicLossScaler` for the loss."),
-    "torch.cpu.amp.": _a("MS610", "uses CPU AMP",
-                         "Use `mindspore.amp.auto_mixed_precision(net, 'O1')`."),
-    "torch.cuda.amp.GradScaler": _a("MS610", "scales the loss for fp16 training",
-                                    "Use `mindspore.amp.DynamicLossScaler(2**16, 2, 1000)`: "
-                                    "`scale` the loss, `unscale` the grads, check "
-                                    "`mindspore.amp.all_finite(grads)` before the update.", W),
-    "torch.amp.GradScaler": _a("MS610", "scales the loss for fp16 training",
-                               "Use `mindspore.amp.DynamicLossScaler` with "
-                               "`mindspore.amp.all_finite`.", W),
-    # MS611 compilation, export, profiling
-    "torch.compile": _a("MS611", "compiles the model with torch.compile",
-                        "Use `mindspore.jit` (decorator or `jit(net.construct)`), or "
-                        "`mindspore.set_context(mode=mindspore.GRAPH_MODE)`."),
-    "torch.jit.": _a("MS611", "uses TorchScript",
-                     "Drop TorchScript: `mindspore.jit` compiles a Cell; `mindspore.export(net, "
-                     "x, file_name=..., file_format='MINDIR')` replaces `torch.jit.save`."),
-    "torch.fx.": _a("MS611", "transforms the model with torch.fx",
-                    "MindSpore has no FX graph API: apply the transformation by hand in the "
-                    "Cell's code.", E),
-    "torch.onnx.": _a("MS611", "exports to ONNX",
-                      "Use `mindspore.export(net, x, file_name=..., file_format='ONNX')`."),
-    "torch.export.": _a("MS611", "exports a graph with torch.export",
-                        "Use `mindspore.export(net, x, file_format='MINDIR')`."),
-    "torch.profiler.": _a("MS611", "profiles with torch.profiler",
-                          "Use `mindspore.Profiler` (`mindspore.profiler.profile`)."),
-    "torch.autograd.profiler.": _a("MS611", "profiles with the autograd profiler",
-                                   "Use `mindspore.Profiler`."),
-    "torch._dynamo.": _a("MS611", "configures TorchDynamo",
-                         "Drop it; `mindspore.jit` has its own options."),
-    "torch.utils.tensorboard.": _a("MS611", "logs to TensorBoard",
-                                   "Use `mindspore.SummaryRecord` (or the `SummaryCollector` "
-                                   "callback) and MindInsight."),
-    # MS613 hooks
-    "torch.Tensor.register_hook": _a("MS613", "registers a gradient hook on a tensor",
-                                     "Use `mindspore.Tensor.register_hook` (PyNative mode "
-                                     "only); in GRAPH_MODE change the gradient in a `bprop`."),
-    # MS614 activation checkpointing
-    "torch.utils.checkpoint.": _a("MS614", "recomputes activations to save memory",
-                                  "Call `cell.recompute()` on the sub-Cell (or wrap a function "
-                                  "with `mindspore.recompute`) instead of checkpointing calls."),
-    # MS612 data loading
-    "torch.utils.data.DataLoader": _a("MS612", "batches data with a DataLoader",
-                                      "Use `mindspore.dataset.GeneratorDataset(source, "
-                                      "column_names, shuffle=...)` then `.batch(batch_size, "
-                                      "drop_remainder=...)`; `num_workers` becomes "
-                                      "`num_parallel_workers`.", W),
-    "torch.utils.data.": _a("MS612", "uses torch.utils.data",
-                            "Map it to `mindspore.dataset`: a plain class with `__getitem__`/"
-                            "`__len__` feeds `GeneratorDataset`; samplers become `sampler=` / "
-                            "`shuffle=`; `random_split` becomes `dataset.split`."),
-}
+
+def _load_table() -> dict[str, Advice]:
+    """``analyzer/data/idioms.toml``: fully qualified torch names (or module prefixes ending
+    in ".") -> owning rule and advice, each with the MindSpore fact it rests on."""
+    text = resources.files("msready.analyzer").joinpath("data/idioms.toml").read_text(
+        encoding="utf-8")
+    return {name: _a(str(e["rule"]), str(e["message"]), str(e["suggestion"]),
+                     Severity(e["severity"]) if e.get("severity") else None,
+                     e.get("symbol"))
+            for name, e in tomllib.loads(text).items()}
+
+
+TABLE: dict[str, Advice] = _load_table()
 
 # Method names that belong to modules / optimizers in torch code -> owning rule and advice.
 METHODS: dict[str, Advice] = {

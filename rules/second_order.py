@@ -11,7 +11,10 @@ data flow for the MAML rule; :mod:`msready.rules.second_order_examples` holds th
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from importlib import resources
 
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Scope, Severity
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
@@ -33,20 +36,16 @@ from msready.rules.second_order_maml import MamlFlow
 from msready.rules.second_order_sites import Site, load_measurements
 
 _CONFIDENCE = {"high": Confidence.HIGH, "medium": Confidence.MEDIUM, "low": Confidence.LOW}
+
+
 # Reformulations with ops that do have second-order gradients, by MindSpore API name
-# (lower-cased, underscores dropped).
-_REWRITES = {
-    "logsoftmax": "`x - ops.logsumexp(x, axis, keep_dims=True)`",
-    "softmax": "`ops.exp(x - ops.logsumexp(x, axis, keep_dims=True))`",
-    "gelu": "`0.5 * x * (1 + ops.erf(x / 2 ** 0.5))`",
-    "elu": "`ops.where(x > 0, x, alpha * (ops.exp(x) - 1))`",
-    "layernorm": "explicit mean / variance arithmetic",
-    "groupnorm": "explicit mean / variance arithmetic over the groups",
-    "avgpool2d": "a depthwise `ops.conv2d` with constant 1/k² weights",
-    "avgpool1d": "a depthwise `ops.conv1d` with constant 1/k weights",
-    "relu6": "`ops.clamp(x, 0, 6)`",
-    "smoothl1loss": "`ops.where(d < beta, 0.5 * d ** 2 / beta, d - 0.5 * beta)` on `d = |x - y|`",
-}
+# (lower-cased, underscores dropped): data with its reasons.
+@lru_cache(maxsize=1)
+def _rewrites() -> dict[str, str]:
+    """``analyzer/data/second_order_rewrites.toml``: reformulation per op, with its reason."""
+    text = resources.files("msready.analyzer").joinpath(
+        "data/second_order_rewrites.toml").read_text(encoding="utf-8")
+    return {key: str(entry["rewrite"]) for key, entry in tomllib.loads(text).items()}
 
 
 _STATUS_WORDS = {"pass": "second order runs", "fail": "second order fails",
@@ -184,7 +183,7 @@ class DoubleBackward(RepoRule):
 
 def _op_suggestion(op: ChainOp) -> str:
     key = (op.target or op.api).rsplit(".", 1)[-1].lower().replace("_", "")
-    rewrite = _REWRITES.get(key)
+    rewrite = _rewrites().get(key)
     hint = f" (here: {rewrite})" if rewrite else ""
     return ("Give it a custom bprop (wrap it in a `mindspore.nn.Cell` whose "
             "`bprop(self, x, out, dout)` uses only ops with their own gradients), "

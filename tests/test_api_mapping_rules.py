@@ -164,7 +164,8 @@ def test_tensor_method_keeps_its_lower_confidence() -> None:
 def test_whole_api_difference_is_explained() -> None:
     f = only("ds = torchvision.datasets.CIFAR10(root)\n", "MS102")
     assert "mindspore.dataset.Cifar10Dataset" in f.message
-    assert f.suggestion == "dataset.Cifar10Dataset(root)"
+    # torchvision is not installed here, so the rewrite was never run: advice in words
+    assert f.suggestion.startswith("Unverified") and "`dataset.Cifar10Dataset`" in f.suggestion
 
 
 def test_tensor_view_is_consistent() -> None:

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -476,6 +477,36 @@ def probe_all(targets: dict[str, str | None], jobs: int = 2) -> dict[str, Any]:
             "torch_version": torch.__version__.split("+")[0],
             "generated_by": "tools/api_probe.py (run by tools/build_api_table.py --probe)",
             "apis": dict(sorted(done.items()))}
+
+
+def probe_fallbacks(targets: dict[str, dict[str, str | None]], jobs: int = 2
+                    ) -> dict[str, Any]:
+    """For every API of :data:`CASES` whose documented platforms leave no cpu target, run
+    its GPU (else Ascend) target on CPU with the same forms: the documentation's platform
+    list is only a fallback for what this machine cannot run."""
+    todo = [(api, t.get("gpu") or t.get("ascend")) for api, t in targets.items()
+            if api in CASES and not t.get("cpu") and (t.get("gpu") or t.get("ascend"))]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return dict(zip([a for a, _ in todo],
+                        pool.map(lambda item: probe_api(item[0], str(item[1])), todo),
+                        strict=True))
+
+
+def cpu_fallback(api: str, data: dict[str, Any] | None = None) -> str | None:
+    """The target measured to run on CPU and equal torch (in some probed form; the others
+    become measured differences) although its documentation does not list CPU
+    (``cpu_fallbacks`` of the probe file), or None."""
+    record = (data or _stored()).get("cpu_fallbacks", {}).get(api)
+    if not record or not record.get("forms"):
+        return None
+    ok = any(f.get("pynative") == "pass" and f.get("graph") in ("pass", "skipped")
+             for f in record["forms"])
+    return str(record["target"]) if ok else None
+
+
+@lru_cache(maxsize=1)
+def _stored() -> dict[str, Any]:
+    return load_probe()
 
 
 def load_probe(path: Path = PROBE_FILE) -> dict[str, Any]:

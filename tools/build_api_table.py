@@ -150,6 +150,9 @@ def measured_platforms(api: str) -> list[str]:
     if plats and "CPU" not in plats and api.startswith("mindspore.Tensor.") \
             and runs_on(api, "cpu"):
         plats = [*plats, "CPU"]
+    fallbacks = api_probe.load_probe().get("cpu_fallbacks", {}) if plats else {}
+    if plats and "CPU" not in plats and any(api_probe.cpu_fallback(n) == api for n in fallbacks):
+        plats = [*plats, "CPU"]
     return plats
 
 
@@ -280,12 +283,15 @@ def cpu_matches_torch(api: str, params: list[Param]) -> bool:
 
     try:
         mindspore.set_device("CPU")
-        ours, theirs = call(mindspore.Tensor), call(torch.tensor)
+        ours, theirs, again = call(mindspore.Tensor), call(torch.tensor), call(torch.tensor)
     except Exception:
         return False
-    return (ours is not None and theirs is not None and len(ours) == len(theirs)
-            and all(a.shape == b.shape and numpy.allclose(a, b, equal_nan=True)
-                    for a, b in zip(ours, theirs, strict=True)))
+    if ours is None or theirs is None or again is None or len(ours) != len(theirs):
+        return False
+    random = not all(numpy.allclose(a, b, equal_nan=True) for a, b in zip(theirs, again,
+                                                                          strict=True))
+    return all(a.shape == b.shape and (random or numpy.allclose(a, b, equal_nan=True))
+               for a, b in zip(ours, theirs, strict=True))  # random results: shapes only
 
 
 def _runs(api: str, params: list[Param], plats: list[str], backend: str) -> bool:
@@ -471,6 +477,8 @@ def find_targets(name: str, torch_obj: Any, override: dict[str, Any]) -> dict[st
         prefixes = ascend if backend == "ascend" else other
         out[backend] = next((p + rel for p in prefixes if _usable(p + rel, torch_obj, backend)),
                             None)
+        if backend == "cpu" and out[backend] is None:
+            out[backend] = api_probe.cpu_fallback(name)  # measured here despite its docs
     return out
 
 
@@ -508,9 +516,9 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
                 probed: dict[str, Any] | None = None) -> dict[str, Any]:
     """One table entry for a torch API (``probed``: its measured call forms, merged)."""
     override = overrides.get(name, {})
-    if probed:
-        override = api_probe.merge(override, probed, find_targets(name, torch_obj, override),
-                                   _ms_version())
+    current = find_targets(name, torch_obj, override)
+    if probed and probed.get("target") == current["cpu"]:  # measured on today's target
+        override = api_probe.merge(override, probed, current, _ms_version())
     ns = next((v for k, v in sorted(namespaces.items(), key=lambda kv: -len(kv[0]))
                if name.startswith(k + ".")), {})
     if torch_obj is not None and not callable(torch_obj):  # a dtype: torch.float32
@@ -735,11 +743,14 @@ def build(overrides_path: Path = DATA / "overrides.toml", probe: bool = False
         names.setdefault(extra, None)
     synonyms: dict[str, list[str]] = over.get("param_synonyms", {})
     if probe:
-        cpu = {n: find_targets(n, names.get(n), entries_over.get(n, {}))["cpu"]
-               for n in api_probe.CASES}
-        api_probe.PROBE_FILE.write_text(api_probe.render_probe(api_probe.probe_all(cpu)),
-                                        encoding="utf-8")
-    probed = api_probe.load_probe().get("apis", {})
+        every = {n: find_targets(n, names.get(n), entries_over.get(n, {}))
+                 for n in api_probe.CASES}
+        measured = api_probe.probe_all({n: t["cpu"] for n, t in every.items()})
+        measured["cpu_fallbacks"] = api_probe.probe_fallbacks(every)
+        api_probe.PROBE_FILE.write_text(api_probe.render_probe(measured), encoding="utf-8")
+    stored = api_probe.load_probe()
+    probed = {**{n: r for n, r in stored.get("cpu_fallbacks", {}).items()
+                 if api_probe.cpu_fallback(n, stored)}, **stored.get("apis", {})}
     entries = [build_entry(name, names[name], entries_over, over.get("namespaces", {}), synonyms,
                            probed.get(name)) for name in sorted(names)]
     data = {"mindspore_version": mindspore.__version__,
@@ -747,16 +758,67 @@ def build(overrides_path: Path = DATA / "overrides.toml", probe: bool = False
             "generated_by": "tools/build_api_table.py",
             "ignored_params": sorted(IGNORED_PARAMS - {"self"}),
             "aliases": dict(sorted(aliases.items())),
+            "families": [build_family(prefix, rule)
+                         for prefix, rule in sorted(families(over).items())],
             "entries": entries}
     return data, tensor_methods
+
+
+def families(over: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The family rules of overrides.toml, with one rule per legacy typed tensor
+    (``torch.LongTensor`` and ``torch.cuda.LongTensor`` -> ``mindspore.Tensor`` with the
+    dtype) from its ``legacy_tensor_types`` table."""
+    out: dict[str, dict[str, Any]] = dict(over.get("families", {}))
+    legacy = dict(over.get("legacy_tensor_types", {}))
+    reason = legacy.pop("reason", "")
+    for name, dtype in legacy.items():
+        for prefix in ("torch.", "torch.cuda."):
+            out[prefix + name] = {
+                "reason": reason, "target": "mindspore.Tensor", "kind": "class",
+                "notes": f"{prefix}{name}(data) is mindspore.Tensor(data, "
+                         f"dtype=mindspore.{dtype}); isinstance checks against it become "
+                         f"x.dtype == mindspore.{dtype}; placement is set once per process.",
+                "suggestion": f"mindspore.Tensor(data, dtype=mindspore.{dtype})"}
+    return out
+
+
+def build_family(prefix: str, rule: dict[str, Any]) -> dict[str, Any]:
+    """The table record of a family rule (overrides.toml ``[families."prefix"]``): one
+    status, target and migration path for every name under ``prefix`` that has no entry
+    of its own. A named target must exist in the installed MindSpore."""
+    if not rule.get("reason"):
+        raise ValueError(f"family {prefix}: every family rule needs a reason")
+    explicit: dict[str, Any] = dict(rule.get("targets", {}))
+    if "target" in rule:
+        explicit = {b: rule["target"] for b in BACKENDS} | explicit
+    targets: dict[str, str | None] = {}
+    for backend in BACKENDS:
+        api = explicit.get(backend) or None
+        if api is not None and resolve(api) is None:
+            raise ValueError(f"family {prefix}: target {api} does not exist")
+        targets[backend] = api
+    live = [b for b in BACKENDS if targets[b]]
+    status = "missing" if not live else rule.get("status", "differs")
+    return {"torch": prefix, "kind": rule.get("kind", "function"), "status": status,
+            "usage_differs": bool(live) and status == "differs",
+            "usage_backends": [],
+            "targets": {b: {"api": targets[b], "platforms": platforms(targets[b])
+                            if targets[b] else [], "params": []} for b in BACKENDS},
+            "torch_params": [], "params": [], "notes": rule.get("notes", ""),
+            "workaround": rule.get("workaround", "equivalent" if len(live) < len(BACKENDS)
+                                   else None),
+            "suggestion": rule.get("suggestion", "")}
 
 
 def render(data: dict[str, Any], tensor_methods: list[str]) -> tuple[str, str]:
     """The two generated files' text."""
     methods = (f"# Public torch.Tensor methods (torch {data['torch_version']}); regenerated by "
                "tools/build_api_table.py.\n" + "".join(m + "\n" for m in tensor_methods))
-    head = {k: v for k, v in data.items() if k != "entries"}
-    text = json.dumps(head, indent=1, ensure_ascii=False)[:-2] + ',\n "entries": [\n'
+    head = {k: v for k, v in data.items() if k not in ("entries", "families")}
+    text = json.dumps(head, indent=1, ensure_ascii=False)[:-2] + ',\n "families": [\n'
+    text += ",\n".join("  " + json.dumps(e, ensure_ascii=False, separators=(",", ":"))
+                       for e in data["families"])
+    text += '\n ],\n "entries": [\n'
     text += ",\n".join("  " + json.dumps(e, ensure_ascii=False, separators=(",", ":"))
                        for e in data["entries"])  # one entry per line: readable diffs
     return text + "\n ]\n}\n", methods
