@@ -62,12 +62,13 @@ step(None, None)
 def test_findings_inside_a_forward_count_as_reached_from_it() -> None:
     result = scan_files({"gae/layers.py": GCN})
     spmm = [f for f in result.findings if f.symbol == "torch.spmm"]
-    assert {f.rule for f in spmm} == {"MS101", "MS302"}
+    # One verdict per place: the sparse rule names the replacement, so no MS101 beside it.
+    assert {f.rule for f in spmm} == {"MS302"}
     assert all(f.trace == ("GraphConvolution.forward",) for f in spmm)
     assert result.score is not None
     hazards = next(p for p in result.score.parts if p.name == "hazards")
-    assert "2 reached from a forward" in hazards.detail
-    assert result.files_work[0].graph == 2
+    assert "1 reached from a forward" in hazards.detail
+    assert result.files_work[0].graph == 1
     assert {c.symbol: c.where for c in result.causes} == {
         "torch.spmm": "graph", "torch.zeros": "host"}  # __init__ runs on the host
 
@@ -128,6 +129,7 @@ class Net(nn.Module):
 '''
     result = scan_files({"net.py": source})
     kinds = [b.kind for b in result.blockers]
-    # Five APIs without a counterpart, one dynamic shape: the dynamic shape is fifth.
-    assert kinds == ["no-counterpart"] * 4 + ["dynamic-shape", "no-counterpart"]
+    # Several APIs without a counterpart, one dynamic shape: each kind shows its four
+    # largest first, so the dynamic shape is at most fifth.
+    assert kinds[:4] == ["no-counterpart"] * 4 and "dynamic-shape" in kinds[4:5]
     assert result.blockers[0].subject == "torch.einsum"  # two places: the largest first
