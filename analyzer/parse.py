@@ -30,11 +30,17 @@ _OPEN = frozenset("([{")
 
 @dataclass(frozen=True, slots=True)
 class ParseFailure:
-    """A file that could not be read or parsed; ``span`` points at the trouble."""
+    """A file that could not be read or parsed; ``span`` points at the trouble.
+
+    ``message`` says what is wrong with the file ("syntax error: ..."). A file that is
+    fine but was not analysed (too large, its worker died) carries a ``suggestion`` and a
+    ``message`` that is a whole sentence.
+    """
 
     message: str
     span: Span
     cell: int | None = None
+    suggestion: str | None = None
 
 
 @dataclass(slots=True)
