@@ -21,7 +21,16 @@ from libcst._nodes.internal import CodegenState
 
 from msready.analyzer.findings import Span
 
+# Files far beyond normal size are not analysed: their tree, walk and memory grow with
+# them (a 200,000-statement function took minutes and gigabytes). The limits are checked
+# on the text, before parsing; the largest file of timm has 5,300 lines.
 MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_FILE_LINES = 30_000
+MAX_FILE_TOKENS = 500_000
+_COUNT_TOKENS_FROM = 256 * 1024  # characters; smaller files cannot reach the token limit
+_TOKEN = re.compile(r"\w+|[^\s\w]")
+_TOO_LARGE_FIX = ("Exclude generated or data files with `tool.msready.exclude`; split a "
+                  "hand-written file this large into modules. None of its code is checked.")
 # CPython refuses more than 200 nested brackets; libcst's parser would crash on them.
 MAX_BRACKET_DEPTH = 200
 _BRACKETS = re.compile(r"[()\[\]{}]")
@@ -201,9 +210,23 @@ def _too_deep(text: str) -> ParseFailure | None:
     return None
 
 
+def too_large(text: str) -> ParseFailure | None:
+    """Why a file's text is too large to analyse, or None; cheap next to parsing it."""
+    lines = text.count("\n") + 1
+    if lines > MAX_FILE_LINES:
+        what = f"it has {lines:,} lines, over msready's limit of {MAX_FILE_LINES:,} lines"
+    elif len(text) >= _COUNT_TOKENS_FROM and len(_TOKEN.findall(text)) > MAX_FILE_TOKENS:
+        what = f"it has more than {MAX_FILE_TOKENS:,} tokens (names, numbers, operators)"
+    else:
+        return None
+    return ParseFailure(f"This file was skipped as far beyond normal size: {what} per file, "
+                        "which would take minutes and gigabytes to analyse.", Span(1, 1, 1, 1),
+                        suggestion=_TOO_LARGE_FIX)
+
+
 def parse_text(text: str) -> Parsed | ParseFailure:
     """Parse decoded source text with libcst and compute node spans."""
-    deep = _too_deep(text)
+    deep = too_large(text) or _too_deep(text)
     if deep is not None:
         return deep
     try:
@@ -232,10 +255,10 @@ def parse_bytes(data: bytes) -> Parsed | ParseFailure:
     """Decode and parse a ``.py`` file's bytes."""
     if len(data) > MAX_FILE_BYTES:
         return ParseFailure(
-            f"file is {len(data) // 1024 // 1024} MiB, over the {MAX_FILE_BYTES // 2**20} MiB "
-            "limit; not scanned",
-            Span(1, 1, 1, 1),
-        )
+            f"This file was skipped as far beyond normal size: it is "
+            f"{len(data) // 1024 // 1024} MiB, over msready's limit of "
+            f"{MAX_FILE_BYTES // 2**20} MiB per file.", Span(1, 1, 1, 1),
+            suggestion=_TOO_LARGE_FIX)
     text = decode(data)
     if isinstance(text, ParseFailure):
         return text

@@ -36,6 +36,7 @@ from msready.analyzer.parse import (
     notebook_cells,
     parse_bytes,
     parse_notebook,
+    too_large,
 )
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
@@ -431,7 +432,7 @@ def source_texts(files: list[SourceFile], contents: dict[str, bytes | OSError],
                 sources[(f.rel, cell)] = text
         elif len(data) <= MAX_FILE_BYTES:
             decoded = decode(data)
-            if isinstance(decoded, str):
+            if isinstance(decoded, str) and too_large(decoded) is None:
                 sources[(f.rel, None)] = decoded
     return sources
 
