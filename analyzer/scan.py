@@ -126,6 +126,9 @@ def analyze_bytes(rel: str, data: bytes) -> FileResult:
         return _failed(rel, module, is_package, failures)
     try:
         result = walk_file(rel, parsed, file_rules())
+        if not parsed.positions.consistent():  # some position came from a wrong ast node
+            parsed.positions.full_pass()
+            result = walk_file(rel, parsed, file_rules())
     except RecursionError:
         return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
                                                               _ORIGIN)])

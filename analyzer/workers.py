@@ -19,6 +19,7 @@ test can kill exactly the worker holding a known file, as the out-of-memory kill
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -109,10 +110,8 @@ class _Worker:
 
     def close(self) -> None:
         """Ask the worker to exit and wait a little for it."""
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self.conn.send(None)
-        except (OSError, ValueError):
-            pass
         self.conn.close()
         self.process.join(timeout=5)
         if self.process.is_alive():
