@@ -385,6 +385,8 @@ def scan_source(source: Source, options: ScanOptions,
     cache = Cache(options.cache_dir or default_cache_dir()) if options.cache else None
     contents = read_files(files)
     results, files_key = analyze_files(files, contents, options, progress, cache)
+    sources = source_texts(files, contents)
+    del contents  # the bytes of every file are not needed any more
     # CPU by default: it is the backend whose generated Cells this machine can prove.
     target = options.target or config.target or "cpu"
     model = RepositoryModel(results, target)
@@ -417,7 +419,7 @@ def scan_source(source: Source, options: ScanOptions,
         model=model,
         warnings=[*config.warnings, *load_errors()],
     )
-    result.sources = source_texts(files, contents)
+    result.sources = sources
     _finish(result)
     return result
 

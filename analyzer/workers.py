@@ -33,7 +33,7 @@ from typing import Generic, TypeVar
 R = TypeVar("R")
 Work = Callable[[str, bytes], R]
 
-WORKER_RSS_LIMIT = 768 * 2**20
+WORKER_RSS_LIMIT = 256 * 2**20
 STOP_AT_ENV = "MSREADY_TEST_STOP_AT"
 _PRELOAD = ["msready.analyzer.scan"]
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -126,8 +126,12 @@ class _Worker:
 
 def _context() -> Context:
     if "forkserver" in multiprocessing.get_all_start_methods():
+        from msready.rules.registry import family_modules
+
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_PRELOAD)
+        # The server imports the analyzer and every rule module once; workers forked
+        # from it start with them loaded.
+        context.set_forkserver_preload([*_PRELOAD, *family_modules()])
         return context
     return multiprocessing.get_context("spawn")
 
