@@ -235,8 +235,8 @@ class Positions:
             if kind is not cst.FunctionDef and kind is not cst.ClassDef:
                 return
         if kind is cst.Call:
-            ordinal = self._call_ordinals.pop(id(node), None)
-            if ordinal is None:
+            ordinal = self._call_ordinals.pop(id(node), -1)
+            if ordinal < 0:
                 ordinal = self._counts["call"]
                 self._counts["call"] = ordinal + 1
             self._add_call(node, ordinal)  # type: ignore[arg-type]
@@ -409,7 +409,7 @@ class Positions:
                 self.failed = True
                 return None
             return found if isinstance(node, cst.Call) else None
-        if isinstance(node, _OWN_BRACKETS) or getattr(node, "lpar", ()):
+        if isinstance(node, _OWN_BRACKETS) or getattr(node, "lpar", None):
             return None
         item = self._part(owner, part, index)
         if item is None:

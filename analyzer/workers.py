@@ -164,12 +164,15 @@ class WorkerPool(Generic[R]):
                         except (OSError, ValueError):  # died before it took the file
                             pending.appendleft((rel, data))
                 owners: dict[object, _Worker] = {}
+                handles: list[Connection | int] = []
                 for worker in workers:
                     owners[worker.process.sentinel] = worker
+                    handles.append(worker.process.sentinel)
                     if worker.task is not None:
                         owners[worker.conn] = worker
+                        handles.append(worker.conn)
                 handled: set[int] = set()
-                for handle in wait(list(owners)):
+                for handle in wait(handles):
                     worker = owners[handle]
                     if id(worker) in handled:
                         continue

@@ -11,7 +11,7 @@ import pytest
 
 import msready.cli
 from msready.analyzer.result import ScanResult
-from msready.analyzer.scan import ScanOptions, Progress
+from msready.analyzer.scan import Progress, ScanOptions
 
 
 def _broken_scan(spec: str, ref: str | None = None, options: ScanOptions | None = None,
@@ -21,7 +21,8 @@ def _broken_scan(spec: str, ref: str | None = None, options: ScanOptions | None 
 
 
 def test_an_internal_error_exits_3_with_one_line_and_a_log(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "m.py").write_text("import torch\n")
     monkeypatch.setattr(msready.cli, "scan", _broken_scan)

@@ -73,7 +73,7 @@ def test_a_killed_worker_costs_only_the_file_it_held(tmp_path: Path) -> None:
     try:
         victim = _stopped_worker(scan.pid, time.monotonic() + 120)
         os.kill(victim, signal.SIGKILL)
-        stdout, stderr = scan.communicate(timeout=300)
+        _, stderr = scan.communicate(timeout=300)
     finally:
         scan.kill()
     assert scan.returncode == 0, stderr
