@@ -1,7 +1,9 @@
 """The ``msready`` command: ``scan``, ``survey``, ``table``, ``rule`` and ``convert-weights``.
 
 Exit codes: 0 for a completed scan, 1 when ``--fail-under`` is not met (or ``--baseline``
-shows new findings), 2 for usage and source errors, which are one line on stderr.
+shows new findings), 2 for usage and source errors, which are one line on stderr, 3 for an
+internal error of msready (one line on stderr naming the log file that holds the
+traceback), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import importlib
 import json
 import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,6 +35,10 @@ FORMATS = {
     "md": ("checklist.md", "msready.reports.markdown"),
 }
 TARGETS = ("ascend", "gpu", "cpu")
+EXIT_GATE_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL_ERROR = 3
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):
@@ -214,14 +222,14 @@ def _exit_code(result: ScanResult, args: argparse.Namespace,
                                 "message": f.message}) not in baseline]
         if new:
             console.print(f"{len(new)} findings are not in the baseline", highlight=False)
-            code = 1
+            code = EXIT_GATE_FAILED
     # --fail-under wins; else the scanned repository's [tool.msready] fail-under, read by
     # the scan itself, so that a folder, a file and a git URL behave the same.
     threshold = args.fail_under if args.fail_under is not None else result.fail_under
     if threshold is not None and result.score is not None and result.score.value < threshold:
         console.print(f"readiness score {result.score.value} is under {threshold:g}",
                       highlight=False)
-        code = 1
+        code = EXIT_GATE_FAILED
     return code
 
 
@@ -315,7 +323,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_convert(args)
     except (UsageError, SourceError) as exc:
         print(f"msready: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("msready: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug in msready: one line, the traceback in a log file
+        log = _write_crash_log()
+        where = f"the traceback is in {log}" if log else "the traceback could not be saved"
+        first = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        print(f"msready: internal error ({first}); {where}; please report it", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+
+
+def _write_crash_log() -> str | None:
+    """Write the exception being handled, with msready's version, to a new log file."""
+    try:
+        fd, path = tempfile.mkstemp(prefix="msready-crash-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(f"msready {__version__}, Python {sys.version.split()[0]}\n")
+            handle.write(f"command: {' '.join(sys.argv)}\n\n")
+            traceback.print_exc(file=handle)
+    except OSError:
+        return None
+    return path

@@ -11,17 +11,25 @@ import bisect
 import io
 import json
 import re
-import sys
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst._add_slots import add_slots
-from libcst._nodes.internal import CodegenState
 
 from msready.analyzer.findings import Span
+from msready.analyzer.positions import Positions
 
+# Files far beyond normal size are not analysed: their tree, walk and memory grow with
+# them (a 200,000-statement function took minutes and gigabytes). The limits are checked
+# on the text, before parsing; the largest file of timm has 5,300 lines.
 MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_FILE_LINES = 30_000
+MAX_FILE_TOKENS = 500_000
+_COUNT_TOKENS_FROM = 256 * 1024  # characters; smaller files cannot reach the token limit
+_TOKEN = re.compile(r"\w+|[^\s\w]")
+_TOO_LARGE_FIX = ("Exclude generated or data files with `tool.msready.exclude`; split a "
+                  "hand-written file this large into modules. None of its code is checked.")
 # CPython refuses more than 200 nested brackets; libcst's parser would crash on them.
 MAX_BRACKET_DEPTH = 200
 _BRACKETS = re.compile(r"[()\[\]{}]")
@@ -30,11 +38,17 @@ _OPEN = frozenset("([{")
 
 @dataclass(frozen=True, slots=True)
 class ParseFailure:
-    """A file that could not be read or parsed; ``span`` points at the trouble."""
+    """A file that could not be read or parsed; ``span`` points at the trouble.
+
+    ``message`` says what is wrong with the file ("syntax error: ..."). A file that is
+    fine but was not analysed (too large, its worker died) carries a ``suggestion`` and a
+    ``message`` that is a whole sentence.
+    """
 
     message: str
     span: Span
     cell: int | None = None
+    suggestion: str | None = None
 
 
 @dataclass(slots=True)
@@ -52,18 +66,29 @@ class CellMap:
 
 @dataclass(slots=True)
 class Parsed:
-    """A parsed module with the spans of its nodes."""
+    """A parsed module, its text, and where its nodes sit (found when asked)."""
 
     module: cst.Module
     text: str
     lines: int
-    spans: dict[int, tuple[int, int]]  # id(node) -> (start, end) character offsets
     line_starts: list[int]
     cells: CellMap | None = None
+    positions: Positions = field(init=False)
 
-    def span(self, node: cst.CSTNode) -> Span | None:
+    def __post_init__(self) -> None:
+        self.positions = Positions(self.module, self.text, self.line_starts)
+
+    def offsets(self, node: cst.CSTNode,
+                ancestors: Sequence[cst.CSTNode] = ()) -> tuple[int, int] | None:
+        """Start and end character offsets of ``node`` (its syntactic extent, without
+        the whitespace and parentheses it owns), or None for a node not in this module.
+        ``ancestors`` (the nodes from the module down to one enclosing ``node``) make
+        the answer cheaper."""
+        return self.positions.offsets(node, ancestors)
+
+    def span(self, node: cst.CSTNode, ancestors: Sequence[cst.CSTNode] = ()) -> Span | None:
         """The 1-based span of ``node``, or None for a node not in this module."""
-        offsets = self.spans.get(id(node))
+        offsets = self.positions.offsets(node, ancestors)
         if offsets is None:
             return None
         line, col = self._point(offsets[0])
@@ -73,67 +98,6 @@ class Parsed:
     def _point(self, offset: int) -> tuple[int, int]:
         i = bisect.bisect_right(self.line_starts, offset) - 1
         return i + 1, offset - self.line_starts[i] + 1
-
-
-@add_slots
-@dataclass(frozen=False)
-class _SpanState(CodegenState):
-    """Codegen that only counts characters and records each node's start and end offset.
-
-    libcst's PositionProvider does the same work but splits every token on newlines and
-    builds a position object per node; offsets turned into lines on demand cost a
-    fraction of that.
-    """
-
-    offset: int = 0
-    spans: dict[int, tuple[int, int]] = field(default_factory=dict)
-    _stack: list[int] = field(default_factory=list)
-
-    def add_indent_tokens(self) -> None:
-        for token in self.indent_tokens:
-            self.offset += len(token)
-
-    def add_token(self, value: str) -> None:
-        self.offset += len(value)
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        self._stack.append(self.offset)
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        start = self._stack.pop()
-        key = id(node)
-        if key not in self.spans:
-            self.spans[key] = (start, self.offset)
-
-    def record_syntactic_position(  # type: ignore[override]  # any context manager serves
-        self,
-        node: cst.CSTNode,
-        *,
-        start_node: cst.CSTNode | None = None,
-        end_node: cst.CSTNode | None = None,
-    ) -> _Record:
-        return _Record(self, node, start_node, end_node)
-
-
-class _Record:
-    """Records a node's span without whitespace it owns (a cheap context manager)."""
-
-    __slots__ = ("end_node", "node", "start", "start_node", "state")
-
-    def __init__(self, state: _SpanState, node: cst.CSTNode, start_node: cst.CSTNode | None,
-                 end_node: cst.CSTNode | None) -> None:
-        self.state, self.node = state, node
-        self.start_node, self.end_node = start_node, end_node
-        self.start = 0
-
-    def __enter__(self) -> None:
-        self.start = self.state.offset
-
-    def __exit__(self, *exc: object) -> None:
-        spans = self.state.spans
-        start = self.start if self.start_node is None else spans[id(self.start_node)][0]
-        end = self.state.offset if self.end_node is None else spans[id(self.end_node)][1]
-        spans[id(self.node)] = (start, end)
 
 
 def _line_starts(text: str) -> list[int]:
@@ -195,9 +159,23 @@ def _too_deep(text: str) -> ParseFailure | None:
     return None
 
 
+def too_large(text: str) -> ParseFailure | None:
+    """Why a file's text is too large to analyse, or None; cheap next to parsing it."""
+    lines = text.count("\n") + 1
+    if lines > MAX_FILE_LINES:
+        what = f"it has {lines:,} lines, over msready's limit of {MAX_FILE_LINES:,} lines"
+    elif len(text) >= _COUNT_TOKENS_FROM and len(_TOKEN.findall(text)) > MAX_FILE_TOKENS:
+        what = f"it has more than {MAX_FILE_TOKENS:,} tokens (names, numbers, operators)"
+    else:
+        return None
+    return ParseFailure(f"This file was skipped as far beyond normal size: {what} per file, "
+                        "which would take minutes and gigabytes to analyse.", Span(1, 1, 1, 1),
+                        suggestion=_TOO_LARGE_FIX)
+
+
 def parse_text(text: str) -> Parsed | ParseFailure:
     """Parse decoded source text with libcst and compute node spans."""
-    deep = _too_deep(text)
+    deep = too_large(text) or _too_deep(text)
     if deep is not None:
         return deep
     try:
@@ -208,28 +186,18 @@ def parse_text(text: str) -> Parsed | ParseFailure:
         return ParseFailure(f"syntax error: {first}", Span(line, col, line, col))
     except (RecursionError, MemoryError, ValueError) as exc:
         return ParseFailure(f"cannot parse: {type(exc).__name__}", Span(1, 1, 1, 1))
-    state = _SpanState(default_indent=module.default_indent,
-                       default_newline=module.default_newline)
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 20000))
-    try:
-        module._codegen(state)
-    except RecursionError:
-        return ParseFailure("nested too deeply to analyse", Span(1, 1, 1, 1))
-    finally:
-        sys.setrecursionlimit(old_limit)
     starts = _line_starts(text)
-    return Parsed(module, text, len(starts) if text else 0, state.spans, starts)
+    return Parsed(module, text, len(starts) if text else 0, starts)
 
 
 def parse_bytes(data: bytes) -> Parsed | ParseFailure:
     """Decode and parse a ``.py`` file's bytes."""
     if len(data) > MAX_FILE_BYTES:
         return ParseFailure(
-            f"file is {len(data) // 1024 // 1024} MiB, over the {MAX_FILE_BYTES // 2**20} MiB "
-            "limit; not scanned",
-            Span(1, 1, 1, 1),
-        )
+            f"This file was skipped as far beyond normal size: it is "
+            f"{len(data) // 1024 // 1024} MiB, over msready's limit of "
+            f"{MAX_FILE_BYTES // 2**20} MiB per file.", Span(1, 1, 1, 1),
+            suggestion=_TOO_LARGE_FIX)
     text = decode(data)
     if isinstance(text, ParseFailure):
         return text

@@ -8,7 +8,6 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import metadata, resources
@@ -39,6 +38,7 @@ from msready.analyzer.parse import (
     notebook_cells,
     parse_bytes,
     parse_notebook,
+    too_large,
 )
 from msready.analyzer.priorities import EnclosingFunctions, prioritise
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
@@ -46,6 +46,7 @@ from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
 from msready.analyzer.score import compute_score
 from msready.analyzer.source import Source, SourceFile, open_source
 from msready.analyzer.walk import walk_file
+from msready.analyzer.workers import Lost, WorkerPool
 from msready.rules.registry import file_rules, load_errors, repo_rules
 
 Progress = Callable[[int, int], None]
@@ -97,10 +98,23 @@ def parse_error_finding(path: str, failure: ParseFailure) -> Finding:
         confidence=Confidence.HIGH,
         location=Location.at(path, span, failure.cell),
         symbol="<parse>",
-        message=f"msready could not read this file: {failure.message}.",
-        suggestion=("Make the file valid Python 3 (run it through `python3 -m py_compile`); "
-                    "until then none of its code is checked."),
+        message=(failure.message if failure.suggestion
+                 else f"msready could not read this file: {failure.message}."),
+        suggestion=failure.suggestion or (
+            "Make the file valid Python 3 (run it through `python3 -m py_compile`); until "
+            "then none of its code is checked."),
     )
+
+
+def lost_file(rel: str, how: str) -> FileResult:
+    """What a file whose worker process died while analysing it becomes."""
+    failure = ParseFailure(
+        f"This file could not be analysed: the worker process died ({how}) while "
+        "analysing it.", _ORIGIN,
+        suggestion=("Rerun the scan; if this file is lost again, it makes msready's parser "
+                    "crash or run out of memory: exclude it with `tool.msready.exclude` and "
+                    "report it to msready. None of its code is checked."))
+    return _failed(rel, *module_name(rel), [failure])
 
 
 def analyze_bytes(rel: str, data: bytes) -> FileResult:
@@ -115,6 +129,9 @@ def analyze_bytes(rel: str, data: bytes) -> FileResult:
         return _failed(rel, module, is_package, failures)
     try:
         result = walk_file(rel, parsed, file_rules())
+        if not parsed.positions.consistent():  # some position came from a wrong ast node
+            parsed.positions.full_pass()
+            result = walk_file(rel, parsed, file_rules())
     except RecursionError:
         return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
                                                               _ORIGIN)])
@@ -180,9 +197,16 @@ class Cache:
             self.enabled = False
 
 
-def _work_bytes(item: tuple[str, bytes]) -> FileResult:
-    rel, data = item
-    return analyze_bytes(rel, data)
+def analyze_safely(rel: str, data: bytes) -> FileResult:
+    """:func:`analyze_bytes`, with an internal error in msready turned into a finding."""
+    try:
+        return analyze_bytes(rel, data)
+    except Exception as exc:  # one bad file never stops a scan
+        failure = ParseFailure(
+            f"msready failed on this file ({type(exc).__name__}: {exc})".splitlines()[0] + ".",
+            _ORIGIN,
+            suggestion="Report the failure to msready; none of this file's code is checked.")
+        return _failed(rel, *module_name(rel), [failure])
 
 
 def read_files(files: list[SourceFile]) -> dict[str, bytes | OSError]:
@@ -226,26 +250,26 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
     if progress:
         progress(done, total)
     jobs = options.jobs or os.cpu_count() or 1
+    keys = {rel: key for rel, _, key in todo}
     items = [(rel, data) for rel, data, _ in todo]
-    outputs: Iterable[FileResult]
-    if jobs > 1 and len(todo) >= _PARALLEL_MIN_FILES:
-        executor = ProcessPoolExecutor(max_workers=jobs)
-        chunk = max(1, min(16, len(items) // (jobs * 8)))
-        outputs = executor.map(_work_bytes, items, chunksize=chunk)
+    del todo
+    outputs: Iterable[tuple[str, FileResult | Lost]]
+    if jobs > 1 and len(items) >= _PARALLEL_MIN_FILES:
+        outputs = WorkerPool(analyze_safely, jobs).run(items)
     else:
-        executor = None
-        outputs = map(_work_bytes, items)
-    try:
-        for (rel, _, key), result in zip(todo, outputs, strict=True):
-            results[rel] = result
+        outputs = ((rel, analyze_safely(rel, data)) for rel, data in items)
+    for rel, output in outputs:
+        if isinstance(output, Lost):
+            results[rel] = lost_file(rel, output.how)
+            complete = False  # a lost file is neither cached nor part of a cached whole
+        else:
+            results[rel] = output
+            key = keys[rel]
             if cache and key:
-                cache.put(key, result)
-            done += 1
-            if progress:
-                progress(done, total)
-    finally:
-        if executor is not None:
-            executor.shutdown()
+                cache.put(key, output)
+        done += 1
+        if progress:
+            progress(done, total)
     return [results[f.rel] for f in files], whole.hexdigest() if cache and complete else None
 
 
@@ -402,6 +426,8 @@ def scan_source(source: Source, options: ScanOptions,
     cache = Cache(options.cache_dir or default_cache_dir()) if options.cache else None
     contents = read_files(files)
     results, files_key = analyze_files(files, contents, options, progress, cache)
+    sources = source_texts(files, contents)
+    del contents  # the bytes of every file are not needed any more
     # CPU by default: it is the backend whose generated Cells this machine can prove.
     target = options.target or config.target or "cpu"
     model = RepositoryModel(results, target)
@@ -437,7 +463,7 @@ def scan_source(source: Source, options: ScanOptions,
         config_files=read_config_files(
             source.root, (v for r in results for v in r.source_facts if v.kind == "file")),
     )
-    result.sources = source_texts(files, contents)
+    result.sources = sources
     _finish(result)
     return result
 
@@ -455,7 +481,7 @@ def source_texts(files: list[SourceFile], contents: dict[str, bytes | OSError],
                 sources[(f.rel, cell)] = text
         elif len(data) <= MAX_FILE_BYTES:
             decoded = decode(data)
-            if isinstance(decoded, str):
+            if isinstance(decoded, str) and too_large(decoded) is None:
                 sources[(f.rel, None)] = decoded
     return sources
 

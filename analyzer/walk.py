@@ -34,6 +34,7 @@ from msready.analyzer.localvalues import (
 )
 from msready.analyzer.names import LOCAL, Resolver, module_name
 from msready.analyzer.parse import Parsed
+from msready.analyzer.positions import NOTED
 from msready.analyzer.syntax import (
     MAX_ARG_TEXT,
     all_params,
@@ -92,7 +93,7 @@ class FileWalker:
         self._leave: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
         self._dead: set[int] = set()
         self._module_values: dict[str, cst.BaseExpression] = {}
-        self._targets: dict[int, str | None] = {}
+        self._targets: dict[int, tuple[cst.Call, str | None]] = {}
         self._call_index: dict[int, int] = {}
         self.imports_torch = False
         self.values = LocalValues(self)
@@ -127,11 +128,11 @@ class FileWalker:
 
     def span(self, node: cst.CSTNode) -> Span | None:
         """1-based span of a node."""
-        return self.parsed.span(node)
+        return self.parsed.span(node, self._ancestors)
 
     def text(self, node: cst.CSTNode) -> str:
         """Exact source text of a node."""
-        offsets = self.parsed.spans.get(id(node))
+        offsets = self.parsed.offsets(node, self._ancestors)
         if offsets is None:
             return cst.Module([]).code_for_node(node)
         return self.parsed.text[offsets[0]:offsets[1]]
@@ -161,15 +162,14 @@ class FileWalker:
     def call_target(self, call: cst.Call) -> str | None:
         """Qualified callee, or ``torch.Tensor.<m>`` for a tensor method; computed once per
         call node, as every rule and data-flow predicate asks for the same calls."""
-        key = id(call)
-        if key in self._targets:
-            return self._targets[key]
+        known = self._targets.get(id(call))
+        if known is not None and known[0] is call:
+            return known[1]
         target = self.qualify(call.func)
         if target is None:
             method = self.tensor_method(call)
             target = f"torch.Tensor.{method}" if method else None
-        if key in self.parsed.spans:  # only nodes of the tree live as long as the walk
-            self._targets[key] = target
+        self._targets[id(call)] = (call, target)  # the node kept alive: its id stays its own
         return target
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
@@ -297,6 +297,8 @@ class FileWalker:
     def _enter(self, node: cst.CSTNode) -> None:
         self._ancestors.append(node)
         kind = type(node)
+        if kind in NOTED:  # positions are found by meeting these in source order
+            self.parsed.positions.note(node)
         if kind is cst.Name or kind is cst.Attribute:
             self._on_reference(node)  # type: ignore[arg-type]
         elif kind is cst.Call:

@@ -9,14 +9,24 @@ run, on the same files and cores, it times:
 * ``fixit lint``: Fixit's linter with its default rules (installed into a private
   virtual environment under ``benchmarks/.work`` on first use; skipped with a note when
   it cannot be installed);
+* ``paconvert``: PaConvert (torch -> Paddle, ``--no_format``), the fastest real converter,
+  installed like Fixit into a private virtual environment (skipped with a note when it
+  cannot be installed or run);
 * ``msready cold``: ``msready scan --format json --skeletons off`` with an empty cache;
-* ``msready warm``: the same with the cache the cold run filled.
+* ``msready warm``: the same with the cache the cold run filled;
+* ``msready 1M cold``: a cold scan of a tree of about a million lines (``--million``
+  lines: the corpus copied several times over), run once.
 
 Each is run ``--repeat`` times (each in a fresh process); the medians and the ratios to
-the bare parse are printed. This is a measuring tool, not a test: shared machines are
-noisy, so only ratios within one invocation mean anything.
+the bare parse are printed, with the peak memory of each command's whole process tree
+(the command and all its children, sampled every 50 ms): the sum of their resident sets,
+which counts pages shared by forked processes once per process, and the sum of their
+proportional set sizes (PSS), which splits shared pages between their sharers.
+This is a measuring tool, not a test: shared machines are noisy, so only ratios within
+one invocation mean anything.
 
     python benchmarks/bench_scan.py [--package timm] [--repeat 3] [--jobs 2]
+        [--no-fixit] [--no-paconvert] [--million 1000000 | --million 0]
 """
 
 from __future__ import annotations
@@ -28,9 +38,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import venv
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 WORK = Path(__file__).resolve().parent / ".work"
@@ -74,30 +86,135 @@ def _parse_pool(paths: list[str], jobs: int) -> None:
         list(pool.map(parse_files, chunks))
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
-    """Wall-clock seconds of one command in a fresh process."""
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, for every process /proc shows."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces: split after it.
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def tree_memory(pid: int) -> tuple[int, int]:
+    """Bytes resident in ``pid`` and all its descendants: the sum of their resident sets
+    (pages shared between processes counted in each) and of their proportional set sizes
+    (shared pages split between the processes sharing them); (0, 0) when it is gone."""
+    tree = _children()
+    rss = pss = 0
+    todo = [pid]
+    page = os.sysconf("SC_PAGE_SIZE")
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/statm", "rb") as handle:
+                rss += int(handle.read().split()[1]) * page
+            with open(f"/proc/{current}/smaps_rollup", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Pss:"):
+                        pss += int(line.split()[1]) * 1024
+                        break
+        except (OSError, IndexError, ValueError):
+            continue
+        todo.extend(tree.get(current, ()))
+    return rss, pss
+
+
+@dataclass
+class Run:
+    """One command's wall-clock seconds and its process tree's peak resident memory."""
+
+    seconds: float
+    peak: int = 0  # the largest sum of resident sets
+    peak_pss: int = 0  # the largest sum of proportional set sizes
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0, 1),
+          cwd: Path | None = None) -> Run:
+    """Run one command in a fresh process: wall-clock seconds and peak memory of its tree."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):  # fixit exits 1 when it reports something
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {' | '.join(tail)}")
-    return elapsed
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
+        peak = peak_pss = 0
+        done = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak, peak_pss
+            while not done.is_set():
+                rss, pss = tree_memory(proc.pid)
+                peak, peak_pss = max(peak, rss), max(peak_pss, pss)
+                done.wait(0.05)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        code = proc.wait()
+        elapsed = time.perf_counter() - start
+        done.set()
+        sampler.join()
+        if code not in ok:  # fixit exits 1 when it reports something
+            out.seek(0)
+            tail = out.read().decode(errors="replace").strip().splitlines()[-3:]
+            raise RuntimeError(f"{cmd[0]} failed ({code}): {' | '.join(tail)}")
+    return Run(elapsed, peak, peak_pss)
 
 
-def fixit_python() -> Path | None:
-    """A private virtual environment with Fixit, created on first use."""
-    env_dir = WORK / "fixit-venv"
+def private_python(name: str, requirement: str) -> Path | None:
+    """A private virtual environment under benchmarks/.work with one package, created on
+    first use; None (with a note) when it cannot be installed."""
+    env_dir = WORK / f"{name}-venv"
     python = env_dir / "bin" / "python"
     if not python.exists():
         venv.EnvBuilder(with_pip=True).create(env_dir)
-        proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "fixit"],
+        proc = subprocess.run([str(python), "-m", "pip", "install", "-q", requirement],
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            print("fixit could not be installed; its row is skipped", file=sys.stderr)
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+            print(f"{name} could not be installed ({' '.join(tail)}); its row is skipped",
+                  file=sys.stderr)
             shutil.rmtree(env_dir, ignore_errors=True)
             return None
     return python
+
+
+def fixit_python() -> Path | None:
+    """A private virtual environment with Fixit."""
+    return private_python("fixit", "fixit")
+
+
+def paconvert_command(corpus: Path, out: Path) -> list[str] | None:
+    """PaConvert converting the corpus without formatting its output, or None (with a
+    note) when it cannot be installed or does not run here."""
+    python = private_python("paconvert", "paconvert")
+    if python is None:
+        return None
+    cmd = [str(python), "-m", "paconvert.main", "--in_dir", str(corpus), "--out_dir", str(out),
+           "--no_format"]
+    probe = subprocess.run([*cmd[:3], "--help"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0 or "--no_format" not in probe.stdout:
+        tail = (probe.stderr or probe.stdout).strip().splitlines()[-1:]
+        print(f"paconvert does not run here ({' '.join(tail)}); its row is skipped",
+              file=sys.stderr)
+        return None
+    return cmd
+
+
+def million_tree(corpus: Path, lines: int, per_copy: int) -> tuple[Path, int]:
+    """A tree of at least ``lines`` lines: the corpus copied as many times as needed,
+    each copy its own top-level package. Returns the folder and the number of copies."""
+    copies = max(1, -(-lines // max(per_copy, 1)))
+    target = corpus.parent / f"{corpus.name}-x{copies}"
+    if not (target / f"copy{copies - 1}").is_dir():
+        shutil.rmtree(target, ignore_errors=True)
+        for i in range(copies):
+            shutil.copytree(corpus, target / f"copy{i}")
+    return target, copies
 
 
 def main() -> int:
@@ -107,6 +224,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-fixit", action="store_true")
+    parser.add_argument("--no-paconvert", action="store_true")
+    parser.add_argument("--million", type=int, default=1_000_000, metavar="LINES",
+                        help="lines of the large tree scanned once (0: skip it)")
     parser.add_argument("--parse-only", nargs="*", help=argparse.SUPPRESS)
     parser.add_argument("--parse-pool", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -127,11 +247,15 @@ def main() -> int:
     cache = Path(tempfile.mkdtemp(prefix="msready-bench-cache-"))
     out = Path(tempfile.mkdtemp(prefix="msready-bench-out-"))
     env = dict(os.environ, MSREADY_CACHE_DIR=str(cache))
-    scan = [sys.executable, "-m", "msready", "scan", str(corpus), "-o", str(out), "--format",
-            "json", "--skeletons", "off", "--jobs", str(args.jobs), "-q"]
-    fixit = None if args.no_fixit else fixit_python()
 
-    rows: dict[str, list[float]] = {}
+    def scan(source: Path) -> list[str]:
+        return [sys.executable, "-m", "msready", "scan", str(source), "-o", str(out),
+                "--format", "json", "--skeletons", "off", "--jobs", str(args.jobs), "-q"]
+
+    fixit = None if args.no_fixit else fixit_python()
+    paconvert = None if args.no_paconvert else paconvert_command(corpus, out / "paddle")
+
+    rows: dict[str, list[Run]] = {}
     for _ in range(args.repeat):
         rows.setdefault("libcst parse", []).append(timed([*me, "--parse-only", *files]))
         rows.setdefault(f"libcst parse x{args.jobs}", []).append(
@@ -139,24 +263,49 @@ def main() -> int:
         if fixit is not None:
             rows.setdefault("fixit lint", []).append(
                 timed([str(fixit), "-m", "fixit", "lint", str(corpus)]))
+        if paconvert is not None:
+            shutil.rmtree(out / "paddle", ignore_errors=True)
+            rows.setdefault("paconvert", []).append(timed(paconvert, cwd=out))
         shutil.rmtree(cache, ignore_errors=True)
-        rows.setdefault("msready cold", []).append(timed(scan, env))
-        rows.setdefault("msready warm", []).append(timed(scan, env))
+        rows.setdefault("msready cold", []).append(timed(scan(corpus), env))
+        rows.setdefault("msready warm", []).append(timed(scan(corpus), env))
+    big_lines = 0
+    if args.million > 0:
+        big, copies = million_tree(corpus, args.million, lines)
+        big_lines = lines * copies
+        shutil.rmtree(cache, ignore_errors=True)
+        rows["msready 1M cold"] = [timed(scan(big), env)]
     shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
 
-    base = statistics.median(rows["libcst parse"])
-    base_pool = statistics.median(rows[f"libcst parse x{args.jobs}"])
-    cold = statistics.median(rows["msready cold"])
-    print(f"{'run':<18}{'median s':>10}{'x parse':>10}{'x parse pool':>14}   runs")
+    def median(name: str) -> float:
+        return statistics.median(r.seconds for r in rows[name])
+
+    base = median("libcst parse")
+    base_pool = median(f"libcst parse x{args.jobs}")
+    cold = median("msready cold")
+    warm = median("msready warm")
+    mib = 2 ** 20
+    print(f"{'run':<18}{'median s':>10}{'x parse':>10}{'x parse pool':>14}{'RSS MiB':>10}"
+          f"{'PSS MiB':>10}   runs")
     for name, values in rows.items():
-        median = statistics.median(values)
-        runs = " ".join(f"{v:.2f}" for v in values)
-        ratios = f"{median / base:>10.2f}{median / base_pool:>14.2f}"
-        print(f"{name:<18}{median:>10.2f}{ratios}   {runs}")
-    warm = statistics.median(rows["msready warm"])
+        mid = median(name)
+        runs = " ".join(f"{v.seconds:.2f}" for v in values)
+        ratios = f"{mid / base:>10.2f}{mid / base_pool:>14.2f}"
+        peak = max(v.peak for v in values) / mib
+        pss = max(v.peak_pss for v in values) / mib
+        print(f"{name:<18}{mid:>10.2f}{ratios}{peak:>10.0f}{pss:>10.0f}   {runs}")
     print(f"cold scan / bare parse: {cold / base:.2f} (one process) and {cold / base_pool:.2f} "
-          f"({args.jobs} processes); cold / warm: {cold / warm:.1f}x")
+          f"({args.jobs} processes; target <= 2); warm is {cold / warm:.1f}x faster than cold "
+          "(target >= 10)")
+    if "paconvert" in rows:
+        print(f"cold scan / paconvert --no_format: {cold / median('paconvert'):.2f} "
+              "(target <= 1)")
+    if "msready 1M cold" in rows:
+        big_run = rows["msready 1M cold"][0]
+        print(f"{big_lines} lines cold: {big_run.seconds:.1f} s, peak memory of the whole "
+              f"process tree {big_run.peak / mib:.0f} MiB as the sum of resident sets, "
+              f"{big_run.peak_pss / mib:.0f} MiB proportional (target < 1024)")
     return 0
 
 

@@ -1,0 +1,529 @@
+"""Where libcst nodes sit in their source text, computed only for the nodes asked about.
+
+libcst nodes carry no positions; libcst's ``PositionProvider`` regenerates the code of the
+whole module to find them, which cost a fifth of a scan. Here positions come from CPython's
+own parser instead: ``ast`` gives the exact start and end of every call, function and
+class (in C, several times faster than regenerating the code). The walk visits nodes in
+source order and notes each call, function and class as it meets it, so the n-th libcst
+call is the n-th ``ast`` call in source order. The nodes whose positions the walk asks for
+(calls, their arguments and receivers, function and class names, decorators, bases and
+parameter defaults) are read straight from the ``ast`` node; any other node inside a call
+gets its position by regenerating only that call, from the call's known start, with every
+generated token checked against the source text.
+
+Anything else (a node outside every noted call, a file CPython cannot parse, a check that
+fails) falls back to the full pass over the module, once, so an answer is always exact:
+the spans are those of libcst's code generation, the syntactic span of each node.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst._add_slots import add_slots
+from libcst._nodes.internal import CodegenState
+
+from msready.analyzer.syntax import children
+
+Offsets = tuple[int, int]
+_RECURSION = 20000
+
+
+@add_slots
+@dataclass(frozen=False)
+class _SpanState(CodegenState):
+    """Codegen that only counts characters and records each node's start and end offset.
+
+    With ``text`` set, every token is also checked against the source at its offset; a
+    difference raises :class:`_Mismatch`.
+    """
+
+    offset: int = 0
+    spans: dict[int, Offsets] = field(default_factory=dict)
+    text: str | None = None
+    stop_at: int = 0  # id of a node (a statement's body) where regenerating stops
+    _stack: list[int] = field(default_factory=list)
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:
+        if self.text is not None and not self.text.startswith(value, self.offset):
+            raise _Mismatch
+        self.offset += len(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) == self.stop_at:
+            raise _Stop
+        self._stack.append(self.offset)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._stack.pop()
+        key = id(node)
+        if key not in self.spans:
+            self.spans[key] = (start, self.offset)
+
+    def record_syntactic_position(  # type: ignore[override]  # any context manager serves
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: cst.CSTNode | None = None,
+        end_node: cst.CSTNode | None = None,
+    ) -> _Record:
+        return _Record(self, node, start_node, end_node)
+
+
+class _Mismatch(Exception):
+    """A regenerated token differs from the source: the start offset was wrong."""
+
+
+class _Stop(Exception):  # a signal, not an error
+    """Regenerating reached the part of the node that is not needed."""
+
+
+class _Record:
+    """Records a node's span without whitespace it owns (a cheap context manager)."""
+
+    __slots__ = ("end_node", "node", "start", "start_node", "state")
+
+    def __init__(self, state: _SpanState, node: cst.CSTNode, start_node: cst.CSTNode | None,
+                 end_node: cst.CSTNode | None) -> None:
+        self.state, self.node = state, node
+        self.start_node, self.end_node = start_node, end_node
+        self.start = 0
+
+    def __enter__(self) -> None:
+        self.start = self.state.offset
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is not None:  # regenerating stopped inside the node: its end is unknown
+            return
+        spans = self.state.spans
+        start = self.start if self.start_node is None else spans[id(self.start_node)][0]
+        end = self.state.offset if self.end_node is None else spans[id(self.end_node)][1]
+        spans[id(self.node)] = (start, end)
+
+
+def all_spans(module: cst.Module) -> dict[int, Offsets]:
+    """The span of every node of a module, by regenerating its code (raises
+    RecursionError for a tree nested too deeply)."""
+    state = _SpanState(default_indent=module.default_indent,
+                       default_newline=module.default_newline)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _RECURSION))
+    try:
+        module._codegen(state)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    return state.spans
+
+
+# How a noted node finds its ast counterpart: (kind, ordinal of the owner, part, index).
+_Key = tuple[str, int, str, int]
+# Nodes whose children the walk (``syntax.children``, in libcst's field order) visits out
+# of source order, with the parts that come first in the source but later in the walk.
+_OUT_OF_ORDER: dict[type, tuple[str, ...]] = {
+    cst.IfExp: ("body",),
+    cst.ClassDef: ("bases", "keywords"),
+    cst.FunctionDef: ("returns",),
+    cst.ExceptHandler: ("type", "name"),
+    cst.ExceptStarHandler: ("type", "name"),
+}
+# Statements, whose ast counterparts are the n-th ``ast.stmt`` in source order. A line of
+# simple statements (``a = 1; b = 2``) stands for as many ast statements.
+_COMPOUND = frozenset({cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.With,
+                       cst.FunctionDef, cst.ClassDef, cst.Match})
+_SIMPLE = frozenset({cst.SimpleStatementLine, cst.SimpleStatementSuite})
+# What the walk notes as it enters it.
+NOTED = frozenset({cst.Call, *_OUT_OF_ORDER, *_COMPOUND, *_SIMPLE})
+# The same children in source order.
+_SOURCE_ORDER: dict[type, tuple[str, ...]] = {
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
+}
+
+
+def _source_descendants(value: object) -> Iterator[cst.CSTNode]:
+    """Nodes below (and including) ``value`` (a node, a sequence of nodes or None) in
+    source order."""
+    stack: list[object] = [value]
+    while stack:
+        current = stack.pop()
+        if current is None:
+            continue
+        if isinstance(current, (list, tuple)):
+            stack.extend(reversed(current))
+            continue
+        if not isinstance(current, cst.CSTNode):
+            continue
+        yield current
+        order = _SOURCE_ORDER.get(type(current))
+        if order is None:
+            stack.extend(reversed(children(current)))
+        else:
+            stack.extend(reversed([getattr(current, name) for name in order]))
+# Expressions whose ast extent includes brackets that libcst gives to their owner.
+_OWN_BRACKETS = (cst.Tuple, cst.GeneratorExp)
+
+
+def _sorted(nodes: list[ast.AST]) -> list[ast.AST]:
+    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset,  # type: ignore[attr-defined]
+                                        -n.end_lineno, -n.end_col_offset))  # type: ignore[attr-defined]
+
+
+def _head(node: cst.CSTNode) -> str | None:
+    """The first name of a call's callee (``a`` of ``a.b(c)[d]``), if it starts with one."""
+    while True:
+        if isinstance(node, cst.Name):
+            return None if node.lpar else node.value
+        if isinstance(node, (cst.Attribute, cst.Subscript)) and not node.lpar:
+            node = node.value
+        elif isinstance(node, cst.Call) and not node.lpar:
+            node = node.func
+        else:
+            return None
+
+
+@dataclass
+class Positions:
+    """Offsets of a module's nodes, found lazily; see the module docstring."""
+
+    module: cst.Module
+    text: str
+    line_starts: list[int]
+    spans: dict[int, Offsets] = field(default_factory=dict)
+    full: bool = False
+    failed: bool = False  # an ast position did not fit: the walk must be redone
+    _noted: dict[int, _Key] = field(default_factory=dict)
+    _counts: dict[str, int] = field(default_factory=lambda: {"call": 0, "def": 0, "class": 0,
+                                                             "stmt": 0})
+    _nodes: dict[int, cst.CSTNode] = field(default_factory=dict)  # keeps noted ids alive
+    _definitions: dict[int, cst.FunctionDef | cst.ClassDef] = field(default_factory=dict)
+    _call_ordinals: dict[int, int] = field(default_factory=dict)  # numbered ahead of the walk
+    _ordered: set[int] = field(default_factory=set)
+    _headers: set[int] = field(default_factory=set)  # statements whose header was regenerated
+    _done: set[int] = field(default_factory=set)  # calls regenerated from their anchor
+    _ast: dict[str, list[ast.AST]] | None = None
+
+    # ----- noting nodes in source order ------------------------------------------------
+
+    def note(self, node: cst.CSTNode) -> None:
+        """Note a call, function or class (or an expression whose parts the walk visits
+        out of source order) as the walk enters it, with the parts of it whose positions
+        are asked for."""
+        if self.full:
+            return
+        kind = type(node)
+        if kind in _SIMPLE or kind in _COMPOUND:
+            ordinal = self._counts["stmt"]
+            self._counts["stmt"] = ordinal + (len(node.body) if kind in _SIMPLE  # type: ignore[attr-defined]
+                                              else 1)
+            if kind is not cst.SimpleStatementSuite:
+                self._add(node, ("stmt", ordinal, "", 0))
+            if kind is not cst.FunctionDef and kind is not cst.ClassDef:
+                return
+        if kind in _OUT_OF_ORDER:
+            self._order_calls(node)
+            if kind is not cst.FunctionDef and kind is not cst.ClassDef:
+                return
+        if kind is cst.Call:
+            ordinal = self._call_ordinals.pop(id(node), -1)
+            if ordinal < 0:
+                ordinal = self._counts["call"]
+                self._counts["call"] = ordinal + 1
+            self._add_call(node, ordinal)  # type: ignore[arg-type]
+            return
+        name = "def" if kind is cst.FunctionDef else "class"
+        ordinal = self._counts[name]
+        self._counts[name] = ordinal + 1
+        self._add_definition(node, name, ordinal)  # type: ignore[arg-type]
+
+    def _order_calls(self, node: cst.CSTNode) -> None:
+        """Number the calls below a node whose children the walk visits out of source
+        order (the test of ``a if test else b`` before ``a``, a class's body before its
+        bases): in source order, before the walk meets them."""
+        if id(node) in self._ordered:
+            return
+        parts = _OUT_OF_ORDER[type(node)]
+        if not any(type(d) is cst.Call for part in parts
+                   for d in _source_descendants(getattr(node, part))):
+            return
+        for item in _source_descendants(node):
+            if type(item) is cst.Call:
+                self._call_ordinals[id(item)] = self._counts["call"]
+                self._counts["call"] += 1
+            elif type(item) in _OUT_OF_ORDER:
+                self._ordered.add(id(item))
+
+    def _add_call(self, node: cst.Call, ordinal: int) -> None:
+        self._add(node, ("call", ordinal, "", 0))
+        if not node.lpar:
+            self._add(node.func, ("call", ordinal, "func", 0))
+            if isinstance(node.func, cst.Attribute):
+                self._add(node.func.value, ("call", ordinal, "receiver", 0))
+        for i, arg in enumerate(node.args):
+            self._add(arg.value, ("call", ordinal, "arg", i))
+
+    def _add_definition(self, node: cst.FunctionDef | cst.ClassDef, kind: str,
+                        ordinal: int) -> None:
+        self._add(node.name, (kind, ordinal, "name", 0))
+        self._definitions[id(node.name)] = node
+        for i, decorator in enumerate(node.decorators):
+            self._add(decorator.decorator, (kind, ordinal, "decorator", i))
+        if isinstance(node, cst.ClassDef):
+            for i, arg in enumerate((*node.bases, *node.keywords)):
+                self._add(arg.value, (kind, ordinal, "base", i))
+            return
+        params = node.params
+        defaults = [p.default for p in (*params.posonly_params, *params.params,
+                                         *params.kwonly_params) if p.default is not None]
+        for i, default in enumerate(defaults):
+            self._add(default, (kind, ordinal, "default", i))
+
+    def _add(self, node: cst.CSTNode, key: _Key) -> None:
+        self._noted[id(node)] = key
+        self._nodes[id(node)] = node
+
+    def consistent(self) -> bool:
+        """True when the positions given so far came from ast nodes that fit: the walk
+        noted exactly the calls, functions and classes CPython sees."""
+        if self.full or self._ast is None:
+            return not self.failed
+        return not self.failed and all(
+            self._counts[kind] == len(nodes) for kind, nodes in self._ast.items())
+
+    # ----- answering ---------------------------------------------------------------------
+
+    def offsets(self, node: cst.CSTNode, ancestors: Sequence[cst.CSTNode] = ()) -> Offsets | None:
+        """Start and end offset of ``node``, or None for a node not in this module."""
+        key = id(node)
+        found = self.spans.get(key)
+        if found is not None or self.full:
+            return found
+        noted = self._noted.get(key)
+        if noted is not None and not self.failed:
+            found = self._from_ast(node, noted)
+            if found is not None:
+                self.spans[key] = found
+                return found
+        for depth in range(len(ancestors) - 1, -1, -1):
+            if self.failed:
+                break
+            owner = ancestors[depth]
+            noted = self._noted.get(id(owner))
+            if noted is None or id(owner) in self._done:
+                continue
+            if type(owner) is cst.Call:
+                self._regenerate(owner, ancestors[:depth])  # type: ignore[arg-type]
+            elif noted[0] == "stmt":
+                # The header first (``if test:``); then, for the node itself or one of its
+                # clauses (``except``, ``else``), the whole statement.
+                for _ in range(2):
+                    self._regenerate_statement(owner, ancestors[:depth])
+                    found = self.spans.get(key)
+                    if found is not None or self.failed or id(owner) in self._done:
+                        break
+                break
+            else:
+                continue
+            found = self.spans.get(key)
+            if found is not None:
+                return found
+        found = self.spans.get(key)
+        if found is not None:
+            return found
+        self.full_pass()
+        return self.spans.get(key)
+
+    def full_pass(self) -> None:
+        """Compute every node's span the slow, sure way."""
+        if not self.full:
+            self.spans = all_spans(self.module)
+            self.full = True
+
+    def _tree(self) -> dict[str, list[ast.AST]] | None:
+        if self._ast is None:
+            try:
+                tree = ast.parse(self.text)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                self.failed = True
+                return None
+            calls: list[ast.AST] = []
+            defs: list[ast.AST] = []
+            classes: list[ast.AST] = []
+            statements: list[ast.AST] = []
+            stmt = ast.stmt
+            for item in ast.walk(tree):
+                kind = type(item)
+                if kind is ast.Call:
+                    calls.append(item)
+                    continue
+                if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                    defs.append(item)
+                elif kind is ast.ClassDef:
+                    classes.append(item)
+                if isinstance(item, stmt):
+                    statements.append(item)
+            self._ast = {"call": _sorted(calls), "def": _sorted(defs), "class": _sorted(classes),
+                         "stmt": _sorted(statements)}
+        return self._ast
+
+    def _offset(self, line: int, col: int) -> int:
+        start = self.line_starts[line - 1]
+        if col and not self.text.isascii():
+            end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+            col = len(self.text[start:end].encode("utf-8")[:col].decode("utf-8", "replace"))
+        return start + col
+
+    def _extent(self, item: ast.AST) -> Offsets:
+        return (self._offset(item.lineno, item.col_offset),  # type: ignore[attr-defined]
+                self._offset(item.end_lineno, item.end_col_offset))  # type: ignore[attr-defined]
+
+    def _from_ast(self, node: cst.CSTNode, noted: _Key) -> Offsets | None:
+        """The offsets of a noted node read from its ast counterpart, or None when the
+        node needs its call regenerated (or the ast nodes do not fit)."""
+        tree = self._tree()
+        if tree is None:
+            return None
+        kind, ordinal, part, index = noted
+        if kind == "stmt":
+            return None  # regenerated from its first line
+        owners = tree[kind]
+        if ordinal >= len(owners):
+            self.failed = True
+            return None
+        owner = owners[ordinal]
+        if part == "name":
+            return self._name(node, owner)
+        if part == "":
+            found = self._extent(owner)
+            if isinstance(node, cst.Call) and not self._fits_call(node, found):
+                self.failed = True
+                return None
+            return found if isinstance(node, cst.Call) else None
+        if isinstance(node, _OWN_BRACKETS) or getattr(node, "lpar", None):
+            return None
+        item = self._part(owner, part, index)
+        if item is None:
+            self.failed = True
+            return None
+        found = self._extent(item)
+        if isinstance(node, cst.Name) and self.text[found[0]:found[1]] != node.value:
+            self.failed = True
+            return None
+        return found
+
+    def _fits_call(self, call: cst.Call, found: Offsets) -> bool:
+        head = _head(call.func)
+        return self.text[found[1] - 1] == ")" and (
+            head is None or self.text.startswith(head, found[0]))
+
+    @staticmethod
+    def _part(owner: ast.AST, part: str, index: int) -> ast.AST | None:
+        items: list[ast.AST]
+        if part == "func":
+            return owner.func  # type: ignore[attr-defined,no-any-return]
+        if part == "receiver":
+            func = owner.func  # type: ignore[attr-defined]
+            return func.value if isinstance(func, ast.Attribute) else None  # type: ignore[no-any-return]
+        if part == "decorator":
+            items = owner.decorator_list  # type: ignore[attr-defined]
+        elif part in ("arg", "base"):
+            items = _sorted([*owner.args, *owner.keywords] if part == "arg"  # type: ignore[attr-defined]
+                            else [*owner.bases, *owner.keywords])  # type: ignore[attr-defined]
+        else:  # parameter defaults, in source order
+            arguments = owner.args  # type: ignore[attr-defined]
+            items = _sorted([*arguments.defaults, *(d for d in arguments.kw_defaults if d)])
+        if index >= len(items):
+            return None
+        item = items[index]
+        return item.value if isinstance(item, (ast.Starred, ast.keyword)) else item
+
+    def _name(self, name: cst.CSTNode, owner: ast.AST) -> Offsets | None:
+        """A function's or class's name: after its keyword and the whitespace libcst keeps."""
+        assert isinstance(name, cst.Name)
+        start, _ = self._extent(owner)
+        definition = self._definitions.get(id(name))
+        if isinstance(definition, cst.FunctionDef):
+            if definition.asynchronous is not None:
+                start += len("async") + len(definition.asynchronous.whitespace_after.value)
+            start += len("def") + len(definition.whitespace_after_def.value)
+        elif isinstance(definition, cst.ClassDef):
+            start += len("class") + len(definition.whitespace_after_class.value)
+        if definition is None or not self.text.startswith(name.value, start):
+            self.failed = True
+            return None
+        return start, start + len(name.value)
+
+    def _regenerate(self, call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> None:
+        """Spans of every node inside a noted call, regenerated from the call's start."""
+        self._done.add(id(call))
+        start = self.offsets(call) if not call.lpar else None
+        if start is not None and not self.failed:
+            self._generate(call, start[0], ancestors)
+
+    def _regenerate_statement(self, statement: cst.CSTNode,
+                              ancestors: Sequence[cst.CSTNode]) -> None:
+        """Spans inside a noted statement, regenerated from the start of its first line:
+        first its header only (``if test:``), and the whole statement when asked again."""
+        tree = self._tree()
+        if tree is None:
+            return
+        kind = type(statement)
+        if kind is cst.If and ancestors and getattr(ancestors[-1], "orelse", None) is statement:
+            self._done.add(id(statement))  # an elif: libcst writes it only within its if
+            return
+        _, ordinal, _, _ = self._noted[id(statement)]
+        if ordinal >= len(tree["stmt"]):
+            self.failed = True
+            return
+        first = tree["stmt"][ordinal]
+        line = first.lineno  # type: ignore[attr-defined]
+        decorators = getattr(statement, "decorators", ())
+        skipped = len(statement.leading_lines)  # type: ignore[attr-defined]
+        if decorators:
+            line = first.decorator_list[0].lineno  # type: ignore[attr-defined]
+            skipped += len(decorators[0].leading_lines)
+        if line - 1 - skipped < 0:
+            self.failed = True
+            return
+        start = self.line_starts[line - 1 - skipped]
+        body = getattr(statement, "body", None)
+        header_only = kind in _COMPOUND and id(statement) not in self._headers
+        if header_only:
+            self._headers.add(id(statement))
+        else:
+            self._done.add(id(statement))
+        self._generate(statement, start, ancestors, id(body) if header_only else 0)
+
+    def _generate(self, node: cst.CSTNode, start: int, ancestors: Sequence[cst.CSTNode],
+                  stop_at: int = 0) -> None:
+        """Regenerate ``node`` from offset ``start``, checking every token against the
+        text, and keep the spans found."""
+        indents = [self.module.default_indent if b.indent is None else b.indent
+                   for b in ancestors if isinstance(b, cst.IndentedBlock)]
+        state = _SpanState(default_indent=self.module.default_indent,
+                           default_newline=self.module.default_newline, text=self.text,
+                           offset=start, stop_at=stop_at)
+        state.indent_tokens = indents
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, _RECURSION))
+        try:
+            node._codegen(state)
+        except _Mismatch:
+            self.failed = True
+            return
+        except _Stop:
+            pass
+        finally:
+            sys.setrecursionlimit(old_limit)
+        for key, value in state.spans.items():
+            self.spans.setdefault(key, value)

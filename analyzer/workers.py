@@ -1,0 +1,214 @@
+"""A pool of worker processes for per-file work that survives the death of a worker.
+
+Each worker holds at most one file at a time, so when one dies (``kill -9``, the kernel's
+out-of-memory killer, a crash in a native parser) the pool knows exactly which file it
+lost: that file is reported to the caller as lost, a fresh worker takes the dead one's
+place, and the remaining files are analysed. Results come back as each worker finishes
+(results are streamed, in completion order, not in input order). A worker whose resident
+memory has grown past :data:`WORKER_RSS_LIMIT` after a large file is retired and replaced,
+so one big file does not keep its memory for the rest of the scan.
+
+Workers are forked from a small server process started once (``forkserver``) that has
+imported the analyzer and the rules, so they start fast and do not inherit the main
+process's memory (every file's bytes, the results so far).
+
+Test hook: when ``MSREADY_TEST_STOP_AT`` names a file (its repository-relative path), the
+worker that picks that file up stops itself with SIGSTOP before analysing it, so that a
+test can kill exactly the worker holding a known file, as the out-of-memory killer would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import Generic, TypeVar
+
+R = TypeVar("R")
+Work = Callable[[str, bytes], R]
+
+WORKER_RSS_LIMIT = 256 * 2**20
+STOP_AT_ENV = "MSREADY_TEST_STOP_AT"
+_PRELOAD = ["msready.analyzer.scan"]
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class PoolError(RuntimeError):
+    """The worker processes cannot run at all (they die before taking any work)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """A file whose worker died while analysing it."""
+
+    rel: str
+    how: str  # "killed by signal 9 (SIGKILL)", "exited with code 1", ...
+
+
+def resident_bytes() -> int:
+    """This process's resident memory in bytes (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _serve(conn: Connection, work: Work[object]) -> None:
+    """A worker's loop: take (path, bytes), send back (result, resident bytes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles Ctrl-C
+    stop_at = os.environ.get(STOP_AT_ENV)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        rel, data = task
+        if stop_at is not None and rel == stop_at:
+            os.kill(os.getpid(), signal.SIGSTOP)
+        result = work(rel, data)
+        del task, data
+        conn.send((result, resident_bytes()))
+
+
+def _how(process: BaseProcess) -> str:
+    code = process.exitcode
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"killed by signal {-code} ({name})"
+    return f"exited with code {code}"
+
+
+Context = multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext
+
+
+class _Worker:
+    __slots__ = ("conn", "process", "served", "task")
+
+    def __init__(self, context: Context, work: Work[object]) -> None:
+        ours, theirs = context.Pipe()
+        self.process: BaseProcess = context.Process(target=_serve, args=(theirs, work),
+                                                    daemon=True)
+        self.process.start()
+        theirs.close()
+        self.conn = ours
+        self.task: str | None = None
+        self.served = 0
+
+    def close(self) -> None:
+        """Ask the worker to exit and wait a little for it."""
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send(None)
+        self.conn.close()
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.kill()
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
+def _context() -> Context:
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        from msready.rules.registry import family_modules
+
+        context = multiprocessing.get_context("forkserver")
+        # The server imports the analyzer and every rule module once; workers forked
+        # from it start with them loaded.
+        context.set_forkserver_preload([*_PRELOAD, *family_modules()])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+@dataclass
+class WorkerPool(Generic[R]):
+    """Runs ``work(path, bytes)`` for many files in ``jobs`` worker processes."""
+
+    work: Work[R]
+    jobs: int
+
+    def run(self, items: list[tuple[str, bytes]]) -> Iterator[tuple[str, R | Lost]]:
+        """(path, result) for every item as workers finish; (path, :class:`Lost`) for a
+        file whose worker died. Raises :class:`PoolError` when workers keep dying before
+        they take any work."""
+        context = _context()
+        pending = deque(items)
+        workers: list[_Worker] = []
+        stillborn = 0
+        try:
+            while pending or any(w.task is not None for w in workers):
+                while pending and len(workers) < self.jobs:
+                    workers.append(_Worker(context, self.work))  # type: ignore[arg-type]
+                for worker in workers:
+                    if worker.task is None and pending:
+                        rel, data = pending.popleft()
+                        try:
+                            worker.conn.send((rel, data))
+                            worker.task = rel
+                        except (OSError, ValueError):  # died before it took the file
+                            pending.appendleft((rel, data))
+                owners: dict[object, _Worker] = {}
+                handles: list[Connection | int] = []
+                for worker in workers:
+                    owners[worker.process.sentinel] = worker
+                    handles.append(worker.process.sentinel)
+                    if worker.task is not None:
+                        owners[worker.conn] = worker
+                        handles.append(worker.conn)
+                handled: set[int] = set()
+                for handle in wait(handles):
+                    worker = owners[handle]
+                    if id(worker) in handled:
+                        continue
+                    handled.add(id(worker))
+                    message = self._receive(worker)
+                    if message is not None:
+                        rel, result, rss = message
+                        if rss > WORKER_RSS_LIMIT:  # a fresh worker takes its place
+                            worker.close()
+                            workers.remove(worker)
+                        yield rel, result
+                    elif not worker.process.is_alive() or handle is worker.conn:
+                        worker.kill()
+                        workers.remove(worker)
+                        if worker.task is not None:
+                            yield worker.task, Lost(worker.task, _how(worker.process))
+                        elif worker.served == 0:
+                            stillborn += 1
+                            if stillborn > 2 * self.jobs + 2:
+                                raise PoolError("worker processes die before taking any work "
+                                                f"({_how(worker.process)})")
+        finally:
+            for worker in workers:
+                worker.close()
+
+    @staticmethod
+    def _receive(worker: _Worker) -> tuple[str, R, int] | None:
+        """The result a worker sent, if it sent one."""
+        if worker.task is None:
+            return None
+        try:
+            if not worker.conn.poll():
+                return None
+            result, rss = worker.conn.recv()
+        except (EOFError, OSError):
+            return None
+        rel, worker.task = worker.task, None
+        worker.served += 1
+        return rel, result, rss
