@@ -21,6 +21,8 @@ from msready.analyzer.findings import Category, Finding
 from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.skeletons import runner
+from msready.skeletons.arguments import describe
+from msready.skeletons.inputs import InputSpec
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.translate import translate_file
 from msready.skeletons.values import ConfigValue, to_json
@@ -213,32 +215,67 @@ def _write_packages(out_dir: Path, generated: list[Generated]) -> None:
             folder = folder.parent
 
 
+def _missing_package(error: str | None, out_dir: Path) -> str | None:
+    """The package a Cell needs and the child could not import, None otherwise."""
+    if not error or "No module named" not in error:
+        return None
+    name = error.split("No module named", 1)[1].strip(" '\"").split("'")[0].split(".")[0]
+    if not name or (out_dir / name).exists() or (out_dir / f"{name}.py").exists():
+        return None
+    return name
+
+
 def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
             outcome: dict[str, Any] | None, target: str) -> SkeletonResult:
     cell_file = gen.out.relative_to(out_dir.parent).as_posix()
+    synthesized = describe(plan.synthesized)
+
+    def skipped(status: str, error: str | None, shape: str = "") -> SkeletonResult:
+        return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file, "skipped",
+                              "skipped", error, status=status, synthesized=synthesized,
+                              input_shape=shape)
+
     if not run:
-        return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
-                              "skipped", "skipped", NOT_RUN)
+        return skipped("skipped", NOT_RUN)
     if plan.reason is not None or outcome is None:
-        return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
-                              "skipped", "skipped", plan.reason or "not run")
+        return skipped("unverified", plan.reason or "not run")
     diff = outcome.get("max_abs_diff")
     error = outcome.get("error")
+    shape = str(outcome.get("input_shape") or "")
+    package = _missing_package(error, out_dir)
+    if package is not None:
+        return skipped("blocked", f"needs the package `{package}`, which msready does not "
+                                  f"translate: {error}")
+    if outcome.get("pynative") != "pass" and outcome.get("input_fits") is False \
+            and plan.guessed:
+        return skipped("unverified", "no input it accepts was found (no layer or forward "
+                                     f"code gives its shape; tried {len(plan.alternatives) + 1}"
+                                     f" guesses): {error}", shape)
     if error and "name 'torch' is not defined" in error:
         error += (" (a torch API with no MindSpore equivalent for this target is left in "
                   "the Cell: see its TODO(msready MS100) lines)")
     if error and target != "cpu" and any(k in error for k in _KERNEL_MISSING):
         error += (f" (the Cell uses {target} APIs and ran on this machine's CPU; "
                   "scan with --target cpu to check a CPU version)")
-    return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
-                          str(outcome.get("pynative", "fail")), str(outcome.get("graph", "fail")),
-                          error, float(diff) if diff is not None else None)
+    pynative = str(outcome.get("pynative", "fail"))
+    return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file, pynative,
+                          str(outcome.get("graph", "fail")), error,
+                          float(diff) if diff is not None else None,
+                          status="pass" if pynative == "pass" else "fail",
+                          synthesized=synthesized, input_shape=shape,
+                          output_shape=str(outcome.get("output_shape") or ""))
 
 
 def _status_line(res: SkeletonResult, inside: str | None = None) -> str:
+    made_up = f" (synthesized: {res.synthesized})" if res.synthesized else ""
     if res.pynative == "skipped":
-        return f"skipped: {res.error}"
+        return f"{res.status or 'skipped'}{made_up}: {res.error}"
     text = f"PyNative {res.pynative}, GRAPH_MODE {res.graph}"
+    if res.input_shape:
+        text += f", input {res.input_shape}"
+    if res.output_shape:
+        text += f" -> {res.output_shape}"
+    text += made_up
     if inside:
         text += f" (run inside {inside.rsplit('.', 1)[-1]})"
     if res.max_abs_diff is not None:
@@ -246,13 +283,17 @@ def _status_line(res: SkeletonResult, inside: str | None = None) -> str:
     return f"{text}: {res.error}" if res.error else text
 
 
+def _specs(specs: list[InputSpec | None]) -> list[dict[str, Any] | None]:
+    return [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high, "spatial": s.spatial}
+            if s is not None else None for s in specs]
+
+
 def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
     return {"key": plan.torch_class, "module": plan.module, "name": plan.name,
             "kwargs": {k: to_json(v) for k, v in plan.kwargs.items()},
             "compare": str(compare) if compare else None,
-            "inputs": [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high,
-                        "spatial": s.spatial}
-                       if s is not None else None for s in plan.inputs]}
+            "inputs": _specs(plan.inputs),
+            "alternatives": [] if compare else [_specs(a) for a in plan.alternatives]}
 
 
 def _workers() -> int:

@@ -356,14 +356,9 @@ def module_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 
 @handler("torch.nn.ModuleDict")
 def module_dict(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """ModuleDict -> CellDict, which cannot hold another container."""
-    nested = m.Call(func=m.Attribute(value=m.Name("nn"), attr=m.Name("CellList")
-                                     | m.Name("SequentialCell") | m.Name("CellDict")))
-    todos: list[tuple[str, str]] = []
-    if any(m.findall(v, nested) for _, v in call.args):
-        todos.append(("MS100", "a CellDict cannot hold a CellList / SequentialCell / "
-                               "CellDict: keep the inner container as an attribute of its own"))
-    return Rewrite("nn.CellDict", list(call.args), todos)
+    """ModuleDict -> a Cell holding its children as attributes (nn.CellDict cannot hold
+    another container, and its items are not attributes in GRAPH_MODE)."""
+    return Rewrite("TorchModuleDict", list(call.args))
 
 
 @handler("torch.nn.Parameter", "torch.nn.parameter.Parameter")

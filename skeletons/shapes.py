@@ -21,8 +21,14 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.result import ScanResult
-from msready.skeletons import apis
-from msready.skeletons.inputs import ORDERS, SPATIAL, InputSpec, layer_input
+from msready.skeletons import apis, arguments
+from msready.skeletons.inputs import (
+    ORDERS,
+    SPATIAL,
+    InputSpec,
+    input_alternatives,
+    layer_input,
+)
 from msready.skeletons.values import (
     UNKNOWN,
     CallHook,
@@ -50,6 +56,9 @@ class Plan:
     kwargs: dict[str, object] = field(default_factory=dict)
     inputs: list[InputSpec | None] = field(default_factory=list)
     reason: str | None = None  # set when the Cell cannot be run
+    synthesized: dict[str, object] = field(default_factory=dict)  # arguments made up
+    alternatives: list[list[InputSpec | None]] = field(default_factory=list)  # inputs to try
+    guessed: bool = False  # no layer or forward code gave the input: every input is a guess
 
 
 class Planner:
@@ -60,6 +69,7 @@ class Planner:
         self.model: RepositoryModel = result.model
         self._parsed: dict[str, Parsed | None] = {}
         self._active: set[str] = set()
+        self._argparse: dict[str, object] | None = None
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -173,9 +183,32 @@ class Planner:
         hook = self.call_hook(file)
         env = constants(parsed.module.body, call=hook)
         found = self.function_node(caller) if caller in self.model.functions else None
-        if found is not None and isinstance(found[0].body, cst.IndentedBlock):
-            env = constants(found[0].body.body, env, hook)
-        return env
+        body = found[0].body.body if found is not None and isinstance(
+            found[0].body, cst.IndentedBlock) else ()
+        names = arguments.parse_args_names(parsed.module.body) + \
+            arguments.parse_args_names(body)
+        if names:  # ``args = parser.parse_args()``: the script's defaults
+            space = arguments.namespace_of(self.argparse(file))
+            env.update({name: space for name in names})
+        return constants(body, env, hook) if body else env
+
+    def argparse(self, file: FileResult) -> dict[str, object]:
+        """The argparse defaults of a file, else of every file of the repository."""
+        parsed = self.parsed(file.path)
+        own = arguments.argparse_defaults(parsed.module) if parsed is not None else {}
+        if own:
+            return own
+        if self._argparse is None:
+            self._argparse = {}
+            for other in self.model.modules.values():
+                text = self.result.sources.get((other.path, None))
+                if text is None or "add_argument" not in text:
+                    continue
+                tree = self.parsed(other.path)
+                if tree is not None:
+                    for key, value in arguments.argparse_defaults(tree.module).items():
+                        self._argparse.setdefault(key, value)
+        return self._argparse
 
     def call_hook(self, file: FileResult) -> CallHook:
         """Evaluates ``SomeConfig(n_layer=2)`` in ``file`` to a configuration object."""
@@ -248,33 +281,76 @@ class Planner:
 
     def constructor(self, cls: str) -> tuple[dict[str, object], str | None]:
         """Keyword arguments to build ``cls`` with, or the reason none could be found."""
+        resolved = self.constructor_arguments(cls)
+        if resolved.missing:
+            return resolved.kwargs, (f"constructor argument {', '.join(resolved.missing)}: "
+                                     "no value at its instantiation sites, no default, and "
+                                     "no value can be synthesized (it is called or a string)")
+        return resolved.kwargs, None
+
+    def constructor_arguments(self, cls: str) -> arguments.Resolved:
+        """Constructor arguments of ``cls`` with the names that were synthesized."""
         sig = self._signature(cls, "__init__")
         if sig is None:
-            return {}, None
+            return self._inherited(cls)
         params = sig[0]
-        candidates = [*self._sites(cls), {}]
-        best: tuple[dict[str, object], list[str]] | None = None
-        for site in candidates:
-            kwargs: dict[str, object] = {}
-            missing = []
-            for name, _default, required in params:
-                if name in site:
-                    kwargs[name] = site[name]
-                elif required:
-                    config = self.config_for(cls, name)
-                    if config is None:
-                        missing.append(name)
-                    else:
-                        kwargs[name] = config
-            if best is None or len(missing) < len(best[1]):
-                best = (kwargs, missing)
-        assert best is not None
-        kwargs, missing = best
-        if missing:
-            where = "no instantiation site" if len(candidates) == 1 else \
-                "no literal value at its instantiation sites"
-            return kwargs, f"constructor argument {', '.join(missing)}: {where} and no default"
-        return kwargs, None
+        configs = {name: self.config_for(cls, name) for name, _, required in params
+                   if required}
+        return arguments.resolve(params, list(self._sites(cls)), configs,
+                                 lambda name: self.param_usage(cls, name))
+
+    def torch_base(self, cls: str) -> str | None:
+        """The torch layer a repository class inherits its constructor from."""
+        for owner in self.model.mro(cls):
+            for base in self.model.bases(owner):
+                name = apis.canonical(base.name) if base.kind == "external" else ""
+                if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1] in ORDERS:
+                    return name
+        return None
+
+    def _inherited(self, cls: str) -> arguments.Resolved:
+        """Arguments of a class that keeps a torch layer's constructor (``class
+        LayerNorm(nn.LayerNorm)`` overriding forward only): the layer's sizes, synthesized."""
+        base = self.torch_base(cls)
+        if base is None:
+            return arguments.Resolved()
+        names = ORDERS[base.rsplit(".", 1)[-1]]
+        values = {n: arguments.by_name(n) for n in names}
+        values = {n: arguments.WIDTH if v is arguments.UNKNOWN else v
+                  for n, v in values.items()}
+        return arguments.Resolved(dict(values), dict(values))
+
+    def param_usage(self, cls: str, name: str, depth: int = 0) -> arguments.Usage:
+        """How the constructor of ``cls`` uses its parameter ``name``, with how the
+        repository classes and helpers it passes ``name`` to use it (``Block(config)``
+        reading ``config.n_head``)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return arguments.Usage()
+        node, file = found
+        got = arguments.usage(name, node)
+        if depth >= 4:
+            return got
+        for call in m.findall(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
+                                                      m.ZeroOrMore()])):
+            assert isinstance(call, cst.Call)
+            target = self.qualify(call.func, file)
+            resolved = self.model.resolve(target, file.module) if target else None
+            if resolved is None or resolved.kind != "class" or \
+                    resolved.name not in self.model.module_classes:
+                continue
+            sig = self._signature(resolved.name, "__init__")
+            names = [n for n, _, _ in sig[0]] if sig else []
+            for i, arg in enumerate(call.args):
+                if not m.matches(arg.value, m.Name(name)) or arg.star:
+                    continue
+                inner = arg.keyword.value if arg.keyword else (names[i] if i < len(names)
+                                                               else None)
+                if inner is not None:
+                    got = arguments.merge(got, self.param_usage(resolved.name, inner,
+                                                                depth + 1))
+        return got
 
     def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:
         """The constructor's parameters bound to ``kwargs`` and defaults."""
@@ -430,18 +506,25 @@ class Planner:
         if self.model.find_method(cls, "forward") is None:
             plan.reason = "no forward method: nothing to run"
             return plan
-        kwargs, reason = self.constructor(cls)
-        plan.kwargs = kwargs
-        if reason is not None:
-            plan.reason = reason
+        resolved = self.constructor_arguments(cls)
+        plan.kwargs = resolved.kwargs
+        plan.synthesized = resolved.synthesized
+        if resolved.missing:
+            plan.reason = (f"constructor argument {', '.join(resolved.missing)}: no value at "
+                           "its instantiation sites, no default, and none can be synthesized "
+                           "(it is called, or read as a string or by key)")
             return plan
-        spec = self.input_of(cls, self.environment(cls, kwargs))
-        if spec is None:
-            plan.reason = ("input shape unknown: no Conv/Linear/Embedding/LSTM/norm layer with "
-                           "a constant size in the constructor")
-            return plan
+        spec = self.input_of(cls, self.environment(cls, resolved.kwargs))
+        base = self.torch_base(cls) if spec is None and resolved.synthesized else None
+        if base is not None:
+            spec = layer_input(base, resolved.kwargs)
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
+        plan.guessed = spec is None
+        plan.alternatives = input_alternatives(spec, len(required))
+        if spec is None:
+            plan.inputs = plan.alternatives.pop(0)
+            return plan
         # Further inputs: the same tensor (attention's query/key/value), or None beside
         # token indices (an RNN's initial state).
         extra: InputSpec | None = spec if spec.dtype == "float32" else None

@@ -9,7 +9,9 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.repo import TORCH_ROOTS
+from msready.skeletons.arguments import argparse_defaults
 from msready.skeletons.layers import expr
+from msready.skeletons.values import constants
 
 _KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
 Todo = tuple[str, str]
@@ -70,3 +72,15 @@ def keep_top(stmt: cst.BaseStatement) -> bool:
             continue
         return False
     return True
+
+
+def settings(names: list[str], module: cst.Module,
+             stmt: cst.BaseStatement) -> cst.BaseStatement:
+    """``opt = parser.parse_args()`` -> ``opt = types.SimpleNamespace(lr=0.001, ...)``: the
+    script's argparse defaults as constants, so class bodies reading ``opt.x`` import."""
+    env = constants(module.body)
+    defaults = argparse_defaults(module, env)
+    fields = ", ".join(f"{k}={v!r}" for k, v in defaults.items()
+                       if isinstance(v, (int, float, str, bool, tuple, list, type(None))))
+    target = next(n for n in names if n in code(stmt))
+    return cst.parse_statement(f"{target} = types.SimpleNamespace({fields})\n")

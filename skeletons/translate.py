@@ -5,6 +5,8 @@ go, and what cannot be translated is kept with a ``# TODO(msready <rule>): reaso
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from typing import TypeVar
 
 import libcst as cst
@@ -15,7 +17,7 @@ from msready.analyzer.findings import Finding
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import RepositoryModel
-from msready.skeletons import apis
+from msready.skeletons import adapters, apis, arguments
 from msready.skeletons.layers import (
     CALL_FIXES,
     NAMED_TUPLE_FIELDS,
@@ -33,10 +35,13 @@ from msready.skeletons.statements import (
     code,
     is_torch,
     keep_top,
+    settings,
     todo_line,
 )
 from msready.skeletons.weights import CELL_RENAMES
 
+# Packages a Cell may import besides MindSpore and the standard library.
+_KEPT = frozenset({"numpy", "mindspore", "__future__"})
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 SmallResult = cst.BaseSmallStatement | cst.RemovalSentinel
@@ -67,6 +72,8 @@ class CellTransformer(cst.CSTTransformer):
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
+        self.dropped: dict[str, None] = {}  # side libraries whose imports were dropped
+        self._repo_tops = {name.split(".")[0] for name in model.modules}
 
     # ----- names ----------------------------------------------------------------------
 
@@ -132,9 +139,21 @@ class CellTransformer(cst.CSTTransformer):
 
     # ----- imports and module level ---------------------------------------------------
 
+    def _side_library(self, module: str | None) -> bool:
+        """True for an absolute import of a package that is neither torch, the standard
+        library, numpy / MindSpore nor the repository itself: the Cell drops it."""
+        top = (module or "").split(".")[0]
+        if not top or is_torch(top) or top in sys.stdlib_module_names or top in _KEPT:
+            return False
+        if top not in self._repo_tops:
+            self.dropped.setdefault(top, None)
+            return True
+        return False
+
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> SmallResult:
         keep = [a for a in updated_node.names
-                if not is_torch((dotted(a.name) or "").split(".")[0])]
+                if not is_torch((dotted(a.name) or "").split(".")[0])
+                and not self._side_library(dotted(a.name))]
         if not keep:
             return cst.RemoveFromParent()
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -145,6 +164,8 @@ class CellTransformer(cst.CSTTransformer):
         module = dotted(updated_node.module) if updated_node.module is not None else None
         if not updated_node.relative and (is_torch(module) or module == "__future__"):
             return cst.RemoveFromParent()  # the header has the __future__ import
+        if not updated_node.relative and self._side_library(module):
+            return cst.RemoveFromParent()
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         keep = []
@@ -159,8 +180,22 @@ class CellTransformer(cst.CSTTransformer):
         return updated_node.with_changes(names=keep)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        body = [s for s in updated_node.body if keep_top(s)]
-        return updated_node.with_changes(body=body)
+        names = arguments.parse_args_names(original_node.body)
+        body = [settings(names, self.parsed.module, stmt) if arguments.parse_args_names([stmt])
+                else stmt for stmt in updated_node.body]
+        body = [s for s in body if keep_top(s)]
+        head: list[cst.BaseStatement] = adapters.used(updated_node)
+        if names:
+            head.append(cst.parse_statement("import types\n"))
+        if self.dropped:
+            libs = ", ".join(self.dropped)
+            reason = (f"side libraries dropped ({libs}): a Cell needs only MindSpore; "
+                      "what used them is kept and marked where it runs")
+            self.all_todos.append(("MS100", reason))
+            line = cst.parse_statement("pass\n").with_changes(
+                leading_lines=[todo_line("MS100", reason)])
+            head.append(line)
+        return updated_node.with_changes(body=[*head, *body])
 
     # ----- classes and methods --------------------------------------------------------
 
@@ -319,6 +354,9 @@ class CellTransformer(cst.CSTTransformer):
         if name in _MODULE_BASES:
             self._replace[node] = expr("nn.Cell")
             return False
+        if apis.canonical(name) in adapters.ADAPTED:  # called later with torch's arguments
+            self._replace[node] = expr(adapters.ADAPTED[apis.canonical(name)])
+            return False
         mapping = apis.lookup(apis.canonical(name), self.backend)
         if mapping.api is not None:
             self._replace[node] = expr(apis.short_name(mapping.api))
@@ -334,6 +372,9 @@ class CellTransformer(cst.CSTTransformer):
         replaced = self._replace.get(original_node)
         if replaced is not None:
             return replaced
+        if original_node.attr.value == "forward" and m.matches(
+                original_node.value, m.Call(func=m.Name("super"))):
+            return updated_node.with_changes(attr=cst.Name("construct"))
         field = NAMED_TUPLE_FIELDS.get(original_node.attr.value)
         if field is not None and (self._named_tuple(original_node.value) or (
                 self._tuples and isinstance(original_node.value, cst.Name)
@@ -445,6 +486,7 @@ class CellTransformer(cst.CSTTransformer):
             self._note("MS100", f"Tensor.{method} has no MindSpore equivalent in the API table")
             return call
         new = mapping.api.rsplit(".", 1)[1]
+        call = call.with_changes(args=self._keywords(call.args, mapping))
         if mapping.api.startswith("mindspore.Tensor.") and new != method:
             return call.with_changes(func=func.with_changes(attr=cst.Name(new)))
         if not mapping.api.startswith("mindspore.Tensor.") and apis.ms_object(
@@ -452,6 +494,24 @@ class CellTransformer(cst.CSTTransformer):
             rest = [cst.Arg(func.value), *call.args]
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call
+
+
+    @staticmethod
+    def _keywords(args: Sequence[cst.Arg], mapping: apis.Mapping) -> list[cst.Arg]:
+        """Keywords renamed as the table says, else as the MindSpore signature needs
+        (``dim=`` -> ``axis=`` where the MindSpore API has ``axis`` but no ``dim``)."""
+        known = apis.ms_keywords(mapping.api or "")
+        out = []
+        for arg in args:
+            key = arg.keyword.value if arg.keyword else None
+            if key is not None:
+                new = mapping.renames.get(key) or (
+                    apis.SYNONYMS.get(key) if known is not None and key not in known
+                    and apis.SYNONYMS.get(key) in known else None)
+                if new:
+                    arg = arg.with_changes(keyword=cst.Name(new))
+            out.append(arg)
+        return out
 
 
 def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, backend: str,
