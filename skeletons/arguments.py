@@ -208,6 +208,11 @@ class _UsageVisitor(cst.CSTVisitor):
             self.indexed = True
         return True
 
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        if m.matches(node.iter, m.Name(self.name)):
+            self.indexed = True
+        return True
+
     def visit_Call(self, node: cst.Call) -> bool:
         if m.matches(node.func, m.Name(self.name)):
             self.called = True

@@ -22,6 +22,7 @@ from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.skeletons import runner
 from msready.skeletons.arguments import describe
+from msready.skeletons.cache import CellCache
 from msready.skeletons.inputs import InputSpec
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.translate import translate_file
@@ -121,7 +122,8 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
 
 
 def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
-                    compare_torch: bool) -> list[SkeletonResult]:
+                    compare_torch: bool, cache: bool = True,
+                    cache_dir: Path | None = None) -> list[SkeletonResult]:
     """Write a MindSpore Cell for every ``nn.Module`` class, run them, return the results."""
     out_dir = out_dir.resolve()  # the child processes run elsewhere and import from here
     planner = Planner(result)
@@ -144,7 +146,7 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
                  for cls, p in plans.items() if cls not in placed]
     outcomes: dict[str, dict[str, Any]] = {}
     if run:
-        outcomes = _run(result, out_dir, generated, compare_torch)
+        outcomes = _run(result, out_dir, generated, compare_torch, cache, cache_dir)
         _borrow_from_parents(plans, outcomes)
     results = list(elsewhere)
     for gen in generated:
@@ -303,27 +305,55 @@ def _workers() -> int:
 
 
 def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
-         compare_torch: bool) -> dict[str, dict[str, Any]]:
-    """Run every runnable Cell, one child per generated file."""
+         compare_torch: bool, cache: bool = True,
+         cache_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Run every runnable Cell. Without a torch comparison, the Cells of all files are
+    shared among a few workers, each importing MindSpore once; outcomes are cached."""
     outcomes: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="msready-cmp-") as tmp:
         torch_root = Path(tmp) / "src"
         if compare_torch:
             _write_sources(result, torch_root)
+        texts: dict[str, str] = {}
         for gen in generated:
             gen.out.parent.mkdir(parents=True, exist_ok=True)
             gen.out.write_text(render(result, gen), encoding="utf-8")
+            texts[gen.out.relative_to(out_dir).as_posix()] = gen.body
         todo = [(i, gen) for i, gen in enumerate(generated)
                 if any(p.reason is None for p in gen.plans)]
+        if compare_torch:
+            def one(item: tuple[int, Generated]) -> dict[str, dict[str, Any]]:
+                index, gen = item
+                return _run_file(gen, out_dir, torch_root, Path(tmp) / f"cmp{index}")
 
-        def one(item: tuple[int, Generated]) -> dict[str, dict[str, Any]]:
-            index, gen = item
-            folder = Path(tmp) / f"cmp{index}" if compare_torch else None
-            return _run_file(gen, out_dir, torch_root, folder)
+            with ThreadPoolExecutor(max_workers=_workers()) as pool:
+                for got in pool.map(one, todo):
+                    outcomes.update(got)
+            return outcomes
+        store = CellCache(texts, cache_dir, enabled=cache)
+        jobs = [_job(p, None) for _, gen in todo for p in gen.plans if p.reason is None]
+        pending = []
+        for job in jobs:
+            hit = store.get(job)
+            if hit is not None:
+                outcomes[job["key"]] = hit
+            else:
+                pending.append(job)
+        batches = [pending[i::_workers()] for i in range(_workers())]
+
+        def batch(cells: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+            try:
+                return runner.run_jobs("msready.skeletons.child", {"root": str(out_dir)},
+                                       cells)
+            except OSError as exc:
+                return _failed_start(cells, exc)
 
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
-            for got in pool.map(one, todo):
+            for got in pool.map(batch, [b for b in batches if b]):
                 outcomes.update(got)
+        for job in pending:
+            if job["key"] in outcomes:
+                store.put(job, outcomes[job["key"]])
     return outcomes
 
 

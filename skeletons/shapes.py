@@ -70,6 +70,7 @@ class Planner:
         self._parsed: dict[str, Parsed | None] = {}
         self._active: set[str] = set()
         self._argparse: dict[str, object] | None = None
+        self._module_envs: dict[str, dict[str, object]] = {}
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -353,12 +354,28 @@ class Planner:
         return got
 
     def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:
-        """The constructor's parameters bound to ``kwargs`` and defaults."""
+        """The constructor's parameters bound to ``kwargs`` and defaults, over the
+        module's constants (``opt = parser.parse_args()`` as the script's defaults)."""
         sig = self._signature(cls, "__init__")
-        env: dict[str, object] = {}
+        file = self.file_of(cls)
+        env = self.module_environment(file) if file is not None else {}
         for name, default, _ in sig[0] if sig else []:
             env[name] = kwargs.get(name, default)
         return env
+
+    def module_environment(self, file: FileResult) -> dict[str, object]:
+        """A file's module-level constants, argparse namespaces included."""
+        if file.path not in self._module_envs:
+            parsed = self.parsed(file.path)
+            env: dict[str, object] = {}
+            if parsed is not None:
+                names = arguments.parse_args_names(parsed.module.body)
+                if names:
+                    space = arguments.namespace_of(self.argparse(file))
+                    env = {name: space for name in names}
+                env = constants(parsed.module.body, env, self.call_hook(file))
+            self._module_envs[file.path] = env
+        return dict(self._module_envs[file.path])
 
     # ----- inputs -----------------------------------------------------------------------
 

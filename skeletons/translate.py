@@ -182,20 +182,31 @@ class CellTransformer(cst.CSTTransformer):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         names = arguments.parse_args_names(original_node.body)
         body = [settings(names, self.parsed.module, stmt) if arguments.parse_args_names([stmt])
-                else stmt for stmt in updated_node.body]
-        body = [s for s in body if keep_top(s)]
+                else stmt for stmt in updated_node.body
+                if keep_top(stmt) or arguments.parse_args_names([stmt])]
         head: list[cst.BaseStatement] = adapters.used(updated_node)
         if names:
-            head.append(cst.parse_statement("import types\n"))
+            head.insert(0, cst.parse_statement("import types\n"))
+        at = 0  # after the file's leading docstring and imports
+        while at < len(body) and m.matches(body[at], m.SimpleStatementLine(
+                body=[m.Import() | m.ImportFrom() | m.Expr(m.SimpleString())])):
+            at += 1
+        rest = body[at:]
         if self.dropped:
             libs = ", ".join(self.dropped)
             reason = (f"side libraries dropped ({libs}): a Cell needs only MindSpore; "
                       "what used them is kept and marked where it runs")
             self.all_todos.append(("MS100", reason))
-            line = cst.parse_statement("pass\n").with_changes(
-                leading_lines=[todo_line("MS100", reason)])
-            head.append(line)
-        return updated_node.with_changes(body=[*head, *body])
+            first = (head or rest or [cst.parse_statement("pass\n")])[0]
+            marked = first.with_changes(leading_lines=[  # type: ignore[attr-defined]
+                cst.EmptyLine(), todo_line("MS100", reason), *first.leading_lines])
+            if head:
+                head[0] = marked
+            elif rest:
+                rest[0] = marked
+            else:
+                rest = [marked]
+        return updated_node.with_changes(body=[*body[:at], *head, *rest])
 
     # ----- classes and methods --------------------------------------------------------
 
