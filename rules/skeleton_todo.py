@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterable
 
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
-from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
+from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel, ResolvedCall
 from msready.rules.base import RepoRule
 
 # Packages a Cell may use as they are: MindSpore's own dependency and builtins.
@@ -22,6 +22,18 @@ def side_library(name: str | None) -> str | None:
     return top
 
 
+def _static_einops(rc: ResolvedCall) -> bool:
+    """An einops call with a literal pattern: the Cell translation writes it out."""
+    name = rc.external or ""
+    if not name.startswith("einops."):
+        return False
+    layer = name.rsplit(".", 1)[-1][:1].isupper()
+    args = [a for a in rc.call.args if a.keyword is None]
+    pattern = next((a for a in rc.call.args if a.keyword == "pattern"), None) or (
+        args[0 if layer else 1] if len(args) > (0 if layer else 1) else None)
+    return pattern is not None and isinstance(pattern.literal, str)
+
+
 class UntranslatedDependency(RepoRule):
     """Flags calls into packages other than torch, numpy and the standard library inside
     ``nn.Module`` classes (``einops``, ``timm``, ``loguru``, ``kornia``...).
@@ -32,8 +44,9 @@ class UntranslatedDependency(RepoRule):
     Cell under a ``# TODO(msready MS100): reason`` comment, which is also how every other
     piece of a Cell that needs a person is marked.
 
-    Replace the call with MindSpore operations (an einops pattern is a reshape /
-    transpose / tile), use the package's MindSpore port if it has one, or drop a side
+    An einops call whose pattern is a string literal is not flagged: the Cell writes
+    it out as reshape / transpose / tile. Replace other calls with MindSpore operations,
+    use the package's MindSpore port if it has one, or drop a side
     library (logging, progress bars) from the network code.
     """
 
@@ -43,6 +56,10 @@ class UntranslatedDependency(RepoRule):
     severity = Severity.WARNING
     confidence = Confidence.MEDIUM
     VALID = (
+        # an einops pattern written as a literal is translated in the Cell
+        "import torch.nn as nn\nfrom einops import rearrange\n\n"
+        "class Tokens(nn.Module):\n    def forward(self, x):\n"
+        "        return rearrange(x, 'b c h w -> b (h w) c')\n",
         # torch, numpy and the standard library are not side libraries
         "import math\nimport numpy as np\nimport torch.nn as nn\n\n"
         "class Net(nn.Module):\n    def forward(self, x):\n"
@@ -53,8 +70,8 @@ class UntranslatedDependency(RepoRule):
     )
     INVALID = (
         "import torch.nn as nn\nfrom einops import rearrange\n\n"
-        "class Tokens(nn.Module):\n    def forward(self, x):\n"
-        "        return rearrange(x, 'b c h w -> b (h w) c')  # expect: MS100\n",
+        "class Tokens(nn.Module):\n    def forward(self, x, pattern):\n"
+        "        return rearrange(x, pattern)  # expect: MS100\n",
         "import torch.nn as nn\nimport timm\n\nclass Backbone(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n"
         "        self.body = timm.create_model('resnet18')  # expect: MS100\n",
@@ -64,7 +81,7 @@ class UntranslatedDependency(RepoRule):
         for rc in repo.calls:
             package = side_library(rc.external)
             owner = rc.call.caller.rpartition(".")[0]
-            if package is None or owner not in repo.module_classes:
+            if package is None or owner not in repo.module_classes or _static_einops(rc):
                 continue
             yield Finding(
                 rule=self.id, rule_name=self.name, category=self.category,

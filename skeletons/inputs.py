@@ -96,9 +96,11 @@ def _variants(spec: InputSpec) -> list[InputSpec]:
 
 
 def input_alternatives(spec: InputSpec | None, count: int) -> list[list[InputSpec | None]]:
-    """Candidate input lists (``count`` tensors each) to try after ``spec``; all the
-    guesses when ``spec`` is None."""
-    specs = _variants(spec) if spec is not None else list(_GUESSES)
+    """Candidate input lists (``count`` tensors each) to try after ``spec``: other ranks
+    of ``spec``, then the guesses (a pattern or a reshape before the first layer can
+    change what the Module takes)."""
+    specs = [*(_variants(spec) if spec is not None else []), *_GUESSES]
+    specs = [s for i, s in enumerate(specs) if s != spec and s not in specs[:i]]
     out: list[list[InputSpec | None]] = []
     for one in specs:
         extra: InputSpec | None = one if one.dtype == "float32" else None

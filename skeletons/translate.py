@@ -17,7 +17,7 @@ from msready.analyzer.findings import Finding
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import RepositoryModel
-from msready.skeletons import adapters, apis, arguments
+from msready.skeletons import adapters, apis, arguments, einops
 from msready.skeletons.layers import (
     CALL_FIXES,
     NAMED_TUPLE_FIELDS,
@@ -73,6 +73,7 @@ class CellTransformer(cst.CSTTransformer):
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
         self.dropped: dict[str, None] = {}  # side libraries whose imports were dropped
+        self.einops_functions: list[str] = []  # einops patterns as functions of the file
         self._repo_tops = {name.split(".")[0] for name in model.modules}
 
     # ----- names ----------------------------------------------------------------------
@@ -146,7 +147,8 @@ class CellTransformer(cst.CSTTransformer):
         if not top or is_torch(top) or top in sys.stdlib_module_names or top in _KEPT:
             return False
         if top not in self._repo_tops:
-            self.dropped.setdefault(top, None)
+            if top != "einops":  # its patterns are translated where they are used
+                self.dropped.setdefault(top, None)
             return True
         return False
 
@@ -185,6 +187,10 @@ class CellTransformer(cst.CSTTransformer):
                 else stmt for stmt in updated_node.body
                 if keep_top(stmt) or arguments.parse_args_names([stmt])]
         head: list[cst.BaseStatement] = adapters.used(updated_node)
+        if any(m.findall(updated_node, m.Name("EinopsLayer"))):
+            head += list(cst.parse_module(einops.LAYER_SOURCE.lstrip("\n")).body)
+        for source in self.einops_functions:
+            head += list(cst.parse_module(source).body)
         if names:
             head.insert(0, cst.parse_statement("import types\n"))
         at = 0  # after the file's leading docstring and imports
@@ -197,15 +203,13 @@ class CellTransformer(cst.CSTTransformer):
             reason = (f"side libraries dropped ({libs}): a Cell needs only MindSpore; "
                       "what used them is kept and marked where it runs")
             self.all_todos.append(("MS100", reason))
-            first = (head or rest or [cst.parse_statement("pass\n")])[0]
-            marked = first.with_changes(leading_lines=[  # type: ignore[attr-defined]
-                cst.EmptyLine(), todo_line("MS100", reason), *first.leading_lines])
-            if head:
-                head[0] = marked
-            elif rest:
-                rest[0] = marked
-            else:
-                rest = [marked]
+            target = head if head else rest
+            if not target:
+                target.append(cst.parse_statement("pass\n"))
+            first = target[0]
+            if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                target[0] = first.with_changes(leading_lines=[
+                    cst.EmptyLine(), todo_line("MS100", reason), *first.leading_lines])
         return updated_node.with_changes(body=[*body[:at], *head, *rest])
 
     # ----- classes and methods --------------------------------------------------------
@@ -428,6 +432,8 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.qualify(original_node.func)
+        if name is not None and name.startswith("einops."):
+            return self._einops(name, updated_node)
         if is_torch(name):
             assert name is not None
             return self._torch_call(name, updated_node)
@@ -439,6 +445,43 @@ class CellTransformer(cst.CSTTransformer):
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _einops(self, name: str, call: cst.Call) -> cst.BaseExpression:
+        """``rearrange(x, 'b c h w -> b (h w) c')`` -> a generated function of the file;
+        ``Rearrange('...', p=2)`` -> ``EinopsLayer(<function>, p=2)``."""
+        short = name.rsplit(".", 1)[-1]
+        layer = short in einops.LAYERS
+        at = 0 if layer else 1
+        args = [a for a in call.args if a.keyword is None]
+        sizes = [a for a in call.args if a.keyword is not None and a.keyword.value not in (
+            "pattern", "reduction", "tensor")]
+        pattern = next((a.value for a in call.args if a.keyword is not None
+                        and a.keyword.value == "pattern"), None) or (
+            args[at].value if len(args) > at else None)
+        reduction = next((a.value for a in call.args if a.keyword is not None
+                          and a.keyword.value == "reduction"), None) or (
+            args[at + 1].value if len(args) > at + 1 else None)
+        op = short.lower()
+        try:
+            if op not in einops.FUNCTIONS or not isinstance(pattern, cst.SimpleString) or (
+                    any(a.star for a in call.args)) or (not layer and not args):
+                raise einops.PatternError("not a literal pattern")
+            text = pattern.evaluated_value
+            how = reduction.evaluated_value if isinstance(reduction, cst.SimpleString) \
+                else None
+            fn = f"einops_{len(self.einops_functions)}"
+            source = einops.function_source(fn, op, str(text), [
+                a.keyword.value for a in sizes if a.keyword is not None],
+                str(how) if how is not None else None)
+        except einops.PatternError as exc:
+            self._note("MS100", f"{name}: {exc}; write it with ops.reshape / "
+                                "ops.transpose / ops.tile")
+            self.dropped.setdefault("einops", None)
+            return call
+        self.einops_functions.append(source)
+        if layer:
+            return cst.Call(cst.Name("EinopsLayer"), [cst.Arg(cst.Name(fn)), *sizes])
+        return cst.Call(cst.Name(fn), [cst.Arg(args[0].value), *sizes])
 
     def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:
         """``self.modules()`` and other torch.nn.Module methods the class does not define."""

@@ -56,7 +56,8 @@ def test_library_blocks_get_small_consistent_arguments(root: Path) -> None:
 
 
 def test_a_config_read_by_the_blocks_it_builds_is_synthesized_whole(root: Path) -> None:
-    # GPT reads vocab_size, n_embd, n_layer; Block(config) reads n_head too. The ModuleDict holds a ModuleList, which nn.CellDict cannot.
+    # GPT reads vocab_size, n_embd, n_layer; Block(config) reads n_head too. The
+    # ModuleDict holds a ModuleList, which nn.CellDict cannot.
     _, results = cells("synthesized", root)
     gpt = results["GPT"]
     assert (gpt.status, gpt.graph) == ("pass", "pass"), gpt.error
