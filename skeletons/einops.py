@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import libcst as cst
+
 ELLIPSIS = "…"
 FUNCTIONS = ("rearrange", "repeat", "reduce")
 LAYERS = ("Rearrange", "Reduce", "Repeat")
@@ -199,3 +201,33 @@ class EinopsLayer(nn.Cell):
     def construct(self, t):
         return self.fn(t, **self.sizes)
 '''
+
+
+def _string(node: cst.BaseExpression | None) -> str | None:
+    value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+    return value if isinstance(value, str) else None
+
+
+def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, str]:
+    """``rearrange(x, 'pattern', h=2)`` -> ``fn(x, h=2)`` and the source of ``fn``;
+    ``Rearrange('pattern', p=2)`` -> ``EinopsLayer(fn, p=2)``. Raises
+    :class:`PatternError` when the pattern is not a literal this module writes out."""
+    short = name.rsplit(".", 1)[-1]
+    layer = short in LAYERS
+    at = 0 if layer else 1
+    op = short.lower()
+    args = [a for a in call.args if a.keyword is None]
+    named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    sizes = [a for a in call.args if a.keyword is not None
+             and a.keyword.value not in ("pattern", "reduction", "tensor")]
+    pattern = _string(named.get("pattern") or (args[at].value if len(args) > at else None))
+    how = _string(named.get("reduction") or (
+        args[at + 1].value if len(args) > at + 1 else None))
+    if op not in FUNCTIONS or pattern is None or any(a.star for a in call.args) or (
+            not layer and not args):
+        raise PatternError("not a pattern written as a string literal")
+    source = function_source(fn, op, pattern,
+                             [a.keyword.value for a in sizes if a.keyword is not None], how)
+    if layer:
+        return cst.Call(cst.Name("EinopsLayer"), [cst.Arg(cst.Name(fn)), *sizes]), source
+    return cst.Call(cst.Name(fn), [cst.Arg(args[0].value), *sizes]), source

@@ -123,8 +123,7 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
     known = apis.ms_keywords(mapping.api)
     if known is not None:  # what the table missed, measured on the installed MindSpore
-        args = [(apis.SYNONYMS.get(k, k) if k and k not in known and
-                 apis.SYNONYMS.get(k) in known else k, v) for k, v in args]
+        args = [((apis.synonym(k, known) or k) if k else k, v) for k, v in args]
         todos += [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
                   for k, _ in args if k and k not in known and k not in _PLACEMENT]
         args = [(k, v) for k, v in args if k is None or k in known]

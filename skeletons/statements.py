@@ -84,3 +84,23 @@ def settings(names: list[str], module: cst.Module,
                        if isinstance(v, (int, float, str, bool, tuple, list, type(None))))
     target = next(n for n in names if n in code(stmt))
     return cst.parse_statement(f"{target} = types.SimpleNamespace({fields})\n")
+
+
+def with_head(body: list[cst.BaseStatement], head: list[cst.BaseStatement],
+              todo: str | None) -> list[cst.BaseStatement]:
+    """``head`` (adapters, einops functions) placed after the file's leading docstring
+    and imports, with a ``TODO(msready MS100)`` line above it when ``todo`` is given."""
+    at = 0
+    while at < len(body) and m.matches(body[at], m.SimpleStatementLine(
+            body=[m.Import() | m.ImportFrom() | m.Expr(m.SimpleString())])):
+        at += 1
+    rest = body[at:]
+    if todo is not None:
+        target = head if head else rest
+        if not target:
+            target.append(cst.parse_statement("pass\n"))
+        first = target[0]
+        if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            target[0] = first.with_changes(leading_lines=[
+                cst.EmptyLine(), todo_line("MS100", todo), *first.leading_lines])
+    return [*body[:at], *head, *rest]

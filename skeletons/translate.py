@@ -6,7 +6,6 @@ go, and what cannot be translated is kept with a ``# TODO(msready <rule>): reaso
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from typing import TypeVar
 
 import libcst as cst
@@ -27,7 +26,7 @@ from msready.skeletons.layers import (
     expr,
     translate_call,
 )
-from msready.skeletons.methods import METHOD_FIXES, cell_method
+from msready.skeletons.methods import METHOD_FIXES, cell_method, rename_keywords
 from msready.skeletons.statements import (
     FileTranslation,
     Todo,
@@ -37,6 +36,7 @@ from msready.skeletons.statements import (
     keep_top,
     settings,
     todo_line,
+    with_head,
 )
 from msready.skeletons.weights import CELL_RENAMES
 
@@ -193,24 +193,12 @@ class CellTransformer(cst.CSTTransformer):
             head += list(cst.parse_module(source).body)
         if names:
             head.insert(0, cst.parse_statement("import types\n"))
-        at = 0  # after the file's leading docstring and imports
-        while at < len(body) and m.matches(body[at], m.SimpleStatementLine(
-                body=[m.Import() | m.ImportFrom() | m.Expr(m.SimpleString())])):
-            at += 1
-        rest = body[at:]
+        reason = None
         if self.dropped:
-            libs = ", ".join(self.dropped)
-            reason = (f"side libraries dropped ({libs}): a Cell needs only MindSpore; "
-                      "what used them is kept and marked where it runs")
+            reason = (f"side libraries dropped ({', '.join(self.dropped)}): a Cell needs only "
+                      "MindSpore; what used them is kept and marked where it runs")
             self.all_todos.append(("MS100", reason))
-            target = head if head else rest
-            if not target:
-                target.append(cst.parse_statement("pass\n"))
-            first = target[0]
-            if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                target[0] = first.with_changes(leading_lines=[
-                    cst.EmptyLine(), todo_line("MS100", reason), *first.leading_lines])
-        return updated_node.with_changes(body=[*body[:at], *head, *rest])
+        return updated_node.with_changes(body=with_head(body, head, reason))
 
     # ----- classes and methods --------------------------------------------------------
 
@@ -447,41 +435,17 @@ class CellTransformer(cst.CSTTransformer):
         return updated_node
 
     def _einops(self, name: str, call: cst.Call) -> cst.BaseExpression:
-        """``rearrange(x, 'b c h w -> b (h w) c')`` -> a generated function of the file;
-        ``Rearrange('...', p=2)`` -> ``EinopsLayer(<function>, p=2)``."""
-        short = name.rsplit(".", 1)[-1]
-        layer = short in einops.LAYERS
-        at = 0 if layer else 1
-        args = [a for a in call.args if a.keyword is None]
-        sizes = [a for a in call.args if a.keyword is not None and a.keyword.value not in (
-            "pattern", "reduction", "tensor")]
-        pattern = next((a.value for a in call.args if a.keyword is not None
-                        and a.keyword.value == "pattern"), None) or (
-            args[at].value if len(args) > at else None)
-        reduction = next((a.value for a in call.args if a.keyword is not None
-                          and a.keyword.value == "reduction"), None) or (
-            args[at + 1].value if len(args) > at + 1 else None)
-        op = short.lower()
+        """An einops call or layer: a function written into the file, else a TODO."""
+        fn = f"einops_{len(self.einops_functions)}"
         try:
-            if op not in einops.FUNCTIONS or not isinstance(pattern, cst.SimpleString) or (
-                    any(a.star for a in call.args)) or (not layer and not args):
-                raise einops.PatternError("not a literal pattern")
-            text = pattern.evaluated_value
-            how = reduction.evaluated_value if isinstance(reduction, cst.SimpleString) \
-                else None
-            fn = f"einops_{len(self.einops_functions)}"
-            source = einops.function_source(fn, op, str(text), [
-                a.keyword.value for a in sizes if a.keyword is not None],
-                str(how) if how is not None else None)
+            new, source = einops.translate(name, call, fn)
         except einops.PatternError as exc:
             self._note("MS100", f"{name}: {exc}; write it with ops.reshape / "
                                 "ops.transpose / ops.tile")
             self.dropped.setdefault("einops", None)
             return call
         self.einops_functions.append(source)
-        if layer:
-            return cst.Call(cst.Name("EinopsLayer"), [cst.Arg(cst.Name(fn)), *sizes])
-        return cst.Call(cst.Name(fn), [cst.Arg(args[0].value), *sizes])
+        return new
 
     def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:
         """``self.modules()`` and other torch.nn.Module methods the class does not define."""
@@ -540,7 +504,7 @@ class CellTransformer(cst.CSTTransformer):
             self._note("MS100", f"Tensor.{method} has no MindSpore equivalent in the API table")
             return call
         new = mapping.api.rsplit(".", 1)[1]
-        call = call.with_changes(args=self._keywords(call.args, mapping))
+        call = call.with_changes(args=rename_keywords(call.args, mapping))
         if mapping.api.startswith("mindspore.Tensor.") and new != method:
             return call.with_changes(func=func.with_changes(attr=cst.Name(new)))
         if not mapping.api.startswith("mindspore.Tensor.") and apis.ms_object(
@@ -548,24 +512,6 @@ class CellTransformer(cst.CSTTransformer):
             rest = [cst.Arg(func.value), *call.args]
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call
-
-
-    @staticmethod
-    def _keywords(args: Sequence[cst.Arg], mapping: apis.Mapping) -> list[cst.Arg]:
-        """Keywords renamed as the table says, else as the MindSpore signature needs
-        (``dim=`` -> ``axis=`` where the MindSpore API has ``axis`` but no ``dim``)."""
-        known = apis.ms_keywords(mapping.api or "")
-        out = []
-        for arg in args:
-            key = arg.keyword.value if arg.keyword else None
-            if key is not None:
-                new = mapping.renames.get(key) or (
-                    apis.SYNONYMS.get(key) if known is not None and key not in known
-                    and apis.SYNONYMS.get(key) in known else None)
-                if new:
-                    arg = arg.with_changes(keyword=cst.Name(new))
-            out.append(arg)
-        return out
 
 
 def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, backend: str,
