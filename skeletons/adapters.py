@@ -28,6 +28,14 @@ class TorchLayerNorm(nn.LayerNorm):
             else (normalized_shape,)
         super().__init__(shape, begin_norm_axis=-len(shape), begin_params_axis=-len(shape),
                          epsilon=eps)
+
+    @property
+    def weight(self):
+        return self.gamma
+
+    @property
+    def bias(self):
+        return self.beta
 ''',
     "TorchLinear": '''
 class TorchLinear(nn.Dense):

@@ -72,11 +72,11 @@ def _names(groups: list[Group]) -> list[str]:
 
 
 def _tuple(items: list[str]) -> str:
-    """Source of a tuple concatenation: names, ``(a,)`` pieces and ``ell`` tuples."""
+    """Source of a tuple concatenation: names, ``(a,)`` pieces and ``ell__`` tuples."""
     parts: list[str] = []
     plain: list[str] = []
     for item in items:
-        if item in ("ell", "ell_ones"):
+        if item in ("ell__", "ones__"):
             if plain:
                 parts.append("(" + ", ".join(plain) + ",)")
                 plain = []
@@ -95,9 +95,9 @@ def _positions(order: list[str], wanted: list[str]) -> str:
         index = order.index(name)
         before = order[:index]
         base = str(len(before)) if ELLIPSIS not in before else \
-            f"{len(before) - 1} + len(ell)"
+            f"{len(before) - 1} + len(ell__)"
         if name == ELLIPSIS:
-            out.append(f"tuple(range({base}, {base} + len(ell)))")
+            out.append(f"tuple(range({base}, {base} + len(ell__)))")
         else:
             out.append(f"({base},)")
     return " + ".join(out) if out else "()"
@@ -121,9 +121,9 @@ def function_source(name: str, op: str, pattern: str, sizes: list[str],
         raise PatternError("a repeated axis without its size")
     if op == "reduce" and reduction not in _REDUCTIONS:
         raise PatternError(f"reduction {reduction!r}")
-    params = ", ".join(["t", *[f"{s}=None" for s in sizes]])
+    params = ", ".join(["x__", *[f"{s}=None" for s in sizes]])
     body = [f"def {name}({params}):", f'    """einops.{op}(t, {pattern!r})"""',
-            "    s = t.shape"]
+            "    s__ = x__.shape"]
     has_ellipsis = ELLIPSIS in left_names
     after = 0
     for i, group in enumerate(left):
@@ -133,13 +133,13 @@ def function_source(name: str, op: str, pattern: str, sizes: list[str],
     split = False
     for i, group in enumerate(left):
         index = str(i) if not has_ellipsis or not any(
-            g == [ELLIPSIS] for g in left[:i]) else f"len(s) - {len(left) - i}"
+            g == [ELLIPSIS] for g in left[:i]) else f"len(s__) - {len(left) - i}"
         if group == [ELLIPSIS]:
-            body.append(f"    ell = s[{i}:len(s) - {after}]")
-            elementary.append("ell")
+            body.append(f"    ell__ = s__[{i}:len(s__) - {after}]")
+            elementary.append("ell__")
             continue
         if len(group) == 1:
-            body.append(f"    {group[0]} = s[{index}]")
+            body.append(f"    {group[0]} = s__[{index}]")
         elif group:
             split = True
             known = [n for n in group if n in sizes]
@@ -148,44 +148,44 @@ def function_source(name: str, op: str, pattern: str, sizes: list[str],
                 raise PatternError(f"group ({' '.join(group)}) with several unknown sizes")
             for n in unknown:
                 product = " * ".join(known) or "1"
-                body.append(f"    {n} = s[{index}] // ({product})")
+                body.append(f"    {n} = s__[{index}] // ({product})")
         else:
             split = True
-        elementary += ["ell" if n == ELLIPSIS else n for n in group]
+        elementary += ["ell__" if n == ELLIPSIS else n for n in group]
     if split:
-        body.append(f"    t = ops.reshape(t, {_tuple(elementary)})")
+        body.append(f"    x__ = ops.reshape(x__, {_tuple(elementary)})")
     order = list(left_names)
     if gone:
         reduced = _positions(order, gone)
         assert reduction is not None
-        body.append(f"    t = {_REDUCTIONS[reduction].format(t='t', axes=reduced)}")
+        body.append(f"    x__ = {_REDUCTIONS[reduction].format(t='x__', axes=reduced)}")
         order = [n for n in order if n not in gone]
     kept = [n for n in right_names if n in order]
     if kept != order or ELLIPSIS in kept:
         perm = _positions(order, kept)
-        body.append(f"    t = ops.transpose(t, {perm})")
+        body.append(f"    x__ = ops.transpose(x__, {perm})")
     if new:
-        with_units = ["1" if n in new else ("ell" if n == ELLIPSIS else n)
+        with_units = ["1" if n in new else ("ell__" if n == ELLIPSIS else n)
                       for n in right_names]
-        tiles = [n if n in new else ("ell_ones" if n == ELLIPSIS else "1")
+        tiles = [n if n in new else ("ones__" if n == ELLIPSIS else "1")
                  for n in right_names]
         if ELLIPSIS in right_names:
-            body.append("    ell_ones = (1,) * len(ell)")
-        body.append(f"    t = ops.reshape(t, {_tuple(with_units)})")
-        body.append(f"    t = ops.tile(t, {_tuple(tiles)})")
+            body.append("    ones__ = (1,) * len(ell__)")
+        body.append(f"    x__ = ops.reshape(x__, {_tuple(with_units)})")
+        body.append(f"    x__ = ops.tile(x__, {_tuple(tiles)})")
     final: list[str] = []
     merged = False
     for group in right:
         if group == [ELLIPSIS]:
-            final.append("ell")
+            final.append("ell__")
         elif len(group) == 1:
             final.append(group[0])
         else:
             merged = True
             final.append("(" + " * ".join(group) + ")" if group else "1")
     if merged or new:
-        body.append(f"    t = ops.reshape(t, {_tuple(final)})")
-    body.append("    return t")
+        body.append(f"    x__ = ops.reshape(x__, {_tuple(final)})")
+    body.append("    return x__")
     return "\n".join(body) + "\n"
 
 

@@ -4,7 +4,6 @@ Cell executed in PyNative and GRAPH_MODE and marked pass / fail / skipped."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import tempfile
@@ -115,7 +114,7 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
     try:
         translation = translate_file(parsed, file, result.model, result.target, findings)
         body = translation.code
-        ast.parse(body)
+        compile(body, file.path, "exec")  # also what ast.parse lets through
     except Exception as exc:  # a failed translation still yields a file
         return _stub(cells, f"{type(exc).__name__}: {exc}"), cells
     return body, cells

@@ -3,6 +3,7 @@ a starter keeps, ``register_buffer`` as a frozen Parameter, and the translation 
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -104,3 +105,61 @@ def with_head(body: list[cst.BaseStatement], head: list[cst.BaseStatement],
             target[0] = first.with_changes(leading_lines=[
                 cst.EmptyLine(), todo_line("MS100", todo), *first.leading_lines])
     return [*body[:at], *head, *rest]
+
+
+# Names the header of every generated file binds.
+HEADER_NAMES = frozenset({"mindspore", "Parameter", "Tensor", "mint", "nn", "ops", "types",
+                          "annotations"})
+
+
+def _bound_by(stmt: cst.BaseStatement) -> set[str]:
+    names: set[str] = set()
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        names.add(stmt.name.value)
+    elif isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(
+                    small.names, cst.ImportStar):
+                for alias in small.names:
+                    bound = alias.asname.name if alias.asname else alias.name
+                    names.add((code(bound)).split(".")[0])
+            elif isinstance(small, cst.Assign):
+                for target in small.targets:
+                    names |= {n.value for n in m.findall(target.target, m.Name())
+                              if isinstance(n, cst.Name)}
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                names.add(small.target.value)
+    return names
+
+
+def unbound_bases(body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """Base classes whose name nothing binds any more (a dropped torch or side-library
+    import: ``class Dataset(Dataset)``) become ``object``, with a TODO, so the file
+    imports."""
+    bound = set(HEADER_NAMES) | set(dir(builtins))
+    out: list[cst.BaseStatement] = []
+    for stmt in body:
+        if isinstance(stmt, cst.ClassDef):
+            gone = [b for b in stmt.bases if b.keyword is None and isinstance(
+                root := _root(b.value), cst.Name) and root.value not in bound]
+            if gone:
+                kept = [b for b in stmt.bases if b not in gone] or [cst.Arg(cst.Name("object"))]
+                reason = ", ".join(code(b.value) for b in gone)
+                stmt = stmt.with_changes(bases=kept, leading_lines=[
+                    *stmt.leading_lines, todo_line("MS100", f"base class {reason} comes from "
+                                                   "a package the Cell does not import")])
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(s, cst.ImportFrom) and isinstance(s.names, cst.ImportStar)
+                for s in stmt.body):
+            bound |= {"*"}
+        out.append(stmt)
+        bound |= _bound_by(stmt)
+    if "*" in bound:  # a star import may bind anything: leave the bases alone
+        return body
+    return out
+
+
+def _root(node: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        node = node.value if not isinstance(node, cst.Call) else node.func
+    return node

@@ -5,6 +5,7 @@ go, and what cannot be translated is kept with a ``# TODO(msready <rule>): reaso
 
 from __future__ import annotations
 
+import builtins
 import sys
 from typing import TypeVar
 
@@ -36,10 +37,12 @@ from msready.skeletons.statements import (
     keep_top,
     settings,
     todo_line,
+    unbound_bases,
     with_head,
 )
 from msready.skeletons.weights import CELL_RENAMES
 
+_BUILTINS = frozenset(dir(builtins))
 # Packages a Cell may import besides MindSpore and the standard library.
 _KEPT = frozenset({"numpy", "mindspore", "__future__"})
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
@@ -74,6 +77,9 @@ class CellTransformer(cst.CSTTransformer):
         self.all_todos: list[Todo] = []
         self.dropped: dict[str, None] = {}  # side libraries whose imports were dropped
         self.einops_functions: list[str] = []  # einops patterns as functions of the file
+        # module-level names a kept statement binds (definitions, standard-library values)
+        self._kept_names = {s.name.value for s in parsed.module.body
+                            if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
         self._repo_tops = {name.split(".")[0] for name in model.modules}
 
     # ----- names ----------------------------------------------------------------------
@@ -185,7 +191,8 @@ class CellTransformer(cst.CSTTransformer):
         names = arguments.parse_args_names(original_node.body)
         body = [settings(names, self.parsed.module, stmt) if arguments.parse_args_names([stmt])
                 else stmt for stmt in updated_node.body
-                if keep_top(stmt) or arguments.parse_args_names([stmt])]
+                if keep_top(stmt) or arguments.parse_args_names([stmt])
+                or self._standard_constant(stmt)]
         head: list[cst.BaseStatement] = adapters.used(updated_node)
         if any(m.findall(updated_node, m.Name("EinopsLayer"))):
             head += list(cst.parse_module(einops.LAYER_SOURCE.lstrip("\n")).body)
@@ -198,7 +205,28 @@ class CellTransformer(cst.CSTTransformer):
             reason = (f"side libraries dropped ({', '.join(self.dropped)}): a Cell needs only "
                       "MindSpore; what used them is kept and marked where it runs")
             self.all_todos.append(("MS100", reason))
-        return updated_node.with_changes(body=with_head(body, head, reason))
+        return updated_node.with_changes(body=unbound_bases(with_head(body, head, reason)))
+
+    def _standard_constant(self, stmt: cst.BaseStatement) -> bool:
+        """A module-level assignment whose calls are all the standard library's or
+        builtins (``Config = namedtuple(...)``, ``act = partial(...)`` of those)."""
+        if not isinstance(stmt, cst.SimpleStatementLine) or not all(
+                isinstance(s, (cst.Assign, cst.AnnAssign)) for s in stmt.body):
+            return False
+        for call in m.findall(stmt, m.Call()):
+            assert isinstance(call, cst.Call)
+            local = call.func.value if isinstance(call.func, cst.Name) else ""
+            if local in self._kept_names:
+                continue
+            name = self.qualify(call.func) or local
+            top = name.split(".")[0]
+            if not name or (top not in sys.stdlib_module_names and name not in _BUILTINS):
+                return False
+        self._kept_names |= {n.value for s in stmt.body for t in getattr(s, "targets", ())
+                             for n in m.findall(t.target, m.Name()) if isinstance(n, cst.Name)}
+        self._kept_names |= {s.target.value for s in stmt.body
+                             if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)}
+        return True
 
     # ----- classes and methods --------------------------------------------------------
 

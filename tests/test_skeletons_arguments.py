@@ -45,6 +45,8 @@ def test_module_level_argparse_options_become_constants(root: Path) -> None:
            "dry_run=False)" in code
     assert "tqdm" not in code.split("TODO(msready MS100): side libraries dropped")[0]
     assert "# TODO(msready MS100): side libraries dropped (tqdm)" in code
+    # module-level values built by the standard library are kept
+    assert 'Shape = namedtuple("Shape", ["channels", "height", "width"])' in code
 
 
 def test_library_blocks_get_small_consistent_arguments(root: Path) -> None:
