@@ -77,9 +77,8 @@ class CellTransformer(cst.CSTTransformer):
         self.all_todos: list[Todo] = []
         self.dropped: dict[str, None] = {}  # side libraries whose imports were dropped
         self.einops_functions: list[str] = []  # einops patterns as functions of the file
-        # module-level names a kept statement binds (definitions, standard-library values)
-        self._kept_names = {s.name.value for s in parsed.module.body
-                            if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        # module-level names bound to standard-library values (``Shape = namedtuple(...)``)
+        self._kept_names: set[str] = set()
         self._repo_tops = {name.split(".")[0] for name in model.modules}
 
     # ----- names ----------------------------------------------------------------------
