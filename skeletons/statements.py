@@ -163,3 +163,22 @@ def _root(node: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
         node = node.value if not isinstance(node, cst.Call) else node.func
     return node
+
+
+def placeholder(stmt: cst.BaseStatement, imported: set[str]) -> cst.BaseStatement | None:
+    """A module-level assignment the Cell file cannot keep (torch or script code), as
+    ``NAME = None`` with a TODO when another repository file imports ``NAME``, so that
+    import still works; None (dropped) otherwise."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return None
+    names = [t.target.value for s in stmt.body if isinstance(s, cst.Assign)
+             for t in s.targets if isinstance(t.target, cst.Name)]
+    names += [s.target.value for s in stmt.body
+              if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
+    wanted = [n for n in names if n in imported]
+    if not wanted:
+        return None
+    line = cst.parse_statement(" = ".join([*wanted, "None"]) + "\n")
+    return line.with_changes(leading_lines=[todo_line(
+        "MS100", f"`{code(stmt).strip()[:120]}` is computed with torch or script code; "
+                 "other files import it: give it its MindSpore value")])

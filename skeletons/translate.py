@@ -35,6 +35,7 @@ from msready.skeletons.statements import (
     code,
     is_torch,
     keep_top,
+    placeholder,
     settings,
     todo_line,
     unbound_bases,
@@ -79,6 +80,10 @@ class CellTransformer(cst.CSTTransformer):
         self.einops_functions: list[str] = []  # einops patterns as functions of the file
         # module-level names bound to standard-library values (``Shape = namedtuple(...)``)
         self._kept_names: set[str] = set()
+        # this module's names other repository files import
+        prefix = f"{file.module}."
+        self._imported = {t[len(prefix):] for f in model.modules.values()
+                          for t in f.bindings.values() if t.startswith(prefix)}
         self._repo_tops = {name.split(".")[0] for name in model.modules}
 
     # ----- names ----------------------------------------------------------------------
@@ -188,10 +193,10 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         names = arguments.parse_args_names(original_node.body)
-        body = [settings(names, self.parsed.module, stmt) if arguments.parse_args_names([stmt])
-                else stmt for stmt in updated_node.body
-                if keep_top(stmt) or arguments.parse_args_names([stmt])
-                or self._standard_constant(stmt)]
+        kept = [settings(names, self.parsed.module, stmt) if arguments.parse_args_names([stmt])
+                else stmt if keep_top(stmt) or self._standard_constant(stmt)
+                else placeholder(stmt, self._imported) for stmt in updated_node.body]
+        body = [stmt for stmt in kept if stmt is not None]
         head: list[cst.BaseStatement] = adapters.used(updated_node)
         if any(m.findall(updated_node, m.Name("EinopsLayer"))):
             head += list(cst.parse_module(einops.LAYER_SOURCE.lstrip("\n")).body)
@@ -210,7 +215,8 @@ class CellTransformer(cst.CSTTransformer):
         """A module-level assignment whose calls are all the standard library's or
         builtins (``Config = namedtuple(...)``, ``act = partial(...)`` of those)."""
         if not isinstance(stmt, cst.SimpleStatementLine) or not all(
-                isinstance(s, (cst.Assign, cst.AnnAssign)) for s in stmt.body):
+                isinstance(s, (cst.Assign, cst.AnnAssign)) for s in stmt.body) or (
+                self._keeps_torch(stmt)):
             return False
         for call in m.findall(stmt, m.Call()):
             assert isinstance(call, cst.Call)

@@ -133,3 +133,20 @@ def test_a_sequence_parameter_gets_a_tuple_and_a_called_one_nothing() -> None:
     assert isinstance(init, cst.FunctionDef)
     assert arguments.synthesize("layers", arguments.usage("layers", init)) == (1, 1, 1, 1)
     assert arguments.synthesize("act", arguments.usage("act", init)) is arguments.UNKNOWN
+
+
+def test_a_torch_computed_constant_other_files_import_stays_importable(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "env.py").write_text(
+        "import torch\n\nTORCH_VERSION = tuple(int(x) for x in torch.__version__.split('.'))"
+        "\nSCRATCH = torch.zeros(3)\n")
+    (repo / "model.py").write_text(
+        "import torch.nn as nn\nfrom env import TORCH_VERSION\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x\n")
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False))
+    build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
+    code = (tmp_path / "skeletons" / "env.py").read_text()
+    assert "TORCH_VERSION = None" in code
+    assert "# TODO(msready MS100): `TORCH_VERSION = tuple(" in code
+    assert "SCRATCH" not in code  # nothing imports it: dropped like other script code
