@@ -178,7 +178,22 @@ def placeholder(stmt: cst.BaseStatement, imported: set[str]) -> cst.BaseStatemen
     wanted = [n for n in names if n in imported]
     if not wanted:
         return None
-    line = cst.parse_statement(" = ".join([*wanted, "None"]) + "\n")
+    # A torch version gate (``TORCH_VERSION >= (1, 8)``) takes a modern torch's branch.
+    value = "(2, 0)" if all("VERSION" in n.upper() for n in wanted) else "None"
+    line = cst.parse_statement(" = ".join([*wanted, value]) + "\n")
     return line.with_changes(leading_lines=[todo_line(
         "MS100", f"`{code(stmt).strip()[:120]}` is computed with torch or script code; "
-                 "other files import it: give it its MindSpore value")])
+                 f"other files import it: {value} stands in, give it its MindSpore value")])
+
+
+def import_fallback(stmt: cst.BaseStatement) -> list[cst.BaseStatement] | None:
+    """``try: from torch import _assert`` / ``except ImportError: def _assert(...)``:
+    the fallback the Cell file needs (its torch or side-library import is gone)."""
+    if not isinstance(stmt, cst.Try) or not stmt.handlers:
+        return None
+    names = {code(h.type).strip() for h in stmt.handlers if h.type is not None}
+    if not names & {"ImportError", "ModuleNotFoundError", "Exception", "(ImportError, "
+                    "ModuleNotFoundError)"} and any(h.type is not None for h in stmt.handlers):
+        return None
+    body = stmt.handlers[0].body
+    return list(body.body) if isinstance(body, cst.IndentedBlock) else None

@@ -33,6 +33,7 @@ from msready.skeletons.statements import (
     Todo,
     buffer,
     code,
+    import_fallback,
     is_torch,
     keep_top,
     placeholder,
@@ -210,6 +211,34 @@ class CellTransformer(cst.CSTTransformer):
                       "MindSpore; what used them is kept and marked where it runs")
             self.all_todos.append(("MS100", reason))
         return updated_node.with_changes(body=unbound_bases(with_head(body, head, reason)))
+
+    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try
+                  ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        """A module-level ``try: <torch import> except ImportError: <fallback>`` keeps
+        the fallback (on_leave attaches the TODOs of a kept statement)."""
+        fallback = import_fallback(updated_node) if not self._classes and not self._tuples \
+            and self._imports_dropped(original_node) else None
+        if not fallback:
+            return updated_node
+        self._todos.pop()
+        return cst.FlattenSentinel(fallback)
+
+    def _imports_dropped(self, stmt: cst.BaseStatement) -> bool:
+        """True for a ``try`` whose body imports torch or a side library."""
+        if not isinstance(stmt, cst.Try):
+            return False
+        for node in m.findall(stmt.body, m.Import() | m.ImportFrom()):
+            if isinstance(node, cst.ImportFrom) and node.module is not None and \
+                    not node.relative:
+                top = (dotted(node.module) or "").split(".")[0]
+            elif isinstance(node, cst.Import):
+                top = (dotted(node.names[0].name) or "").split(".")[0]
+            else:
+                continue
+            if is_torch(top) or (top not in sys.stdlib_module_names and top not in _KEPT
+                                 and top not in self._repo_tops):
+                return True
+        return False
 
     def _standard_constant(self, stmt: cst.BaseStatement) -> bool:
         """A module-level assignment whose calls are all the standard library's or
