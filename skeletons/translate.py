@@ -245,7 +245,8 @@ class CellTransformer(cst.CSTTransformer):
         builtins (``Config = namedtuple(...)``, ``act = partial(...)`` of those)."""
         if not isinstance(stmt, cst.SimpleStatementLine) or not all(
                 isinstance(s, (cst.Assign, cst.AnnAssign)) for s in stmt.body) or (
-                self._keeps_torch(stmt)):
+                self._keeps_torch(stmt)) or any(  # torch bound by a star import
+                is_torch(n.value) for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)):
             return False
         for call in m.findall(stmt, m.Call()):
             assert isinstance(call, cst.Call)
