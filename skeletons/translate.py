@@ -81,6 +81,7 @@ class CellTransformer(cst.CSTTransformer):
         self.einops_functions: list[str] = []  # einops patterns as functions of the file
         # module-level names bound to standard-library values (``Shape = namedtuple(...)``)
         self._kept_names: set[str] = set()
+        self._dropped_names: set[str] = set()  # module-level names the Cell file drops
         # this module's names other repository files import
         prefix = f"{file.module}."
         self._imported = {t[len(prefix):] for f in model.modules.values()
@@ -194,10 +195,20 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         names = arguments.parse_args_names(original_node.body)
-        kept = [settings(names, self.parsed.module, stmt) if arguments.parse_args_names([stmt])
-                else stmt if keep_top(stmt) or self._standard_constant(stmt)
-                else placeholder(stmt, self._imported) for stmt in updated_node.body]
-        body = [stmt for stmt in kept if stmt is not None]
+        body: list[cst.BaseStatement] = []
+        for stmt in updated_node.body:
+            new: cst.BaseStatement | None = stmt
+            if arguments.parse_args_names([stmt]):
+                new = settings(names, self.parsed.module, stmt)
+            elif not (keep_top(stmt) or self._standard_constant(stmt)):
+                new = placeholder(stmt, self._imported)
+                if new is None:  # later values built from these are dropped too
+                    self._dropped_names |= {n.value for n in m.findall(stmt, m.AssignTarget(
+                        m.Name())) if isinstance(n, cst.Name)} | {
+                        t.target.value for t in m.findall(stmt, m.AssignTarget())
+                        if isinstance(t, cst.AssignTarget) and isinstance(t.target, cst.Name)}
+            if new is not None:
+                body.append(new)
         head: list[cst.BaseStatement] = adapters.used(updated_node)
         if any(m.findall(updated_node, m.Name("EinopsLayer"))):
             head += list(cst.parse_module(einops.LAYER_SOURCE.lstrip("\n")).body)
@@ -246,7 +257,8 @@ class CellTransformer(cst.CSTTransformer):
         if not isinstance(stmt, cst.SimpleStatementLine) or not all(
                 isinstance(s, (cst.Assign, cst.AnnAssign)) for s in stmt.body) or (
                 self._keeps_torch(stmt)) or any(  # torch bound by a star import
-                is_torch(n.value) for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)):
+                is_torch(n.value) or n.value in self._dropped_names
+                for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)):
             return False
         for call in m.findall(stmt, m.Call()):
             assert isinstance(call, cst.Call)
