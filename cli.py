@@ -164,7 +164,7 @@ def _run_scan(args: argparse.Namespace, console: Console) -> int:
         result = scan(args.source, args.ref, options, progress)
     _prepare_output(out)
     if args.skeletons != "off":
-        _skeletons(result, out, args.skeletons, args.compare_torch)
+        _skeletons(result, out, args.skeletons, args.compare_torch, not args.no_cache)
     written = _write_reports(result, out, formats)
     if not args.quiet:
         from msready.reports.terminal import print_summary
@@ -172,12 +172,13 @@ def _run_scan(args: argparse.Namespace, console: Console) -> int:
     return _exit_code(result, args, baseline, console)
 
 
-def _skeletons(result: ScanResult, out: Path, mode: str, compare: bool) -> None:
+def _skeletons(result: ScanResult, out: Path, mode: str, compare: bool,
+               cache: bool = True) -> None:
     from msready.skeletons.generate import build_skeletons
 
     try:
         result.skeletons = build_skeletons(result, out / "skeletons", run=mode == "run",
-                                           compare_torch=compare)
+                                           compare_torch=compare, cache=cache)
     except Exception as exc:  # the reports still get written
         result.warnings.append(f"skeleton generation failed ({type(exc).__name__}: {exc})")
     rescore(result)

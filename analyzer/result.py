@@ -65,6 +65,12 @@ class SkeletonResult:
     graph: str  # pass | fail | skipped
     error: str | None = None
     max_abs_diff: float | None = None
+    # pass (ran) | fail (the translation is wrong) | unverified (no input it accepts was
+    # found) | blocked (needs a package msready cannot provide) | skipped (not run)
+    status: str = ""
+    synthesized: str = ""  # constructor arguments msready made up: ``dim=16, heads=2``
+    input_shape: str = ""  # the input the Cell ran with: ``(2, 3, 32, 32)``
+    output_shape: str = ""  # the first output's shape in PyNative
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from msready.analyzer.apitable import ApiEntry, import_object, load_table
@@ -23,10 +25,21 @@ _FALLBACK: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("torch.linalg.", ("mindspore.ops.",)),
     ("torch.", ("mindspore.ops.", "mindspore.")),
 )
-# Keyword names MindSpore spells differently, applied when the table has no entry and the
-# MindSpore signature has the new name but not the old one.
-SYNONYMS = {"dim": "axis", "keepdim": "keep_dims", "input": "x", "bias": "has_bias",
-             "groups": "group", "eps": "epsilon"}
+@lru_cache(maxsize=1)
+def synonyms() -> dict[str, tuple[str, ...]]:
+    """torch keyword -> the MindSpore names it is often renamed to, in order: the API
+    table's own ``[param_synonyms]`` (``analyzer/data/overrides.toml``), read, not copied."""
+    ref = resources.files("msready.analyzer").joinpath("data/overrides.toml")
+    data = tomllib.loads(ref.read_text(encoding="utf-8")).get("param_synonyms", {})
+    return {str(k): tuple(str(v) for v in vs) for k, vs in data.items()}
+
+
+def synonym(key: str, known: frozenset[str] | set[str] | None) -> str | None:
+    """The MindSpore spelling of torch keyword ``key`` for an API accepting ``known``
+    keywords, when ``key`` itself is not among them (``dim`` -> ``axis``)."""
+    if known is None or key in known:
+        return None
+    return next((s for s in synonyms().get(key, ()) if s in known), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +93,7 @@ def _fallback(name: str) -> Mapping:
                 continue
             names = _signature_names(obj)
             renames = {} if names is None else {
-                old: new for old, new in SYNONYMS.items() if new in names and old not in names}
+                old: new for old in synonyms() if (new := synonym(old, names)) is not None}
             return Mapping(name, base + rest, renames, from_table=False,
                            note="same name in the installed MindSpore (not in the API table)")
         break

@@ -132,6 +132,8 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
         res["error"] = f"building the Cell: {first_line(exc)}"
         return res
     candidates = input_candidates(job["inputs"])
+    for other in job.get("alternatives") or ():
+        candidates += input_candidates(other)
     reference = None
     if job.get("compare"):
         try:
@@ -140,7 +142,8 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
             candidates = [torch_inputs]
         except Exception as exc:
             res["error"] = f"copying torch weights: {first_line(exc)}"
-    inputs = _fitting_inputs(ms, cell, candidates)
+    inputs, res["input_fits"] = _fitting_inputs(ms, cell, candidates)
+    res["input_shape"] = _shape_text(inputs)
     errors = []
     for mode, field in ((ms.PYNATIVE_MODE, "pynative"), (ms.GRAPH_MODE, "graph")):
         ms.set_context(mode=mode)
@@ -150,6 +153,8 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
             got = np.asarray(out.asnumpy(), dtype=np.float64) if hasattr(out, "asnumpy") \
                 else None
             res[field] = "pass"
+            if field == "pynative" and got is not None:
+                res["output_shape"] = str(tuple(got.shape))
             if field == "pynative" and reference is not None and got is not None:
                 if got.shape == reference.shape:
                     res["max_abs_diff"] = float(np.max(np.abs(got - reference))) if got.size \
@@ -165,21 +170,29 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
     return res
 
 
-def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]]) -> list[Any]:
-    """The first candidate input the Cell accepts in PyNative mode (else the first)."""
+def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]]
+                    ) -> tuple[list[Any], bool]:
+    """The first candidate input the Cell accepts in PyNative mode (else the first), and
+    whether one was accepted."""
     tensors = [[None if a is None else ms.Tensor(a) for a in c] for c in candidates]
     if len(tensors) == 1:
-        return tensors[0]
+        return tensors[0], True
     ms.set_context(mode=ms.PYNATIVE_MODE)
     for inputs in tensors:
         try:
             out = _first_output(cell(*inputs))
             if hasattr(out, "asnumpy"):
                 out.asnumpy()
-            return inputs
+            return inputs, True
         except Exception:  # the size does not fit: try the next one
             continue
-    return tensors[0]
+    return tensors[0], False
+
+
+def _shape_text(inputs: list[Any]) -> str:
+    return ", ".join("None" if a is None else
+                     f"{tuple(a.shape)}{'' if 'float' in str(a.dtype).lower() else ' int'}"
+                     for a in inputs)
 
 
 def _load_torch(ms: Any, cell: Any, weights: dict[str, Any],

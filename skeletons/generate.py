@@ -4,7 +4,6 @@ Cell executed in PyNative and GRAPH_MODE and marked pass / fail / skipped."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import tempfile
@@ -21,6 +20,9 @@ from msready.analyzer.findings import Category, Finding
 from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.skeletons import runner
+from msready.skeletons.arguments import describe
+from msready.skeletons.cache import CellCache
+from msready.skeletons.inputs import InputSpec
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.translate import translate_file
 from msready.skeletons.values import ConfigValue, to_json
@@ -112,14 +114,15 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
     try:
         translation = translate_file(parsed, file, result.model, result.target, findings)
         body = translation.code
-        ast.parse(body)
+        compile(body, file.path, "exec")  # also what ast.parse lets through
     except Exception as exc:  # a failed translation still yields a file
         return _stub(cells, f"{type(exc).__name__}: {exc}"), cells
     return body, cells
 
 
 def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
-                    compare_torch: bool) -> list[SkeletonResult]:
+                    compare_torch: bool, cache: bool = True,
+                    cache_dir: Path | None = None) -> list[SkeletonResult]:
     """Write a MindSpore Cell for every ``nn.Module`` class, run them, return the results."""
     out_dir = out_dir.resolve()  # the child processes run elsewhere and import from here
     planner = Planner(result)
@@ -142,7 +145,7 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
                  for cls, p in plans.items() if cls not in placed]
     outcomes: dict[str, dict[str, Any]] = {}
     if run:
-        outcomes = _run(result, out_dir, generated, compare_torch)
+        outcomes = _run(result, out_dir, generated, compare_torch, cache, cache_dir)
         _borrow_from_parents(plans, outcomes)
     results = list(elsewhere)
     for gen in generated:
@@ -213,32 +216,67 @@ def _write_packages(out_dir: Path, generated: list[Generated]) -> None:
             folder = folder.parent
 
 
+def _missing_package(error: str | None, out_dir: Path) -> str | None:
+    """The package a Cell needs and the child could not import, None otherwise."""
+    if not error or "No module named" not in error:
+        return None
+    name = error.split("No module named", 1)[1].strip(" '\"").split("'")[0].split(".")[0]
+    if not name or (out_dir / name).exists() or (out_dir / f"{name}.py").exists():
+        return None
+    return name
+
+
 def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
             outcome: dict[str, Any] | None, target: str) -> SkeletonResult:
     cell_file = gen.out.relative_to(out_dir.parent).as_posix()
+    synthesized = describe(plan.synthesized)
+
+    def skipped(status: str, error: str | None, shape: str = "") -> SkeletonResult:
+        return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file, "skipped",
+                              "skipped", error, status=status, synthesized=synthesized,
+                              input_shape=shape)
+
     if not run:
-        return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
-                              "skipped", "skipped", NOT_RUN)
+        return skipped("skipped", NOT_RUN)
     if plan.reason is not None or outcome is None:
-        return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
-                              "skipped", "skipped", plan.reason or "not run")
+        return skipped("unverified", plan.reason or "not run")
     diff = outcome.get("max_abs_diff")
     error = outcome.get("error")
+    shape = str(outcome.get("input_shape") or "")
+    package = _missing_package(error, out_dir)
+    if package is not None:
+        return skipped("blocked", f"needs the package `{package}`, which msready does not "
+                                  f"translate: {error}")
+    if outcome.get("pynative") != "pass" and outcome.get("input_fits") is False \
+            and plan.guessed:
+        return skipped("unverified", "no input it accepts was found (no layer or forward "
+                                     f"code gives its shape; tried {len(plan.alternatives) + 1}"
+                                     f" guesses): {error}", shape)
     if error and "name 'torch' is not defined" in error:
         error += (" (a torch API with no MindSpore equivalent for this target is left in "
                   "the Cell: see its TODO(msready MS100) lines)")
     if error and target != "cpu" and any(k in error for k in _KERNEL_MISSING):
         error += (f" (the Cell uses {target} APIs and ran on this machine's CPU; "
                   "scan with --target cpu to check a CPU version)")
-    return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file,
-                          str(outcome.get("pynative", "fail")), str(outcome.get("graph", "fail")),
-                          error, float(diff) if diff is not None else None)
+    pynative = str(outcome.get("pynative", "fail"))
+    return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file, pynative,
+                          str(outcome.get("graph", "fail")), error,
+                          float(diff) if diff is not None else None,
+                          status="pass" if pynative == "pass" else "fail",
+                          synthesized=synthesized, input_shape=shape,
+                          output_shape=str(outcome.get("output_shape") or ""))
 
 
 def _status_line(res: SkeletonResult, inside: str | None = None) -> str:
+    made_up = f" (synthesized: {res.synthesized})" if res.synthesized else ""
     if res.pynative == "skipped":
-        return f"skipped: {res.error}"
+        return f"{res.status or 'skipped'}{made_up}: {res.error}"
     text = f"PyNative {res.pynative}, GRAPH_MODE {res.graph}"
+    if res.input_shape:
+        text += f", input {res.input_shape}"
+    if res.output_shape:
+        text += f" -> {res.output_shape}"
+    text += made_up
     if inside:
         text += f" (run inside {inside.rsplit('.', 1)[-1]})"
     if res.max_abs_diff is not None:
@@ -246,13 +284,17 @@ def _status_line(res: SkeletonResult, inside: str | None = None) -> str:
     return f"{text}: {res.error}" if res.error else text
 
 
+def _specs(specs: list[InputSpec | None]) -> list[dict[str, Any] | None]:
+    return [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high, "spatial": s.spatial}
+            if s is not None else None for s in specs]
+
+
 def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
     return {"key": plan.torch_class, "module": plan.module, "name": plan.name,
             "kwargs": {k: to_json(v) for k, v in plan.kwargs.items()},
             "compare": str(compare) if compare else None,
-            "inputs": [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high,
-                        "spatial": s.spatial}
-                       if s is not None else None for s in plan.inputs]}
+            "inputs": _specs(plan.inputs),
+            "alternatives": [] if compare else [_specs(a) for a in plan.alternatives]}
 
 
 def _workers() -> int:
@@ -262,27 +304,55 @@ def _workers() -> int:
 
 
 def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
-         compare_torch: bool) -> dict[str, dict[str, Any]]:
-    """Run every runnable Cell, one child per generated file."""
+         compare_torch: bool, cache: bool = True,
+         cache_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Run every runnable Cell. Without a torch comparison, the Cells of all files are
+    shared among a few workers, each importing MindSpore once; outcomes are cached."""
     outcomes: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="msready-cmp-") as tmp:
         torch_root = Path(tmp) / "src"
         if compare_torch:
             _write_sources(result, torch_root)
+        texts: dict[str, str] = {}
         for gen in generated:
             gen.out.parent.mkdir(parents=True, exist_ok=True)
             gen.out.write_text(render(result, gen), encoding="utf-8")
+            texts[gen.out.relative_to(out_dir).as_posix()] = gen.body
         todo = [(i, gen) for i, gen in enumerate(generated)
                 if any(p.reason is None for p in gen.plans)]
+        if compare_torch:
+            def one(item: tuple[int, Generated]) -> dict[str, dict[str, Any]]:
+                index, gen = item
+                return _run_file(gen, out_dir, torch_root, Path(tmp) / f"cmp{index}")
 
-        def one(item: tuple[int, Generated]) -> dict[str, dict[str, Any]]:
-            index, gen = item
-            folder = Path(tmp) / f"cmp{index}" if compare_torch else None
-            return _run_file(gen, out_dir, torch_root, folder)
+            with ThreadPoolExecutor(max_workers=_workers()) as pool:
+                for got in pool.map(one, todo):
+                    outcomes.update(got)
+            return outcomes
+        store = CellCache(texts, cache_dir, enabled=cache)
+        jobs = [_job(p, None) for _, gen in todo for p in gen.plans if p.reason is None]
+        pending = []
+        for job in jobs:
+            hit = store.get(job)
+            if hit is not None:
+                outcomes[job["key"]] = hit
+            else:
+                pending.append(job)
+        batches = [pending[i::_workers()] for i in range(_workers())]
+
+        def batch(cells: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+            try:
+                return runner.run_jobs("msready.skeletons.child", {"root": str(out_dir)},
+                                       cells)
+            except OSError as exc:
+                return _failed_start(cells, exc)
 
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
-            for got in pool.map(one, todo):
+            for got in pool.map(batch, [b for b in batches if b]):
                 outcomes.update(got)
+        for job in pending:
+            if job["key"] in outcomes:
+                store.put(job, outcomes[job["key"]])
     return outcomes
 
 

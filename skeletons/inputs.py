@@ -71,3 +71,38 @@ def layer_input(torch_name: str, values: dict[str, object]) -> InputSpec | None:
     if layer == "GroupNorm" and (c := _int(values.get("num_channels"))):
         return InputSpec((2, c, 16, 16), spatial=2)
     return None
+
+
+# Inputs tried when no layer says what a Module takes, in order: features, a (batch,
+# tokens, width) sequence, an image, a feature map, token indices. The width is the one
+# synthesized arguments use (:data:`msready.skeletons.arguments.WIDTH`).
+_GUESSES = (InputSpec((2, 16)), InputSpec((2, 8, 16)),
+            InputSpec((2, 3, 32, 32), spatial=2), InputSpec((2, 16, 16, 16), spatial=2),
+            InputSpec((2, 8), "int64", 32), InputSpec((2, 16, 32), spatial=1))
+
+
+def _variants(spec: InputSpec) -> list[InputSpec]:
+    """Other ranks of an input derived from a layer: ``(2, C)`` may be fed as a
+    ``(2, 8, C)`` sequence, a ``(2, C, H, W)`` map as ``(2, H*W, C)`` tokens."""
+    if spec.dtype != "float32":
+        return []
+    if len(spec.shape) == 2:
+        return [InputSpec((2, 8, spec.shape[1])), InputSpec((2, 8, 8, spec.shape[1]))]
+    if len(spec.shape) == 3 and not spec.spatial:
+        return [InputSpec((2, spec.shape[-1])), InputSpec((2, spec.shape[-1], 8, 8), spatial=2)]
+    if len(spec.shape) == 4:
+        return [InputSpec((2, 64, spec.shape[1]))]
+    return []
+
+
+def input_alternatives(spec: InputSpec | None, count: int) -> list[list[InputSpec | None]]:
+    """Candidate input lists (``count`` tensors each) to try after ``spec``: other ranks
+    of ``spec``, then the guesses (a pattern or a reshape before the first layer can
+    change what the Module takes)."""
+    specs = [*(_variants(spec) if spec is not None else []), *_GUESSES]
+    specs = [s for i, s in enumerate(specs) if s != spec and s not in specs[:i]]
+    out: list[list[InputSpec | None]] = []
+    for one in specs:
+        extra: InputSpec | None = one if one.dtype == "float32" else None
+        out.append([one, *[extra] * (max(count, 1) - 1)])
+    return out

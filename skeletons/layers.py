@@ -123,8 +123,7 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
     known = apis.ms_keywords(mapping.api)
     if known is not None:  # what the table missed, measured on the installed MindSpore
-        args = [(apis.SYNONYMS.get(k, k) if k and k not in known and
-                 apis.SYNONYMS.get(k) in known else k, v) for k, v in args]
+        args = [((apis.synonym(k, known) or k) if k else k, v) for k, v in args]
         todos += [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
                   for k, _ in args if k and k not in known and k not in _PLACEMENT]
         args = [(k, v) for k, v in args if k is None or k in known]
@@ -356,14 +355,9 @@ def module_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 
 @handler("torch.nn.ModuleDict")
 def module_dict(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """ModuleDict -> CellDict, which cannot hold another container."""
-    nested = m.Call(func=m.Attribute(value=m.Name("nn"), attr=m.Name("CellList")
-                                     | m.Name("SequentialCell") | m.Name("CellDict")))
-    todos: list[tuple[str, str]] = []
-    if any(m.findall(v, nested) for _, v in call.args):
-        todos.append(("MS100", "a CellDict cannot hold a CellList / SequentialCell / "
-                               "CellDict: keep the inner container as an attribute of its own"))
-    return Rewrite("nn.CellDict", list(call.args), todos)
+    """ModuleDict -> a Cell holding its children as attributes (nn.CellDict cannot hold
+    another container, and its items are not attributes in GRAPH_MODE)."""
+    return Rewrite("TorchModuleDict", list(call.args))
 
 
 @handler("torch.nn.Parameter", "torch.nn.parameter.Parameter")

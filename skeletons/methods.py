@@ -4,10 +4,11 @@ a registry of named rewrites, looked up by method name."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from msready.skeletons import apis
 from msready.skeletons.layers import ArgList, expr
 
 # Tensor methods whose MindSpore spelling is not a same-name method.
@@ -122,3 +123,18 @@ def cell_method(receiver: cst.BaseExpression, method: str,
     if new is None:
         return receiver
     return cst.Call(cst.Attribute(receiver, cst.Name(new)), args)
+
+
+def rename_keywords(args: Sequence[cst.Arg], mapping: apis.Mapping) -> list[cst.Arg]:
+    """Keywords renamed as the table says, else as the MindSpore signature needs
+    (``dim=`` -> ``axis=`` where the MindSpore API has ``axis`` but no ``dim``)."""
+    known = apis.ms_keywords(mapping.api or "")
+    out = []
+    for arg in args:
+        key = arg.keyword.value if arg.keyword else None
+        if key is not None:
+            new = mapping.renames.get(key) or apis.synonym(key, known)
+            if new:
+                arg = arg.with_changes(keyword=cst.Name(new))
+        out.append(arg)
+    return out

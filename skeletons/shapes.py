@@ -1,7 +1,6 @@
-"""How to run a generated Cell: constructor arguments and an input.
+"""How to run a generated Cell: constructor arguments (:mod:`.constructors`) and an input.
 
-Constructor arguments come from the repository's own instantiation sites (literal
-arguments) or the parameters' defaults. The input is inferred from the first layer the
+The input is inferred from the first layer the
 constructor builds (``in_channels`` of a Conv, ``in_features`` of a Linear, integer
 indices below ``num_embeddings`` for an Embedding, ...), following repository submodules
 and containers with their arguments evaluated.
@@ -9,29 +8,24 @@ and containers with their arguments evaluated.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
 
-from msready.analyzer.facts import CallKind, FileResult
-from msready.analyzer.names import dotted
-from msready.analyzer.parse import Parsed, parse_text
-from msready.analyzer.repo import RepositoryModel
-from msready.analyzer.result import ScanResult
+from msready.analyzer.facts import FileResult
 from msready.skeletons import apis
-from msready.skeletons.inputs import ORDERS, SPATIAL, InputSpec, layer_input
+from msready.skeletons.constructors import ConstructorFinder
+from msready.skeletons.inputs import (
+    ORDERS,
+    SPATIAL,
+    InputSpec,
+    input_alternatives,
+    layer_input,
+)
 from msready.skeletons.values import (
     UNKNOWN,
-    CallHook,
-    ConfigValue,
-    attributes_read,
-    class_fields,
-    constants,
     evaluate,
-    evaluate_text,
     self_constants,
 )
 
@@ -50,239 +44,13 @@ class Plan:
     kwargs: dict[str, object] = field(default_factory=dict)
     inputs: list[InputSpec | None] = field(default_factory=list)
     reason: str | None = None  # set when the Cell cannot be run
+    synthesized: dict[str, object] = field(default_factory=dict)  # arguments made up
+    alternatives: list[list[InputSpec | None]] = field(default_factory=list)  # inputs to try
+    guessed: bool = False  # no layer or forward code gave the input: every input is a guess
 
 
-class Planner:
+class Planner(ConstructorFinder):
     """Finds constructor arguments and inputs for the repository's Module classes."""
-
-    def __init__(self, result: ScanResult) -> None:
-        self.result = result
-        self.model: RepositoryModel = result.model
-        self._parsed: dict[str, Parsed | None] = {}
-        self._active: set[str] = set()
-
-    # ----- sources ----------------------------------------------------------------------
-
-    def parsed(self, path: str) -> Parsed | None:
-        """The re-parsed text of a scanned file, None when not kept or not parsable."""
-        if path not in self._parsed:
-            text = self.result.sources.get((path, None))
-            parsed = parse_text(text) if text is not None else None
-            self._parsed[path] = parsed if isinstance(parsed, Parsed) else None
-        return self._parsed[path]
-
-    def file_of(self, qualname: str, kind: str = "class") -> FileResult | None:
-        """The file defining a repository class or function."""
-        table = self.model.class_module if kind == "class" else self.model.function_module
-        module = table.get(qualname)
-        return self.model.modules.get(module) if module else None
-
-    def function_node(self, qualname: str) -> tuple[cst.FunctionDef, FileResult] | None:
-        """The libcst definition of a repository method (``pkg.mod.Class.method``)."""
-        file = self.file_of(qualname, "function")
-        parsed = self.parsed(file.path) if file else None
-        if file is None or parsed is None:
-            return None
-        parts = qualname[len(file.module) + 1:].split(".")
-        body: Any = parsed.module.body
-        node: Any = None
-        for part in parts:
-            node = next((s for s in body if isinstance(s, (cst.ClassDef, cst.FunctionDef))
-                         and s.name.value == part), None)
-            if node is None:
-                return None
-            body = node.body.body
-        return (node, file) if isinstance(node, cst.FunctionDef) else None
-
-    def qualify(self, node: cst.BaseExpression, file: FileResult) -> str | None:
-        """A name chain's fully qualified target, resolved through the repository."""
-        name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        bound = file.bindings.get(head)
-        if bound is None:
-            return None
-        full = f"{bound}.{rest}" if rest else bound
-        resolved = self.model.resolve(full, file.module)
-        return resolved.name if resolved is not None else full
-
-    # ----- constructor arguments --------------------------------------------------------
-
-    def _signature(self, cls: str, method: str) -> tuple[list[tuple[str, object, bool]],
-                                                          FileResult] | None:
-        """(name, default or UNKNOWN, is required) per parameter after ``self``."""
-        qualname = self.model.find_method(cls, method)
-        found = self.function_node(qualname) if qualname else None
-        if found is None:
-            return None
-        node, file = found
-        params = [*node.params.posonly_params, *node.params.params][1:]
-        out = [(p.name.value,
-                evaluate(p.default, {}) if p.default is not None else UNKNOWN,
-                p.default is None) for p in params]
-        out += [(p.name.value, evaluate(p.default, {}) if p.default is not None else UNKNOWN,
-                 p.default is None) for p in node.params.kwonly_params]
-        return out, file
-
-    def _sites(self, cls: str) -> Iterator[dict[str, object]]:
-        """Literal arguments at every place the repository instantiates ``cls``."""
-        sig = self._signature(cls, "__init__")
-        names = [n for n, _, _ in sig[0]] if sig else []
-        for rc in self.model.calls:
-            if rc.call.kind is not CallKind.NAME:
-                continue
-            resolved = self.model.resolve(rc.call.target, rc.file.module)
-            if resolved is None or resolved.kind != "class" or resolved.name != cls:
-                continue
-            values: dict[str, object] = {}
-            env: dict[str, object] | None = None
-            for i, arg in enumerate(rc.call.args):
-                if arg.star:
-                    break
-                key = arg.keyword or (names[i] if i < len(names) else None)
-                if key is None:
-                    continue
-                if arg.is_literal:
-                    values[key] = arg.literal
-                    continue
-                if env is None:
-                    env = self._caller_environment(rc.call.caller, rc.file)
-                value = evaluate_text(arg.text, env, self.call_hook(rc.file))
-                if value is not UNKNOWN:
-                    values[key] = value
-            yield values
-
-    def _caller_environment(self, caller: str, file: FileResult) -> dict[str, object]:
-        """The names known where an instantiation happens: the enclosing Module class's
-        constructor parameters (``Block(dim)`` inside ``Net.__init__(self, dim=64)``
-        builds ``Block(64)``), else the module's and the calling function's constants."""
-        owner, _, method = caller.rpartition(".")
-        if method == "__init__" and owner in self.model.module_classes:
-            if owner in self._active:
-                return {}
-            self._active.add(owner)
-            try:
-                kwargs, _ = self.constructor(owner)
-                return self.environment(owner, kwargs)
-            finally:
-                self._active.discard(owner)
-        parsed = self.parsed(file.path)
-        if parsed is None:
-            return {}
-        hook = self.call_hook(file)
-        env = constants(parsed.module.body, call=hook)
-        found = self.function_node(caller) if caller in self.model.functions else None
-        if found is not None and isinstance(found[0].body, cst.IndentedBlock):
-            env = constants(found[0].body.body, env, hook)
-        return env
-
-    def call_hook(self, file: FileResult) -> CallHook:
-        """Evaluates ``SomeConfig(n_layer=2)`` in ``file`` to a configuration object."""
-        def hook(call: cst.Call | cst.Name, env: dict[str, object]) -> object:
-            if isinstance(call, cst.Name):
-                return self._class_ref(call, file)
-            name = self.qualify(call.func, file)
-            resolved = self.model.resolve(name, file.module) if name else None
-            if resolved is None or resolved.kind != "class" or \
-                    resolved.name in self.model.module_classes:
-                return UNKNOWN
-            fields = self.config_fields(resolved.name)
-            if fields is None:
-                return UNKNOWN
-            kwargs: dict[str, object] = {}
-            order = [n for n, _ in fields]
-            for i, arg in enumerate(call.args):
-                key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
-                value = evaluate(arg.value, env, hook)
-                if key is None or arg.star or value is UNKNOWN:
-                    return UNKNOWN
-                kwargs[key] = value
-            return self._config(resolved.name, kwargs)
-        return hook
-
-    def _class_ref(self, node: cst.Name, file: FileResult) -> object:
-        """A repository class named as a value (``ResNet(BasicBlock, [2, 2])``)."""
-        name = self.qualify(node, file)
-        resolved = self.model.resolve(name, file.module) if name else None
-        if resolved is None or resolved.kind != "class":
-            return UNKNOWN
-        module, _, short = resolved.name.rpartition(".")
-        fields = tuple(self.config_fields(resolved.name) or ())
-        return ConfigValue(module, short, fields, is_class=True)
-
-    def config_fields(self, cls: str) -> list[tuple[str, object]] | None:
-        """The fields of a configuration class (class-level defaults), None for others."""
-        file = self.file_of(cls)
-        parsed = self.parsed(file.path) if file else None
-        if file is None or parsed is None:
-            return None
-        node = next((s for s in parsed.module.body if isinstance(s, cst.ClassDef)
-                     and f"{file.module}.{s.name.value}" == cls), None)
-        fields = class_fields(node) if node is not None else []
-        return fields or None
-
-    def _config(self, cls: str, kwargs: dict[str, object]) -> ConfigValue:
-        fields = dict(self.config_fields(cls) or [])
-        fields.update(kwargs)
-        module, _, name = cls.rpartition(".")
-        return ConfigValue(module, name, tuple(fields.items()), tuple(kwargs.items()))
-
-    def config_for(self, cls: str, param: str) -> ConfigValue | None:
-        """A configuration object for a constructor parameter read as ``param.<field>``:
-        the repository class whose field defaults cover every field read."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
-        if found is None:
-            return None
-        needed = attributes_read(found[0].body, param)
-        if not needed:
-            return None
-        for candidate in sorted(self.model.classes):
-            if candidate in self.model.module_classes:
-                continue
-            fields = dict(self.config_fields(candidate) or [])
-            if needed <= set(fields) and all(fields[n] is not UNKNOWN for n in needed):
-                return self._config(candidate, {})
-        return None
-
-    def constructor(self, cls: str) -> tuple[dict[str, object], str | None]:
-        """Keyword arguments to build ``cls`` with, or the reason none could be found."""
-        sig = self._signature(cls, "__init__")
-        if sig is None:
-            return {}, None
-        params = sig[0]
-        candidates = [*self._sites(cls), {}]
-        best: tuple[dict[str, object], list[str]] | None = None
-        for site in candidates:
-            kwargs: dict[str, object] = {}
-            missing = []
-            for name, _default, required in params:
-                if name in site:
-                    kwargs[name] = site[name]
-                elif required:
-                    config = self.config_for(cls, name)
-                    if config is None:
-                        missing.append(name)
-                    else:
-                        kwargs[name] = config
-            if best is None or len(missing) < len(best[1]):
-                best = (kwargs, missing)
-        assert best is not None
-        kwargs, missing = best
-        if missing:
-            where = "no instantiation site" if len(candidates) == 1 else \
-                "no literal value at its instantiation sites"
-            return kwargs, f"constructor argument {', '.join(missing)}: {where} and no default"
-        return kwargs, None
-
-    def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:
-        """The constructor's parameters bound to ``kwargs`` and defaults."""
-        sig = self._signature(cls, "__init__")
-        env: dict[str, object] = {}
-        for name, default, _ in sig[0] if sig else []:
-            env[name] = kwargs.get(name, default)
-        return env
 
     # ----- inputs -----------------------------------------------------------------------
 
@@ -430,18 +198,25 @@ class Planner:
         if self.model.find_method(cls, "forward") is None:
             plan.reason = "no forward method: nothing to run"
             return plan
-        kwargs, reason = self.constructor(cls)
-        plan.kwargs = kwargs
-        if reason is not None:
-            plan.reason = reason
+        resolved = self.constructor_arguments(cls)
+        plan.kwargs = resolved.kwargs
+        plan.synthesized = resolved.synthesized
+        if resolved.missing:
+            plan.reason = (f"constructor argument {', '.join(resolved.missing)}: no value at "
+                           "its instantiation sites, no default, and none can be synthesized "
+                           "(it is called, or read as a string or by key)")
             return plan
-        spec = self.input_of(cls, self.environment(cls, kwargs))
-        if spec is None:
-            plan.reason = ("input shape unknown: no Conv/Linear/Embedding/LSTM/norm layer with "
-                           "a constant size in the constructor")
-            return plan
+        spec = self.input_of(cls, self.environment(cls, resolved.kwargs))
+        base = self.torch_base(cls) if spec is None and resolved.synthesized else None
+        if base is not None:
+            spec = layer_input(base, resolved.kwargs)
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
+        plan.guessed = spec is None
+        plan.alternatives = input_alternatives(spec, len(required))
+        if spec is None:
+            plan.inputs = plan.alternatives.pop(0)
+            return plan
         # Further inputs: the same tensor (attention's query/key/value), or None beside
         # token indices (an RNN's initial state).
         extra: InputSpec | None = spec if spec.dtype == "float32" else None

@@ -3,13 +3,16 @@ a starter keeps, ``register_buffer`` as a frozen Parameter, and the translation 
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.repo import TORCH_ROOTS
+from msready.skeletons.arguments import argparse_defaults
 from msready.skeletons.layers import expr
+from msready.skeletons.values import constants
 
 _KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
 Todo = tuple[str, str]
@@ -70,3 +73,127 @@ def keep_top(stmt: cst.BaseStatement) -> bool:
             continue
         return False
     return True
+
+
+def settings(names: list[str], module: cst.Module,
+             stmt: cst.BaseStatement) -> cst.BaseStatement:
+    """``opt = parser.parse_args()`` -> ``opt = types.SimpleNamespace(lr=0.001, ...)``: the
+    script's argparse defaults as constants, so class bodies reading ``opt.x`` import."""
+    env = constants(module.body)
+    defaults = argparse_defaults(module, env)
+    fields = ", ".join(f"{k}={v!r}" for k, v in defaults.items()
+                       if isinstance(v, (int, float, str, bool, tuple, list, type(None))))
+    target = next(n for n in names if n in code(stmt))
+    return cst.parse_statement(f"{target} = types.SimpleNamespace({fields})\n")
+
+
+def with_head(body: list[cst.BaseStatement], head: list[cst.BaseStatement],
+              todo: str | None) -> list[cst.BaseStatement]:
+    """``head`` (adapters, einops functions) placed after the file's leading docstring
+    and imports, with a ``TODO(msready MS100)`` line above it when ``todo`` is given."""
+    at = 0
+    while at < len(body) and m.matches(body[at], m.SimpleStatementLine(
+            body=[m.Import() | m.ImportFrom() | m.Expr(m.SimpleString())])):
+        at += 1
+    rest = body[at:]
+    if todo is not None:
+        target = head if head else rest
+        if not target:
+            target.append(cst.parse_statement("pass\n"))
+        first = target[0]
+        if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            target[0] = first.with_changes(leading_lines=[
+                cst.EmptyLine(), todo_line("MS100", todo), *first.leading_lines])
+    return [*body[:at], *head, *rest]
+
+
+# Names the header of every generated file binds.
+HEADER_NAMES = frozenset({"mindspore", "Parameter", "Tensor", "mint", "nn", "ops", "types",
+                          "annotations"})
+
+
+def _bound_by(stmt: cst.BaseStatement) -> set[str]:
+    names: set[str] = set()
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        names.add(stmt.name.value)
+    elif isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(
+                    small.names, cst.ImportStar):
+                for alias in small.names:
+                    bound = alias.asname.name if alias.asname else alias.name
+                    names.add((code(bound)).split(".")[0])
+            elif isinstance(small, cst.Assign):
+                for target in small.targets:
+                    names |= {n.value for n in m.findall(target.target, m.Name())
+                              if isinstance(n, cst.Name)}
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                names.add(small.target.value)
+    return names
+
+
+def unbound_bases(body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """Base classes whose name nothing binds any more (a dropped torch or side-library
+    import: ``class Dataset(Dataset)``) become ``object``, with a TODO, so the file
+    imports."""
+    bound = set(HEADER_NAMES) | set(dir(builtins))
+    out: list[cst.BaseStatement] = []
+    for stmt in body:
+        if isinstance(stmt, cst.ClassDef):
+            gone = [b for b in stmt.bases if b.keyword is None and isinstance(
+                root := _root(b.value), cst.Name) and root.value not in bound]
+            if gone:
+                kept = [b for b in stmt.bases if b not in gone] or [cst.Arg(cst.Name("object"))]
+                reason = ", ".join(code(b.value) for b in gone)
+                stmt = stmt.with_changes(bases=kept, leading_lines=[
+                    *stmt.leading_lines, todo_line("MS100", f"base class {reason} comes from "
+                                                   "a package the Cell does not import")])
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(s, cst.ImportFrom) and isinstance(s.names, cst.ImportStar)
+                for s in stmt.body):
+            bound |= {"*"}
+        out.append(stmt)
+        bound |= _bound_by(stmt)
+    if "*" in bound:  # a star import may bind anything: leave the bases alone
+        return body
+    return out
+
+
+def _root(node: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        node = node.value if not isinstance(node, cst.Call) else node.func
+    return node
+
+
+def placeholder(stmt: cst.BaseStatement, imported: set[str]) -> cst.BaseStatement | None:
+    """A module-level assignment the Cell file cannot keep (torch or script code), as
+    ``NAME = None`` with a TODO when another repository file imports ``NAME``, so that
+    import still works; None (dropped) otherwise."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return None
+    names = [t.target.value for s in stmt.body if isinstance(s, cst.Assign)
+             for t in s.targets if isinstance(t.target, cst.Name)]
+    names += [s.target.value for s in stmt.body
+              if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
+    wanted = [n for n in names if n in imported]
+    if not wanted:
+        return None
+    # A torch version gate (``TORCH_VERSION >= (1, 8)``) takes a modern torch's branch.
+    value = "(2, 0)" if all("VERSION" in n.upper() for n in wanted) else "None"
+    line = cst.parse_statement(" = ".join([*wanted, value]) + "\n")
+    return line.with_changes(leading_lines=[todo_line(
+        "MS100", f"`{code(stmt).strip()[:120]}` is computed with torch or script code; "
+                 f"other files import it: {value} stands in, give it its MindSpore value")])
+
+
+def import_fallback(stmt: cst.BaseStatement) -> list[cst.BaseStatement] | None:
+    """``try: from torch import _assert`` / ``except ImportError: def _assert(...)``:
+    the fallback the Cell file needs (its torch or side-library import is gone)."""
+    if not isinstance(stmt, cst.Try) or not stmt.handlers:
+        return None
+    names = {code(h.type).strip() for h in stmt.handlers if h.type is not None}
+    if not names & {"ImportError", "ModuleNotFoundError", "Exception", "(ImportError, "
+                    "ModuleNotFoundError)"} and any(h.type is not None for h in stmt.handlers):
+        return None
+    body = stmt.handlers[0].body
+    return list(body.body) if isinstance(body, cst.IndentedBlock) else None

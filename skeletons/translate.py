@@ -5,6 +5,8 @@ go, and what cannot be translated is kept with a ``# TODO(msready <rule>): reaso
 
 from __future__ import annotations
 
+import builtins
+import sys
 from typing import TypeVar
 
 import libcst as cst
@@ -15,7 +17,7 @@ from msready.analyzer.findings import Finding
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import RepositoryModel
-from msready.skeletons import apis
+from msready.skeletons import adapters, apis, arguments, einops
 from msready.skeletons.layers import (
     CALL_FIXES,
     NAMED_TUPLE_FIELDS,
@@ -25,18 +27,26 @@ from msready.skeletons.layers import (
     expr,
     translate_call,
 )
-from msready.skeletons.methods import METHOD_FIXES, cell_method
+from msready.skeletons.methods import METHOD_FIXES, cell_method, rename_keywords
 from msready.skeletons.statements import (
     FileTranslation,
     Todo,
     buffer,
     code,
+    import_fallback,
     is_torch,
     keep_top,
+    placeholder,
+    settings,
     todo_line,
+    unbound_bases,
+    with_head,
 )
 from msready.skeletons.weights import CELL_RENAMES
 
+_BUILTINS = frozenset(dir(builtins))
+# Packages a Cell may import besides MindSpore and the standard library.
+_KEPT = frozenset({"numpy", "mindspore", "__future__"})
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 SmallResult = cst.BaseSmallStatement | cst.RemovalSentinel
@@ -67,6 +77,16 @@ class CellTransformer(cst.CSTTransformer):
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
+        self.dropped: dict[str, None] = {}  # side libraries whose imports were dropped
+        self.einops_functions: list[str] = []  # einops patterns as functions of the file
+        # module-level names bound to standard-library values (``Shape = namedtuple(...)``)
+        self._kept_names: set[str] = set()
+        self._dropped_names: set[str] = set()  # module-level names the Cell file drops
+        # this module's names other repository files import
+        prefix = f"{file.module}."
+        self._imported = {t[len(prefix):] for f in model.modules.values()
+                          for t in f.bindings.values() if t.startswith(prefix)}
+        self._repo_tops = {name.split(".")[0] for name in model.modules}
 
     # ----- names ----------------------------------------------------------------------
 
@@ -132,9 +152,22 @@ class CellTransformer(cst.CSTTransformer):
 
     # ----- imports and module level ---------------------------------------------------
 
+    def _side_library(self, module: str | None) -> bool:
+        """True for an absolute import of a package that is neither torch, the standard
+        library, numpy / MindSpore nor the repository itself: the Cell drops it."""
+        top = (module or "").split(".")[0]
+        if not top or is_torch(top) or top in sys.stdlib_module_names or top in _KEPT:
+            return False
+        if top not in self._repo_tops:
+            if top != "einops":  # its patterns are translated where they are used
+                self.dropped.setdefault(top, None)
+            return True
+        return False
+
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> SmallResult:
         keep = [a for a in updated_node.names
-                if not is_torch((dotted(a.name) or "").split(".")[0])]
+                if not is_torch((dotted(a.name) or "").split(".")[0])
+                and not self._side_library(dotted(a.name))]
         if not keep:
             return cst.RemoveFromParent()
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -145,6 +178,8 @@ class CellTransformer(cst.CSTTransformer):
         module = dotted(updated_node.module) if updated_node.module is not None else None
         if not updated_node.relative and (is_torch(module) or module == "__future__"):
             return cst.RemoveFromParent()  # the header has the __future__ import
+        if not updated_node.relative and self._side_library(module):
+            return cst.RemoveFromParent()
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         keep = []
@@ -159,8 +194,86 @@ class CellTransformer(cst.CSTTransformer):
         return updated_node.with_changes(names=keep)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        body = [s for s in updated_node.body if keep_top(s)]
-        return updated_node.with_changes(body=body)
+        names = arguments.parse_args_names(original_node.body)
+        body: list[cst.BaseStatement] = []
+        for stmt in updated_node.body:
+            new: cst.BaseStatement | None = stmt
+            if arguments.parse_args_names([stmt]):
+                new = settings(names, self.parsed.module, stmt)
+            elif not (keep_top(stmt) or self._standard_constant(stmt)):
+                new = placeholder(stmt, self._imported)
+                if new is None:  # later values built from these are dropped too
+                    self._dropped_names |= {n.value for n in m.findall(stmt, m.AssignTarget(
+                        m.Name())) if isinstance(n, cst.Name)} | {
+                        t.target.value for t in m.findall(stmt, m.AssignTarget())
+                        if isinstance(t, cst.AssignTarget) and isinstance(t.target, cst.Name)}
+            if new is not None:
+                body.append(new)
+        head: list[cst.BaseStatement] = adapters.used(updated_node)
+        if any(m.findall(updated_node, m.Name("EinopsLayer"))):
+            head += list(cst.parse_module(einops.LAYER_SOURCE.lstrip("\n")).body)
+        for source in self.einops_functions:
+            head += list(cst.parse_module(source).body)
+        if names:
+            head.insert(0, cst.parse_statement("import types\n"))
+        reason = None
+        if self.dropped:
+            reason = (f"side libraries dropped ({', '.join(self.dropped)}): a Cell needs only "
+                      "MindSpore; what used them is kept and marked where it runs")
+            self.all_todos.append(("MS100", reason))
+        return updated_node.with_changes(body=unbound_bases(with_head(body, head, reason)))
+
+    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try
+                  ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        """A module-level ``try: <torch import> except ImportError: <fallback>`` keeps
+        the fallback (on_leave attaches the TODOs of a kept statement)."""
+        fallback = import_fallback(updated_node) if not self._classes and not self._tuples \
+            and self._imports_dropped(original_node) else None
+        if not fallback:
+            return updated_node
+        self._todos.pop()
+        return cst.FlattenSentinel(fallback)
+
+    def _imports_dropped(self, stmt: cst.BaseStatement) -> bool:
+        """True for a ``try`` whose body imports torch or a side library."""
+        if not isinstance(stmt, cst.Try):
+            return False
+        for node in m.findall(stmt.body, m.Import() | m.ImportFrom()):
+            if isinstance(node, cst.ImportFrom) and node.module is not None and \
+                    not node.relative:
+                top = (dotted(node.module) or "").split(".")[0]
+            elif isinstance(node, cst.Import):
+                top = (dotted(node.names[0].name) or "").split(".")[0]
+            else:
+                continue
+            if is_torch(top) or (top not in sys.stdlib_module_names and top not in _KEPT
+                                 and top not in self._repo_tops):
+                return True
+        return False
+
+    def _standard_constant(self, stmt: cst.BaseStatement) -> bool:
+        """A module-level assignment whose calls are all the standard library's or
+        builtins (``Config = namedtuple(...)``, ``act = partial(...)`` of those)."""
+        if not isinstance(stmt, cst.SimpleStatementLine) or not all(
+                isinstance(s, (cst.Assign, cst.AnnAssign)) for s in stmt.body) or (
+                self._keeps_torch(stmt)) or any(  # torch bound by a star import
+                is_torch(n.value) or n.value in self._dropped_names
+                for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)):
+            return False
+        for call in m.findall(stmt, m.Call()):
+            assert isinstance(call, cst.Call)
+            local = call.func.value if isinstance(call.func, cst.Name) else ""
+            if local in self._kept_names:
+                continue
+            name = self.qualify(call.func) or local
+            top = name.split(".")[0]
+            if not name or (top not in sys.stdlib_module_names and name not in _BUILTINS):
+                return False
+        self._kept_names |= {n.value for s in stmt.body for t in getattr(s, "targets", ())
+                             for n in m.findall(t.target, m.Name()) if isinstance(n, cst.Name)}
+        self._kept_names |= {s.target.value for s in stmt.body
+                             if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)}
+        return True
 
     # ----- classes and methods --------------------------------------------------------
 
@@ -319,6 +432,9 @@ class CellTransformer(cst.CSTTransformer):
         if name in _MODULE_BASES:
             self._replace[node] = expr("nn.Cell")
             return False
+        if apis.canonical(name) in adapters.ADAPTED:  # called later with torch's arguments
+            self._replace[node] = expr(adapters.ADAPTED[apis.canonical(name)])
+            return False
         mapping = apis.lookup(apis.canonical(name), self.backend)
         if mapping.api is not None:
             self._replace[node] = expr(apis.short_name(mapping.api))
@@ -334,6 +450,9 @@ class CellTransformer(cst.CSTTransformer):
         replaced = self._replace.get(original_node)
         if replaced is not None:
             return replaced
+        if original_node.attr.value == "forward" and m.matches(
+                original_node.value, m.Call(func=m.Name("super"))):
+            return updated_node.with_changes(attr=cst.Name("construct"))
         field = NAMED_TUPLE_FIELDS.get(original_node.attr.value)
         if field is not None and (self._named_tuple(original_node.value) or (
                 self._tuples and isinstance(original_node.value, cst.Name)
@@ -376,6 +495,8 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.qualify(original_node.func)
+        if name is not None and name.startswith("einops."):
+            return self._einops(name, updated_node)
         if is_torch(name):
             assert name is not None
             return self._torch_call(name, updated_node)
@@ -387,6 +508,19 @@ class CellTransformer(cst.CSTTransformer):
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _einops(self, name: str, call: cst.Call) -> cst.BaseExpression:
+        """An einops call or layer: a function written into the file, else a TODO."""
+        fn = f"einops_{len(self.einops_functions)}"
+        try:
+            new, source = einops.translate(name, call, fn)
+        except einops.PatternError as exc:
+            self._note("MS100", f"{name}: {exc}; write it with ops.reshape / "
+                                "ops.transpose / ops.tile")
+            self.dropped.setdefault("einops", None)
+            return call
+        self.einops_functions.append(source)
+        return new
 
     def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:
         """``self.modules()`` and other torch.nn.Module methods the class does not define."""
@@ -445,6 +579,7 @@ class CellTransformer(cst.CSTTransformer):
             self._note("MS100", f"Tensor.{method} has no MindSpore equivalent in the API table")
             return call
         new = mapping.api.rsplit(".", 1)[1]
+        call = call.with_changes(args=rename_keywords(call.args, mapping))
         if mapping.api.startswith("mindspore.Tensor.") and new != method:
             return call.with_changes(func=func.with_changes(attr=cst.Name(new)))
         if not mapping.api.startswith("mindspore.Tensor.") and apis.ms_object(

@@ -66,7 +66,7 @@ def test_hazard_cell_passes_pynative_and_fails_graph_mode(tmp_root: Path) -> Non
     ast.parse(code)
     assert "# TODO(msready MS506)" in code
     assert "# TODO(msready MS202)" in code
-    assert "# msready: Clipper: PyNative pass, GRAPH_MODE fail: " in code
+    assert "# msready: Clipper: PyNative pass, GRAPH_MODE fail, input (2, 8) -> (2, 8): " in code
 
 
 def test_result_fields_point_at_the_torch_class(tmp_root: Path) -> None:
@@ -95,13 +95,14 @@ def test_constructor_arguments_come_from_instantiation_sites(tmp_root: Path) -> 
     assert results["MLP"].pynative == "pass"
 
 
-def test_unknown_inputs_and_arguments_are_skipped_with_the_reason(tmp_root: Path) -> None:
+def test_unknown_inputs_are_guessed_and_arguments_synthesized(tmp_root: Path) -> None:
+    # Swish has no layer that gives its input: the guesses are tried and one runs.
+    # Head is built from a config object nothing defines: its fields are synthesized.
     _, results = run_example("skip", tmp_root)
     swish, head = results["Swish"], results["Head"]
-    assert (swish.pynative, swish.graph) == ("skipped", "skipped")
-    assert swish.error is not None and swish.error.startswith("input shape unknown")
-    assert (head.pynative, head.graph) == ("skipped", "skipped")
-    assert head.error is not None and "config" in head.error
+    assert (swish.status, swish.input_shape) == ("pass", "(2, 16)")
+    assert (head.status, head.graph) == ("pass", "pass")
+    assert head.synthesized == "config={hidden=16, classes=10}"
 
 
 def test_weight_maps_are_written_next_to_the_cells(tmp_root: Path) -> None:
@@ -181,12 +182,15 @@ def test_the_cli_reports_the_cells_in_its_json(tmp_path: Path) -> None:
         assert (out / "skeletons" / "mlp.py").is_file()
 
 
-def test_block_built_only_by_a_helper_takes_its_parents_result(tmp_root: Path) -> None:
+def test_block_built_only_by_a_helper_runs_with_synthesized_arguments(
+        tmp_root: Path) -> None:
     # BasicBlock is only built as block(...) inside ResNet._make_layer: no arguments of its
-    # own, but it runs inside the ResNet Cell, whose run says which Cells it holds.
+    # own, so it gets small made-up ones and says so.
     out, results = run_example("resnet", tmp_root)
     block = results["BasicBlock"]
     assert (block.pynative, block.graph, block.error) == ("pass", "pass", None)
+    assert block.synthesized == "inplanes=16, planes=16"
     code = (out / "skeletons" / "resnet.py").read_text()
-    assert code.startswith("# msready: BasicBlock: PyNative pass, GRAPH_MODE pass "
-                           "(run inside ResNet)\n")
+    assert code.startswith("# msready: BasicBlock: PyNative pass, GRAPH_MODE pass, input "
+                           "(2, 16, 16, 16) -> (2, 16, 16, 16) (synthesized: inplanes=16, "
+                           "planes=16)\n")

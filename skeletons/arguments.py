@@ -1,0 +1,358 @@
+"""Where a constructor argument of a generated Cell comes from.
+
+One question, one function: :func:`resolve` answers "what value does parameter ``X`` of
+``Class.__init__`` take when the Cell is built?" from, in order,
+
+1. the repository's instantiation sites (literal values, the enclosing constructor's own
+   arguments, module and function constants, ``args = parser.parse_args()`` defaults),
+2. a repository configuration class whose field defaults cover every field the
+   constructor reads (``config.n_embd``),
+3. a synthesized value: small, valid, and consistent with the layers it feeds (one width
+   for every channel / hidden size so residual sums match, heads that divide it, a small
+   vocabulary, one block per stage), recorded as synthesized so the report says so.
+
+The planner (:mod:`msready.skeletons.shapes`) owns the first two sources today; the
+repository-wide value analysis and the configuration-value analysis can replace them
+behind :func:`resolve` without the planner changing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
+
+__all__ = ["UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve", "synthesize"]
+
+# The one width every synthesized channel / hidden size takes, and the head count that
+# divides it; small so that Cells build and run quickly on a CPU.
+WIDTH = 16
+HEADS = 2
+NAMESPACE = ("types", "SimpleNamespace")
+
+# (name pattern, value), first match wins; patterns match the whole parameter name or
+# its last ``_``-separated words.
+_BY_NAME: tuple[tuple[str, object], ...] = (
+    (r"(num_|n_)?heads?|n_?head|nhead|num_attention_heads|groups?|num_groups", HEADS),
+    (r"(dim_?head|head_?dim|d_?head|head_size|d_k|d_v)", 8),
+    (r"(in_?chans?|in_?channels|input_?channels|n_?channels|nc|img_?channels|"
+     r"image_?channels|channels_in|input_nc|output_nc|out_?chans)", 3),
+    (r"(num_?classes|n_?classes|nclass|num_labels|n_?class|classes|out_classes)", 10),
+    (r"(vocab(_size)?|n_?vocab|num_?tokens|n_?tokens|num_?embeddings|vocab_len)", 32),
+    (r"(depth|n_?layers?|num_?layers|num_?blocks|n_?blocks|layers|blocks|num_?stages|"
+     r"repeats?|num_?res_?blocks|levels?)", 1),
+    (r"(drop(out)?(_?(rate|prob|path|p|ratio))?|p|attn_?drop|proj_?drop|drop_path_rate|"
+     r"dropout|drop_rate)", 0.0),
+    (r"(eps|epsilon|layer_norm_eps|norm_eps)", 1e-5),
+    (r"momentum", 0.1),
+    (r"(kernel(_size)?|ksize|k|kernel|filter_size)", 3),
+    (r"(stride|dilation|scale|upscale|factor|mult|expansion)", 1),
+    (r"(padding|pad)", 1),
+    (r"(img_?size|image_?size|resolution|input_?size|size|height|width|img_?res)", 32),
+    (r"(patch_?size|patch)", 4),
+    (r"(seq_?len(gth)?|block_?size|max_?len(gth)?|context(_length)?|n_?ctx|max_?seq_?len|"
+     r"max_?position(_embeddings)?|n_?positions|num_?patches|length|window_?size)", 16),
+    (r"ratio", 2.0),
+    (r"(bias|affine|learnable|use_\w+|with_\w+|is_\w+|has_\w+|enable_\w+)", True),
+    (r"(temperature|temp|gamma|alpha|beta|lr|weight|std|sigma)", 1.0),
+    (r"(dims?|channels|chans|features|hidden(_size|_dim)?|embed(ding)?(_dim|_size)?|"
+     r"width|d_model|n_embd|emb|hid|latent(_dim)?|z_?dim|nz|ngf|ndf|ch|planes|inplanes|"
+     r"out|in|filters|units|num_?features|n_?hidden|hidden_?units|d_?ff|ff_?dim|"
+     r"mlp_?dim|inner_?dim|size|sizes)", WIDTH),
+)
+# Parameters that hold a network or a callable: nothing small can stand in for them.
+_OBJECT_NAMES = re.compile(
+    r"(backbone|model|net|network|module|encoder|decoder|head|block|layer|fn|func|"
+    r"function|callback|loss|criterion|optimizer|tokenizer|transform|act_layer|norm_layer|"
+    r"activation|act|norm|teacher|student|base|wrapped|inner|body|trunk)", re.IGNORECASE)
+_COMPILED = tuple((re.compile(rf"(?:{pattern})", re.IGNORECASE), value)
+                  for pattern, value in _BY_NAME)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """How a constructor parameter is used in the constructor's body."""
+
+    fields: tuple[tuple[str, ...], ...] = ()  # attribute chains read (``cfg.model.dim``)
+    indexed: bool = False  # ``p[0]``, ``for x in p``, ``len(p)``, ``zip(p, ...)``
+    called: bool = False  # ``p(...)``: a class or a factory
+    annotation: str | None = None  # ``int``, ``float``, ``bool``, ``str``, ``list``...
+    keys: tuple[str, ...] = ()  # ``p["key"]`` reads
+    stored: bool = False  # ``p.attr = ...``: an object the Cell's caller builds
+
+
+@dataclass(slots=True)
+class Resolved:
+    """Constructor arguments of one class: the values and the names that were synthesized."""
+
+    kwargs: dict[str, object] = field(default_factory=dict)
+    synthesized: dict[str, object] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+
+def by_name(name: str) -> object:
+    """The synthesized value for a parameter or field called ``name`` (UNKNOWN if no guess)."""
+    words = name.strip("_").split("_")
+    for tail in ("_".join(words[i:]) for i in range(len(words))):
+        for pattern, value in _COMPILED:
+            if pattern.fullmatch(tail):
+                return value
+    return UNKNOWN
+
+
+def _namespace(tree: dict[str, object]) -> ConfigValue:
+    """A ``types.SimpleNamespace`` holding synthesized fields (nested for chains)."""
+    items = tuple(tree.items())
+    return ConfigValue(NAMESPACE[0], NAMESPACE[1], items, items)
+
+
+def _chains_to_tree(chains: Sequence[tuple[str, ...]]) -> dict[str, object]:
+    tree: dict[str, object] = {}
+    nested: dict[str, list[tuple[str, ...]]] = {}
+    for chain in chains:
+        if len(chain) == 1:
+            nested.setdefault(chain[0], [])
+        else:
+            nested.setdefault(chain[0], []).append(chain[1:])
+    for head, rest in nested.items():
+        if rest:
+            tree[head] = _namespace(_chains_to_tree(rest))
+        else:
+            value = by_name(head)
+            tree[head] = None if value is UNKNOWN else value
+    return tree
+
+
+def synthesize(name: str, usage: Usage) -> object:
+    """A small valid value for a parameter nothing in the repository gives a value."""
+    if usage.called or usage.stored or _OBJECT_NAMES.fullmatch(name):
+        return UNKNOWN
+    if usage.fields:
+        return _namespace(_chains_to_tree(usage.fields))
+    if usage.keys:
+        return UNKNOWN
+    guess = by_name(name)
+    if usage.annotation in ("bool",):
+        return guess if isinstance(guess, bool) else False
+    if usage.annotation in ("float",):
+        return float(guess) if isinstance(guess, (int, float)) else 1.0
+    if usage.annotation in ("str",):
+        return UNKNOWN
+    if usage.indexed or usage.annotation in ("list", "tuple", "Sequence", "List", "Tuple"):
+        item = guess if isinstance(guess, (int, float)) and not isinstance(guess, bool) \
+            else WIDTH
+        return (item,) * 4
+    if usage.annotation == "int" and not isinstance(guess, int):
+        return WIDTH
+    if guess is UNKNOWN and usage.annotation is None:
+        return WIDTH  # a bare name used as a number most often is a size
+    return guess
+
+
+def _chain(node: cst.Attribute, root: str) -> tuple[str, ...] | None:
+    parts: list[str] = []
+    cur: cst.BaseExpression = node
+    while isinstance(cur, cst.Attribute):
+        parts.append(cur.attr.value)
+        cur = cur.value
+    if not (isinstance(cur, cst.Name) and cur.value == root):
+        return None
+    return tuple(reversed(parts))
+
+
+class _UsageVisitor(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.fields: list[tuple[str, ...]] = []
+        self.indexed = False
+        self.called = False
+        self.keys: list[str] = []
+        self.stored = False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        if m.matches(node.target, m.Attribute(value=m.Name(self.name))) or m.findall(
+                node.target, m.Attribute(value=m.Name(self.name))):
+            self.stored = True
+        return True
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        chain = _chain(node, self.name)
+        if chain is None:
+            return True
+        methods = ("get", "items", "keys", "values", "copy", "pop", "update", "format",
+                   "split", "lower", "upper", "startswith", "endswith")
+        if chain[-1] in methods:
+            chain = chain[:-1]
+        if chain and chain not in self.fields and not any(
+                f[:len(chain)] == chain for f in self.fields):
+            self.fields = [f for f in self.fields if chain[:len(f)] != f]
+            self.fields.append(chain)
+        return False
+
+    def visit_Subscript(self, node: cst.Subscript) -> bool:
+        if m.matches(node.value, m.Name(self.name)):
+            index = node.slice[0].slice if node.slice else None
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+                self.keys.append(str(index.value.evaluated_value))
+            else:
+                self.indexed = True
+        return True
+
+    def visit_For(self, node: cst.For) -> bool:
+        if m.matches(node.iter, m.Name(self.name)):
+            self.indexed = True
+        return True
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        if m.matches(node.iter, m.Name(self.name)):
+            self.indexed = True
+        return True
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if m.matches(node.func, m.Name(self.name)):
+            self.called = True
+        if m.matches(node.func, m.Name("len") | m.Name("zip") | m.Name("enumerate")
+                     | m.Name("list") | m.Name("tuple") | m.Name("sum")) and any(
+                m.matches(a.value, m.Name(self.name)) for a in node.args):
+            self.indexed = True
+        return True
+
+
+def usage(name: str, function: cst.FunctionDef) -> Usage:
+    """How ``name`` (a parameter of ``function``) is used in the function body."""
+    visitor = _UsageVisitor(name)
+    function.body.visit(visitor)
+    annotation = None
+    for param in [*function.params.params, *function.params.kwonly_params,
+                  *function.params.posonly_params]:
+        if param.name.value == name and param.annotation is not None:
+            ann = param.annotation.annotation
+            if isinstance(ann, cst.Subscript):
+                ann = ann.value
+            annotation = ann.attr.value if isinstance(ann, cst.Attribute) else (
+                ann.value if isinstance(ann, cst.Name) else None)
+    return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
+                 tuple(visitor.keys), visitor.stored)
+
+
+# ----- argparse defaults -------------------------------------------------------------------
+
+def _option_dest(call: cst.Call) -> str | None:
+    dest = next((a.value for a in call.args if a.keyword and a.keyword.value == "dest"), None)
+    if isinstance(dest, cst.SimpleString):
+        return str(dest.evaluated_value)
+    names = [str(a.value.evaluated_value) for a in call.args
+             if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+    long = next((n for n in names if n.startswith("--")), None)
+    chosen = long or (names[0] if names else None)
+    if chosen is None:
+        return None
+    return chosen.lstrip("-").replace("-", "_") or None
+
+
+def argparse_defaults(module: cst.Module, env: dict[str, object] | None = None
+                      ) -> dict[str, object]:
+    """``parser.add_argument("--lr", type=float, default=1e-3)`` -> ``{"lr": 0.001}``, for
+    every ``add_argument`` call in a file (a flag's default is False; a required option
+    without a default gets a synthesized value from its name)."""
+    out: dict[str, object] = {}
+    for call in m.findall(module, m.Call(func=m.Attribute(attr=m.Name("add_argument")))):
+        assert isinstance(call, cst.Call)
+        dest = _option_dest(call)
+        if dest is None or not dest.isidentifier():
+            continue
+        kw = {a.keyword.value: a.value for a in call.args if a.keyword}
+        action = kw.get("action")
+        if "default" in kw:
+            value = evaluate(kw["default"], env or {})
+        elif isinstance(action, cst.SimpleString) and "store_true" in action.value:
+            value = False
+        elif isinstance(action, cst.SimpleString) and "store_false" in action.value:
+            value = True
+        else:
+            value = None
+        if value is UNKNOWN:
+            value = by_name(dest)
+        if value is UNKNOWN:
+            value = None
+        out[dest] = value
+    return out
+
+
+def parse_args_names(body: Sequence[cst.BaseStatement]) -> list[str]:
+    """Names a block binds to ``<parser>.parse_args()`` (``opt = parser.parse_args()``)."""
+    names: list[str] = []
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if m.matches(small, m.Assign(targets=[m.AssignTarget(m.Name())], value=m.Call(
+                    func=m.Attribute(attr=m.Name("parse_args") | m.Name("parse_known_args"))))):
+                assert isinstance(small, cst.Assign)
+                target = small.targets[0].target
+                assert isinstance(target, cst.Name)
+                names.append(target.value)
+    return names
+
+
+def namespace_of(defaults: dict[str, object]) -> ConfigValue:
+    """The argparse namespace a script would see with its defaults."""
+    return _namespace(dict(defaults))
+
+
+def merge(first: Usage, other: Usage) -> Usage:
+    """One parameter's usage in a constructor and in the constructors it is passed to."""
+    fields = list(first.fields)
+    for chain in other.fields:
+        if chain not in fields:
+            fields.append(chain)
+    return Usage(tuple(fields), first.indexed or other.indexed, first.called or other.called,
+                 first.annotation or other.annotation, (*first.keys, *other.keys),
+                 first.stored or other.stored)
+
+
+def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],
+            from_config: dict[str, ConfigValue | None],
+            usage_of: Callable[[str], Usage] | None) -> Resolved:
+    """Constructor arguments for ``params`` (name, default, required): the instantiation
+    site that leaves the fewest required parameters open, then configuration classes,
+    then synthesized values (recorded in :attr:`Resolved.synthesized`)."""
+    best: Resolved | None = None
+    for site in [*sites, {}]:
+        got = Resolved()
+        for name, _default, required in params:
+            if name in site:
+                got.kwargs[name] = site[name]
+            elif required:
+                config = from_config.get(name)
+                if config is not None:
+                    got.kwargs[name] = config
+                else:
+                    got.missing.append(name)
+        if best is None or len(got.missing) < len(best.missing):
+            best = got
+    assert best is not None
+    still: list[str] = []
+    for name in best.missing:
+        value = synthesize(name, usage_of(name)) if usage_of is not None else UNKNOWN
+        if value is UNKNOWN:
+            still.append(name)
+        else:
+            best.kwargs[name] = value
+            best.synthesized[name] = value
+    best.missing = still
+    return best
+
+
+def describe(synthesized: dict[str, object]) -> str:
+    """``in_channels=3, num_heads=2`` (configuration objects by their fields)."""
+    def show(value: object) -> str:
+        if isinstance(value, ConfigValue):
+            return "{" + ", ".join(f"{k}={show(v)}" for k, v in value.fields) + "}"
+        return repr(value)
+    return ", ".join(f"{k}={show(v)}" for k, v in synthesized.items())

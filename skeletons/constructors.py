@@ -1,0 +1,351 @@
+"""Where the constructor arguments of a generated Cell come from: the repository's
+instantiation sites (with the enclosing constructor's arguments, module constants and
+argparse defaults), configuration classes, and values synthesized by
+:mod:`msready.skeletons.arguments`, which also holds the one :func:`resolve` that picks
+among them."""
+
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.facts import CallKind, FileResult
+from msready.analyzer.names import dotted
+from msready.analyzer.parse import Parsed, parse_text
+from msready.analyzer.repo import RepositoryModel
+from msready.analyzer.result import ScanResult
+from msready.skeletons import apis, arguments
+from msready.skeletons.inputs import (
+    ORDERS,
+)
+from msready.skeletons.values import (
+    UNKNOWN,
+    CallHook,
+    ConfigValue,
+    attributes_read,
+    class_fields,
+    constants,
+    evaluate,
+    evaluate_text,
+)
+
+
+class ConstructorFinder:
+    """Finds constructor arguments for the repository's Module classes."""
+
+    def __init__(self, result: ScanResult) -> None:
+        self.result = result
+        self.model: RepositoryModel = result.model
+        self._parsed: dict[str, Parsed | None] = {}
+        self._active: set[str] = set()
+        self._argparse: dict[str, object] | None = None
+        self._module_envs: dict[str, dict[str, object]] = {}
+
+    # ----- sources ----------------------------------------------------------------------
+
+    def parsed(self, path: str) -> Parsed | None:
+        """The re-parsed text of a scanned file, None when not kept or not parsable."""
+        if path not in self._parsed:
+            text = self.result.sources.get((path, None))
+            parsed = parse_text(text) if text is not None else None
+            self._parsed[path] = parsed if isinstance(parsed, Parsed) else None
+        return self._parsed[path]
+
+    def file_of(self, qualname: str, kind: str = "class") -> FileResult | None:
+        """The file defining a repository class or function."""
+        table = self.model.class_module if kind == "class" else self.model.function_module
+        module = table.get(qualname)
+        return self.model.modules.get(module) if module else None
+
+    def function_node(self, qualname: str) -> tuple[cst.FunctionDef, FileResult] | None:
+        """The libcst definition of a repository method (``pkg.mod.Class.method``)."""
+        file = self.file_of(qualname, "function")
+        parsed = self.parsed(file.path) if file else None
+        if file is None or parsed is None:
+            return None
+        parts = qualname[len(file.module) + 1:].split(".")
+        body: Any = parsed.module.body
+        node: Any = None
+        for part in parts:
+            node = next((s for s in body if isinstance(s, (cst.ClassDef, cst.FunctionDef))
+                         and s.name.value == part), None)
+            if node is None:
+                return None
+            body = node.body.body
+        return (node, file) if isinstance(node, cst.FunctionDef) else None
+
+    def qualify(self, node: cst.BaseExpression, file: FileResult) -> str | None:
+        """A name chain's fully qualified target, resolved through the repository."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        bound = file.bindings.get(head)
+        if bound is None:
+            return None
+        full = f"{bound}.{rest}" if rest else bound
+        resolved = self.model.resolve(full, file.module)
+        return resolved.name if resolved is not None else full
+
+    # ----- constructor arguments --------------------------------------------------------
+
+    def _signature(self, cls: str, method: str) -> tuple[list[tuple[str, object, bool]],
+                                                          FileResult] | None:
+        """(name, default or UNKNOWN, is required) per parameter after ``self``."""
+        qualname = self.model.find_method(cls, method)
+        found = self.function_node(qualname) if qualname else None
+        if found is None:
+            return None
+        node, file = found
+        params = [*node.params.posonly_params, *node.params.params][1:]
+        out = [(p.name.value,
+                evaluate(p.default, {}) if p.default is not None else UNKNOWN,
+                p.default is None) for p in params]
+        out += [(p.name.value, evaluate(p.default, {}) if p.default is not None else UNKNOWN,
+                 p.default is None) for p in node.params.kwonly_params]
+        return out, file
+
+    def _sites(self, cls: str) -> Iterator[dict[str, object]]:
+        """Literal arguments at every place the repository instantiates ``cls``."""
+        sig = self._signature(cls, "__init__")
+        names = [n for n, _, _ in sig[0]] if sig else []
+        for rc in self.model.calls:
+            if rc.call.kind is not CallKind.NAME:
+                continue
+            resolved = self.model.resolve(rc.call.target, rc.file.module)
+            if resolved is None or resolved.kind != "class" or resolved.name != cls:
+                continue
+            values: dict[str, object] = {}
+            env: dict[str, object] | None = None
+            for i, arg in enumerate(rc.call.args):
+                if arg.star:
+                    break
+                key = arg.keyword or (names[i] if i < len(names) else None)
+                if key is None:
+                    continue
+                if arg.is_literal:
+                    values[key] = arg.literal
+                    continue
+                if env is None:
+                    env = self._caller_environment(rc.call.caller, rc.file)
+                value = evaluate_text(arg.text, env, self.call_hook(rc.file))
+                if value is not UNKNOWN:
+                    values[key] = value
+            yield values
+
+    def _caller_environment(self, caller: str, file: FileResult) -> dict[str, object]:
+        """The names known where an instantiation happens: the enclosing Module class's
+        constructor parameters (``Block(dim)`` inside ``Net.__init__(self, dim=64)``
+        builds ``Block(64)``), else the module's and the calling function's constants."""
+        owner, _, method = caller.rpartition(".")
+        if method == "__init__" and owner in self.model.module_classes:
+            if owner in self._active:
+                return {}
+            self._active.add(owner)
+            try:
+                kwargs, _ = self.constructor(owner)
+                return self.environment(owner, kwargs)
+            finally:
+                self._active.discard(owner)
+        parsed = self.parsed(file.path)
+        if parsed is None:
+            return {}
+        hook = self.call_hook(file)
+        env = constants(parsed.module.body, call=hook)
+        found = self.function_node(caller) if caller in self.model.functions else None
+        body = found[0].body.body if found is not None and isinstance(
+            found[0].body, cst.IndentedBlock) else ()
+        names = arguments.parse_args_names(parsed.module.body) + \
+            arguments.parse_args_names(body)
+        if names:  # ``args = parser.parse_args()``: the script's defaults
+            space = arguments.namespace_of(self.argparse(file))
+            env.update({name: space for name in names})
+        return constants(body, env, hook) if body else env
+
+    def argparse(self, file: FileResult) -> dict[str, object]:
+        """The argparse defaults of a file, else of every file of the repository."""
+        parsed = self.parsed(file.path)
+        own = arguments.argparse_defaults(parsed.module) if parsed is not None else {}
+        if own:
+            return own
+        if self._argparse is None:
+            self._argparse = {}
+            for other in self.model.modules.values():
+                text = self.result.sources.get((other.path, None))
+                if text is None or "add_argument" not in text:
+                    continue
+                tree = self.parsed(other.path)
+                if tree is not None:
+                    for key, value in arguments.argparse_defaults(tree.module).items():
+                        self._argparse.setdefault(key, value)
+        return self._argparse
+
+    def call_hook(self, file: FileResult) -> CallHook:
+        """Evaluates ``SomeConfig(n_layer=2)`` in ``file`` to a configuration object."""
+        def hook(call: cst.Call | cst.Name, env: dict[str, object]) -> object:
+            if isinstance(call, cst.Name):
+                return self._class_ref(call, file)
+            name = self.qualify(call.func, file)
+            resolved = self.model.resolve(name, file.module) if name else None
+            if resolved is None or resolved.kind != "class" or \
+                    resolved.name in self.model.module_classes:
+                return UNKNOWN
+            fields = self.config_fields(resolved.name)
+            if fields is None:
+                return UNKNOWN
+            kwargs: dict[str, object] = {}
+            order = [n for n, _ in fields]
+            for i, arg in enumerate(call.args):
+                key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
+                value = evaluate(arg.value, env, hook)
+                if key is None or arg.star or value is UNKNOWN:
+                    return UNKNOWN
+                kwargs[key] = value
+            return self._config(resolved.name, kwargs)
+        return hook
+
+    def _class_ref(self, node: cst.Name, file: FileResult) -> object:
+        """A repository class named as a value (``ResNet(BasicBlock, [2, 2])``)."""
+        name = self.qualify(node, file)
+        resolved = self.model.resolve(name, file.module) if name else None
+        if resolved is None or resolved.kind != "class":
+            return UNKNOWN
+        module, _, short = resolved.name.rpartition(".")
+        fields = tuple(self.config_fields(resolved.name) or ())
+        return ConfigValue(module, short, fields, is_class=True)
+
+    def config_fields(self, cls: str) -> list[tuple[str, object]] | None:
+        """The fields of a configuration class (class-level defaults), None for others."""
+        file = self.file_of(cls)
+        parsed = self.parsed(file.path) if file else None
+        if file is None or parsed is None:
+            return None
+        node = next((s for s in parsed.module.body if isinstance(s, cst.ClassDef)
+                     and f"{file.module}.{s.name.value}" == cls), None)
+        fields = class_fields(node) if node is not None else []
+        return fields or None
+
+    def _config(self, cls: str, kwargs: dict[str, object]) -> ConfigValue:
+        fields = dict(self.config_fields(cls) or [])
+        fields.update(kwargs)
+        module, _, name = cls.rpartition(".")
+        return ConfigValue(module, name, tuple(fields.items()), tuple(kwargs.items()))
+
+    def config_for(self, cls: str, param: str) -> ConfigValue | None:
+        """A configuration object for a constructor parameter read as ``param.<field>``:
+        the repository class whose field defaults cover every field read."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return None
+        needed = attributes_read(found[0].body, param)
+        if not needed:
+            return None
+        for candidate in sorted(self.model.classes):
+            if candidate in self.model.module_classes:
+                continue
+            fields = dict(self.config_fields(candidate) or [])
+            if needed <= set(fields) and all(fields[n] is not UNKNOWN for n in needed):
+                return self._config(candidate, {})
+        return None
+
+    def constructor(self, cls: str) -> tuple[dict[str, object], str | None]:
+        """Keyword arguments to build ``cls`` with, or the reason none could be found."""
+        resolved = self.constructor_arguments(cls)
+        if resolved.missing:
+            return resolved.kwargs, (f"constructor argument {', '.join(resolved.missing)}: "
+                                     "no value at its instantiation sites, no default, and "
+                                     "no value can be synthesized (it is called or a string)")
+        return resolved.kwargs, None
+
+    def constructor_arguments(self, cls: str) -> arguments.Resolved:
+        """Constructor arguments of ``cls`` with the names that were synthesized."""
+        sig = self._signature(cls, "__init__")
+        if sig is None:
+            return self._inherited(cls)
+        params = sig[0]
+        configs = {name: self.config_for(cls, name) for name, _, required in params
+                   if required}
+        return arguments.resolve(params, list(self._sites(cls)), configs,
+                                 lambda name: self.param_usage(cls, name))
+
+    def torch_base(self, cls: str) -> str | None:
+        """The torch layer a repository class inherits its constructor from."""
+        for owner in self.model.mro(cls):
+            for base in self.model.bases(owner):
+                name = apis.canonical(base.name) if base.kind == "external" else ""
+                if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1] in ORDERS:
+                    return name
+        return None
+
+    def _inherited(self, cls: str) -> arguments.Resolved:
+        """Arguments of a class that keeps a torch layer's constructor (``class
+        LayerNorm(nn.LayerNorm)`` overriding forward only): the layer's sizes, synthesized."""
+        base = self.torch_base(cls)
+        if base is None:
+            return arguments.Resolved()
+        names = ORDERS[base.rsplit(".", 1)[-1]]
+        values = {n: arguments.by_name(n) for n in names}
+        values = {n: arguments.WIDTH if v is arguments.UNKNOWN else v
+                  for n, v in values.items()}
+        return arguments.Resolved(dict(values), dict(values))
+
+    def param_usage(self, cls: str, name: str, depth: int = 0) -> arguments.Usage:
+        """How the constructor of ``cls`` uses its parameter ``name``, with how the
+        repository classes and helpers it passes ``name`` to use it (``Block(config)``
+        reading ``config.n_head``)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return arguments.Usage()
+        node, file = found
+        got = arguments.usage(name, node)
+        if depth >= 4:
+            return got
+        for call in m.findall(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
+                                                      m.ZeroOrMore()])):
+            assert isinstance(call, cst.Call)
+            target = self.qualify(call.func, file)
+            resolved = self.model.resolve(target, file.module) if target else None
+            if resolved is None or resolved.kind != "class" or \
+                    resolved.name not in self.model.module_classes:
+                continue
+            sig = self._signature(resolved.name, "__init__")
+            names = [n for n, _, _ in sig[0]] if sig else []
+            for i, arg in enumerate(call.args):
+                if not m.matches(arg.value, m.Name(name)) or arg.star:
+                    continue
+                inner = arg.keyword.value if arg.keyword else (names[i] if i < len(names)
+                                                               else None)
+                if inner is not None:
+                    got = arguments.merge(got, self.param_usage(resolved.name, inner,
+                                                                depth + 1))
+        return got
+
+    def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:
+        """The constructor's parameters bound to ``kwargs`` and defaults, over the
+        module's constants (``opt = parser.parse_args()`` as the script's defaults)."""
+        sig = self._signature(cls, "__init__")
+        file = self.file_of(cls)
+        env = self.module_environment(file) if file is not None else {}
+        for name, default, _ in sig[0] if sig else []:
+            env[name] = kwargs.get(name, default)
+        return env
+
+    def module_environment(self, file: FileResult) -> dict[str, object]:
+        """A file's module-level constants, argparse namespaces included."""
+        if file.path not in self._module_envs:
+            parsed = self.parsed(file.path)
+            env: dict[str, object] = {}
+            if parsed is not None:
+                names = arguments.parse_args_names(parsed.module.body)
+                if names:
+                    space = arguments.namespace_of(self.argparse(file))
+                    env = {name: space for name in names}
+                env = constants(parsed.module.body, env, self.call_hook(file))
+            self._module_envs[file.path] = env
+        return dict(self._module_envs[file.path])

@@ -1,0 +1,233 @@
+"""einops patterns as MindSpore code, decided when the Cell is generated.
+
+``rearrange(x, 'b c (h p) w -> b h (c p w)', p=2)``, ``repeat`` and ``reduce`` (and the
+``Rearrange`` / ``Reduce`` layers) with a pattern written as a string literal become a
+small module-level function of the generated file: read the input's shape, split the
+grouped axes (``ops.reshape``), drop reduced axes (``mean`` / ``sum`` / ``amax`` / ...),
+reorder (``ops.transpose``), add repeated axes (``ops.tile``), merge groups
+(``ops.reshape``). Shapes are static in GRAPH_MODE, so the tuple arithmetic folds away.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+ELLIPSIS = "…"
+FUNCTIONS = ("rearrange", "repeat", "reduce")
+LAYERS = ("Rearrange", "Reduce", "Repeat")
+_REDUCTIONS = {"mean": "ops.mean({t}, {axes})", "sum": "ops.sum({t}, {axes})",
+               "max": "ops.amax({t}, {axes})", "min": "ops.amin({t}, {axes})",
+               "prod": "ops.prod({t}, {axes})"}
+
+
+class PatternError(ValueError):
+    """A pattern this module does not translate (the call stays, with a TODO)."""
+
+
+Group = list[str]  # names of one axis of a side; [] is a unit axis ("1" or "()")
+
+
+def _side(text: str) -> list[Group]:
+    text = text.replace("...", f" {ELLIPSIS} ")
+    groups: list[Group] = []
+    for token in re.findall(r"\([^()]*\)|[^\s()]+", text):
+        if token.startswith("("):
+            names = token[1:-1].split()
+            if any(n.isdigit() and n != "1" for n in names):
+                raise PatternError(f"a number inside a group: {token}")
+            groups.append([n for n in names if n != "1"])
+        elif token == "1":
+            groups.append([])
+        elif token.isidentifier() or token == ELLIPSIS:
+            groups.append([token])
+        else:
+            raise PatternError(f"axis {token!r}")
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A parsed pattern: the groups of each side."""
+
+    left: list[Group]
+    right: list[Group]
+
+    @staticmethod
+    def parse(text: str) -> Pattern:
+        """``'b (h d) n -> b h d n'`` -> its two sides."""
+        if text.count("->") != 1:
+            raise PatternError("no single '->'")
+        left, right = (_side(s) for s in text.split("->"))
+        for side in (left, right):
+            if sum(g.count(ELLIPSIS) for g in side) > 1:
+                raise PatternError("more than one ellipsis on a side")
+        return Pattern(left, right)
+
+
+def _names(groups: list[Group]) -> list[str]:
+    return [n for g in groups for n in g]
+
+
+def _tuple(items: list[str]) -> str:
+    """Source of a tuple concatenation: names, ``(a,)`` pieces and ``ell__`` tuples."""
+    parts: list[str] = []
+    plain: list[str] = []
+    for item in items:
+        if item in ("ell__", "ones__"):
+            if plain:
+                parts.append("(" + ", ".join(plain) + ",)")
+                plain = []
+            parts.append(item)
+        else:
+            plain.append(item)
+    if plain:
+        parts.append("(" + ", ".join(plain) + ",)")
+    return " + ".join(parts) if parts else "()"
+
+
+def _positions(order: list[str], wanted: list[str]) -> str:
+    """Source of the axis positions of ``wanted`` names in ``order`` (ellipsis-aware)."""
+    out: list[str] = []
+    for name in wanted:
+        index = order.index(name)
+        before = order[:index]
+        base = str(len(before)) if ELLIPSIS not in before else \
+            f"{len(before) - 1} + len(ell__)"
+        if name == ELLIPSIS:
+            out.append(f"tuple(range({base}, {base} + len(ell__)))")
+        else:
+            out.append(f"({base},)")
+    return " + ".join(out) if out else "()"
+
+
+def function_source(name: str, op: str, pattern: str, sizes: list[str],
+                    reduction: str | None = None) -> str:
+    """The source of a function ``name(t, <sizes>)`` doing ``op`` with ``pattern``."""
+    parsed = Pattern.parse(pattern)
+    left, right = parsed.left, parsed.right
+    left_names, right_names = _names(left), _names(right)
+    new = [n for n in right_names if n not in left_names]
+    gone = [n for n in left_names if n not in right_names]
+    if op == "rearrange" and (new or gone):
+        raise PatternError("rearrange with axes on one side only")
+    if op == "repeat" and gone:
+        raise PatternError("repeat dropping axes")
+    if op == "reduce" and new:
+        raise PatternError("reduce adding axes")
+    if new and any(n not in sizes for n in new):
+        raise PatternError("a repeated axis without its size")
+    if op == "reduce" and reduction not in _REDUCTIONS:
+        raise PatternError(f"reduction {reduction!r}")
+    params = ", ".join(["x__", *[f"{s}=None" for s in sizes]])
+    body = [f"def {name}({params}):", f'    """einops.{op}(t, {pattern!r})"""',
+            "    s__ = x__.shape"]
+    has_ellipsis = ELLIPSIS in left_names
+    after = 0
+    for i, group in enumerate(left):
+        if group == [ELLIPSIS]:
+            after = len(left) - i - 1
+    elementary: list[str] = []
+    split = False
+    for i, group in enumerate(left):
+        index = str(i) if not has_ellipsis or not any(
+            g == [ELLIPSIS] for g in left[:i]) else f"len(s__) - {len(left) - i}"
+        if group == [ELLIPSIS]:
+            body.append(f"    ell__ = s__[{i}:len(s__) - {after}]")
+            elementary.append("ell__")
+            continue
+        if len(group) == 1:
+            body.append(f"    {group[0]} = s__[{index}]")
+        elif group:
+            split = True
+            known = [n for n in group if n in sizes]
+            unknown = [n for n in group if n not in sizes]
+            if len(unknown) > 1:
+                raise PatternError(f"group ({' '.join(group)}) with several unknown sizes")
+            for n in unknown:
+                product = " * ".join(known) or "1"
+                body.append(f"    {n} = s__[{index}] // ({product})")
+        else:
+            split = True
+        elementary += ["ell__" if n == ELLIPSIS else n for n in group]
+    if split:
+        body.append(f"    x__ = ops.reshape(x__, {_tuple(elementary)})")
+    order = list(left_names)
+    if gone:
+        reduced = _positions(order, gone)
+        assert reduction is not None
+        body.append(f"    x__ = {_REDUCTIONS[reduction].format(t='x__', axes=reduced)}")
+        order = [n for n in order if n not in gone]
+    kept = [n for n in right_names if n in order]
+    if kept != order or ELLIPSIS in kept:
+        perm = _positions(order, kept)
+        body.append(f"    x__ = ops.transpose(x__, {perm})")
+    if new:
+        with_units = ["1" if n in new else ("ell__" if n == ELLIPSIS else n)
+                      for n in right_names]
+        tiles = [n if n in new else ("ones__" if n == ELLIPSIS else "1")
+                 for n in right_names]
+        if ELLIPSIS in right_names:
+            body.append("    ones__ = (1,) * len(ell__)")
+        body.append(f"    x__ = ops.reshape(x__, {_tuple(with_units)})")
+        body.append(f"    x__ = ops.tile(x__, {_tuple(tiles)})")
+    final: list[str] = []
+    merged = False
+    for group in right:
+        if group == [ELLIPSIS]:
+            final.append("ell__")
+        elif len(group) == 1:
+            final.append(group[0])
+        else:
+            merged = True
+            final.append("(" + " * ".join(group) + ")" if group else "1")
+    if merged or new:
+        body.append(f"    x__ = ops.reshape(x__, {_tuple(final)})")
+    body.append("    return x__")
+    return "\n".join(body) + "\n"
+
+
+LAYER_SOURCE = '''
+class EinopsLayer(nn.Cell):
+    """An einops layer (Rearrange / Reduce / Repeat): its pattern is the function."""
+
+    def __init__(self, fn, **sizes):
+        super().__init__()
+        self.fn = fn
+        self.sizes = sizes
+
+    def construct(self, t):
+        return self.fn(t, **self.sizes)
+'''
+
+
+def _string(node: cst.BaseExpression | None) -> str | None:
+    value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+    return value if isinstance(value, str) else None
+
+
+def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, str]:
+    """``rearrange(x, 'pattern', h=2)`` -> ``fn(x, h=2)`` and the source of ``fn``;
+    ``Rearrange('pattern', p=2)`` -> ``EinopsLayer(fn, p=2)``. Raises
+    :class:`PatternError` when the pattern is not a literal this module writes out."""
+    short = name.rsplit(".", 1)[-1]
+    layer = short in LAYERS
+    at = 0 if layer else 1
+    op = short.lower()
+    args = [a for a in call.args if a.keyword is None]
+    named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    sizes = [a for a in call.args if a.keyword is not None
+             and a.keyword.value not in ("pattern", "reduction", "tensor")]
+    pattern = _string(named.get("pattern") or (args[at].value if len(args) > at else None))
+    how = _string(named.get("reduction") or (
+        args[at + 1].value if len(args) > at + 1 else None))
+    if op not in FUNCTIONS or pattern is None or any(a.star for a in call.args) or (
+            not layer and not args):
+        raise PatternError("not a pattern written as a string literal")
+    source = function_source(fn, op, pattern,
+                             [a.keyword.value for a in sizes if a.keyword is not None], how)
+    if layer:
+        return cst.Call(cst.Name("EinopsLayer"), [cst.Arg(cst.Name(fn)), *sizes]), source
+    return cst.Call(cst.Name(fn), [cst.Arg(args[0].value), *sizes]), source

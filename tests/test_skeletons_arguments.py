@@ -1,0 +1,168 @@
+"""Cells for code that does not say its sizes: argparse options, config objects nothing
+defines, library blocks nobody instantiates, torch layers used as values. The Cells are
+generated and run on MindSpore; made-up values are reported as synthesized."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from msready.analyzer.result import SkeletonResult
+from msready.analyzer.scan import ScanOptions, scan
+from msready.skeletons import arguments
+from msready.skeletons.generate import build_skeletons
+
+FIXTURES = Path(__file__).parent / "fixtures" / "skeletons"
+_RUNS: dict[str, tuple[Path, dict[str, SkeletonResult]]] = {}
+
+
+def cells(name: str, root: Path) -> tuple[Path, dict[str, SkeletonResult]]:
+    """Scan one fixture folder, build and run its Cells (once per test module)."""
+    if name not in _RUNS:
+        result = scan(str(FIXTURES / name), options=ScanOptions(jobs=1, cache=False,
+                                                                target="cpu"))
+        out = root / name / "skeletons"
+        found = build_skeletons(result, out, run=True, compare_torch=False, cache=False)
+        _RUNS[name] = (out, {s.torch_class.rsplit(".", 1)[1]: s for s in found})
+    return _RUNS[name]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("arguments")
+
+
+def test_module_level_argparse_options_become_constants(root: Path) -> None:
+    out, results = cells("argparse_gan", root)
+    gen = results["Generator"]
+    assert (gen.status, gen.pynative, gen.graph) == ("pass", "pass", "pass")
+    assert gen.input_shape == "(2, 32)" and gen.output_shape == "(2, 1, 8, 8)"
+    code = (out / "models.py").read_text()
+    assert "opt = types.SimpleNamespace(latent_dim=32, img_size=8, channels=1, " \
+           "dry_run=False)" in code
+    assert "tqdm" not in code.split("TODO(msready MS100): side libraries dropped")[0]
+    assert "# TODO(msready MS100): side libraries dropped (tqdm)" in code
+    # module-level values built by the standard library are kept
+    assert 'Shape = namedtuple("Shape", ["channels", "height", "width"])' in code
+
+
+def test_library_blocks_get_small_consistent_arguments(root: Path) -> None:
+    _, results = cells("synthesized", root)
+    attention = results["Attention"]
+    assert (attention.status, attention.graph) == ("pass", "pass")
+    assert attention.synthesized == "dim=16, num_heads=2"
+    assert attention.input_shape == "(2, 8, 16)"  # B, N, C = x.shape: a sequence
+
+
+def test_a_config_read_by_the_blocks_it_builds_is_synthesized_whole(root: Path) -> None:
+    # GPT reads vocab_size, n_embd, n_layer; Block(config) reads n_head too. The
+    # ModuleDict holds a ModuleList, which nn.CellDict cannot.
+    _, results = cells("synthesized", root)
+    gpt = results["GPT"]
+    assert (gpt.status, gpt.graph) == ("pass", "pass"), gpt.error
+    assert gpt.synthesized == "config={vocab_size=32, n_embd=16, n_layer=1, n_head=2}"
+    assert gpt.input_shape == "(2, 8) int"
+
+
+def test_torch_layers_used_as_values_take_torch_arguments(root: Path) -> None:
+    out, results = cells("synthesized", root)
+    assert results["PreNorm"].status == "pass"
+    layer_norm = results["LayerNorm"]  # keeps nn.LayerNorm's constructor
+    assert (layer_norm.status, layer_norm.synthesized) == ("pass", "normalized_shape=16")
+    code = (out / "blocks.py").read_text()
+    assert "class TorchLayerNorm(nn.LayerNorm):" in code
+    assert "def __init__(self, dim, norm_layer=TorchLayerNorm):" in code
+    assert "return super().construct(x) * 2" in code
+
+
+def test_cells_that_cannot_be_fed_are_unverified_and_say_why(root: Path) -> None:
+    _, results = cells("unverified", root)
+    wrapper, loss = results["MultiCrop"], results["CenterLoss"]
+    assert (wrapper.status, wrapper.pynative, wrapper.graph) == (
+        "unverified", "skipped", "skipped")
+    assert wrapper.error is not None and wrapper.error.startswith(
+        "constructor argument backbone, head:")
+    assert loss.status == "unverified"
+    assert loss.error is not None and loss.error.startswith("no input it accepts was found")
+
+
+def test_a_warm_run_reads_cell_outcomes_from_the_cache(tmp_path: Path) -> None:
+    result = scan(str(FIXTURES / "synthesized"), options=ScanOptions(jobs=1, cache=False))
+    cache = tmp_path / "cache"
+    first = build_skeletons(result, tmp_path / "a", run=True, compare_torch=False,
+                            cache=True, cache_dir=cache)
+    entries = sorted((cache / "cells").glob("*.json"))
+    assert len(entries) == len([s for s in first if s.status in ("pass", "fail")])
+    for entry in entries:  # mark each stored outcome: the warm run must return it
+        outcome = json.loads(entry.read_text())
+        outcome["output_shape"] = "(from the cache)"
+        entry.write_text(json.dumps(outcome))
+    second = build_skeletons(result, tmp_path / "a", run=True, compare_torch=False,
+                             cache=True, cache_dir=cache)
+    ran = [s for s in second if s.status == "pass"]
+    assert ran and all(s.output_shape == "(from the cache)" for s in ran)
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("in_chans", 3), ("num_heads", 2), ("embed_dim", 16), ("hidden_size", 16),
+    ("vocab_size", 32), ("depth", 1), ("attn_drop", 0.0), ("num_classes", 10),
+    ("vision_patch_size", 4), ("mlp_ratio", 2.0), ("qkv_bias", True),
+])
+def test_synthesized_values_follow_the_parameter_name(name: str, value: object) -> None:
+    assert arguments.by_name(name) == value
+
+
+def test_argparse_defaults_are_read_from_add_argument_calls() -> None:
+    module = cst.parse_module(
+        "import argparse\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--lr', type=float, default=2e-4)\n"
+        "p.add_argument('--n-layers', type=int, default=2 * 3)\n"
+        "p.add_argument('--cuda', action='store_true')\n"
+        "p.add_argument('--hidden_dim', type=int, required=True)\n")
+    assert arguments.argparse_defaults(module) == {
+        "lr": 2e-4, "n_layers": 6, "cuda": False, "hidden_dim": None}
+
+
+def test_a_sequence_parameter_gets_a_tuple_and_a_called_one_nothing() -> None:
+    init = cst.parse_statement(
+        "def __init__(self, layers, act):\n"
+        "    self.stages = [make(n) for n in layers]\n    self.act = act()\n")
+    assert isinstance(init, cst.FunctionDef)
+    assert arguments.synthesize("layers", arguments.usage("layers", init)) == (1, 1, 1, 1)
+    assert arguments.synthesize("act", arguments.usage("act", init)) is arguments.UNKNOWN
+
+
+def test_a_torch_computed_constant_other_files_import_stays_importable(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "env.py").write_text(
+        "import torch\n\nTORCH_VERSION = tuple(int(x) for x in torch.__version__.split('.'))"
+        "\nSCRATCH = torch.zeros(3)\n")
+    (repo / "model.py").write_text(
+        "import torch.nn as nn\nfrom env import TORCH_VERSION\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x\n")
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False))
+    build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
+    code = (tmp_path / "skeletons" / "env.py").read_text()
+    assert "TORCH_VERSION = (2, 0)" in code  # a version gate takes a modern branch
+    assert "# TODO(msready MS100): `TORCH_VERSION = tuple(" in code
+    assert "SCRATCH" not in code  # nothing imports it: dropped like other script code
+
+
+def test_a_torch_import_with_a_fallback_keeps_the_fallback(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "utils.py").write_text(
+        "try:\n    from torch import _assert\nexcept ImportError:\n"
+        "    def _assert(condition, message):\n        assert condition, message\n")
+    (repo / "model.py").write_text(
+        "import torch.nn as nn\nfrom utils import _assert\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        _assert(x.ndim == 2, 'a batch of rows')\n"
+        "        return x\n")
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False))
+    build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
+    code = (tmp_path / "skeletons" / "utils.py").read_text()
+    assert "def _assert(condition, message):" in code and "try:" not in code
