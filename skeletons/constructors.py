@@ -18,6 +18,7 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.result import ScanResult
+from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
 from msready.skeletons.inputs import (
     ORDERS,
@@ -133,9 +134,22 @@ class ConstructorFinder:
                 if env is None:
                     env = self._caller_environment(rc.call.caller, rc.file)
                 value = evaluate_text(arg.text, env, self.call_hook(rc.file))
+                if value is UNKNOWN and i < len(rc.call.arg_values):
+                    value = self._analysed(rc.call.arg_values[i])
                 if value is not UNKNOWN:
                     values[key] = value
             yield values
+
+    def _analysed(self, expr: Expr) -> object:
+        """An argument's value by the repository's value analysis, when it is one Python
+        constant (an argparse default read in another file, a config attribute, a value
+        passed down through parameters)."""
+        held = self.model.values.value(expr)
+        if len(held) == 1:
+            atom = next(iter(held))
+            if atom.kind is Kind.CONST and isinstance(atom.const, (int, float, str, bool)):
+                return atom.const
+        return UNKNOWN
 
     def _caller_environment(self, caller: str, file: FileResult) -> dict[str, object]:
         """The names known where an instantiation happens: the enclosing Module class's

@@ -8,6 +8,7 @@ from __future__ import annotations
 from msready.analyzer.findings import Finding, Severity
 from msready.analyzer.scan import ScanResult, scan_files
 from msready.analyzer.values import Kind
+from msready.skeletons.constructors import ConstructorFinder
 
 HEAD = "import torch\nimport torch.nn as nn\n\n"
 
@@ -257,3 +258,18 @@ def test_the_repository_tests_are_host_code() -> None:
         "    x = torch.ones(3)\n"
         "    assert torch.nonzero(x).numel() == 3\n")})
     assert [f for f in result.findings if f.category.value == "dynamic-shape"] == []
+
+
+def test_a_cell_takes_its_constructor_argument_from_an_option_parsed_in_another_file() -> None:
+    result = scan_files({
+        "opts.py": "import argparse\n\nparser = argparse.ArgumentParser()\n"
+                   "parser.add_argument('--hidden', type=int, default=24)\n\n"
+                   "def get_args():\n    return parser.parse_args()\n",
+        "model.py": HEAD + "class Net(nn.Module):\n    def __init__(self, hidden):\n"
+                    "        super().__init__()\n        self.fc = nn.Linear(hidden, 2)\n\n"
+                    "    def forward(self, x):\n        return self.fc(x)\n",
+        "train.py": "from model import Net\nfrom opts import get_args\n\n"
+                    "args = get_args()\nnet = Net(args.hidden)\n",
+    })
+    resolved = ConstructorFinder(result).constructor_arguments("model.Net")
+    assert (resolved.kwargs, resolved.synthesized) == ({"hidden": 24}, {})
