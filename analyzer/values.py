@@ -34,7 +34,7 @@ or a predicate over a symbolic expression that the solver answers.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -850,11 +850,6 @@ def t_not(part: Truth) -> Truth:
     if isinstance(part, bool):
         return not part
     return ("not", part)
-
-
-def any_truth(parts: Iterable[Truth]) -> Truth:
-    """Some of the parts holds."""
-    return t_or(*parts)
 
 
 def decide(condition: Truth, evaluate: Callable[[Expr], Value]) -> bool:
