@@ -229,10 +229,18 @@ class CellTransformer(cst.CSTTransformer):
         the fallback (on_leave attaches the TODOs of a kept statement)."""
         fallback = import_fallback(updated_node) if not self._classes and not self._tuples \
             and self._imports_dropped(original_node) else None
-        if not fallback:
-            return updated_node
+        if not fallback or any(self._foreign(n.value) for stmt in fallback
+                               for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)):
+            return updated_node  # dropped with the file's other script code
         self._todos.pop()
         return cst.FlattenSentinel(fallback)
+
+    def _foreign(self, name: str) -> bool:
+        """True for a name the file imports from torch or a side library."""
+        top = self.file.bindings.get(name, "").split(".")[0]
+        return bool(top) and (is_torch(top) or (
+            top not in sys.stdlib_module_names and top not in _KEPT
+            and top not in self._repo_tops))
 
     def _imports_dropped(self, stmt: cst.BaseStatement) -> bool:
         """True for a ``try`` whose body imports torch or a side library."""

@@ -166,3 +166,18 @@ def test_a_torch_import_with_a_fallback_keeps_the_fallback(tmp_path: Path) -> No
     build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
     code = (tmp_path / "skeletons" / "utils.py").read_text()
     assert "def _assert(condition, message):" in code and "try:" not in code
+
+
+def test_a_fallback_that_needs_a_side_library_is_dropped(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "model.py").write_text(
+        "import torch.nn as nn\nfrom PIL import Image\n\ntry:\n"
+        "    from torchvision.transforms import InterpolationMode\n"
+        "    BICUBIC = InterpolationMode.BICUBIC\nexcept ImportError:\n"
+        "    BICUBIC = Image.BICUBIC\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x\n")
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False))
+    build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
+    code = (tmp_path / "skeletons" / "model.py").read_text()
+    assert "BICUBIC" not in code and "class Net(nn.Cell):" in code
