@@ -101,7 +101,9 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
         "skeletons": [
             {"torch_class": s.torch_class, "path": s.path, "line": s.line,
              "cell_file": s.cell_file, "pynative": s.pynative, "graph": s.graph,
-             "error": s.error, "max_abs_diff": s.max_abs_diff}
+             "error": s.error, "max_abs_diff": s.max_abs_diff, "status": s.status,
+             "synthesized": s.synthesized, "input_shape": s.input_shape,
+             "output_shape": s.output_shape}
             for s in result.skeletons
         ],
         "start_here": [
