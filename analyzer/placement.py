@@ -83,7 +83,8 @@ class Placement:
         """Every graph function with the shortest path to it from a forward or a loss."""
         model = self.model
         graph = model.graph.copy()
-        starts = [*model.forward_roots(), *(r for r in self.loss_roots if r in model.functions)]
+        forwards = set(model.forward_roots())
+        starts = [*sorted(forwards), *(r for r in self.loss_roots if r in model.functions)]
         if not starts:
             return {}
         graph.add_edges_from((_VIRTUAL, r) for r in starts)
@@ -93,7 +94,9 @@ class Placement:
             if fn == _VIRTUAL:
                 continue
             trail = tuple(path[1:])
-            step = self.loss_roots.get(trail[0]) if trail else None
+            # A network's forward is its own root; a loss function is reached from the
+            # training step that differentiates it.
+            step = self.loss_roots.get(trail[0]) if trail and trail[0] not in forwards else None
             out[fn] = (step, *trail) if step and step in model.functions else trail
         return out
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from msready.analyzer.facts import CallKind, CallSite, FileResult, FunctionFact
 from msready.analyzer.values import (
     NOTHING,
+    SELF_RETURNING,
     UNKNOWN,
     Env,
     Expr,
@@ -311,6 +312,8 @@ class ValueAnalysis(Env):
         if found is not None:
             fact = self.model.functions[found]
             return self.value(fact.returns) if fact.returns is not None else UNKNOWN
+        if name in SELF_RETURNING and cls in self.model.module_classes:
+            return instance(cls)  # ``TinyNet().to(device)`` is the network itself
         parts = [self.method(sub.cls, "forward") for sub in self.attribute(cls, name)
                  if sub.kind is Kind.INSTANCE and sub.cls in self.model.classes]
         return join(*parts) if parts else UNKNOWN

@@ -248,6 +248,10 @@ SPARSE_LAYOUTS = {"torch.sparse_coo": "coo", "torch.sparse_csr": "csr",
 LAYOUT_KEEP_METHODS = frozenset({"coalesce", "t", "transpose", "cuda", "cpu", "to", "detach",
                                  "float", "double", "half", "clone", "requires_grad_",
                                  "type"})
+# nn.Module methods that return the module itself.
+SELF_RETURNING = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double",
+                            "bfloat16", "requires_grad_", "apply", "type", "to_empty",
+                            "share_memory"})
 MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential",
                                "torch.nn.ModuleDict"})
 # Functions and methods whose output size their arguments give.
@@ -550,6 +554,8 @@ def method(receiver: Value, name: str, args: Sequence[Value], keywords: Sequence
                 out.append(spaced if name == "parse_args" else seq([spaced, PYTHON]))
             elif env.is_repository_class(atom.cls):
                 out.append(env.method(atom.cls, name))
+            elif atom.cls.startswith("torch.nn.") and name in SELF_RETURNING:
+                out.append(frozenset((atom,)))
             else:
                 out.append(UNKNOWN)
         elif atom.kind is Kind.SEQ and name in ("index", "count"):

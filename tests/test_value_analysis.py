@@ -273,3 +273,19 @@ def test_a_cell_takes_its_constructor_argument_from_an_option_parsed_in_another_
     })
     resolved = ConstructorFinder(result).constructor_arguments("model.Net")
     assert (resolved.kwargs, resolved.synthesized) == ({"hidden": 24}, {})
+
+
+def test_a_network_moved_to_a_device_is_still_the_network() -> None:
+    result = scan(
+        "class Critic(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x\n"
+        "\n"
+        "def score(net_d, x):\n"
+        "    return net_d(x)\n"
+        "\n"
+        "def run(x, device):\n"
+        "    critic = Critic().to(device)\n"
+        "    critic.eval()\n"
+        "    return score(critic.float(), x)\n")
+    assert "model.Critic.forward" in result.model.reachable("model.score")
