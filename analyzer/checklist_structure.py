@@ -26,9 +26,9 @@ def _self_names(model: RepositoryModel, cls: str) -> list[str]:
     """Attribute names the class uses (``self.head(...)``, ``self.head = ...``)."""
     names = [a for c in model.mro(cls) for a, _ in model.classes[c].attributes]
     prefix = cls + "."
-    names += [rc.call.target for rc in model.calls
-              if rc.call.caller.startswith(prefix)
-              and rc.call.kind in (CallKind.SELF_ATTR, CallKind.SELF_METHOD)]
+    names += [rc.call.target for caller, calls in model.calls_by_caller.items()
+              if caller.startswith(prefix) for rc in calls
+              if rc.call.kind in (CallKind.SELF_ATTR, CallKind.SELF_METHOD)]
     return list(dict.fromkeys(names))
 
 
@@ -36,9 +36,7 @@ def _built_in_init(model: RepositoryModel, cls: str) -> list[str]:
     """Repository Module classes the class's ``__init__`` constructs."""
     init = f"{cls}.__init__"
     found = []
-    for rc in model.calls:
-        if rc.call.caller != init:
-            continue
+    for rc in model.calls_by_caller.get(init, ()):
         for callee in rc.callees:
             held = callee.rsplit(".", 1)[0]
             if callee.endswith(".__init__") and held in model.module_classes and held != cls:

@@ -166,6 +166,14 @@ class RepositoryModel:
         return self._external_bases(class_qualname)
 
     @cached_property
+    def calls_by_caller(self) -> dict[str, list[ResolvedCall]]:
+        """Every resolved call, grouped by the function it is made in."""
+        grouped: dict[str, list[ResolvedCall]] = {}
+        for rc in self.calls:
+            grouped.setdefault(rc.call.caller, []).append(rc)
+        return grouped
+
+    @cached_property
     def placement(self) -> Placement:
         """Where each function runs: graph, host or unknown."""
         return Placement(self)

@@ -392,12 +392,14 @@ def collect_findings(model: RepositoryModel, config: Config,
                      repo_findings: list[Finding] | None = None,
                      ) -> tuple[list[Finding], list[Finding]]:
     """All findings, split into reported and suppressed (by comment or by config).
-    ``repo_findings`` are the repository rules' findings when already known (cached)."""
+    ``repo_findings`` are the repository rules' findings and those the value analysis
+    decided, when already known (cached)."""
     raw: list[Finding] = []
     for file in model.files.values():
         raw.extend(file.findings)
-    raw.extend(decided_findings(model))
-    raw.extend(repo_rule_findings(model) if repo_findings is None else repo_findings)
+    if repo_findings is None:
+        repo_findings = [*repo_rule_findings(model), *decided_findings(model)]
+    raw.extend(repo_findings)
     active: list[Finding] = []
     suppressed: list[Finding] = []
     seen: set[Finding] = set()
@@ -431,11 +433,12 @@ def scan_source(source: Source, options: ScanOptions,
     # CPU by default: it is the backend whose generated Cells this machine can prove.
     target = options.target or config.target or "cpu"
     model = RepositoryModel(results, target)
-    # The repository rules' findings depend on every file and the target: cached as a whole.
+    # The repository rules' findings and the findings the value analysis decides depend on
+    # every file and the target: cached as a whole.
     repo_key = f"repo-{target}-{files_key}" if files_key else None
     repo_findings = cache.get_any(repo_key) if cache and repo_key else None
     if not isinstance(repo_findings, list):
-        repo_findings = repo_rule_findings(model)
+        repo_findings = [*repo_rule_findings(model), *decided_findings(model)]
         if cache and repo_key:
             cache.put_any(repo_key, repo_findings)
     findings, suppressed = collect_findings(model, config, repo_findings)
