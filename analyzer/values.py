@@ -157,11 +157,6 @@ def join(*values: Value) -> Value:
     return frozenset(kept)
 
 
-def is_value(expr: Expr) -> bool:
-    """True for a concrete value, False for a symbolic expression."""
-    return isinstance(expr, frozenset)
-
-
 def size(expr: Expr) -> int:
     """Rough node count of an expression (values and look-ups count one)."""
     if isinstance(expr, frozenset) or expr[0] != "o":
@@ -169,7 +164,6 @@ def size(expr: Expr) -> int:
     return 1 + sum(size(e) for e in expr[3:])
 
 
-SYMBOLS = frozenset({"p", "c", "a", "g", "o", "l"})
 
 
 # ----- the transfer functions ---------------------------------------------------------------
@@ -831,24 +825,24 @@ def truth(predicate: str, expr: Expr) -> Truth:
     return ("pred", predicate, expr)
 
 
+def _combine(head: str, unit: bool, parts: tuple[Truth, ...]) -> Truth:
+    """``and`` (unit True) or ``or`` (unit False) of truths, decided where a part decides."""
+    rest = [p for p in parts if p is not unit]
+    if any(p is (not unit) for p in rest):
+        return not unit
+    if not rest:
+        return unit
+    return rest[0] if len(rest) == 1 else (head, *rest)
+
+
 def t_and(*parts: Truth) -> Truth:
     """All parts hold."""
-    rest = [p for p in parts if p is not True]
-    if any(p is False for p in rest):
-        return False
-    if not rest:
-        return True
-    return rest[0] if len(rest) == 1 else ("and", *rest)
+    return _combine("and", True, parts)
 
 
 def t_or(*parts: Truth) -> Truth:
     """Some part holds."""
-    rest = [p for p in parts if p is not False]
-    if any(p is True for p in rest):
-        return True
-    if not rest:
-        return False
-    return rest[0] if len(rest) == 1 else ("or", *rest)
+    return _combine("or", False, parts)
 
 
 def t_not(part: Truth) -> Truth:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msready.analyzer.values import Truth, t_and, t_or
+from msready.analyzer.values import Truth, t_or
 from msready.rules.base import FileContext
 
 
@@ -78,7 +78,3 @@ class Flow:
     def any_mask(self, node: cst.Subscript) -> Truth:
         """Some element of a subscript is a boolean mask."""
         return t_or(*(self.element_is_mask(e) for e in node.slice))
-
-    def both(self, *parts: Truth) -> Truth:
-        """All of the parts hold."""
-        return t_and(*parts)

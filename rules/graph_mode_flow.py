@@ -17,7 +17,7 @@ import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
 from msready.analyzer.localvalues import FOREIGN_ROOTS as FOREIGN_LIBRARIES
-from msready.analyzer.values import Kind
+from msready.analyzer.values import Kind, is_foreign
 from msready.rules.base import FileContext, FileRule
 
 TORCH_ROOTS = frozenset({"torch", "torchvision"})
@@ -138,9 +138,7 @@ def python_value(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> 
         target = ctx.qualify(expr.func)
         if target is not None and root(target) in FOREIGN_ROOTS:
             return True
-    value = ctx.values.local(expr)
-    return bool(value) and all(
-        a.kind in (Kind.CONST, Kind.PYTHON, Kind.SEQ, Kind.OTHER) for a in value)
+    return is_foreign(ctx.values.local(expr))
 
 
 def call_is_device_move(ctx: FileContext, call: cst.Call) -> str | None:

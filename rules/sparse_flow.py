@@ -16,6 +16,7 @@ from msready.analyzer.values import (
     SPARSE_CONVERTERS,
     SPARSE_LAYOUTS,
     Truth,
+    is_foreign,
 )
 from msready.rules.base import FileContext
 
@@ -82,6 +83,4 @@ class SparseFlow:
     def is_foreign(self, expr: cst.BaseExpression) -> bool:
         """True when the file shows ``expr`` holds something other than a torch tensor: a
         Python value or another library's object (numpy, scipy, ...)."""
-        value = self.ctx.values.local(expr)
-        return bool(value) and all(a.kind.value in ("const", "python", "seq", "other")
-                                   for a in value)
+        return is_foreign(self.ctx.values.local(expr))
