@@ -71,11 +71,16 @@ def binary_operator(op: cst.BaseBinaryOp | cst.BaseAugOp) -> str:
     return _BINARY.get(type(op), "") or _AUGMENTED.get(type(op), "?")  # type: ignore[arg-type]
 
 
+def is_torch_metadata(target: str) -> bool:
+    """``torch.__version__``, ``torch.version.cuda``: strings about torch, not tensors."""
+    return "__" in target or ".version" in target
+
+
 def torch_constant(target: str) -> Expr:
     """What a torch name used as a value holds: dtypes are constants (``torch.bool``);
     version strings are plain Python values."""
     last = target.rsplit(".", 1)[-1]
-    if last.startswith("__") or ".version" in target:
+    if is_torch_metadata(target):
         return PYTHON
     if last[:1].islower() and not target.startswith(("torch.nn.", "torch.optim.")):
         return const(target)
@@ -310,7 +315,7 @@ class LocalValues:
             root = target.split(".")[0]
             if root in TORCH_ROOTS:
                 args, names = self.call_args(call, depth)
-                if "__" in target or ".version." in target:
+                if is_torch_metadata(target):
                     return PYTHON  # torch.__version__.split("."): strings, not tensors
                 if target.startswith("torch.Tensor."):
                     return tensor()
