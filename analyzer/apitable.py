@@ -153,6 +153,10 @@ class ApiTable:
                 entry = replace(family, torch=symbol)
         return entry
 
+    def exact(self, symbol: str) -> bool:
+        """True when the table names ``symbol`` itself (or an alias of it), not a family."""
+        return symbol in self._entries or symbol in self._aliases
+
     def family(self, symbol: str) -> ApiEntry | None:
         """The family rule a name falls under (its ``torch`` field is the prefix), or None."""
         return next((f for prefix, f in self._families.items()

@@ -8,9 +8,10 @@ import ast
 import importlib
 import inspect
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
+from types import ModuleType
 from typing import Any
 
 from msready.analyzer.apitable import ApiEntry, import_object, load_table
@@ -103,10 +104,21 @@ def _fallback(name: str) -> Mapping:
 @lru_cache(maxsize=4096)
 def lookup(name: str, backend: str) -> Mapping:
     """The MindSpore target of a fully qualified torch name for ``backend``."""
-    entry = load_table().lookup(name)
-    if entry is not None:  # the table's word, also when it has no target for the backend
-        return _from_entry(entry, backend)
-    return _fallback(name)
+    table = load_table()
+    entry = table.lookup(name)
+    if entry is None:
+        return _fallback(name)
+    mapping = _from_entry(entry, backend)  # the table's word, also with no target here
+    family = table.family(name)
+    if family is None or table.exact(name) or family.torch.rstrip(".") == name:
+        return mapping
+    # A member of a family mapped to a namespace (``torch.nn.functional.x`` -> ``ops``):
+    # the member of that namespace when MindSpore has one, else nothing to call.
+    member = name[len(family.torch.rstrip(".")) + 1:]
+    if mapping.api is None or not isinstance(ms_object(mapping.api), ModuleType):
+        return mapping
+    target = f"{mapping.api}.{member}"
+    return replace(mapping, api=target if ms_object(target) is not None else None)
 
 
 def canonical(name: str) -> str:

@@ -14,10 +14,11 @@ import libcst.matchers as m
 
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import Finding
+from msready.analyzer.localvalues import is_torch_metadata
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import RepositoryModel
-from msready.skeletons import adapters, apis, arguments, einops
+from msready.skeletons import adapters, apis, arguments, einops, module_level
 from msready.skeletons.layers import (
     CALL_FIXES,
     NAMED_TUPLE_FIELDS,
@@ -87,6 +88,8 @@ class CellTransformer(cst.CSTTransformer):
         self._imported = {t[len(prefix):] for f in model.modules.values()
                           for t in f.bindings.values() if t.startswith(prefix)}
         self._repo_tops = {name.split(".")[0] for name in model.modules}
+        self._purity = module_level.Purity(parsed.module, self.qualify, {
+            c.name for c in file.classes if c.qualname in model.module_classes})
 
     # ----- names ----------------------------------------------------------------------
 
@@ -200,8 +203,8 @@ class CellTransformer(cst.CSTTransformer):
             new: cst.BaseStatement | None = stmt
             if arguments.parse_args_names([stmt]):
                 new = settings(names, self.parsed.module, stmt)
-            elif not (keep_top(stmt) or self._standard_constant(stmt)):
-                new = placeholder(stmt, self._imported)
+            elif not keep_top(stmt):
+                new = self._standard_constant(stmt) or placeholder(stmt, self._imported)
                 if new is None:  # later values built from these are dropped too
                     self._dropped_names |= {n.value for n in m.findall(stmt, m.AssignTarget(
                         m.Name())) if isinstance(n, cst.Name)} | {
@@ -259,29 +262,54 @@ class CellTransformer(cst.CSTTransformer):
                 return True
         return False
 
-    def _standard_constant(self, stmt: cst.BaseStatement) -> bool:
-        """A module-level assignment whose calls are all the standard library's or
-        builtins (``Config = namedtuple(...)``, ``act = partial(...)`` of those)."""
-        if not isinstance(stmt, cst.SimpleStatementLine) or not all(
-                isinstance(s, (cst.Assign, cst.AnnAssign)) for s in stmt.body) or (
-                self._keeps_torch(stmt)) or any(  # torch bound by a star import
+    def _standard_constant(self, stmt: cst.BaseStatement) -> cst.BaseStatement | None:
+        """A module-level statement safe to run when the Cell file is imported (see
+        ``module_level``), with torch names that have no MindSpore form inside a literal
+        registry set to None; None when the statement is not kept."""
+        if not module_level.simple(stmt):
+            return None
+        stmt = self._registry_holes(stmt)
+        if self._keeps_torch(stmt) or any(  # torch bound by a star import
                 is_torch(n.value) or n.value in self._dropped_names
                 for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)):
-            return False
-        for call in m.findall(stmt, m.Call()):
-            assert isinstance(call, cst.Call)
-            local = call.func.value if isinstance(call.func, cst.Name) else ""
-            if local in self._kept_names:
-                continue
-            name = self.qualify(call.func) or local
-            top = name.split(".")[0]
-            if not name or (top not in sys.stdlib_module_names and name not in _BUILTINS):
-                return False
-        self._kept_names |= {n.value for s in stmt.body for t in getattr(s, "targets", ())
-                             for n in m.findall(t.target, m.Name()) if isinstance(n, cst.Name)}
-        self._kept_names |= {s.target.value for s in stmt.body
-                             if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)}
-        return True
+            return None
+        if not self._purity.calls(stmt, self._kept_names | module_level.bound_names(stmt)):
+            return None
+        self._kept_names |= module_level.bound_names(stmt)
+        return stmt
+
+    def _registry_holes(self, stmt: cst.BaseStatement) -> cst.BaseStatement:
+        """``dict(relu=nn.ReLU, glu=torch.nn.GLU)``: an entry with no MindSpore form becomes
+        None with a TODO, so the rest of the registry still exists."""
+        holes: list[str] = []
+
+        def hole(original: cst.BaseExpression, node: cst.BaseExpression
+                 ) -> cst.BaseExpression:
+            if original in self._untranslated:
+                holes.append(code(original))
+                return cst.Name("None")
+            return node
+
+        class Holes(cst.CSTTransformer):
+            def leave_Element(self, original: cst.Element, updated: cst.Element
+                              ) -> cst.Element:
+                return updated.with_changes(value=hole(original.value, updated.value))
+
+            def leave_DictElement(self, original: cst.DictElement, updated: cst.DictElement
+                                  ) -> cst.DictElement:
+                return updated.with_changes(value=hole(original.value, updated.value))
+
+            def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+                return updated.with_changes(value=hole(original.value, updated.value)) \
+                    if updated.keyword is not None else updated
+
+        new = stmt.visit(Holes())
+        if not holes or not isinstance(new, (cst.SimpleStatementLine,
+                                             cst.BaseCompoundStatement)):
+            return stmt
+        reason = f"{', '.join(dict.fromkeys(holes))} (torch only) set to None in this registry"
+        self.all_todos.append(("MS100", reason))
+        return new.with_changes(leading_lines=[*new.leading_lines, todo_line("MS100", reason)])
 
     # ----- classes and methods --------------------------------------------------------
 
@@ -380,7 +408,26 @@ class CellTransformer(cst.CSTTransformer):
 
     def visit_Call(self, node: cst.Call) -> bool:
         self._call_funcs.add(node.func)
+        if m.matches(node.func, m.Name("hasattr")) and node.args and \
+                "hasattr" not in self.file.bindings and is_torch(self.qualify(node.args[0].value)):
+            self._replace[node] = cst.Name("True")  # a torch feature test: modern torch has it
+            return False
         return True
+
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        """``"silu" in dir(torch.nn.functional)``: a feature test, true of a modern torch."""
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.In) \
+                and m.matches(node.comparisons[0].comparator, m.Call(func=m.Name("dir"))):
+            call = node.comparisons[0].comparator
+            assert isinstance(call, cst.Call)
+            if call.args and is_torch(self.qualify(call.args[0].value)):
+                self._replace[node] = cst.Name("True")
+                return False
+        return True
+
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison
+                         ) -> cst.BaseExpression:
+        return self._replace.get(original_node, updated_node)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         self._names_not_values.add(node.attr)
@@ -437,6 +484,10 @@ class CellTransformer(cst.CSTTransformer):
         if not is_torch(name):
             return True
         assert name is not None
+        if is_torch_metadata(name):  # ``torch.__version__``: about torch, kept as it is
+            self._replace[node] = kept = expr(name)
+            self._untranslated.add(kept)
+            return False
         if name in _MODULE_BASES:
             self._replace[node] = expr("nn.Cell")
             return False
@@ -502,11 +553,17 @@ class CellTransformer(cst.CSTTransformer):
         return buffer(call) or updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if original_node in self._replace:
+            return self._replace[original_node]
         name = self.qualify(original_node.func)
         if name is not None and name.startswith("einops."):
             return self._einops(name, updated_node)
         if is_torch(name):
             assert name is not None
+            if is_torch_metadata(name):  # ``torch.__version__.split(".")``
+                kept = expr(name)
+                self._untranslated.add(kept)
+                return updated_node.with_changes(func=kept)
             return self._torch_call(name, updated_node)
         fixed = self._layer_call(updated_node) or self._cell_method(updated_node)
         if fixed is not None:

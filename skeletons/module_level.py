@@ -1,0 +1,127 @@
+"""Which module-level code a generated Cell file may keep.
+
+Importing a Cell file runs its module-level statements, so a starter keeps only code that
+is safe to run there: values built by builtins, the standard library's pure modules,
+MindSpore, and the file's own functions and classes when their bodies call only such code
+(``to_2tuple = _ntuple(2)``, ``_ACT_FNS = dict(relu=ops.relu, ...)``, a ``for`` loop filling
+a registry). Script work (reading files, parsing arguments, training) is left out."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from collections.abc import Callable
+
+import libcst as cst
+import libcst.matchers as m
+
+from msready.analyzer.names import dotted
+
+# Names the header of every generated file binds: calls through them are MindSpore's.
+MINDSPORE_NAMES = frozenset({"mindspore", "Parameter", "Tensor", "mint", "nn", "ops"})
+# Builtins that reach outside the process or run arbitrary code.
+_IMPURE_BUILTINS = frozenset({"open", "input", "exec", "eval", "compile", "__import__",
+                              "breakpoint", "exit", "quit", "help"})
+_BUILTINS = frozenset(dir(builtins)) - _IMPURE_BUILTINS
+# Standard-library modules whose calls touch files, processes or the network.
+_IMPURE_MODULES = frozenset({"subprocess", "shutil", "socket", "urllib", "http", "pickle",
+                             "multiprocessing", "threading", "asyncio", "ftplib", "smtplib",
+                             "tempfile", "glob", "pathlib", "io", "sys", "signal", "ctypes",
+                             "sqlite3", "shelve", "zipfile", "tarfile", "gzip", "webbrowser"})
+# ``os`` is pure only through these.
+_OS_PURE = ("os.path.", "os.environ.get", "os.getenv", "os.sep", "os.cpu_count")
+
+
+def _stdlib_pure(name: str) -> bool:
+    top = name.split(".")[0]
+    if top not in sys.stdlib_module_names or top in _IMPURE_MODULES:
+        return False
+    return top != "os" or name.startswith(_OS_PURE)
+
+
+def bound_names(node: cst.CSTNode) -> set[str]:
+    """Names a statement or function body binds (assignment and loop targets, defs)."""
+    names = {n.value for t in m.findall(node, m.AssignTarget() | m.For() | m.CompFor()
+                                         | m.AugAssign() | m.AnnAssign() | m.WithItem())
+             for part in (getattr(t, "target", None), getattr(t, "asname", None))
+             if part is not None
+             for n in m.findall(part, m.Name()) if isinstance(n, cst.Name)}
+    names |= {d.name.value for d in m.findall(node, m.FunctionDef() | m.ClassDef())
+              if isinstance(d, (cst.FunctionDef, cst.ClassDef))}
+    names |= {p.name.value for p in m.findall(node, m.Param()) if isinstance(p, cst.Param)}
+    return names
+
+
+class Purity:
+    """Decides whether running an expression or statement at import time is safe."""
+
+    def __init__(self, module: cst.Module, qualify: Callable[[cst.BaseExpression], str | None],
+                 cells: set[str]) -> None:
+        self.qualify = qualify
+        self.cells = cells  # the file's nn.Module classes: building one is not a constant
+        self.functions = {s.name.value: s for s in module.body
+                          if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        self._pure: dict[str, bool] = {}
+
+    def definition(self, name: str) -> bool:
+        """True for a function or class of this file whose code calls only pure code."""
+        if name in self._pure:
+            return self._pure[name]
+        node = self.functions.get(name)
+        self._pure[name] = False  # a recursive call is judged by the rest of the body
+        if node is None or name in self.cells:
+            return False
+        local = bound_names(node) | set(self.functions)
+        self._pure[name] = self.calls(node, local)
+        return self._pure[name]
+
+    def calls(self, node: cst.CSTNode, local: set[str]) -> bool:
+        """True when every call inside ``node`` is pure; ``local`` are names bound by the
+        surrounding code (parameters, loop variables, names kept earlier)."""
+        for call in m.findall(node, m.Call()):
+            assert isinstance(call, cst.Call)
+            if not self.callee(call.func, local):
+                return False
+        return True
+
+    def callee(self, func: cst.BaseExpression, local: set[str]) -> bool:
+        root = func
+        while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+            root = root.func if isinstance(root, cst.Call) else root.value
+        if not isinstance(root, cst.Name):  # ``"".join``, ``(a or b)(x)``: literals' methods
+            return self.calls(root, local)
+        head = root.value
+        if head in self.functions:
+            return self.definition(head)
+        if head in local or head in MINDSPORE_NAMES:
+            return True
+        name = self.qualify(func)
+        if name is None:  # not imported: a builtin, or a name a star import may bind
+            return head in _BUILTINS
+        return _stdlib_pure(name)
+
+
+_SMALL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Pass)
+
+
+def simple(stmt: cst.CSTNode) -> bool:
+    """Assignments and expression statements, alone or inside ``for`` / ``if`` blocks made
+    of them; never the ``if __name__ == "__main__":`` block of a script."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return all(isinstance(s, _SMALL) for s in stmt.body)
+    if isinstance(stmt, cst.If):
+        if m.findall(stmt.test, m.Name("__name__")):
+            return False
+        rest = stmt.orelse
+        if isinstance(rest, cst.Else):
+            return _block(stmt.body) and _block(rest.body)
+        return _block(stmt.body) and (rest is None or simple(rest))
+    if isinstance(stmt, cst.For):
+        return stmt.orelse is None and stmt.asynchronous is None and _block(stmt.body)
+    return False
+
+
+def _block(body: cst.BaseSuite) -> bool:
+    if isinstance(body, cst.SimpleStatementSuite):
+        return all(isinstance(s, _SMALL) for s in body.body)
+    return all(simple(s) for s in body.body)
