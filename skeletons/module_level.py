@@ -15,8 +15,6 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
-from msready.analyzer.names import dotted
-
 # Names the header of every generated file binds: calls through them are MindSpore's.
 MINDSPORE_NAMES = frozenset({"mindspore", "Parameter", "Tensor", "mint", "nn", "ops"})
 # Builtins that reach outside the process or run arbitrary code.
