@@ -11,13 +11,59 @@ import libcst as cst
 import libcst.matchers as m
 
 # torch name -> the adapter's class name; the sources are below, one class each.
+# Stands in for names imported from a side library the Cell does not import.
+STAND_IN = "Unavailable"
+
 ADAPTED = {
     "torch.nn.LayerNorm": "TorchLayerNorm",
     "torch.nn.Linear": "TorchLinear",
     "torch.nn.ModuleDict": "TorchModuleDict",
 }
 
+KEYWORDS = "torch_kwargs"
+
 SOURCES = {
+    KEYWORDS: '''
+def torch_kwargs(kwargs, renames, accepted=None, dropped=()):
+    """torch keyword arguments passed on with ``**``: spelled as the MindSpore API spells
+    them, without those it does not take (a layer's ``device``) and without None, torch's
+    way of asking for the default (``dtype=None``)."""
+    out = {}
+    for key, value in dict(kwargs or {}).items():
+        key = renames.get(key, key)
+        if value is None or key in dropped or (accepted is not None and key not in accepted):
+            continue
+        out[key] = value
+    return out
+''',
+    STAND_IN: '''
+class _UnavailableType(type):
+    def __getattr__(cls, name):
+        return Unavailable()
+
+
+class Unavailable(metaclass=_UnavailableType):
+    """Stands in for a name from a package the Cell does not import, so that registries,
+    decorators and base classes built from it still import: calling it or any attribute
+    gives another stand-in, and used as a decorator it returns what it decorates."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        return Unavailable()
+
+    def __getattr__(self, name):
+        return Unavailable()
+
+    def __iter__(self):
+        return iter(())
+
+    def __bool__(self):
+        return False
+''',
     "TorchLayerNorm": '''
 class TorchLayerNorm(nn.LayerNorm):
     """torch.nn.LayerNorm's signature (an int shape, ``eps``) on MindSpore's LayerNorm."""
@@ -82,6 +128,23 @@ class TorchModuleDict(nn.Cell):
         return [(k, getattr(self, k)) for k in self.names]
 ''',
 }
+
+
+def keywords_call(value: cst.BaseExpression, renames: dict[str, str],
+                  accepted: frozenset[str] | None, dropped: frozenset[str]
+                  ) -> cst.BaseExpression:
+    """``torch_kwargs(dd, {...}, {...}, (...))``: the adapter call for ``**dd``."""
+    text = (f"{KEYWORDS}(x, {dict(sorted(renames.items()))!r}, "
+            f"{sorted(accepted) if accepted is not None else None!r}, "
+            f"{tuple(sorted(dropped | _PLACEMENT))!r})")
+    call = cst.parse_expression(text)
+    assert isinstance(call, cst.Call)
+    return call.with_changes(args=[call.args[0].with_changes(value=value), *call.args[1:]])
+
+
+# Where a tensor lives, not what it holds: MindSpore places tensors by context.
+_PLACEMENT = frozenset({"device", "pin_memory", "layout", "memory_format", "requires_grad",
+                        "non_blocking", "inplace"})
 
 
 def used(module: cst.Module) -> list[cst.BaseStatement]:

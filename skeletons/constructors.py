@@ -16,7 +16,7 @@ import libcst.matchers as m
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed, parse_text
-from msready.analyzer.repo import RepositoryModel
+from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.analyzer.result import ScanResult
 from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
@@ -45,6 +45,11 @@ class ConstructorFinder:
         self._active: set[str] = set()
         self._argparse: dict[str, object] | None = None
         self._module_envs: dict[str, dict[str, object]] = {}
+        # memos: instantiations per class, argument values per class, usages per parameter
+        self._instantiations: dict[str, list[ResolvedCall]] | None = None
+        self._arguments: dict[str, arguments.Resolved] = {}
+        self._usages: dict[tuple[str, str, int], arguments.Usage] = {}
+        self._environments: dict[tuple[str, str], dict[str, object]] = {}
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -114,12 +119,15 @@ class ConstructorFinder:
         """Literal arguments at every place the repository instantiates ``cls``."""
         sig = self._signature(cls, "__init__")
         names = [n for n, _, _ in sig[0]] if sig else []
-        for rc in self.model.calls:
-            if rc.call.kind is not CallKind.NAME:
-                continue
-            resolved = self.model.resolve(rc.call.target, rc.file.module)
-            if resolved is None or resolved.kind != "class" or resolved.name != cls:
-                continue
+        if self._instantiations is None:  # every call resolved once, grouped by class
+            self._instantiations = {}
+            for rc in self.model.calls:
+                if rc.call.kind is not CallKind.NAME:
+                    continue
+                resolved = self.model.resolve(rc.call.target, rc.file.module)
+                if resolved is not None and resolved.kind == "class":
+                    self._instantiations.setdefault(resolved.name, []).append(rc)
+        for rc in self._instantiations.get(cls, []):
             values: dict[str, object] = {}
             env: dict[str, object] | None = None
             for i, arg in enumerate(rc.call.args):
@@ -165,6 +173,12 @@ class ConstructorFinder:
                 return self.environment(owner, kwargs)
             finally:
                 self._active.discard(owner)
+        key = (caller, file.path)
+        if key not in self._environments:
+            self._environments[key] = self._function_environment(caller, file)
+        return dict(self._environments[key])
+
+    def _function_environment(self, caller: str, file: FileResult) -> dict[str, object]:
         parsed = self.parsed(file.path)
         if parsed is None:
             return {}
@@ -278,6 +292,11 @@ class ConstructorFinder:
 
     def constructor_arguments(self, cls: str) -> arguments.Resolved:
         """Constructor arguments of ``cls`` with the names that were synthesized."""
+        if cls not in self._arguments:
+            self._arguments[cls] = self._constructor_arguments(cls)
+        return self._arguments[cls]
+
+    def _constructor_arguments(self, cls: str) -> arguments.Resolved:
         sig = self._signature(cls, "__init__")
         if sig is None:
             return self._inherited(cls)
@@ -312,6 +331,12 @@ class ConstructorFinder:
         """How the constructor of ``cls`` uses its parameter ``name``, with how the
         repository classes and helpers it passes ``name`` to use it (``Block(config)``
         reading ``config.n_head``)."""
+        key = (cls, name, depth)
+        if key not in self._usages:
+            self._usages[key] = self._param_usage(cls, name, depth)
+        return self._usages[key]
+
+    def _param_usage(self, cls: str, name: str, depth: int) -> arguments.Usage:
         init = self.model.find_method(cls, "__init__")
         found = self.function_node(init) if init else None
         if found is None:

@@ -381,6 +381,16 @@ def translate_call(call: CallIn) -> Rewrite:
     return generic(call, mapping)
 
 
+# torch calls that only wrap another call: ``checkpoint(fn, *args)`` returns ``fn(*args)``
+# and recomputes it in the backward pass to save memory. Name -> the wrapper's own keywords.
+WRAPPERS: dict[str, frozenset[str]] = {
+    "torch.utils.checkpoint.checkpoint": frozenset({
+        "use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"}),
+}
+WRAPPER_TODO = ("activation checkpointing: the wrapped call is made directly; to save "
+                "memory the same way, call .recompute() on the Cell that runs it")
+
+
 # Calls of a sub-Cell whose forward differs from torch's: torch layer -> argument fix.
 CallFix = Callable[[ArgList], tuple[ArgList, list[tuple[str, str]]]]
 CALL_FIXES: dict[str, CallFix] = {}

@@ -54,8 +54,9 @@ class Purity:
     """Decides whether running an expression or statement at import time is safe."""
 
     def __init__(self, module: cst.Module, qualify: Callable[[cst.BaseExpression], str | None],
-                 cells: set[str]) -> None:
+                 cells: set[str], stand_in: Callable[[str], bool]) -> None:
         self.qualify = qualify
+        self.stand_in = stand_in  # is a qualified name bound to the side-library stand-in
         self.cells = cells  # the file's nn.Module classes: building one is not a constant
         self.functions = {s.name.value: s for s in module.body
                           if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
@@ -96,7 +97,7 @@ class Purity:
         name = self.qualify(func)
         if name is None:  # not imported: a builtin, or a name a star import may bind
             return head in _BUILTINS
-        return _stdlib_pure(name)
+        return self.stand_in(name) or _stdlib_pure(name)
 
 
 _SMALL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Pass)

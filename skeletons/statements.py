@@ -182,7 +182,7 @@ def placeholder(stmt: cst.BaseStatement, imported: set[str]) -> cst.BaseStatemen
     value = "(2, 0)" if all("VERSION" in n.upper() for n in wanted) else "None"
     line = cst.parse_statement(" = ".join([*wanted, value]) + "\n")
     return line.with_changes(leading_lines=[todo_line(
-        "MS100", f"`{code(stmt).strip()[:120]}` is computed with torch or script code; "
+        "MS100", f"`{code(stmt.with_changes(leading_lines=[])).strip()[:120]}` is computed with torch or script code; "
                  f"other files import it: {value} stands in, give it its MindSpore value")])
 
 

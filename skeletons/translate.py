@@ -23,6 +23,8 @@ from msready.skeletons.layers import (
     CALL_FIXES,
     NAMED_TUPLE_FIELDS,
     NAMED_TUPLES,
+    WRAPPER_TODO,
+    WRAPPERS,
     CallIn,
     call_args,
     expr,
@@ -89,7 +91,8 @@ class CellTransformer(cst.CSTTransformer):
                           for t in f.bindings.values() if t.startswith(prefix)}
         self._repo_tops = {name.split(".")[0] for name in model.modules}
         self._purity = module_level.Purity(parsed.module, self.qualify, {
-            c.name for c in file.classes if c.qualname in model.module_classes})
+            c.name for c in file.classes if c.qualname in model.module_classes},
+            lambda name: self._is_side(name.split(".")[0]))
 
     # ----- names ----------------------------------------------------------------------
 
@@ -155,6 +158,12 @@ class CellTransformer(cst.CSTTransformer):
 
     # ----- imports and module level ---------------------------------------------------
 
+    def _is_side(self, top: str) -> bool:
+        """A package that is neither torch, the standard library, numpy / MindSpore, einops
+        nor the repository itself."""
+        return bool(top) and not is_torch(top) and top not in sys.stdlib_module_names \
+            and top not in _KEPT and top not in self._repo_tops and top != "einops"
+
     def _side_library(self, module: str | None) -> bool:
         """True for an absolute import of a package that is neither torch, the standard
         library, numpy / MindSpore nor the repository itself: the Cell drops it."""
@@ -167,12 +176,45 @@ class CellTransformer(cst.CSTTransformer):
             return True
         return False
 
-    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> SmallResult:
-        keep = [a for a in updated_node.names
-                if not is_torch((dotted(a.name) or "").split(".")[0])
-                and not self._side_library(dotted(a.name))]
-        if not keep:
+    def _stand_in(self, names: list[cst.BaseExpression]) -> SmallResult:
+        """``NAME = Unavailable`` for the names a side library's import bound (einops is
+        translated where it is used instead)."""
+        bound = [n for n in names if isinstance(n, cst.Name)]
+        if not bound or any(n.value == "einops" for n in bound) or \
+                self._side_library_of(bound[0].value) == "einops":
             return cst.RemoveFromParent()
+        return cst.Assign([cst.AssignTarget(cst.Name(n.value)) for n in bound],
+                          cst.Name(adapters.STAND_IN))
+
+    def _side_library_of(self, name: str) -> str:
+        return self.file.bindings.get(name, "").split(".")[0]
+
+    def _absolute(self, node: cst.ImportFrom) -> str:
+        """The module a ``from`` import names, relative dots resolved."""
+        module = dotted(node.module) if node.module is not None else ""
+        if not node.relative:
+            return module or ""
+        package = self.file.module if self.file.path.endswith("__init__.py") \
+            else self.file.module.rpartition(".")[0]
+        for _ in range(len(node.relative) - 1):
+            package = package.rpartition(".")[0]
+        return ".".join(p for p in (package, module) if p)
+
+    def _missing_module(self, node: cst.ImportFrom) -> bool:
+        """A repository module the scanned tree does not hold (``from timm.data import X``
+        when only ``timm/models`` was given): its names get the stand-in."""
+        name = self._absolute(node)
+        if not name or name.split(".")[0] not in self._repo_tops or name in self.model.modules:
+            return False
+        prefix = name + "."
+        return not any(other.startswith(prefix) for other in self.model.modules)
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> SmallResult:
+        side = [a for a in updated_node.names if self._side_library(dotted(a.name))]
+        keep = [a for a in updated_node.names
+                if not is_torch((dotted(a.name) or "").split(".")[0]) and a not in side]
+        if not keep:
+            return self._stand_in([a.asname.name if a.asname else a.name for a in side])
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated_node.with_changes(names=keep)
 
@@ -182,7 +224,12 @@ class CellTransformer(cst.CSTTransformer):
         if not updated_node.relative and (is_torch(module) or module == "__future__"):
             return cst.RemoveFromParent()  # the header has the __future__ import
         if not updated_node.relative and self._side_library(module):
-            return cst.RemoveFromParent()
+            return self._stand_in([] if isinstance(updated_node.names, cst.ImportStar) else [
+                a.asname.name if a.asname else a.name for a in updated_node.names])
+        if self._missing_module(updated_node):  # not in the scanned tree
+            self.dropped.setdefault(self._absolute(updated_node), None)
+            return self._stand_in([] if isinstance(updated_node.names, cst.ImportStar) else [
+                a.asname.name if a.asname else a.name for a in updated_node.names])
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         keep = []
@@ -203,9 +250,10 @@ class CellTransformer(cst.CSTTransformer):
             new: cst.BaseStatement | None = stmt
             if arguments.parse_args_names([stmt]):
                 new = settings(names, self.parsed.module, stmt)
-            elif not keep_top(stmt):
-                new = self._standard_constant(stmt) or placeholder(stmt, self._imported)
-                if new is None:  # later values built from these are dropped too
+            elif not keep_top(stmt) or self._reads_dropped(stmt):
+                kept = self._standard_constant(stmt)
+                new = kept or placeholder(stmt, self._imported)
+                if kept is None:  # later values built from these are dropped too
                     self._dropped_names |= {n.value for n in m.findall(stmt, m.AssignTarget(
                         m.Name())) if isinstance(n, cst.Name)} | {
                         t.target.value for t in m.findall(stmt, m.AssignTarget())
@@ -222,7 +270,8 @@ class CellTransformer(cst.CSTTransformer):
         reason = None
         if self.dropped:
             reason = (f"side libraries dropped ({', '.join(self.dropped)}): a Cell needs only "
-                      "MindSpore; what used them is kept and marked where it runs")
+                      f"MindSpore; their names are bound to the {adapters.STAND_IN} stand-in "
+                      "so the file imports, and what calls them at run time needs a person")
             self.all_todos.append(("MS100", reason))
         return updated_node.with_changes(body=unbound_bases(with_head(body, head, reason)))
 
@@ -261,6 +310,13 @@ class CellTransformer(cst.CSTTransformer):
                                  and top not in self._repo_tops):
                 return True
         return False
+
+    def _reads_dropped(self, stmt: cst.BaseStatement) -> bool:
+        """A module-level line using a name the file dropped (``_C.VERSION = 2`` after
+        ``_C = CN()`` went): it goes too."""
+        return isinstance(stmt, cst.SimpleStatementLine) and any(
+            n.value in self._dropped_names for n in m.findall(stmt, m.Name())
+            if isinstance(n, cst.Name))
 
     def _standard_constant(self, stmt: cst.BaseStatement) -> cst.BaseStatement | None:
         """A module-level statement safe to run when the Cell file is imported (see
@@ -618,8 +674,27 @@ class CellTransformer(cst.CSTTransformer):
         return None
 
     def _torch_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
-        args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args]
-        star = any(a.star for a in call.args)
+        wrapper = WRAPPERS.get(apis.canonical(name))
+        if wrapper is not None and call.args and not call.args[0].star:
+            rest = [a for a in call.args[1:]
+                    if not (a.keyword is not None and a.keyword.value in wrapper)]
+            if rest:
+                rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            self._note("MS100", WRAPPER_TODO)
+            return cst.Call(call.args[0].value, rest)
+        try:
+            return self._mapped_call(name, call)
+        except cst.CSTValidationError as exc:  # the rewrite is not valid Python: keep it
+            kept = expr(name)
+            self._untranslated.add(kept)
+            self._note("MS100", f"{name}: the table's rewrite of this call is invalid "
+                                f"({exc}); translate it by hand")
+            return call.with_changes(func=kept)
+
+    def _mapped_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
+        args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args
+                if not a.star]
+        star = any(a.star == "*" for a in call.args)
         rewrite = translate_call(CallIn(name, args, self.backend, star))
         for rule, reason in rewrite.todos:
             self._note(rule, reason)
@@ -627,9 +702,19 @@ class CellTransformer(cst.CSTTransformer):
             kept = expr(name)
             self._untranslated.add(kept)
             return call.with_changes(func=kept)
-        if star:
+        if star:  # positions unknown: the arguments stay as written
             return call.with_changes(func=expr(rewrite.func))
-        return cst.Call(func=expr(rewrite.func), args=call_args(rewrite.args))
+        out = call_args(rewrite.args)
+        # ``**dd``: torch keywords at run time, renamed and filtered by an adapter
+        for a in call.args:
+            if a.star == "**":
+                mapping = apis.lookup(apis.canonical(name), self.backend)
+                out.append(cst.Arg(adapters.keywords_call(
+                    a.value, mapping.renames, apis.ms_keywords(rewrite.func if "." not in
+                                                               rewrite.func else
+                                                               mapping.api or ""),
+                    mapping.dropped), star="**"))
+        return cst.Call(func=expr(rewrite.func), args=out)
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
         method = func.attr.value
