@@ -21,8 +21,20 @@ ADAPTED = {
 }
 
 KEYWORDS = "torch_kwargs"
+LAYER = "torch_layer"
 
 SOURCES = {
+    LAYER: '''
+def torch_layer(cls, renames, accepted, dropped):
+    """A MindSpore layer class that takes torch's keywords (``act_layer(inplace=True)``
+    where ``act_layer`` is ``nn.ReLU``): they are renamed or left out, see torch_kwargs."""
+    class Layer(cls):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **torch_kwargs(kwargs, renames, accepted, dropped))
+
+    Layer.__name__ = Layer.__qualname__ = cls.__name__
+    return Layer
+''',
     KEYWORDS: '''
 def torch_kwargs(kwargs, renames, accepted=None, dropped=()):
     """torch keyword arguments passed on with ``**``: spelled as the MindSpore API spells
@@ -147,8 +159,18 @@ _PLACEMENT = frozenset({"device", "pin_memory", "layout", "memory_format", "requ
                         "non_blocking", "inplace"})
 
 
+def layer_call(cls: cst.BaseExpression, renames: dict[str, str], accepted: frozenset[str],
+               dropped: frozenset[str]) -> cst.BaseExpression:
+    """``torch_layer(nn.ReLU, {...}, [...], (...))``: a layer class used as a value."""
+    call = keywords_call(cls, renames, accepted, dropped)
+    assert isinstance(call, cst.Call)
+    return call.with_changes(func=cst.Name(LAYER))
+
+
 def used(module: cst.Module) -> list[cst.BaseStatement]:
     """The adapter classes a generated module refers to, as statements."""
     names = {n.value for n in m.findall(module, m.Name()) if isinstance(n, cst.Name)}
+    if LAYER in names:
+        names.add(KEYWORDS)
     return [stmt for name, source in SOURCES.items() if name in names
             for stmt in cst.parse_module(source.lstrip("\n")).body]

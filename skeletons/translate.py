@@ -52,7 +52,8 @@ _BUILTINS = frozenset(dir(builtins))
 _KEPT = frozenset({"numpy", "mindspore", "__future__"})
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
-SmallResult = cst.BaseSmallStatement | cst.RemovalSentinel
+SmallResult = (cst.BaseSmallStatement | cst.RemovalSentinel
+               | cst.FlattenSentinel[cst.BaseSmallStatement])
 
 
 class CellTransformer(cst.CSTTransformer):
@@ -77,6 +78,7 @@ class CellTransformer(cst.CSTTransformer):
         self._call_funcs: set[cst.CSTNode] = set()
         self._names_not_values: set[cst.CSTNode] = set()
         self._untranslated: set[cst.CSTNode] = set()  # torch names kept as they are
+        self._type_tests: set[cst.CSTNode] = set()  # classes in isinstance() and bases
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
@@ -200,14 +202,22 @@ class CellTransformer(cst.CSTTransformer):
             package = package.rpartition(".")[0]
         return ".".join(p for p in (package, module) if p)
 
-    def _missing_module(self, node: cst.ImportFrom) -> bool:
-        """A repository module the scanned tree does not hold (``from timm.data import X``
-        when only ``timm/models`` was given): its names get the stand-in."""
+    def _missing_names(self, node: cst.ImportFrom) -> list[cst.ImportAlias]:
+        """Names imported from a repository module the scanned tree does not hold
+        (``from timm.data import X`` when only ``timm/models`` was given, ``from timm import
+        __version__`` with no ``timm/__init__.py``): they get the stand-in. Submodules of
+        a package that is there are kept."""
         name = self._absolute(node)
-        if not name or name.split(".")[0] not in self._repo_tops or name in self.model.modules:
-            return False
-        prefix = name + "."
-        return not any(other.startswith(prefix) for other in self.model.modules)
+        if not name or name.split(".")[0] not in self._repo_tops or \
+                name in self.model.modules or isinstance(node.names, cst.ImportStar):
+            return []
+
+        def present(module: str) -> bool:
+            return module in self.model.modules or any(
+                other.startswith(module + ".") for other in self.model.modules)
+
+        return [a for a in node.names if isinstance(a.name, cst.Name)
+                and not present(f"{name}.{a.name.value}")]
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> SmallResult:
         side = [a for a in updated_node.names if self._side_library(dotted(a.name))]
@@ -226,10 +236,19 @@ class CellTransformer(cst.CSTTransformer):
         if not updated_node.relative and self._side_library(module):
             return self._stand_in([] if isinstance(updated_node.names, cst.ImportStar) else [
                 a.asname.name if a.asname else a.name for a in updated_node.names])
-        if self._missing_module(updated_node):  # not in the scanned tree
+        missing = self._missing_names(updated_node)
+        if missing:  # not in the scanned tree
             self.dropped.setdefault(self._absolute(updated_node), None)
-            return self._stand_in([] if isinstance(updated_node.names, cst.ImportStar) else [
-                a.asname.name if a.asname else a.name for a in updated_node.names])
+            assert not isinstance(updated_node.names, cst.ImportStar)
+            kept = [a for a in updated_node.names if a not in missing]
+            stand_in = self._stand_in([a.asname.name if a.asname else a.name
+                                       for a in missing])
+            if not kept:
+                return stand_in
+            if not isinstance(stand_in, cst.BaseSmallStatement):
+                return updated_node.with_changes(names=kept)
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return cst.FlattenSentinel([updated_node.with_changes(names=kept), stand_in])
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         keep = []
@@ -370,6 +389,9 @@ class CellTransformer(cst.CSTTransformer):
     # ----- classes and methods --------------------------------------------------------
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._type_tests |= {n for b in node.bases for n in m.findall(b, m.Attribute()
+                                                                      | m.Name())
+                             if isinstance(n, (cst.Attribute, cst.Name))}
         qualname = f"{self.file.module}.{node.name.value}"
         self._classes.append(qualname in self.model.module_classes)
         self._class_names.append(qualname)
@@ -464,6 +486,10 @@ class CellTransformer(cst.CSTTransformer):
 
     def visit_Call(self, node: cst.Call) -> bool:
         self._call_funcs.add(node.func)
+        if m.matches(node.func, m.Name("isinstance") | m.Name("issubclass")) and \
+                len(node.args) == 2:  # classes compared, not built: no adapter
+            self._type_tests |= {n for n in m.findall(node.args[1], m.Attribute() | m.Name())
+                                 if isinstance(n, (cst.Attribute, cst.Name))}
         if m.matches(node.func, m.Name("hasattr")) and node.args and \
                 "hasattr" not in self.file.bindings and is_torch(self.qualify(node.args[0].value)):
             self._replace[node] = cst.Name("True")  # a torch feature test: modern torch has it
@@ -551,7 +577,14 @@ class CellTransformer(cst.CSTTransformer):
             self._replace[node] = expr(adapters.ADAPTED[apis.canonical(name)])
             return False
         mapping = apis.lookup(apis.canonical(name), self.backend)
-        if mapping.api is not None:
+        accepted = apis.ms_keywords(mapping.api) if mapping.api and mapping.api.startswith(
+            "mindspore.nn.") and node not in self._type_tests else None
+        if mapping.api is not None and accepted is not None and isinstance(
+                apis.ms_object(mapping.api), type):  # a layer built later, torch's keywords
+            self._replace[node] = adapters.layer_call(
+                expr(apis.short_name(mapping.api)), mapping.renames, accepted,
+                mapping.dropped)
+        elif mapping.api is not None:
             self._replace[node] = expr(apis.short_name(mapping.api))
         else:
             kept = expr(name)
@@ -713,7 +746,7 @@ class CellTransformer(cst.CSTTransformer):
                     a.value, mapping.renames, apis.ms_keywords(rewrite.func if "." not in
                                                                rewrite.func else
                                                                mapping.api or ""),
-                    mapping.dropped), star="**"))
+                    mapping.dropped | {k for k, _ in rewrite.args if k}), star="**"))
         return cst.Call(func=expr(rewrite.func), args=out)
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
