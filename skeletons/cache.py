@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,15 @@ def _mindspore_version() -> str:
         return "none"
 
 
+def _runner_fingerprint() -> str:
+    """A hash of the code that runs Cells (the child process and what it imports)."""
+    digest = hashlib.sha256()
+    folder = resources.files("msready.skeletons")
+    for name in ("child.py", "weights.py", "values.py", "runner.py"):
+        digest.update(folder.joinpath(name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 class CellCache:
     """Outcomes of Cell runs on disk, one small JSON file per key."""
 
@@ -28,7 +37,8 @@ class CellCache:
                  enabled: bool = True) -> None:
         self.enabled = enabled
         self.folder = (folder or default_cache_dir()) / "cells"
-        digest = hashlib.sha256(f"{code_fingerprint()}|{_mindspore_version()}".encode())
+        digest = hashlib.sha256(
+            f"{code_fingerprint()}|{_runner_fingerprint()}|{_mindspore_version()}".encode())
         for path in sorted(tree):  # the generated files, by their path in the output
             digest.update(f"\0{path}\0{tree[path]}".encode())
         self.tree = digest.hexdigest()

@@ -37,6 +37,21 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300]
 
 
+def generated_line(exc: BaseException, root: str) -> str:
+    """`` (at path/file.py:12)``: the last line of generated code the error passed through."""
+    if not root:
+        return ""
+    base = Path(root).resolve()
+    where = ""
+    frame = exc.__traceback__
+    while frame is not None:
+        path = Path(frame.tb_frame.f_code.co_filename)
+        if path.is_absolute() and base in path.parents:
+            where = f" (at {path.relative_to(base.parent).as_posix()}:{frame.tb_lineno})"
+        frame = frame.tb_next
+    return where
+
+
 # Sizes tried, in order, for image / signal dimensions when the first guess does not fit
 # the network (a Linear after the convolutions fixes the size: 28 for MNIST, 224, ...).
 SPATIAL_SIZES = {1: (32, 64, 128, 256, 28, 16), 2: (16, 28, 32, 64, 224, 8), 3: (4, 8, 16, 32)}
@@ -129,7 +144,7 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
                                   for _, c in cell.cells_and_names()} - {
                                       f"{job['module']}.{job['name']}"})
     except Exception as exc:  # the generated code's failure is the result
-        res["error"] = f"building the Cell: {first_line(exc)}"
+        res["error"] = f"building the Cell: {first_line(exc)}{generated_line(exc, root)}"
         return res
     candidates = input_candidates(job["inputs"])
     for other in job.get("alternatives") or ():

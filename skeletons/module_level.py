@@ -15,6 +15,8 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
+from msready.skeletons import adapters
+
 # Names the header of every generated file binds: calls through them are MindSpore's.
 MINDSPORE_NAMES = frozenset({"mindspore", "Parameter", "Tensor", "mint", "nn", "ops"})
 # Builtins that reach outside the process or run arbitrary code.
@@ -92,7 +94,7 @@ class Purity:
         head = root.value
         if head in self.functions:
             return self.definition(head)
-        if head in local or head in MINDSPORE_NAMES:
+        if head in local or head in MINDSPORE_NAMES or head in adapters.SOURCES:
             return True
         name = self.qualify(func)
         if name is None:  # not imported: a builtin, or a name a star import may bind

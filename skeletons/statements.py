@@ -10,6 +10,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.repo import TORCH_ROOTS
+from msready.skeletons.adapters import STAND_IN
 from msready.skeletons.arguments import argparse_defaults
 from msready.skeletons.layers import expr
 from msready.skeletons.values import constants
@@ -167,7 +168,7 @@ def _root(node: cst.BaseExpression) -> cst.BaseExpression:
 
 def placeholder(stmt: cst.BaseStatement, imported: set[str]) -> cst.BaseStatement | None:
     """A module-level assignment the Cell file cannot keep (torch or script code), as
-    ``NAME = None`` with a TODO when another repository file imports ``NAME``, so that
+    ``NAME = Unavailable`` with a TODO when another repository file imports ``NAME``, so that
     import still works; None (dropped) otherwise."""
     if not isinstance(stmt, cst.SimpleStatementLine):
         return None
@@ -179,10 +180,13 @@ def placeholder(stmt: cst.BaseStatement, imported: set[str]) -> cst.BaseStatemen
     if not wanted:
         return None
     # A torch version gate (``TORCH_VERSION >= (1, 8)``) takes a modern torch's branch.
-    value = "(2, 0)" if all("VERSION" in n.upper() for n in wanted) else "None"
+    # Anything else gets the side-library stand-in: it imports as a decorator, a base,
+    # a registry or a callable (``disable_compiler = getattr(torch.compiler, ...)``).
+    value = "(2, 0)" if all("VERSION" in n.upper() for n in wanted) else STAND_IN
     line = cst.parse_statement(" = ".join([*wanted, value]) + "\n")
     return line.with_changes(leading_lines=[todo_line(
-        "MS100", f"`{code(stmt.with_changes(leading_lines=[])).strip()[:120]}` is computed with torch or script code; "
+        "MS100", f"`{code(stmt.with_changes(leading_lines=[])).strip()[:120]}` is computed "
+                 "with torch or script code; "
                  f"other files import it: {value} stands in, give it its MindSpore value")])
 
 
