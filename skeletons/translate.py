@@ -279,7 +279,7 @@ class CellTransformer(cst.CSTTransformer):
                         if isinstance(t, cst.AssignTarget) and isinstance(t.target, cst.Name)}
             if new is not None:
                 body.append(new)
-        head: list[cst.BaseStatement] = adapters.used(updated_node)
+        head: list[cst.BaseStatement] = adapters.used(updated_node.with_changes(body=body))
         if any(m.findall(updated_node, m.Name("EinopsLayer"))):
             head += list(cst.parse_module(einops.LAYER_SOURCE.lstrip("\n")).body)
         for source in self.einops_functions:
