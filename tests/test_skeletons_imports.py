@@ -1,0 +1,204 @@
+"""What a Cell file keeps from its module so that it imports and runs: registries and
+helpers safe to run at import, torch feature tests, side-library names as a stand-in,
+``**kwargs`` in torch's spelling, torch layers passed as values, activation checkpointing.
+One small repository is generated and run on MindSpore; each test reads one mechanism."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from msready.analyzer.result import SkeletonResult
+from msready.analyzer.scan import ScanOptions, scan
+from msready.skeletons import apis, module_level
+from msready.skeletons.generate import build_skeletons
+
+REGISTRY = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils.checkpoint
+from itertools import repeat
+
+_has_silu = 'silu' in dir(torch.nn.functional)
+_HAS_FUSED = hasattr(F, 'scaled_dot_product_attention')
+
+
+def _ntuple(n):
+    def parse(x):
+        return tuple(x) if isinstance(x, (list, tuple)) else tuple(repeat(x, n))
+    return parse
+
+
+to_2tuple = _ntuple(2)
+
+
+def swish(x):
+    return x * torch.sigmoid(x)
+
+
+_ACTS = dict(silu=F.silu if _has_silu else swish, relu=F.relu,
+             odd=torch.nn.functional.rrelu_with_noise)
+for table in (_ACTS,):
+    table.setdefault('swish', table.get('silu'))
+
+WORDS = open('vocab.txt').read().split()
+
+
+class ConvAct(nn.Module):
+    def __init__(self, dim, act='swish'):
+        super().__init__()
+        self.conv = nn.Conv2d(dim, dim, to_2tuple(3), padding=1)
+        self.act = _ACTS[act]
+
+    def forward(self, x):
+        return torch.utils.checkpoint.checkpoint(self.conv, x, use_reentrant=False) + \\
+            self.act(x)
+'''
+
+SIDE = '''\
+import torch.nn as nn
+from fvcore.common.registry import Registry
+from loguru import logger
+from mypkg.data import MEAN
+
+HEADS = Registry("HEADS")
+
+
+@HEADS.register()
+class Head(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, 2)
+        logger.info("built")
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+KEYWORDS = '''\
+import torch
+import torch.nn as nn
+
+
+class Proj(nn.Module):
+    def __init__(self, dim=8, bias=True, act_layer=nn.ReLU, device=None, dtype=None):
+        super().__init__()
+        dd = {'device': device, 'dtype': dtype}
+        self.fc = nn.Linear(dim, dim, bias=bias, **dd)
+        self.act = act_layer(inplace=True)
+        self.scale = nn.Parameter(torch.ones(1, dim, **dd))
+
+    def forward(self, x):
+        if isinstance(self.act, nn.ReLU):
+            x = x + 0
+        return self.act(self.fc(x)) * self.scale
+'''
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory
+          ) -> tuple[Path, dict[str, SkeletonResult]]:
+    root = tmp_path_factory.mktemp("imports")
+    repo = root / "mypkg"
+    (repo / "models").mkdir(parents=True)
+    (repo / "__init__.py").write_text("")
+    (repo / "models" / "__init__.py").write_text("")
+    (repo / "models" / "registry.py").write_text(REGISTRY)
+    (repo / "models" / "side.py").write_text(SIDE)
+    (repo / "models" / "keywords.py").write_text(KEYWORDS)
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    out = root / "out" / "skeletons"
+    found = build_skeletons(result, out, run=True, compare_torch=False, cache=False)
+    return out, {s.torch_class.rsplit(".", 1)[1]: s for s in found}
+
+
+def lines(out: Path, name: str) -> list[str]:
+    return [ln.strip() for ln in (out / "models" / name).read_text().splitlines()]
+
+
+def test_registries_and_helpers_safe_at_import_are_kept(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, results = built
+    code = lines(out, "registry.py")
+    assert "to_2tuple = _ntuple(2)" in code  # the file's own pure helper, called
+    assert "_ACTS = dict(silu=ops.silu if _has_silu else swish, relu=ops.relu," in code
+    assert "odd=None)" in code  # no MindSpore form: this entry only becomes None
+    assert "table.setdefault('swish', table.get('silu'))" in code  # a loop over a registry
+    assert results["ConvAct"].pynative == "pass" and results["ConvAct"].graph == "pass"
+
+
+def test_torch_feature_tests_take_a_modern_torch_branch(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    code = lines(built[0], "registry.py")
+    assert "_has_silu = True" in code
+    assert "_HAS_FUSED = True" in code
+
+
+def test_script_work_at_import_is_left_out(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    assert not any(ln.startswith("WORDS") for ln in lines(built[0], "registry.py"))
+
+
+def test_activation_checkpointing_becomes_the_wrapped_call(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    code = lines(built[0], "registry.py")
+    assert "return self.conv(x) + \\" in code
+    assert any("activation checkpointing" in ln and ln.startswith("# TODO(msready MS100)")
+               for ln in code)
+
+
+def test_side_library_and_missing_repository_names_get_a_stand_in(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, results = built
+    code = lines(out, "side.py")
+    assert "Registry = Unavailable" in code
+    assert "logger = Unavailable" in code
+    assert "MEAN = Unavailable" in code  # mypkg/data is not in the scanned tree
+    assert "HEADS = Registry(\"HEADS\")" in code  # kept: the stand-in is safe to call
+    assert results["Head"].pynative == "pass" and results["Head"].graph == "pass"
+
+
+def test_torch_keywords_reach_mindspore_in_its_spelling(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, results = built
+    code = "\n".join(lines(out, "keywords.py"))
+    assert "nn.Dense(dim, dim, has_bias=bias, **torch_kwargs(dd, {" in code
+    assert "act_layer=torch_layer(nn.ReLU, {}, ['self']," in code
+    assert "isinstance(self.act, nn.ReLU)" in code  # a type test keeps the class itself
+    assert results["Proj"].pynative == "pass" and results["Proj"].graph == "pass"
+
+
+def test_a_namespace_family_member_maps_only_to_a_member_mindspore_has() -> None:
+    assert apis.lookup("torch.nn.functional.silu", "cpu").api == "mindspore.ops.silu"
+    assert apis.lookup("torch.nn.functional.rrelu_with_noise", "cpu").api is None
+
+
+@pytest.mark.parametrize(("source", "kept"), [
+    ("X = dict(a=1)\n", True),
+    ("for k in X:\n    X[k] += 1\n", True),
+    ("if DEBUG:\n    X = 1\nelse:\n    X = 2\n", True),
+    ("if __name__ == '__main__':\n    X = 1\n", False),
+    ("with open('f') as f:\n    X = f.read()\n", False),
+])
+def test_only_assignments_and_loops_of_them_are_candidates(source: str, kept: bool) -> None:
+    assert module_level.simple(cst.parse_module(source).body[0]) is kept
+
+
+def test_a_function_is_safe_at_import_when_its_calls_are() -> None:
+    module = cst.parse_module(
+        "import os\n"
+        "def pure(n):\n    return tuple(range(n))\n"
+        "def reads():\n    return open('x').read()\n"
+        "def env():\n    return os.environ.get('X')\n"
+        "def deletes():\n    os.remove('x')\n")
+
+    def qualify(node: cst.BaseExpression) -> str | None:
+        name = cst.Module([]).code_for_node(node)
+        return name if name.startswith("os.") else None
+
+    purity = module_level.Purity(module, qualify, set(), lambda name: False)
+    assert [purity.definition(n) for n in ("pure", "reads", "env", "deletes")] == [
+        True, False, True, False]
