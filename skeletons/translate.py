@@ -552,6 +552,13 @@ class CellTransformer(cst.CSTTransformer):
             self._tuples[-1].add(node.targets[0].target.value)
         return True
 
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        """``ConvTranspose2d = torch.nn.ConvTranspose2d`` binds a name: the target stays."""
+        self._names_not_values |= {n for n in m.findall(node.target, m.Name())
+                                   if isinstance(n, cst.Name)} if not m.matches(
+            node.target, m.Attribute() | m.Subscript()) else set()
+        return True
+
     def visit_Import(self, node: cst.Import) -> bool:
         return False
 
