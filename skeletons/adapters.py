@@ -10,6 +10,8 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from msready.skeletons.layers import PLACEMENT
+
 # torch name -> the adapter's class name; the sources are below, one class each.
 # Stands in for names imported from a side library the Cell does not import.
 STAND_IN = "Unavailable"
@@ -148,15 +150,10 @@ def keywords_call(value: cst.BaseExpression, renames: dict[str, str],
     """``torch_kwargs(dd, {...}, {...}, (...))``: the adapter call for ``**dd``."""
     text = (f"{KEYWORDS}(x, {dict(sorted(renames.items()))!r}, "
             f"{sorted(accepted) if accepted is not None else None!r}, "
-            f"{tuple(sorted(dropped | _PLACEMENT))!r})")
+            f"{tuple(sorted(dropped | PLACEMENT))!r})")
     call = cst.parse_expression(text)
     assert isinstance(call, cst.Call)
     return call.with_changes(args=[call.args[0].with_changes(value=value), *call.args[1:]])
-
-
-# Where a tensor lives, not what it holds: MindSpore places tensors by context.
-_PLACEMENT = frozenset({"device", "pin_memory", "layout", "memory_format", "requires_grad",
-                        "non_blocking", "inplace"})
 
 
 def layer_call(cls: cst.BaseExpression, renames: dict[str, str], accepted: frozenset[str],

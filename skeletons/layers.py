@@ -118,14 +118,14 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
         return Rewrite(None, todos=[("MS100", f"{call.torch}: {reason}")])
     args = call.bound(apis.torch_order(call.torch))
     todos = [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
-             for k, _ in args if k in mapping.dropped and k not in _PLACEMENT]
+             for k, _ in args if k in mapping.dropped and k not in PLACEMENT]
     # In-place variants are a torch memory optimisation; MindSpore's are Ascend kernels.
     args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
     known = apis.ms_keywords(mapping.api)
     if known is not None:  # what the table missed, measured on the installed MindSpore
         args = [((apis.synonym(k, known) or k) if k else k, v) for k, v in args]
         todos += [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
-                  for k, _ in args if k and k not in known and k not in _PLACEMENT]
+                  for k, _ in args if k and k not in known and k not in PLACEMENT]
         args = [(k, v) for k, v in args if k is None or k in known]
     ms_order = apis.ms_order(mapping.api)
     out: ArgList = []
@@ -143,7 +143,7 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 
 
 # Where a tensor lives, not what it holds: MindSpore places tensors by context.
-_PLACEMENT = frozenset({"device", "pin_memory", "layout", "memory_format", "requires_grad",
+PLACEMENT = frozenset({"device", "pin_memory", "layout", "memory_format", "requires_grad",
                         "non_blocking", "inplace"})
 
 

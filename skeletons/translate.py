@@ -170,11 +170,10 @@ class CellTransformer(cst.CSTTransformer):
         """True for an absolute import of a package that is neither torch, the standard
         library, numpy / MindSpore nor the repository itself: the Cell drops it."""
         top = (module or "").split(".")[0]
-        if not top or is_torch(top) or top in sys.stdlib_module_names or top in _KEPT:
-            return False
-        if top not in self._repo_tops:
-            if top != "einops":  # its patterns are translated where they are used
-                self.dropped.setdefault(top, None)
+        if top == "einops":  # its patterns are translated where they are used
+            return True
+        if self._is_side(top):
+            self.dropped.setdefault(top, None)
             return True
         return False
 
@@ -269,7 +268,8 @@ class CellTransformer(cst.CSTTransformer):
             new: cst.BaseStatement | None = stmt
             if arguments.parse_args_names([stmt]):
                 new = settings(names, self.parsed.module, stmt)
-            elif not keep_top(stmt) or self._reads_dropped(stmt):
+            elif not keep_top(stmt) or (isinstance(stmt, cst.SimpleStatementLine)
+                                        and self._reads_dropped(stmt)):
                 kept = self._standard_constant(stmt)
                 new = kept or placeholder(stmt, self._imported)
                 if kept is None:  # later values built from these are dropped too
@@ -331,11 +331,10 @@ class CellTransformer(cst.CSTTransformer):
         return False
 
     def _reads_dropped(self, stmt: cst.BaseStatement) -> bool:
-        """A module-level line using a name the file dropped (``_C.VERSION = 2`` after
-        ``_C = CN()`` went): it goes too."""
-        return isinstance(stmt, cst.SimpleStatementLine) and any(
-            n.value in self._dropped_names for n in m.findall(stmt, m.Name())
-            if isinstance(n, cst.Name))
+        """A statement using a name the file dropped (``_C.VERSION = 2`` after ``_C = CN()``
+        went) or torch bound by a star import: it goes too."""
+        return any(n.value in self._dropped_names or is_torch(n.value)
+                   for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name))
 
     def _standard_constant(self, stmt: cst.BaseStatement) -> cst.BaseStatement | None:
         """A module-level statement safe to run when the Cell file is imported (see
@@ -343,10 +342,9 @@ class CellTransformer(cst.CSTTransformer):
         registry set to None; None when the statement is not kept."""
         if not module_level.simple(stmt):
             return None
-        stmt = self._registry_holes(stmt)
-        if self._keeps_torch(stmt) or any(  # torch bound by a star import
-                is_torch(n.value) or n.value in self._dropped_names
-                for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)):
+        if self._keeps_torch(stmt):
+            stmt = self._registry_holes(stmt)
+        if self._keeps_torch(stmt) or self._reads_dropped(stmt):
             return None
         if not self._purity.calls(stmt, self._kept_names | module_level.bound_names(stmt)):
             return None
@@ -554,9 +552,9 @@ class CellTransformer(cst.CSTTransformer):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         """``ConvTranspose2d = torch.nn.ConvTranspose2d`` binds a name: the target stays."""
-        self._names_not_values |= {n for n in m.findall(node.target, m.Name())
-                                   if isinstance(n, cst.Name)} if not m.matches(
-            node.target, m.Attribute() | m.Subscript()) else set()
+        if not isinstance(node.target, (cst.Attribute, cst.Subscript)):
+            self._names_not_values |= {n for n in m.findall(node.target, m.Name())
+                                       if isinstance(n, cst.Name)}
         return True
 
     def visit_Import(self, node: cst.Import) -> bool:
@@ -745,15 +743,15 @@ class CellTransformer(cst.CSTTransformer):
         if star:  # positions unknown: the arguments stay as written
             return call.with_changes(func=expr(rewrite.func))
         out = call_args(rewrite.args)
-        # ``**dd``: torch keywords at run time, renamed and filtered by an adapter
-        for a in call.args:
-            if a.star == "**":
-                mapping = apis.lookup(apis.canonical(name), self.backend)
-                out.append(cst.Arg(adapters.keywords_call(
-                    a.value, mapping.renames, apis.ms_keywords(rewrite.func if "." not in
-                                                               rewrite.func else
-                                                               mapping.api or ""),
-                    mapping.dropped | {k for k, _ in rewrite.args if k}), star="**"))
+        spread = [a for a in call.args if a.star == "**"]
+        if spread:  # ``**dd``: torch keywords at run time, renamed and filtered by an adapter
+            mapping = apis.lookup(apis.canonical(name), self.backend)
+            # the MindSpore API called; an adapter class of the file (no dot) takes anything
+            callee = (mapping.api or "") if "." in rewrite.func else rewrite.func
+            written = mapping.dropped | {k for k, _ in rewrite.args if k}
+            out += [cst.Arg(adapters.keywords_call(a.value, mapping.renames,
+                                                   apis.ms_keywords(callee), written),
+                            star="**") for a in spread]
         return cst.Call(func=expr(rewrite.func), args=out)
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
