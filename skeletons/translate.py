@@ -488,22 +488,39 @@ class CellTransformer(cst.CSTTransformer):
                 len(node.args) == 2:  # classes compared, not built: no adapter
             self._type_tests |= {n for n in m.findall(node.args[1], m.Attribute() | m.Name())
                                  if isinstance(n, (cst.Attribute, cst.Name))}
-        if m.matches(node.func, m.Name("hasattr")) and node.args and \
-                "hasattr" not in self.file.bindings and is_torch(self.qualify(node.args[0].value)):
-            self._replace[node] = cst.Name("True")  # a torch feature test: modern torch has it
-            return False
+        if m.matches(node.func, m.Name("hasattr")) and len(node.args) == 2 and \
+                "hasattr" not in self.file.bindings:
+            answer = self._feature_test(node.args[0].value, node.args[1].value)
+            if answer is not None:
+                self._replace[node] = answer
+                return False
         return True
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
-        """``"silu" in dir(torch.nn.functional)``: a feature test, true of a modern torch."""
+        """``"silu" in dir(torch.nn.functional)``: a feature test, see ``_feature_test``."""
         if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.In) \
                 and m.matches(node.comparisons[0].comparator, m.Call(func=m.Name("dir"))):
             call = node.comparisons[0].comparator
             assert isinstance(call, cst.Call)
-            if call.args and is_torch(self.qualify(call.args[0].value)):
-                self._replace[node] = cst.Name("True")
+            answer = self._feature_test(call.args[0].value, node.left) if call.args else None
+            if answer is not None:
+                self._replace[node] = answer
                 return False
         return True
+
+    def _feature_test(self, owner: cst.BaseExpression, attr: cst.BaseExpression
+                      ) -> cst.Name | None:
+        """``hasattr(F, "silu")`` on a torch namespace asks whether the translated code has
+        the feature: True when the API table gives ``F.silu`` a MindSpore form, False when
+        it does not (the code then takes its fallback branch, which the Cell can run)."""
+        name = self.qualify(owner)
+        if not is_torch(name):
+            return None
+        if not isinstance(attr, cst.SimpleString) or not isinstance(
+                attr.evaluated_value, str):
+            return cst.Name("True")  # a feature named at run time: a modern torch has it
+        mapping = apis.lookup(apis.canonical(f"{name}.{attr.evaluated_value}"), self.backend)
+        return cst.Name("True" if mapping.api is not None else "False")
 
     def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison
                          ) -> cst.BaseExpression:
