@@ -102,6 +102,22 @@ class RepositoryModel:
             self._resolve_cache[key] = self._resolve(name, from_module, 0)
         return self._resolve_cache[key]
 
+    def qualify(self, name: str, module: str, depth: int = 0) -> str | None:
+        """The qualified target of a dotted name as written in ``module``: through the
+        file's imports, or a star import's; None for a name the file does not import."""
+        file = self.modules.get(module)
+        if file is None:
+            return None
+        head, _, rest = name.partition(".")
+        bound = file.bindings.get(head)
+        if bound is None:  # bound by a star import, if any binds it
+            stars = [t for k, t in file.bindings.items() if k.startswith("*") and t != module]
+            found = (self.qualify(name, star, depth + 1) for star in stars if depth < 8)
+            return next((q for q in found if q is not None), None)
+        full = f"{bound}.{rest}" if rest else bound
+        resolved = self.resolve(full, module)
+        return resolved.name if resolved is not None else full
+
     def _resolve(self, name: str, from_module: str, depth: int) -> Resolved | None:
         if depth > 20 or not name:
             return None
@@ -133,6 +149,12 @@ class RepositoryModel:
                     if found is not None:
                         return found
             return None
+        source = self.modules.get(from_module)
+        if depth == 0 and source is not None and parts[0] not in source.bindings and any(
+                k.startswith("*") for k in source.bindings):  # a name a star import binds
+            found = self._resolve(f"{from_module}.{name}", from_module, depth + 1)
+            if found is not None:
+                return found
         return Resolved("external", name)
 
     # ----- classes ----------------------------------------------------------------------

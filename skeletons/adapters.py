@@ -17,6 +17,9 @@ from msready.skeletons.layers import PLACEMENT
 STAND_IN = "Unavailable"
 
 ADAPTED = {
+    "torch.nn.BatchNorm1d": "TorchBatchNorm1d",
+    "torch.nn.BatchNorm2d": "TorchBatchNorm2d",
+    "torch.nn.BatchNorm3d": "TorchBatchNorm3d",
     "torch.nn.LayerNorm": "TorchLayerNorm",
     "torch.nn.Linear": "TorchLinear",
     "torch.nn.ModuleDict": "TorchModuleDict",
@@ -24,6 +27,44 @@ ADAPTED = {
 
 KEYWORDS = "torch_kwargs"
 LAYER = "torch_layer"
+
+# One source for the three BatchNorm adapters; ``{d}`` is the dimension.
+_BATCH_NORM = '''
+class TorchBatchNorm{d}d(nn.BatchNorm{d}d):
+    """torch.nn.BatchNorm{d}d's signature and attribute names on MindSpore's BatchNorm{d}d:
+    torch's ``momentum`` weighs the new batch (MindSpore's weighs the running value),
+    ``weight``/``bias``/``running_mean``/``running_var`` are ``gamma``/``beta``/
+    ``moving_mean``/``moving_variance``; a subclass that re-implements torch's forward
+    finds ``track_running_stats`` and ``num_batches_tracked``."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__(num_features, eps=eps,
+                         momentum=1.0 - (0.1 if momentum is None else momentum),
+                         affine=affine,
+                         use_batch_statistics=None if track_running_stats else True)
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        self.num_batches_tracked = Tensor(0, mindspore.int64) if track_running_stats \\
+            else None
+
+    @property
+    def weight(self):
+        return self.gamma
+
+    @property
+    def bias(self):
+        return self.beta
+
+    @property
+    def running_mean(self):
+        return self.moving_mean if self.track_running_stats else None
+
+    @property
+    def running_var(self):
+        return self.moving_variance if self.track_running_stats else None
+'''
 
 SOURCES = {
     LAYER: '''
@@ -97,6 +138,7 @@ class TorchLayerNorm(nn.LayerNorm):
     def bias(self):
         return self.beta
 ''',
+    **{f"TorchBatchNorm{d}d": _BATCH_NORM.replace("{d}", str(d)) for d in (1, 2, 3)},
     "TorchLinear": '''
 class TorchLinear(nn.Dense):
     """torch.nn.Linear's signature (``bias``) on MindSpore's Dense."""

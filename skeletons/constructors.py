@@ -87,15 +87,7 @@ class ConstructorFinder:
     def qualify(self, node: cst.BaseExpression, file: FileResult) -> str | None:
         """A name chain's fully qualified target, resolved through the repository."""
         name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        bound = file.bindings.get(head)
-        if bound is None:
-            return None
-        full = f"{bound}.{rest}" if rest else bound
-        resolved = self.model.resolve(full, file.module)
-        return resolved.name if resolved is not None else full
+        return self.model.qualify(name, file.module) if name is not None else None
 
     # ----- constructor arguments --------------------------------------------------------
 

@@ -377,6 +377,8 @@ def translate_call(call: CallIn) -> Rewrite:
     # table's renames as they are.
     if special is not None and (name in ANY_TARGET or
                                 not (mapping.api or "").startswith("mindspore.mint.")):
+        # where a layer or tensor lives is MindSpore's context, not an argument
+        call.args = [(k, v) for k, v in call.args if k not in PLACEMENT]
         return special(call, mapping)
     return generic(call, mapping)
 

@@ -29,6 +29,9 @@ from msready.skeletons.values import (
     self_constants,
 )
 
+# ``super().__init__(...)``: in a subclass of a torch layer, that layer's construction.
+_SUPER_INIT = m.Attribute(value=m.Call(func=m.Name("super")), attr=m.Name("__init__"))
+
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
 
 
@@ -64,9 +67,13 @@ class Planner(ConstructorFinder):
         node, file = found
         if isinstance(node.body, cst.IndentedBlock):
             env = self_constants(node.body.body, env, self.call_hook(file))
+        base = self.torch_base(cls)
         for call in m.findall(node.body, m.Call()):
             assert isinstance(call, cst.Call)
-            spec = self._layer_input(call, file, env, depth)
+            if base is not None and m.matches(call.func, _SUPER_INIT):
+                spec = self._torch_layer_input(base, call, env)  # builds the torch base
+            else:
+                spec = self._layer_input(call, file, env, depth)
             if spec is not None:
                 return spec
         return None
@@ -95,6 +102,11 @@ class Planner(ConstructorFinder):
         torch_name = apis.canonical(name)
         if torch_name in _CONTAINERS:
             return None  # the layers inside are calls of their own, found next
+        return self._torch_layer_input(torch_name, call, env)
+
+    def _torch_layer_input(self, torch_name: str, call: cst.Call,
+                           env: dict[str, object]) -> InputSpec | None:
+        """The input of the torch layer ``call`` builds with its evaluated arguments."""
         order = ORDERS.get(torch_name.rsplit(".", 1)[-1]) or apis.torch_order(torch_name) or ()
         values: dict[str, object] = {}
         for i, arg in enumerate(call.args):
@@ -195,7 +207,7 @@ class Planner(ConstructorFinder):
         module = file.module if file else cls.rsplit(".", 1)[0]
         path = file.path if file else ""
         plan = Plan(cls, fact.name, module, path, fact.span.line)
-        if self.model.find_method(cls, "forward") is None:
+        if self.model.find_method(cls, "forward") is None and self.torch_base(cls) is None:
             plan.reason = "no forward method: nothing to run"
             return plan
         resolved = self.constructor_arguments(cls)

@@ -56,6 +56,18 @@ SmallResult = (cst.BaseSmallStatement | cst.RemovalSentinel
                | cst.FlattenSentinel[cst.BaseSmallStatement])
 
 
+def _attribute_renames(torch_layer: str, backend: str) -> dict[str, str]:
+    """How a subclass of ``torch_layer`` reads its base's attributes on the MindSpore
+    layer: parameters by MindSpore's names (``weight`` -> ``gamma``), settings by the
+    constructor keyword they come from (``groups`` -> ``group``, ``in_features`` ->
+    ``in_channels``); a torch parameter (a Conv's ``bias``) is never a setting."""
+    mapping = apis.lookup(torch_layer, backend)
+    params = {t: ms for ms, t in CELL_RENAMES.get((mapping.api or "").rsplit(".", 1)[-1],
+                                                  {}).items()}
+    settings = {t: ms for t, ms in mapping.renames.items() if t not in ("weight", "bias")}
+    return {**settings, **params}
+
+
 class CellTransformer(cst.CSTTransformer):
     """Rewrites a parsed repository file into MindSpore code."""
 
@@ -79,6 +91,8 @@ class CellTransformer(cst.CSTTransformer):
         self._names_not_values: set[cst.CSTNode] = set()
         self._untranslated: set[cst.CSTNode] = set()  # torch names kept as they are
         self._type_tests: set[cst.CSTNode] = set()  # classes in isinstance() and bases
+        self._compared: set[cst.CSTNode] = set()  # classes in isinstance() only
+        self._layer_bases: list[str | None] = []  # per enclosing class: its torch layer base
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
@@ -92,6 +106,9 @@ class CellTransformer(cst.CSTTransformer):
         self._imported = {t[len(prefix):] for f in model.modules.values()
                           for t in f.bindings.values() if t.startswith(prefix)}
         self._repo_tops = {name.split(".")[0] for name in model.modules}
+        # star imports, and the names the file binds itself, which no star import hides
+        self._stars = any(k.startswith("*") for k in file.bindings)
+        self._local_names = module_level.bound_names(parsed.module) if self._stars else set()
         self._purity = module_level.Purity(parsed.module, self.qualify, {
             c.name for c in file.classes if c.qualname in model.module_classes},
             lambda name: self._is_side(name.split(".")[0]))
@@ -103,13 +120,10 @@ class CellTransformer(cst.CSTTransformer):
         name = dotted(node)
         if name is None:
             return None
-        head, _, rest = name.partition(".")
-        bound = self.file.bindings.get(head)
-        if bound is None:
-            return None
-        full = f"{bound}.{rest}" if rest else bound
-        resolved = self.model.resolve(full, self.file.module)
-        return resolved.name if resolved is not None else full
+        if self._stars and name.partition(".")[0] in self._local_names \
+                and name.partition(".")[0] not in self.file.bindings:
+            return None  # a name the file binds itself, which no star import hides
+        return self.model.qualify(name, self.file.module)
 
     def _note(self, rule: str, reason: str) -> None:
         self._todos[-1].append((rule, reason))
@@ -393,12 +407,28 @@ class CellTransformer(cst.CSTTransformer):
         qualname = f"{self.file.module}.{node.name.value}"
         self._classes.append(qualname in self.model.module_classes)
         self._class_names.append(qualname)
+        self._layer_bases.append(self._layer_base(node))
         self._names_not_values.add(node.name)
         return True
+
+    def _layer_base(self, node: cst.ClassDef) -> str | None:
+        """The torch layer a class subclasses (``class StdConv2d(nn.Conv2d)``), when its
+        MindSpore counterpart is a class that takes its own constructor arguments."""
+        for base in node.bases:
+            name = self.qualify(base.value)
+            if not is_torch(name) or name in _MODULE_BASES:
+                continue
+            assert name is not None
+            torch_name = apis.canonical(name)
+            api = apis.lookup(torch_name, self.backend).api
+            if torch_name not in adapters.ADAPTED and api and api.startswith("mindspore.nn."):
+                return torch_name
+        return None
 
     def leave_ClassDef(self, original_node: cst.ClassDef,
                        updated_node: cst.ClassDef) -> cst.ClassDef:
         self._class_names.pop()
+        self._layer_bases.pop()
         if self._classes.pop():
             self.cells.append(updated_node.name.value)
         # A base left as a torch name would stop the whole file from importing; so would a
@@ -486,8 +516,9 @@ class CellTransformer(cst.CSTTransformer):
         self._call_funcs.add(node.func)
         if m.matches(node.func, m.Name("isinstance") | m.Name("issubclass")) and \
                 len(node.args) == 2:  # classes compared, not built: no adapter
-            self._type_tests |= {n for n in m.findall(node.args[1], m.Attribute() | m.Name())
-                                 if isinstance(n, (cst.Attribute, cst.Name))}
+            self._compared |= {n for n in m.findall(node.args[1], m.Attribute() | m.Name())
+                               if isinstance(n, (cst.Attribute, cst.Name))}
+            self._type_tests |= self._compared
         if m.matches(node.func, m.Name("hasattr")) and len(node.args) == 2 and \
                 "hasattr" not in self.file.bindings:
             answer = self._feature_test(node.args[0].value, node.args[1].value)
@@ -595,7 +626,9 @@ class CellTransformer(cst.CSTTransformer):
         if name in _MODULE_BASES:
             self._replace[node] = expr("nn.Cell")
             return False
-        if apis.canonical(name) in adapters.ADAPTED:  # called later with torch's arguments
+        if apis.canonical(name) in adapters.ADAPTED and node not in self._compared:
+            # called later with torch's arguments, or a base whose __init__ gets them; a
+            # type test keeps MindSpore's class, which the adapter subclasses
             self._replace[node] = expr(adapters.ADAPTED[apis.canonical(name)])
             return False
         mapping = apis.lookup(apis.canonical(name), self.backend)
@@ -634,9 +667,16 @@ class CellTransformer(cst.CSTTransformer):
     def _parameter_name(self, original: cst.Attribute,
                         updated: cst.Attribute) -> cst.BaseExpression:
         """``self.emb.weight`` -> ``self.emb.embedding_table``: the parameter names of a
-        held layer, as its MindSpore Cell spells them (``weight_map``'s renames)."""
-        if not self._class_names or not m.matches(original, m.Attribute(
-                value=m.Attribute(value=m.Name("self")))):
+        held layer, as its MindSpore Cell spells them (``weight_map``'s renames); in a
+        subclass of a torch layer, ``self.groups`` -> ``self.group`` as well."""
+        if not self._class_names:
+            return updated
+        if m.matches(original, m.Attribute(value=m.Name("self"))):
+            base = self._layer_bases[-1]
+            new = _attribute_renames(base, self.backend).get(original.attr.value) \
+                if base else None
+            return updated.with_changes(attr=cst.Name(new)) if new else updated
+        if not m.matches(original, m.Attribute(value=m.Attribute(value=m.Name("self")))):
             return updated
         owner = original.value
         assert isinstance(owner, cst.Attribute)
@@ -676,7 +716,8 @@ class CellTransformer(cst.CSTTransformer):
                 self._untranslated.add(kept)
                 return updated_node.with_changes(func=kept)
             return self._torch_call(name, updated_node)
-        fixed = self._layer_call(updated_node) or self._cell_method(updated_node)
+        fixed = (self._base_constructor(original_node, updated_node) or
+                 self._layer_call(updated_node) or self._cell_method(updated_node))
         if fixed is not None:
             return fixed
         span = self.parsed.span(original_node)
@@ -684,6 +725,17 @@ class CellTransformer(cst.CSTTransformer):
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _base_constructor(self, original: cst.Call, call: cst.Call) -> cst.Call | None:
+        """``super().__init__(c, c, 3, 1, 0, dilation, groups, bias, device=d)`` in a subclass
+        of a torch layer: its MindSpore base takes MindSpore's signature, so the arguments
+        are translated as a call of that torch layer would be (one mapping for both)."""
+        base = self._layer_bases[-1] if self._layer_bases else None
+        if base is None or not m.matches(original.func, m.Attribute(
+                value=m.Call(func=m.Name("super")), attr=m.Name("__init__"))):
+            return None
+        new = self._torch_call(base, call)
+        return new.with_changes(func=call.func) if isinstance(new, cst.Call) else None
 
     def _einops(self, name: str, call: cst.Call) -> cst.BaseExpression:
         """An einops call or layer: a function written into the file, else a TODO."""
