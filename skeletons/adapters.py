@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from msready.skeletons import compositions
 from msready.skeletons.layers import PLACEMENT
 
 # torch name -> the adapter's class name; the sources are below, one class each.
@@ -183,6 +184,7 @@ class TorchModuleDict(nn.Cell):
     def items(self):
         return [(k, getattr(self, k)) for k in self.names]
 ''',
+    **compositions.SOURCES,
 }
 
 

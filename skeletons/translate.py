@@ -18,7 +18,7 @@ from msready.analyzer.localvalues import is_torch_metadata
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import RepositoryModel
-from msready.skeletons import adapters, apis, arguments, einops, module_level
+from msready.skeletons import adapters, apis, arguments, compositions, einops, module_level
 from msready.skeletons.layers import (
     CALL_FIXES,
     NAMED_TUPLE_FIELDS,
@@ -218,14 +218,20 @@ class CellTransformer(cst.CSTTransformer):
     def _missing_names(self, node: cst.ImportFrom) -> list[cst.ImportAlias]:
         """Names imported from a repository module the scanned tree does not hold
         (``from timm.data import X`` when only ``timm/models`` was given, ``from timm import
-        __version__`` with no ``timm/__init__.py``): they get the stand-in. Submodules of
-        a package that is there are kept."""
+        __version__`` with no ``timm/__init__.py``, ``from . import transforms`` when the
+        package is there but its ``transforms`` is not): they get the stand-in. Names the
+        module defines or imports, and submodules that are there, are kept."""
         name = self._absolute(node)
         if not name or name.split(".")[0] not in self._repo_tops or \
-                name in self.model.modules or isinstance(node.names, cst.ImportStar):
+                isinstance(node.names, cst.ImportStar):
             return []
+        source = self.model.modules.get(name)
 
         def present(module: str) -> bool:
+            leaf = module.rsplit(".", 1)[1]
+            if source is not None and (leaf in source.globals or self.model.qualify(
+                    leaf, source.module) is not None):
+                return True  # a name the module there defines or imports
             return module in self.model.modules or any(
                 other.startswith(module + ".") for other in self.model.modules)
 
@@ -781,7 +787,20 @@ class CellTransformer(cst.CSTTransformer):
         return None
 
     def _torch_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
-        wrapper = WRAPPERS.get(apis.canonical(name))
+        canonical = apis.canonical(name)
+        if apis.lookup(canonical, self.backend).api is None:
+            answer = compositions.ANSWERS.get(canonical)
+            if answer is not None:  # ``torch.jit.is_scripting()``: eager code's answer
+                self._note("MS100", f"{name}() is {answer} in eager code: the branch it "
+                                    "guards keeps the eager path")
+                return expr(answer)
+            composed = compositions.COMPOSED.get(canonical)
+            if composed is not None:
+                self._note("MS100", f"{name}: no MindSpore form on {self.backend}; "
+                                    f"{composed} (in this file) composes it from MindSpore "
+                                    "primitives")
+                return call.with_changes(func=cst.Name(composed))
+        wrapper = WRAPPERS.get(canonical)
         if wrapper is not None and call.args and not call.args[0].star:
             rest = [a for a in call.args[1:]
                     if not (a.keyword is not None and a.keyword.value in wrapper)]

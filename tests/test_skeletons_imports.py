@@ -63,6 +63,8 @@ import torch.nn as nn
 from fvcore.common.registry import Registry
 from loguru import logger
 from mypkg.data import MEAN
+from . import transforms, registry
+from .registry import to_2tuple
 
 HEADS = Registry("HEADS")
 
@@ -158,6 +160,9 @@ def test_side_library_and_missing_repository_names_get_a_stand_in(
     assert "Registry = Unavailable" in code
     assert "logger = Unavailable" in code
     assert "MEAN = Unavailable" in code  # mypkg/data is not in the scanned tree
+    # the package is there, its transforms module is not; names it defines are kept
+    assert "from . import registry; transforms = Unavailable" in code
+    assert "from .registry import to_2tuple" in code
     assert "HEADS = Registry(\"HEADS\")" in code  # kept: the stand-in is safe to call
     assert results["Head"].pynative == "pass" and results["Head"].graph == "pass"
 

@@ -1,0 +1,129 @@
+"""torch APIs that MindSpore has no form of on the target (``torch.einsum`` on CPU) or
+that ask about torch itself (``torch.jit.is_scripting()``), made to run in a Cell.
+
+The API table says "compose it from mindspore.ops primitives"; a starter Cell does that
+itself. A query about torch's own machinery becomes the answer eager code gets
+(:data:`ANSWERS`); a missing operator becomes a small function of MindSpore primitives,
+written into the generated file, that takes torch's arguments (:data:`COMPOSED`). Each is
+checked against torch in the tests."""
+
+from __future__ import annotations
+
+# torch calls whose answer in eager code on one device is a constant: the branch they
+# guard keeps the eager path (the table's advice: "replace the call by False").
+ANSWERS = {
+    "torch.jit.is_scripting": "False",
+    "torch.jit.is_tracing": "False",
+    "torch.onnx.is_in_onnx_export": "False",
+    "torch.compiler.is_compiling": "False",
+    "torch._dynamo.is_compiling": "False",
+    "torch.is_autocast_enabled": "False",
+    "torch.cuda.is_available": "False",
+}
+
+# torch API -> the function written into the generated file in its place.
+COMPOSED = {
+    "torch.einsum": "torch_einsum",
+    "torch.functional.einsum": "torch_einsum",
+    "torch.nn.functional.normalize": "torch_normalize",
+    "torch.nn.functional.layer_norm": "torch_layer_norm",
+    "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
+    "torch.roll": "torch_roll",
+}
+
+SOURCES = {
+    "torch_einsum": '''
+def torch_einsum(equation, *operands):
+    """torch.einsum from MindSpore primitives: every operand's axes are laid out on one
+    order of letters, multiplied with broadcasting, and summed over the letters the
+    output leaves out ("..." spans the leading axes, aligned from the right)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    equation = equation.replace(" ", "")
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in equation]
+    widths = [op.ndim - len(t.replace("...", "")) if "..." in t else 0
+              for t, op in zip(terms, operands)]
+    wide = max(widths)
+    terms = [t.replace("...", "".join(spare[wide - w:wide])) for t, w in zip(terms, widths)]
+    if not arrow:
+        counts = {c: "".join(terms).count(c) for c in "".join(terms)}
+        output = "".join(spare[:wide]) + "".join(sorted(
+            c for c, n in counts.items() if n == 1 and c not in spare))
+    output = output.replace("...", "".join(spare[:wide]))
+    letters = list(dict.fromkeys(output + "".join(terms)))
+    product = None
+    for term, op in zip(terms, operands):
+        if len(set(term)) != len(term):
+            raise NotImplementedError(f"einsum with a repeated index: {equation}")
+        own = sorted(term, key=letters.index)
+        op = ops.transpose(op, tuple(term.index(c) for c in own))
+        shape = [op.shape[own.index(c)] if c in own else 1 for c in letters]
+        op = op.reshape(tuple(shape))
+        product = op if product is None else product * op
+    summed = tuple(i for i, c in enumerate(letters) if c not in output)
+    if summed:
+        product = product.sum(axis=summed)
+    return product
+''',
+    "torch_normalize": '''
+def torch_normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """torch.nn.functional.normalize: ``input`` over its ``p``-norm along ``dim``."""
+    norm = (ops.abs(input) ** p).sum(axis=dim, keepdims=True) ** (1.0 / p)
+    return input / ops.clamp(norm, min=eps)
+''',
+    "torch_layer_norm": '''
+def torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """torch.nn.functional.layer_norm over the trailing ``normalized_shape`` axes."""
+    size = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    axes = tuple(range(input.ndim - size, input.ndim))
+    mean = input.mean(axis=axes, keep_dims=True)
+    var = ((input - mean) ** 2).mean(axis=axes, keep_dims=True)
+    out = (input - mean) / ops.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+''',
+    "torch_attention": '''
+def torch_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                    scale=None, enable_gqa=False):
+    """torch.nn.functional.scaled_dot_product_attention: softmax(q k^T * scale + mask) v,
+    a boolean mask keeping where it is True, ``is_causal`` keeping the lower triangle."""
+    if enable_gqa and key.shape[-3] != query.shape[-3]:
+        key = ops.repeat_interleave(key, query.shape[-3] // key.shape[-3], -3)
+        value = ops.repeat_interleave(value, query.shape[-3] // value.shape[-3], -3)
+    scale = query.shape[-1] ** -0.5 if scale is None else scale
+    scores = ops.matmul(query, key.swapaxes(-2, -1)) * scale
+    if is_causal:
+        keep = ops.tril(ops.ones((query.shape[-2], key.shape[-2]), mindspore.int32)) > 0
+        scores = scores.masked_fill(ops.logical_not(keep), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == mindspore.bool_:
+            scores = scores.masked_fill(ops.logical_not(attn_mask), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = ops.softmax(scores, axis=-1)
+    if dropout_p > 0.0:
+        weights = ops.dropout(weights, p=dropout_p)
+    return ops.matmul(weights, value)
+''',
+    "torch_roll": '''
+def torch_roll(input, shifts, dims=None):
+    """torch.roll: elements shifted along ``dims``, those past the end coming back first;
+    without ``dims`` the flattened tensor is rolled."""
+    if dims is None:
+        return torch_roll(input.reshape(-1), shifts, 0).reshape(input.shape)
+    shifts = tuple(shifts) if isinstance(shifts, (list, tuple)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (list, tuple)) else (dims,)
+    for shift, dim in zip(shifts, dims):
+        size = input.shape[dim]
+        shift = shift % size
+        if shift:
+            input = ops.cat((input.narrow(dim, size - shift, shift),
+                             input.narrow(dim, 0, size - shift)), dim)
+    return input
+''',
+}

@@ -1,0 +1,130 @@
+"""torch APIs with no MindSpore form on CPU, composed from MindSpore primitives in the
+generated file, and torch queries answered as eager code would be. Each composition is
+run on MindSpore and compared with torch on the same inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mindspore
+import numpy as np
+import pytest
+import torch
+from mindspore import Tensor, nn, ops
+
+from msready.analyzer.scan import ScanOptions, scan
+from msready.skeletons import compositions
+from msready.skeletons.generate import build_skeletons
+
+RNG = np.random.default_rng(0)
+
+
+def _array(*shape: int) -> Any:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def composed() -> dict[str, Callable[..., Any]]:
+    names: dict[str, Any] = {"ops": ops, "mindspore": mindspore, "Tensor": Tensor, "nn": nn}
+    for source in compositions.SOURCES.values():
+        exec(source, names)
+    return names
+
+
+def _same(ms_out: Any, torch_out: Any) -> None:
+    assert tuple(ms_out.shape) == tuple(torch_out.shape)
+    np.testing.assert_allclose(ms_out.asnumpy(), torch_out.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("bhid,bhjd->bhij", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("b h d i, b h d j -> b h i j", [(2, 3, 5, 4), (2, 3, 5, 6)]),
+    ("...id,...jd->...ij", [(2, 3, 4, 5), (3, 6, 5)]),  # "..." aligned from the right
+    ("ij,jk", [(3, 4), (4, 5)]),  # no "->": the letters seen once, sorted
+    ("bij->bj", [(2, 3, 4)]),
+    ("i,i->", [(4,), (4,)]),
+])
+def test_einsum_is_composed_from_broadcast_products_and_sums(
+        composed: dict[str, Callable[..., Any]], equation: str,
+        shapes: list[tuple[int, ...]]) -> None:
+    arrays = [_array(*s) for s in shapes]
+    _same(composed["torch_einsum"](equation, *map(Tensor, arrays)),
+          torch.einsum(equation, *map(torch.tensor, arrays)))
+
+
+def test_normalize_and_layer_norm(composed: dict[str, Callable[..., Any]]) -> None:
+    x, w, b = _array(2, 8, 4), _array(4), _array(4)
+    _same(composed["torch_normalize"](Tensor(x), dim=-1),
+          torch.nn.functional.normalize(torch.tensor(x), dim=-1))
+    _same(composed["torch_layer_norm"](Tensor(x), (4,), Tensor(w), Tensor(b)),
+          torch.nn.functional.layer_norm(torch.tensor(x), (4,), torch.tensor(w),
+                                         torch.tensor(b)))
+
+
+@pytest.mark.parametrize("options", [{}, {"is_causal": True}, {"scale": 0.5}, {"mask": True}])
+def test_scaled_dot_product_attention(composed: dict[str, Callable[..., Any]],
+                                      options: dict[str, Any]) -> None:
+    q, k, v = _array(2, 3, 6, 5), _array(2, 3, 6, 5), _array(2, 3, 6, 7)
+    if options.pop("mask", False):
+        keep = RNG.random((6, 6)) > 0.3
+        keep[:, 0] = True  # every query sees one key
+        options = {"attn_mask": keep}
+    ms_options = {k: Tensor(v) if isinstance(v, np.ndarray) else v for k, v in options.items()}
+    torch_options = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v
+                     for k, v in options.items()}
+    _same(composed["torch_attention"](Tensor(q), Tensor(k), Tensor(v), **ms_options),
+          torch.nn.functional.scaled_dot_product_attention(
+              torch.tensor(q), torch.tensor(k), torch.tensor(v), **torch_options))
+
+
+def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
+    x = _array(3, 5)
+    _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),
+          torch.roll(torch.tensor(x), (1, -2), (0, 1)))
+    _same(composed["torch_roll"](Tensor(x), 4), torch.roll(torch.tensor(x), 4))
+
+
+ATTENTION = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(
+            2, 0, 3, 1, 4).unbind(0)
+        if torch.jit.is_scripting():
+            attn = torch.einsum('bhid,bhjd->bhij', q, k).softmax(-1)
+            out = attn @ v
+        else:
+            out = F.scaled_dot_product_attention(q, k, v)
+        out = F.normalize(out, dim=-1)
+        return out.transpose(1, 2).reshape(B, N, C)
+'''
+
+
+def test_a_cell_using_them_runs(tmp_path: Path) -> None:
+    repo = tmp_path / "attn"
+    repo.mkdir()
+    (repo / "model.py").write_text(ATTENTION)
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=False,
+                            cache=False)
+    code = [ln.strip() for ln in (tmp_path / "out" / "model.py").read_text().splitlines()]
+    assert "if False:" in code  # torch.jit.is_scripting(): eager code's answer
+    assert "attn = torch_einsum('bhid,bhjd->bhij', q, k).softmax(-1)" in code
+    assert "out = torch_attention(q, k, v)" in code
+    assert "out = torch_normalize(out, dim=-1)" in code
+    assert "def torch_attention(query, key, value, attn_mask=None, dropout_p=0.0, " \
+           "is_causal=False," in code
+    (cell,) = found
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16)")
