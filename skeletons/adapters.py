@@ -11,7 +11,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.skeletons import compositions
-from msready.skeletons.layers import PLACEMENT
+from msready.skeletons.layers import PADDING, PLACEMENT
 
 # torch name -> the adapter's class name; the sources are below, one class each.
 # Stands in for names imported from a side library the Cell does not import.
@@ -78,6 +78,14 @@ def torch_layer(cls, renames, accepted, dropped):
 
     Layer.__name__ = Layer.__qualname__ = cls.__name__
     return Layer
+''',
+    PADDING: '''
+def torch_padding(padding):
+    """torch's convolution padding, one amount per spatial axis applied on both sides,
+    as MindSpore takes it: an int, or both sides of every axis."""
+    if isinstance(padding, int):
+        return padding
+    return tuple(side for amount in padding for side in (amount, amount))
 ''',
     KEYWORDS: '''
 def torch_kwargs(kwargs, renames, accepted=None, dropped=()):

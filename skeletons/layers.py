@@ -186,6 +186,20 @@ _CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding"
                "groups", "bias", "padding_mode")
 
 
+# torch pads each spatial axis by one amount on both sides, ``(ph, pw)``; MindSpore's 2-D
+# and 3-D convolutions take an int or every side, ``(top, bottom, left, right)``.
+PADDING = "torch_padding"
+
+
+def _both_sides(padding: cst.BaseExpression | None) -> cst.BaseExpression:
+    if isinstance(padding, cst.Tuple):
+        sides = [e.value for e in padding.elements for _ in range(2)]
+        return cst.Tuple([cst.Element(v) for v in sides])
+    if padding is None or isinstance(padding, cst.Integer):
+        return padding or cst.Integer("0")
+    return cst.Call(cst.Name(PADDING), [cst.Arg(padding)])  # known only at run time
+
+
 @handler("torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.ConvTranspose1d",
          "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d")
 def convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
@@ -208,7 +222,8 @@ def convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     elif _is_zero(padding):
         args.append(("pad_mode", expr("'valid'")))
     else:
-        args += [("pad_mode", expr("'pad'")), ("padding", padding)]  # type: ignore[list-item]
+        args += [("pad_mode", expr("'pad'")),
+                 ("padding", _both_sides(padding) if "1d" not in call.torch else padding)]
     if mode is not None and not m.matches(mode, m.SimpleString("'zeros'") | m.SimpleString(
             '"zeros"')):
         todos.append(("MS100", "padding_mode other than 'zeros': pad the input with ops.pad"))

@@ -42,6 +42,11 @@ def module(init: str, forward: str = "return x") -> str:
      "nn.Conv2d(3, 8, 5, pad_mode='valid', has_bias=True)"),
     ("self.c = nn.Conv2d(3, 8, 3, 1, 'same', bias=False, groups=1)",
      "nn.Conv2d(3, 8, 3, stride=1, pad_mode='same', group=1, has_bias=False)"),
+    # torch pads each axis on both sides; MindSpore takes every side
+    ("self.c = nn.Conv2d(3, 8, (3, 1), padding=(1, 0))",
+     "nn.Conv2d(3, 8, (3, 1), pad_mode='pad', padding=(1, 1, 0, 0), has_bias=True)"),
+    ("pad = 1\nself.c = nn.Conv2d(3, 8, 3, padding=pad)",
+     "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=torch_padding(pad), has_bias=True)"),
     ("self.c = nn.Conv1d(4, 4, 3, padding=2, padding_mode='reflect')",
      "TODO(msready MS100): padding_mode other than 'zeros'"),
     ("self.bn = nn.BatchNorm2d(8, momentum=0.01)", "nn.BatchNorm2d(8, momentum=1 - 0.01)"),
@@ -296,8 +301,8 @@ def test_torch_only_names_evaluated_at_import_do_not_break_the_file(tmp_path: Pa
             "class Sparsifier(torch.ao.pruning.BaseSparsifier):\n    pass\n\n\n"
             "def only_if(flag):\n    return lambda f: f\n\n\n"
             + module("self.fc = nn.Linear(4, 4)") + (
-                "\n    kind = torch.cuda.is_available()\n"
-                "\n    @only_if(torch.cuda.is_available())\n"
+                "\n    kind = torch.cuda.get_device_name()\n"
+                "\n    @only_if(torch.cuda.get_device_name())\n"
                 "    def helper(self, device=torch.cuda.current_device()):\n"
                 "        return device\n"))
     code = generated(tmp_path, body)
