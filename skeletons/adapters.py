@@ -65,6 +65,9 @@ class TorchBatchNorm{d}d(nn.BatchNorm{d}d):
     @property
     def running_var(self):
         return self.moving_variance if self.track_running_stats else None
+
+
+TorchBatchNorm{d}d.__name__ = "BatchNorm{d}d"  # code that dispatches on torch's class name
 '''
 
 SOURCES = {
@@ -146,6 +149,9 @@ class TorchLayerNorm(nn.LayerNorm):
     @property
     def bias(self):
         return self.beta
+
+
+TorchLayerNorm.__name__ = "LayerNorm"
 ''',
     **{f"TorchBatchNorm{d}d": _BATCH_NORM.replace("{d}", str(d)) for d in (1, 2, 3)},
     "TorchLinear": '''
@@ -154,6 +160,9 @@ class TorchLinear(nn.Dense):
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__(in_features, out_features, has_bias=bias)
+
+
+TorchLinear.__name__ = "Linear"
 ''',
     "TorchModuleDict": '''
 class TorchModuleDict(nn.Cell):

@@ -388,6 +388,9 @@ def translate_call(call: CallIn) -> Rewrite:
     call.torch = name
     mapping = apis.lookup(name, call.backend)
     special = HANDLERS.get(name)
+    if _is_layer(name):  # ``dtype=dtype``: None asks torch's default; MindSpore's is float32
+        call.args = [(k, v) for k, v in call.args
+                     if not (k == "dtype" and isinstance(v, cst.Name))]
     # The handlers know the mindspore.nn forms; a torch-like target (mint) takes the
     # table's renames as they are.
     if special is not None and (name in ANY_TARGET or
@@ -396,6 +399,11 @@ def translate_call(call: CallIn) -> Rewrite:
         call.args = [(k, v) for k, v in call.args if k not in PLACEMENT]
         return special(call, mapping)
     return generic(call, mapping)
+
+
+def _is_layer(name: str) -> bool:
+    """``torch.nn.Linear``: a layer class, not a function of torch.nn.functional."""
+    return name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper()
 
 
 # torch calls that only wrap another call: ``checkpoint(fn, *args)`` returns ``fn(*args)``

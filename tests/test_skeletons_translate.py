@@ -47,6 +47,8 @@ def module(init: str, forward: str = "return x") -> str:
      "nn.Conv2d(3, 8, (3, 1), pad_mode='pad', padding=(1, 1, 0, 0), has_bias=True)"),
     ("pad = 1\nself.c = nn.Conv2d(3, 8, 3, padding=pad)",
      "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=torch_padding(pad), has_bias=True)"),
+    # a dtype known only at run time may be None, torch's way of asking for the default
+    ("dtype = None\nself.fc = nn.Linear(4, 4, dtype=dtype)", "self.fc = nn.Dense(4, 4)"),
     ("self.c = nn.Conv1d(4, 4, 3, padding=2, padding_mode='reflect')",
      "TODO(msready MS100): padding_mode other than 'zeros'"),
     ("self.bn = nn.BatchNorm2d(8, momentum=0.01)", "nn.BatchNorm2d(8, momentum=1 - 0.01)"),
