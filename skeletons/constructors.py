@@ -132,7 +132,7 @@ class ConstructorFinder:
                     values[key] = arg.literal
                     continue
                 if env is None:
-                    env = self._caller_environment(rc.call.caller, rc.file)
+                    env = self._caller_environment(rc.call.caller, rc.file, rc.call.span.line)
                 value = evaluate_text(arg.text, env, self.call_hook(rc.file))
                 if value is UNKNOWN and i < len(rc.call.arg_values):
                     value = self._analysed(rc.call.arg_values[i])
@@ -151,10 +151,12 @@ class ConstructorFinder:
                 return atom.const
         return UNKNOWN
 
-    def _caller_environment(self, caller: str, file: FileResult) -> dict[str, object]:
+    def _caller_environment(self, caller: str, file: FileResult,
+                            line: int = 0) -> dict[str, object]:
         """The names known where an instantiation happens: the enclosing Module class's
         constructor parameters (``Block(dim)`` inside ``Net.__init__(self, dim=64)``
-        builds ``Block(64)``), else the module's and the calling function's constants."""
+        builds ``Block(64)``) as the constructor's statements before ``line`` leave them,
+        else the module's and the calling function's constants."""
         owner, _, method = caller.rpartition(".")
         if method == "__init__" and owner in self.model.module_classes:
             if owner in self._active:
@@ -162,13 +164,29 @@ class ConstructorFinder:
             self._active.add(owner)
             try:
                 kwargs, _ = self.constructor(owner)
-                return self.environment(owner, kwargs)
+                return self._before(caller, line, self.environment(owner, kwargs), file)
             finally:
                 self._active.discard(owner)
         key = (caller, file.path)
         if key not in self._environments:
             self._environments[key] = self._function_environment(caller, file)
         return dict(self._environments[key])
+
+    def _before(self, function: str, line: int, env: dict[str, object],
+                file: FileResult) -> dict[str, object]:
+        """``env`` after the top-level statements of ``function`` that end before ``line``
+        (a parameter reassigned from a value msready cannot compute is forgotten)."""
+        found = self.function_node(function)
+        parsed = self.parsed(file.path)
+        if found is None or parsed is None or not isinstance(found[0].body, cst.IndentedBlock):
+            return env
+        earlier = []
+        for stmt in found[0].body.body:
+            span = parsed.span(stmt)
+            if span is None or span.end_line >= line:
+                break
+            earlier.append(stmt)
+        return constants(earlier, env, self.call_hook(file), forget=True)
 
     def _function_environment(self, caller: str, file: FileResult) -> dict[str, object]:
         parsed = self.parsed(file.path)

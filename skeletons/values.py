@@ -99,8 +99,10 @@ def evaluate_text(text: str, env: dict[str, object], call: CallHook | None = Non
 
 def constants(body: Sequence[cst.BaseStatement],
               env: dict[str, object] | None = None,
-              call: CallHook | None = None) -> dict[str, object]:
-    """``NAME = <constant>`` assignments of a block, evaluated in order."""
+              call: CallHook | None = None, forget: bool = False) -> dict[str, object]:
+    """``NAME = <constant>`` assignments of a block, evaluated in order; with ``forget``,
+    a name assigned a value that cannot be computed is no longer known
+    (``norm_layer = get_norm_layer(norm_layer)`` no longer holds the string passed in)."""
     out = dict(env or {})
     for stmt in body:
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -111,6 +113,8 @@ def constants(body: Sequence[cst.BaseStatement],
                 value = evaluate(small.value, out, call)
                 if value is not UNKNOWN:
                     out[small.targets[0].target.value] = value
+                elif forget:
+                    out.pop(small.targets[0].target.value, None)
     return out
 
 

@@ -182,3 +182,48 @@ def test_a_fallback_that_needs_a_side_library_is_dropped(tmp_path: Path) -> None
     build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
     code = (tmp_path / "skeletons" / "model.py").read_text()
     assert "BICUBIC" not in code and "class Net(nn.Cell):" in code
+
+
+NORM_BY_NAME = '''\
+import torch.nn as nn
+
+_NORMS = dict(batchnorm=nn.BatchNorm2d, identity=nn.Identity)
+
+
+def get_norm(name):
+    return _NORMS[name] if isinstance(name, str) else name
+
+
+class ConvNorm(nn.Module):
+    def __init__(self, chs, norm_layer=nn.BatchNorm2d):
+        super().__init__()
+        self.conv = nn.Conv2d(chs, chs, 3, padding=1)
+        self.norm = norm_layer(chs)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Net(nn.Module):
+    def __init__(self, chs=8, norm_layer='batchnorm'):
+        super().__init__()
+        norm_layer = get_norm(norm_layer)
+        self.block = ConvNorm(chs, norm_layer=norm_layer)
+
+    def forward(self, x):
+        return self.block(x)
+'''
+
+
+def test_a_parameter_reassigned_before_the_instantiation_is_not_its_argument(
+        tmp_path: Path) -> None:
+    # ``norm_layer`` is a string when Net is called and a class when ConvNorm is built:
+    # ConvNorm keeps its own default rather than getting the string
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "nets.py").write_text(NORM_BY_NAME)
+    result = scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False,
+                                                              target="cpu"))
+    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=False,
+                            cache=False)
+    block = next(s for s in found if s.torch_class == "nets.ConvNorm")
+    assert (block.status, block.synthesized, block.input_shape) == ("pass", "", "(2, 8, 16, 16)")
