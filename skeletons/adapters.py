@@ -7,6 +7,8 @@ file holds the adapters it uses, after its imports."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import libcst.matchers as m
 
@@ -228,7 +230,9 @@ def layer_call(cls: cst.BaseExpression, renames: dict[str, str], accepted: froze
 def used(module: cst.Module) -> list[cst.BaseStatement]:
     """The adapter classes a generated module refers to, as statements."""
     names = {n.value for n in m.findall(module, m.Name()) if isinstance(n, cst.Name)}
-    if LAYER in names:
-        names.add(KEYWORDS)
-    return [stmt for name, source in SOURCES.items() if name in names
+    wanted = [name for name in SOURCES if name in names]
+    for name in wanted:  # and what they use (torch_layer calls torch_kwargs)
+        wanted += [other for other in SOURCES if other not in wanted
+                   and re.search(rf"\b{other}\(", SOURCES[name])]
+    return [stmt for name, source in SOURCES.items() if name in wanted
             for stmt in cst.parse_module(source.lstrip("\n")).body]

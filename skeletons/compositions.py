@@ -32,6 +32,30 @@ COMPOSED = {
 }
 
 SOURCES = {
+    "torch_assign_": '''
+def torch_assign_(tensor, value):
+    """``tensor`` takes ``value`` in place, as torch's in-place methods do: a Parameter
+    through set_data, a Tensor through assign_value (no in-place kernel is needed)."""
+    value = value if isinstance(value, Tensor) else Tensor(value)
+    value = ops.broadcast_to(value.astype(tensor.dtype), tensor.shape)
+    if isinstance(tensor, Parameter):
+        tensor.set_data(value)
+    else:
+        tensor.assign_value(value)
+    return tensor
+''',
+    "torch_uniform_": '''
+def torch_uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Tensor.uniform_: ``tensor`` filled in place from U(a, b)."""
+    import numpy
+    return torch_assign_(tensor, numpy.random.uniform(a, b, tensor.shape))
+''',
+    "torch_normal_": '''
+def torch_normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """Tensor.normal_: ``tensor`` filled in place from N(mean, std^2)."""
+    import numpy
+    return torch_assign_(tensor, numpy.random.normal(mean, std, tensor.shape))
+''',
     "torch_einsum": '''
 def torch_einsum(equation, *operands):
     """torch.einsum from MindSpore primitives: every operand's axes are laid out on one

@@ -95,6 +95,33 @@ def split(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | N
     return cst.Call(expr("ops.split"), [cst.Arg(receiver), *rest])
 
 
+# In-place fills (``w.uniform_(a, b)``, ``w.zero_()``), mostly in weight initialisation:
+# MindSpore's in-place kernels are Ascend ones, so the new values are computed and written
+# back by a function of the generated file (see ``compositions``).
+_FILLS = {"uniform_": "torch_uniform_", "normal_": "torch_normal_"}
+_COMPUTED = {"zero_": "ops.zeros_like({x})", "fill_": "ops.full_like({x}, {args})",
+             "erfinv_": "ops.erfinv({x})"}
+
+
+def _fill(method: str) -> MethodFix:
+    """``w.uniform_(-1, 1)`` -> ``torch_uniform_(w, -1, 1)``, ``w.zero_()`` ->
+    ``torch_assign_(w, ops.zeros_like(w))``."""
+    def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+        if method in _FILLS:
+            rest = [cst.Arg(v, keyword=cst.Name(k) if k else None) for k, v in args]
+            return cst.Call(cst.Name(_FILLS[method]), [cst.Arg(receiver), *rest])
+        if any(k for k, _ in args):
+            return None
+        value = _COMPUTED[method].format(x=_code(receiver),
+                                         args=", ".join(_code(v) for _, v in args))
+        return cst.Call(cst.Name("torch_assign_"), [cst.Arg(receiver), cst.Arg(expr(value))])
+    return fix
+
+
+for _method in (*_FILLS, *_COMPUTED):
+    METHOD_FIXES[_method] = _fill(_method)
+
+
 # torch.nn.Module methods called on ``self`` -> the nn.Cell method (None: drop the call,
 # keep ``self``).
 CELL_METHODS: dict[str, str | None] = {

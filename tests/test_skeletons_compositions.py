@@ -27,7 +27,8 @@ def _array(*shape: int) -> Any:
 
 @pytest.fixture(scope="module")
 def composed() -> dict[str, Callable[..., Any]]:
-    names: dict[str, Any] = {"ops": ops, "mindspore": mindspore, "Tensor": Tensor, "nn": nn}
+    names: dict[str, Any] = {"ops": ops, "mindspore": mindspore, "Tensor": Tensor, "nn": nn,
+                             "Parameter": mindspore.Parameter}
     for source in compositions.SOURCES.values():
         exec(source, names)
     return names
@@ -128,3 +129,56 @@ def test_a_cell_using_them_runs(tmp_path: Path) -> None:
            "is_causal=False," in code
     (cell,) = found
     assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16)")
+
+
+INIT = '''\
+import torch
+import torch.nn as nn
+
+
+def init_truncated(t, a, b):
+    with torch.no_grad():
+        t.uniform_(a, b)
+        t.erfinv_()
+    return t
+
+
+class Scaled(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.w = nn.Parameter(torch.empty(dim))
+        self.b = nn.Parameter(torch.empty(dim))
+        init_truncated(self.w, -0.5, 0.5)
+        with torch.no_grad():
+            self.b.fill_(0.25)
+
+    def forward(self, x):
+        return self.fc(x) * self.w + self.b
+'''
+
+
+def test_in_place_fills_write_values_computed_by_mindspore(tmp_path: Path) -> None:
+    repo = tmp_path / "init"
+    repo.mkdir()
+    (repo / "model.py").write_text(INIT)
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=False,
+                            cache=False)
+    code = [ln.strip() for ln in (tmp_path / "out" / "model.py").read_text().splitlines()]
+    assert "torch_uniform_(t, a, b)" in code
+    assert "torch_assign_(t, ops.erfinv(t))" in code
+    assert "torch_assign_(self.b, ops.full_like(self.b, 0.25))" in code
+    (cell,) = found
+    assert (cell.pynative, cell.graph) == ("pass", "pass")
+
+
+def test_fills_keep_the_parameter_and_its_dtype(
+        composed: dict[str, Callable[..., Any]]) -> None:
+    weight = mindspore.Parameter(Tensor(np.zeros((4, 3), np.float32)), name="w")
+    assert composed["torch_uniform_"](weight, -0.5, 0.5) is weight
+    values = weight.asnumpy()
+    assert values.dtype == np.float32 and values.min() >= -0.5 and values.max() <= 0.5
+    assert values.std() > 0
+    composed["torch_assign_"](weight, 2.0)
+    assert (weight.asnumpy() == 2.0).all()
