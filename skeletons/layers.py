@@ -191,12 +191,12 @@ _CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding"
 PADDING = "torch_padding"
 
 
-def _both_sides(padding: cst.BaseExpression | None) -> cst.BaseExpression:
+def _both_sides(padding: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(padding, cst.Tuple):
         sides = [e.value for e in padding.elements for _ in range(2)]
         return cst.Tuple([cst.Element(v) for v in sides])
-    if padding is None or isinstance(padding, cst.Integer):
-        return padding or cst.Integer("0")
+    if isinstance(padding, cst.Integer):
+        return padding
     return cst.Call(cst.Name(PADDING), [cst.Arg(padding)])  # known only at run time
 
 
@@ -222,6 +222,7 @@ def convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     elif _is_zero(padding):
         args.append(("pad_mode", expr("'valid'")))
     else:
+        assert padding is not None
         args += [("pad_mode", expr("'pad'")),
                  ("padding", _both_sides(padding) if "1d" not in call.torch else padding)]
     if mode is not None and not m.matches(mode, m.SimpleString("'zeros'") | m.SimpleString(
