@@ -93,6 +93,7 @@ class CellTransformer(cst.CSTTransformer):
         self._type_tests: set[cst.CSTNode] = set()  # classes in isinstance() and bases
         self._compared: set[cst.CSTNode] = set()  # classes in isinstance() only
         self._layer_bases: list[str | None] = []  # per enclosing class: its torch layer base
+        self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
@@ -414,6 +415,7 @@ class CellTransformer(cst.CSTTransformer):
         self._classes.append(qualname in self.model.module_classes)
         self._class_names.append(qualname)
         self._layer_bases.append(self._layer_base(node))
+        self._sequentials = set()
         self._names_not_values.add(node.name)
         return True
 
@@ -602,6 +604,11 @@ class CellTransformer(cst.CSTTransformer):
         if self._tuples and len(node.targets) == 1 and isinstance(
                 node.targets[0].target, cst.Name) and self._named_tuple(node.value):
             self._tuples[-1].add(node.targets[0].target.value)
+        target = node.targets[0].target
+        if isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self")) and \
+                isinstance(node.value, cst.Call) and apis.canonical(
+                    self.qualify(node.value.func) or "") == "torch.nn.Sequential":
+            self._sequentials.add(target.attr.value)
         return True
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
@@ -757,10 +764,20 @@ class CellTransformer(cst.CSTTransformer):
         return new
 
     def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:
-        """``self.modules()`` and other torch.nn.Module methods the class does not define."""
+        """``self.modules()`` and other torch.nn.Module methods the class does not define;
+        ``add_module`` on a held Sequential."""
         func = call.func
-        if not self._class_names or not self._classes[-1] or not m.matches(
-                func, m.Attribute(value=m.Name("self"))):
+        if not self._class_names or not self._classes[-1]:
+            return None
+        if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")),
+                                       attr=m.Name("add_module"))) and len(call.args) == 2:
+            # ``self.seq.add_module(name, m)`` on a Sequential: SequentialCell appends
+            assert isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute)
+            if func.value.attr.value in self._sequentials:
+                cell = call.args[1].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
+                return cst.Call(func.with_changes(attr=cst.Name("append")), [cell])
+            return None
+        if not m.matches(func, m.Attribute(value=m.Name("self"))):
             return None
         assert isinstance(func, cst.Attribute)
         if self.model.find_method(self._class_names[-1], func.attr.value) is not None:

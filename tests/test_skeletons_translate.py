@@ -47,6 +47,9 @@ def module(init: str, forward: str = "return x") -> str:
      "nn.Conv2d(3, 8, (3, 1), pad_mode='pad', padding=(1, 1, 0, 0), has_bias=True)"),
     ("pad = 1\nself.c = nn.Conv2d(3, 8, 3, padding=pad)",
      "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=torch_padding(pad), has_bias=True)"),
+    # a Sequential filled by name: SequentialCell appends
+    ("self.seq = nn.Sequential()\nself.seq.add_module('fc', nn.Linear(4, 4))",
+     "self.seq.append(nn.Dense(4, 4"),
     # a dtype known only at run time may be None, torch's way of asking for the default
     ("dtype = None\nself.fc = nn.Linear(4, 4, dtype=dtype)", "self.fc = nn.Dense(4, 4)"),
     ("self.c = nn.Conv1d(4, 4, 3, padding=2, padding_mode='reflect')",
