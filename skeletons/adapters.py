@@ -143,6 +143,9 @@ class TorchLayerNorm(nn.LayerNorm):
             else (normalized_shape,)
         super().__init__(shape, begin_norm_axis=-len(shape), begin_params_axis=-len(shape),
                          epsilon=eps)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
 
     @property
     def weight(self):
