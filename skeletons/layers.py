@@ -200,6 +200,22 @@ def _both_sides(padding: cst.BaseExpression) -> cst.BaseExpression:
     return cst.Call(cst.Name(PADDING), [cst.Arg(padding)])  # known only at run time
 
 
+@handler(*(f"torch.nn.{kind}Pad{d}d" for kind in ("Reflection", "Replication", "Zero",
+                                                  "Constant") for d in (1, 2, 3)))
+def padding_layer(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """Padding layers: MindSpore takes an int or a tuple, torch also a list."""
+    rewrite = generic(call, mapping)
+    if rewrite.args and rewrite.args[0][0] is None:
+        first = rewrite.args[0][1]
+        if isinstance(first, cst.List):
+            first = cst.Tuple(list(first.elements))
+        elif not isinstance(first, (cst.Integer, cst.Tuple)):
+            text = cst.Module([]).code_for_node(first)
+            first = expr(f"tuple({text}) if isinstance({text}, list) else {text}")
+        rewrite.args[0] = (None, first)
+    return rewrite
+
+
 @handler("torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.ConvTranspose1d",
          "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d")
 def convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:

@@ -47,6 +47,10 @@ def module(init: str, forward: str = "return x") -> str:
      "nn.Conv2d(3, 8, (3, 1), pad_mode='pad', padding=(1, 1, 0, 0), has_bias=True)"),
     ("pad = 1\nself.c = nn.Conv2d(3, 8, 3, padding=pad)",
      "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=torch_padding(pad), has_bias=True)"),
+    # a padding layer takes an int or a tuple in MindSpore, a list too in torch
+    ("self.pad = nn.ReflectionPad2d([1, 1, 2, 2])", "nn.ReflectionPad2d((1, 1, 2, 2))"),
+    ("sizes = [1, 1, 2, 2]\nself.pad = nn.ZeroPad2d(sizes)",
+     "nn.ZeroPad2d(tuple(sizes) if isinstance(sizes, list) else sizes)"),
     # a Sequential filled by name: SequentialCell appends
     ("self.seq = nn.Sequential()\nself.seq.add_module('fc', nn.Linear(4, 4))",
      "self.seq.append(nn.Dense(4, 4"),
