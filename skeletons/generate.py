@@ -19,7 +19,7 @@ from msready.analyzer.facts import FileResult
 from msready.analyzer.findings import Category, Finding
 from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
-from msready.skeletons import runner
+from msready.skeletons import adapters, runner
 from msready.skeletons.arguments import describe
 from msready.skeletons.cache import CellCache
 from msready.skeletons.inputs import InputSpec
@@ -46,6 +46,7 @@ class Generated:
     plans: list[Plan] = field(default_factory=list)
     status: dict[str, str] = field(default_factory=dict)  # class name -> status line
     weights: dict[str, Any] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)  # side libraries bound to the stand-in
 
 
 def _template() -> jinja2.Template:
@@ -106,18 +107,18 @@ def _files_to_write(result: ScanResult, extra: list[str]) -> list[FileResult]:
 
 def _translate(result: ScanResult, planner: Planner, file: FileResult,
                findings: list[Finding]) -> tuple[str, list[str]]:
-    """The body of one generated file and the Cell names it defines."""
+    """The body of one generated file and the side libraries it replaced by stand-ins."""
     parsed = planner.parsed(file.path)
     cells = [c.name for c in file.classes if c.qualname in result.model.module_classes]
     if not isinstance(parsed, Parsed):
-        return _stub(cells, "the source text was not kept by the scan"), cells
+        return _stub(cells, "the source text was not kept by the scan"), []
     try:
         translation = translate_file(parsed, file, result.model, result.target, findings)
         body = translation.code
         compile(body, file.path, "exec")  # also what ast.parse lets through
     except Exception as exc:  # a failed translation still yields a file
-        return _stub(cells, f"{type(exc).__name__}: {exc}"), cells
-    return body, cells
+        return _stub(cells, f"{type(exc).__name__}: {exc}"), []
+    return body, translation.dropped
 
 
 def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
@@ -134,8 +135,8 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     extra = [module for plan in plans.values() for module in _config_modules(plan.kwargs)]
     generated: list[Generated] = []
     for file in _files_to_write(result, extra):
-        body, _ = _translate(result, planner, file, by_path.get(file.path, []))
-        gen = Generated(file, out_dir / file.path, body)
+        body, dropped = _translate(result, planner, file, by_path.get(file.path, []))
+        gen = Generated(file, out_dir / file.path, body, dropped=dropped)
         gen.plans = [plans[c.qualname] for c in file.classes if c.qualname in plans]
         generated.append(gen)
     _write_packages(out_dir, generated)
@@ -247,6 +248,10 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
     if package is not None:
         return skipped("blocked", f"needs the package `{package}`, which msready does not "
                                   f"translate: {error}")
+    if error and adapters.STAND_IN in error:  # it ran into a side library's stand-in
+        which = ", ".join(f"`{d}`" for d in gen.dropped) or "a side library"
+        return skipped("blocked", f"runs code from {which}, which msready does not "
+                                  f"translate (a stand-in was reached): {error}")
     if outcome.get("pynative") != "pass" and outcome.get("input_fits") is False \
             and plan.guessed:
         return skipped("unverified", "no input it accepts was found (no layer or forward "

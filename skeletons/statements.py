@@ -42,6 +42,7 @@ class FileTranslation:
     code: str
     cells: list[str] = field(default_factory=list)
     todos: list[Todo] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # side libraries given the stand-in
 
 
 def buffer(call: cst.Call) -> cst.BaseSmallStatement | None:

@@ -887,4 +887,5 @@ def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, bac
     """The MindSpore starter code of one repository file."""
     transformer = CellTransformer(parsed, file, model, backend, findings)
     module = parsed.module.visit(transformer)
-    return FileTranslation(module.code, transformer.cells, transformer.all_todos)
+    return FileTranslation(module.code, transformer.cells, transformer.all_todos,
+                           list(transformer.dropped))

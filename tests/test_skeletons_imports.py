@@ -78,6 +78,15 @@ class Head(nn.Module):
 
     def forward(self, x):
         return self.fc(x)
+
+
+class Logged(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, 2)
+
+    def forward(self, x):
+        return self.fc(logger.catch(x))
 '''
 
 KEYWORDS = '''\
@@ -165,6 +174,10 @@ def test_side_library_and_missing_repository_names_get_a_stand_in(
     assert "from .registry import to_2tuple" in code
     assert "HEADS = Registry(\"HEADS\")" in code  # kept: the stand-in is safe to call
     assert results["Head"].pynative == "pass" and results["Head"].graph == "pass"
+    # a Cell whose forward runs side-library code is blocked, not a wrong translation
+    logged = results["Logged"]
+    assert logged.status == "blocked"
+    assert (logged.error or "").startswith("runs code from `fvcore`, `loguru`, `mypkg`")
 
 
 def test_torch_keywords_reach_mindspore_in_its_spelling(
