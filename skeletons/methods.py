@@ -95,25 +95,42 @@ def split(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | N
     return cst.Call(expr("ops.split"), [cst.Arg(receiver), *rest])
 
 
-# In-place fills (``w.uniform_(a, b)``, ``w.zero_()``), mostly in weight initialisation:
-# MindSpore's in-place kernels are Ascend ones, so the new values are computed and written
-# back by a function of the generated file (see ``compositions``).
+# In-place updates (``w.uniform_(a, b)``, ``w.zero_()``, ``x.mul_(s)``): MindSpore's
+# in-place kernels are Ascend ones (on CPU some are missing, and ``add_`` / ``mul_`` run
+# without changing the tensor), so the new value is computed and written back by a
+# function of the generated file (see ``compositions``); as a statement on a local name
+# the translator makes it a plain assignment.
 _FILLS = {"uniform_": "torch_uniform_", "normal_": "torch_normal_"}
 _COMPUTED = {"zero_": "ops.zeros_like({x})", "fill_": "ops.full_like({x}, {args})",
-             "erfinv_": "ops.erfinv({x})"}
+             "erfinv_": "ops.erfinv({x})", "clamp_": "ops.clamp({x}, {args})",
+             "clamp_min_": "ops.clamp({x}, {args})", "masked_fill_": "ops.masked_fill({x}, {args})",
+             "add_": "{x} + {args}", "sub_": "{x} - {args}", "mul_": "{x} * {args}",
+             "div_": "{x} / {args}", "pow_": "{x} ** {args}", "neg_": "-{x}",
+             "exp_": "ops.exp({x})", "sqrt_": "ops.sqrt({x})", "abs_": "ops.abs({x})",
+             "sigmoid_": "ops.sigmoid({x})", "tanh_": "ops.tanh({x})", "relu_": "ops.relu({x})"}
+_OPERATORS = ("add_", "sub_", "mul_", "div_", "pow_")  # one operand, written as an operator
+
+
+def _operand(node: cst.BaseExpression) -> str:
+    """The expression's code, in parentheses unless it is a single term."""
+    text = _code(node)
+    simple = (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.Integer, cst.Float)
+    return text if isinstance(node, simple) else f"({text})"
 
 
 def _fill(method: str) -> MethodFix:
     """``w.uniform_(-1, 1)`` -> ``torch_uniform_(w, -1, 1)``, ``w.zero_()`` ->
-    ``torch_assign_(w, ops.zeros_like(w))``."""
+    ``torch_assign_(w, ops.zeros_like(w))``, ``x.mul_(s)`` -> ``torch_assign_(x, x * s)``."""
     def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
         if method in _FILLS:
             rest = [cst.Arg(v, keyword=cst.Name(k) if k else None) for k, v in args]
             return cst.Call(cst.Name(_FILLS[method]), [cst.Arg(receiver), *rest])
-        if any(k for k, _ in args):
-            return None
-        value = _COMPUTED[method].format(x=_code(receiver),
-                                         args=", ".join(_code(v) for _, v in args))
+        if method in _OPERATORS and (len(args) != 1 or args[0][0]):
+            return None  # ``add_(y, alpha=2)``: left as written
+        text = ", ".join(f"{k}={_code(v)}" if k else _code(v) for k, v in args)
+        if method in _OPERATORS:
+            text = _operand(args[0][1])
+        value = _COMPUTED[method].format(x=_operand(receiver), args=text)
         return cst.Call(cst.Name("torch_assign_"), [cst.Arg(receiver), cst.Arg(expr(value))])
     return fix
 

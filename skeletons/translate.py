@@ -94,6 +94,7 @@ class CellTransformer(cst.CSTTransformer):
         self._compared: set[cst.CSTNode] = set()  # classes in isinstance() only
         self._layer_bases: list[str | None] = []  # per enclosing class: its torch layer base
         self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
+        self._functions: list[str] = []  # names of the enclosing functions
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
@@ -460,6 +461,7 @@ class CellTransformer(cst.CSTTransformer):
     def leave_FunctionDef(self, original_node: cst.FunctionDef,
                           updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self._tuples.pop()
+        self._functions.pop()
         if self._classes and self._classes[-1] and updated_node.name.value == "forward":
             return updated_node.with_changes(name=cst.Name("construct"))
         return updated_node
@@ -586,6 +588,7 @@ class CellTransformer(cst.CSTTransformer):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._names_not_values.add(node.name)
         self._tuples.append(set())
+        self._functions.append(node.name.value)
         return True
 
     def _named_tuple(self, node: cst.BaseExpression) -> bool:
@@ -710,11 +713,21 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> SmallResult:
         call = updated_node.value
+        if self._in_forward() and m.matches(call, m.Call(
+                func=m.Name("torch_assign_"), args=[m.Arg(m.Name()), m.Arg()])):
+            # ``x.mul_(s)`` as a statement in forward: ``x = x * s`` (compiles in GRAPH_MODE;
+            # elsewhere, such as an init helper given a Parameter, the update stays in place)
+            assert isinstance(call, cst.Call)
+            return cst.Assign([cst.AssignTarget(call.args[0].value)], call.args[1].value)
         if not m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"),
                                                        attr=m.Name("register_buffer")))):
             return updated_node
         assert isinstance(call, cst.Call)
         return buffer(call) or updated_node
+
+    def _in_forward(self) -> bool:
+        return bool(self._classes and self._classes[-1] and self._functions
+                    and self._functions[-1] == "forward")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if original_node in self._replace:

@@ -142,6 +142,10 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.max(dim=1).indices", "return x.max(dim=1)[1]"),
     ("d = {'a': x}\nreturn list(d.values())", "return list(d.values())"),
     ("return self.fc.weight.sum() + x", "return self.fc.weight.sum() + x"),
+    # in-place updates: MindSpore's CPU kernels for them are missing or leave x unchanged
+    ("x.mul_(2)\nreturn x", "x = x * 2\n"),
+    ("x.clamp_(min=0.0)\nreturn x", "x = ops.clamp(x, min=0.0)\n"),
+    ("return x.add_(x + 1)", "return torch_assign_(x, x + (x + 1))"),
 ])
 def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> None:
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))
