@@ -28,8 +28,37 @@ ADAPTED = {
     "torch.nn.ModuleDict": "TorchModuleDict",
 }
 
+# torch layers whose MindSpore class needs converted arguments, as values only: a class
+# subclassing one gets its super().__init__ translated instead (``translate``).
+VALUE_ADAPTED = {f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)}
+
 KEYWORDS = "torch_kwargs"
 LAYER = "torch_layer"
+
+# One source for the three convolution adapters; ``{d}`` is the dimension.
+_CONV = '''
+class TorchConv{d}d(nn.Conv{d}d):
+    """torch.nn.Conv{d}d's signature on MindSpore's Conv{d}d: a padding amount pads with
+    ``pad_mode='pad'`` on both sides of each axis (MindSpore defaults to 'same'),
+    ``groups`` / ``bias`` are ``group`` / ``has_bias``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        if isinstance(padding, str):
+            mode, padding = padding, 0
+        elif not any(padding if isinstance(padding, (list, tuple)) else (padding,)):
+            mode, padding = "valid", 0
+        else:
+            mode = "pad"
+            padding = padding if {d} == 1 else torch_padding(padding)
+        super().__init__(in_channels, out_channels, kernel_size, stride=stride,
+                         pad_mode=mode, padding=padding, dilation=dilation, group=groups,
+                         has_bias=bias)
+
+
+TorchConv{d}d.__name__ = "Conv{d}d"
+'''
 
 # One source for the three BatchNorm adapters; ``{d}`` is the dimension.
 _BATCH_NORM = '''
@@ -159,6 +188,7 @@ class TorchLayerNorm(nn.LayerNorm):
 TorchLayerNorm.__name__ = "LayerNorm"
 ''',
     **{f"TorchBatchNorm{d}d": _BATCH_NORM.replace("{d}", str(d)) for d in (1, 2, 3)},
+    **{f"TorchConv{d}d": _CONV.replace("{d}", str(d)) for d in (1, 2, 3)},
     "TorchLinear": '''
 class TorchLinear(nn.Dense):
     """torch.nn.Linear's signature (``bias``) on MindSpore's Dense."""

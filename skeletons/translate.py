@@ -647,6 +647,10 @@ class CellTransformer(cst.CSTTransformer):
             # type test keeps MindSpore's class, which the adapter subclasses
             self._replace[node] = expr(adapters.ADAPTED[apis.canonical(name)])
             return False
+        value_adapter = adapters.VALUE_ADAPTED.get(apis.canonical(name))
+        if value_adapter is not None and node not in self._type_tests:
+            self._replace[node] = expr(value_adapter)
+            return False
         mapping = apis.lookup(apis.canonical(name), self.backend)
         accepted = apis.ms_keywords(mapping.api) if mapping.api and mapping.api.startswith(
             "mindspore.nn.") and node not in self._type_tests else None

@@ -54,6 +54,16 @@ class GroupNorm1(nn.GroupNorm):
         super().__init__(1, channels, eps=1e-5, device=device)
 
 
+class CoordConv(nn.Module):
+    def __init__(self, cin=3, cout=4, transpose=False):
+        super().__init__()
+        module = nn.ConvTranspose2d if transpose else nn.Conv2d
+        self.layer = module(cin, cout, kernel_size=3, padding=(1, 1))
+
+    def forward(self, x):
+        return self.layer(x)
+
+
 def is_norm(module):
     return isinstance(module, nn.BatchNorm2d)
 '''
@@ -164,3 +174,15 @@ def test_names_a_star_import_binds_are_resolved(
     assert "swish=Swish," in text  # the registry is kept
     cell = cells["Block"]
     assert (cell.status, cell.input_shape, cell.output_shape) == ("pass", "(2, 4)", "(2, 4)")
+
+
+def test_a_convolution_class_used_as_a_value_takes_torchs_arguments(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, cells = built
+    text = lines(out, "layers.py")
+    assert "class TorchConv2d(nn.Conv2d):" in text
+    assert any(ln.startswith("module = ") and ln.endswith("if transpose else TorchConv2d")
+               for ln in text)
+    cell = cells["CoordConv"]  # padding (1, 1): pad_mode 'pad', so the size is kept
+    assert (cell.status, cell.input_shape, cell.output_shape) == (
+        "pass", "(2, 3, 32, 32)", "(2, 4, 32, 32)")
