@@ -16,7 +16,7 @@ import libcst.matchers as m
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed, parse_text
-from msready.analyzer.repo import RepositoryModel, ResolvedCall
+from msready.analyzer.repo import RepositoryModel, Resolved, ResolvedCall
 from msready.analyzer.result import ScanResult
 from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
@@ -358,8 +358,14 @@ class ConstructorFinder:
         for call in m.findall(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
                                                       m.ZeroOrMore()])):
             assert isinstance(call, cst.Call)
-            target = self.qualify(call.func, file)
-            resolved = self.model.resolve(target, file.module) if target else None
+            if m.matches(call.func, m.Attribute(value=m.Call(func=m.Name("super")),
+                                                attr=m.Name("__init__"))):
+                # ``super().__init__(args)``: the base's constructor reads it too
+                bases = [b for b in self.model.mro(cls)[1:] if b in self.model.module_classes]
+                resolved = Resolved("class", bases[0]) if bases else None
+            else:
+                target = self.qualify(call.func, file)
+                resolved = self.model.resolve(target, file.module) if target else None
             if resolved is None or resolved.kind != "class" or \
                     resolved.name not in self.model.module_classes:
                 continue

@@ -227,3 +227,39 @@ def test_a_parameter_reassigned_before_the_instantiation_is_not_its_argument(
                             cache=False)
     block = next(s for s in found if s.torch_class == "nets.ConvNorm")
     assert (block.status, block.synthesized, block.input_shape) == ("pass", "", "(2, 8, 16, 16)")
+
+
+CONFIG_TO_BASE = '''\
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.fc = nn.Linear(args.input_size, args.hidden)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Classifier(Encoder):
+    def __init__(self, args):
+        super().__init__(args)
+        self.out = nn.Linear(args.hidden, args.num_classes)
+
+    def forward(self, x):
+        return self.out(self.fc(x))
+'''
+
+
+def test_a_config_passed_to_the_base_constructor_gets_the_fields_the_base_reads(
+        tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "nets.py").write_text(CONFIG_TO_BASE)
+    result = scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False,
+                                                              target="cpu"))
+    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=False,
+                            cache=False)
+    cell = next(s for s in found if s.torch_class == "nets.Classifier")
+    assert (cell.status, cell.output_shape) == ("pass", "(2, 10)")
+    assert "input_size=" in cell.synthesized and "num_classes=10" in cell.synthesized
