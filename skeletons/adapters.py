@@ -137,6 +137,8 @@ def torch_kwargs(kwargs, renames, accepted=None, dropped=()):
     STAND_IN: '''
 class _UnavailableType(type):
     def __getattr__(cls, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)  # Python's own protocols: not the library's names
         return Unavailable()
 
 
@@ -154,7 +156,12 @@ class Unavailable(metaclass=_UnavailableType):
         return Unavailable()
 
     def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
         return Unavailable()
+
+    def __mro_entries__(self, bases):
+        return (Unavailable,)  # ``class Env(gym.Env)``: a base class from the library
 
     def __iter__(self):
         return iter(())

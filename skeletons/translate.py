@@ -230,12 +230,16 @@ class CellTransformer(cst.CSTTransformer):
         source = self.model.modules.get(name)
 
         def present(module: str) -> bool:
+            if module in self.model.modules or any(
+                    other.startswith(module + ".") for other in self.model.modules):
+                return True
             leaf = module.rsplit(".", 1)[1]
-            if source is not None and (leaf in source.globals or self.model.qualify(
-                    leaf, source.module) is not None):
-                return True  # a name the module there defines or imports
-            return module in self.model.modules or any(
-                other.startswith(module + ".") for other in self.model.modules)
+            bound = self.model.qualify(leaf, source.module) if source is not None else None
+            # a name the module there defines or imports; ``from . import transforms`` in
+            # the package itself binds the absent submodule, which does not count
+            return source is not None and (leaf in source.globals or (
+                bound is not None and (bound != module or module in self.model.classes
+                                       or module in self.model.functions)))
 
         return [a for a in node.names if isinstance(a.name, cst.Name)
                 and not present(f"{name}.{a.name.value}")]
