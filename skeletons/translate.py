@@ -32,6 +32,7 @@ from msready.skeletons.layers import (
 )
 from msready.skeletons.methods import METHOD_FIXES, cell_method, rename_keywords
 from msready.skeletons.statements import (
+    HEADER_NAMES,
     FileTranslation,
     Todo,
     buffer,
@@ -318,7 +319,22 @@ class CellTransformer(cst.CSTTransformer):
                       f"MindSpore; their names are bound to the {adapters.STAND_IN} stand-in "
                       "so the file imports, and what calls them at run time needs a person")
             self.all_todos.append(("MS100", reason))
-        return updated_node.with_changes(body=unbound_bases(with_head(body, head, reason)))
+        body = [*unbound_bases(with_head(body, head, reason)), *self._star_exports()]
+        return updated_node.with_changes(body=body)
+
+    def _star_exports(self) -> list[cst.BaseStatement]:
+        """``__all__`` for a file other files star-import and that has none: what the torch
+        file exported, so the header's ``nn`` does not replace a name the importer bound
+        (``from . import nn`` then ``from .utils import *``)."""
+        star = f"*{self.file.module}"
+        if "__all__" in self.file.globals or not any(
+                star in f.bindings for f in self.model.modules.values()):
+            return []
+        own = set(self.file.bindings) | set(self.file.globals)
+        hidden = sorted((set(HEADER_NAMES) | set(adapters.SOURCES)) - own)
+        return [cst.parse_statement(
+            f"__all__ = [_name for _name in list(globals()) if not _name.startswith('_') "
+            f"and _name not in {hidden!r}]\n")]
 
     def leave_Try(self, original_node: cst.Try, updated_node: cst.Try
                   ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:

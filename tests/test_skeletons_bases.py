@@ -186,3 +186,11 @@ def test_a_convolution_class_used_as_a_value_takes_torchs_arguments(
     cell = cells["CoordConv"]  # padding (1, 1): pad_mode 'pad', so the size is kept
     assert (cell.status, cell.input_shape, cell.output_shape) == (
         "pass", "(2, 3, 32, 32)", "(2, 4, 32, 32)")
+
+
+def test_a_star_imported_file_exports_what_the_torch_file_did(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, _ = built
+    (line,) = [ln for ln in lines(out, "activations.py") if ln.startswith("__all__ = ")]
+    # the header's ops and mint are not the torch file's names; its nn (torch.nn) was
+    assert "'ops'" in line and "'mint'" in line and "'nn'" not in line
