@@ -501,9 +501,9 @@ def init(call: CallIn, mapping: apis.Mapping) -> Rewrite:
         return generic(call, mapping)
     if name == "uniform_":
         scale = _uniform_scale(args)
-        if scale is None:
-            return Rewrite(None, todos=[("MS100", "uniform_(a, b) with a != -b: MindSpore's "
-                                                  "Uniform(scale) draws from [-scale, scale]")])
+        if scale is None:  # U(a, b) off-centre: MindSpore's Uniform(scale) is [-scale, scale]
+            return Rewrite("torch_uniform_", [(None, tensor), *[
+                (k, v) for k, v in args if k in ("a", "b")]])
         init_args: ArgList = [("scale", scale)]
     else:
         init_args = [(renames[k], v) for k, v in args if k in renames]

@@ -108,7 +108,7 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, -0.5, 0.5)",
      "mindspore.common.initializer.Uniform(scale=0.5)"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, 0, 1)",
-     "# TODO(msready MS100): uniform_(a, b) with a != -b"),
+     "torch_uniform_(self.fc.bias, a=0, b=1)"),  # U(0, 1) is no MindSpore Uniform(scale)
     ("self.e = nn.Embedding(9, 4)\nnn.init.zeros_(self.e.weight)",
      "self.e.embedding_table.set_data("),
     ("self.bn = nn.BatchNorm1d(4)\nself.bn.weight.requires_grad = False",
