@@ -162,8 +162,11 @@ class ConstructorFinder:
             if owner in self._active:
                 return {}
             self._active.add(owner)
-            try:
-                kwargs, _ = self.constructor(owner)
+            try:  # a value the parent's own plan made up is no site value for the child,
+                # which makes up its own from how it uses the parameter
+                resolved = self.constructor_arguments(owner)
+                kwargs = {k: v for k, v in resolved.kwargs.items()
+                          if k not in resolved.synthesized}
                 return self._before(caller, line, self.environment(owner, kwargs), file)
             finally:
                 self._active.discard(owner)
