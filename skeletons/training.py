@@ -1,0 +1,362 @@
+"""Training loops of the scanned repository, read for the MindSpore training step.
+
+A training loop is a function (or a script's module-level code) that calls
+``<loss>.backward()`` and ``<optimizer>.step()``. What it trains, with which loss and
+optimizer, is read from the value analysis (:mod:`msready.analyzer.valueflow`): the
+receiver of ``backward`` is the loss, an expression over calls; the call of a repository
+``nn.Module`` instance inside it is the model; torch loss classes and functional losses
+are the loss terms; the receiver of ``step`` leads to the optimizer's construction and its
+hyper-parameters. :mod:`.training_loss` turns the loss into MindSpore code and
+:mod:`.training_build` writes and runs the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from msready.analyzer.facts import CallKind
+from msready.analyzer.repo import RepositoryModel, ResolvedCall
+from msready.analyzer.valueflow import bind_argument
+from msready.analyzer.values import Expr, Kind, Value
+from msready.skeletons import apis
+
+# Methods that return the same object (``Net().to(device)``), followed to a construction.
+_SAME_OBJECT = frozenset({"to", "cuda", "cpu", "train", "float", "double", "half"})
+_MAX_DEPTH = 12
+_SCHEDULER = "torch.optim.lr_scheduler."
+_SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler",
+            "torch.cuda.amp.grad_scaler.GradScaler", "torch.amp.grad_scaler.GradScaler")
+_AUTOCAST = ("torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast",
+             "torch.cpu.amp.autocast", "torch.cuda.amp.autocast_mode.autocast")
+_CLIPS = {"torch.nn.utils.clip_grad_norm_": "norm", "torch.nn.utils.clip_grad_norm": "norm",
+          "torch.nn.utils.clip_grad.clip_grad_norm_": "norm",
+          "torch.nn.utils.clip_grad_value_": "value",
+          "torch.nn.utils.clip_grad.clip_grad_value_": "value"}
+# How MindSpore replaces a learning-rate scheduler, by torch class.
+_SCHEDULE_HINTS = {
+    "StepLR": "mindspore.nn.piecewise_constant_lr (a list of per-step rates)",
+    "MultiStepLR": "mindspore.nn.piecewise_constant_lr (a list of per-step rates)",
+    "ExponentialLR": "mindspore.nn.exponential_decay_lr or nn.ExponentialDecayLR",
+    "CosineAnnealingLR": "mindspore.nn.cosine_decay_lr or nn.CosineDecayLR",
+    "LambdaLR": "a list of per-step rates computed from the lambda",
+}
+
+
+@dataclass(slots=True)
+class Construction:
+    """A torch object built in the repository: its class and its arguments' values
+    (:data:`UNKNOWN_VALUE` where the value analysis does not know one)."""
+
+    torch: str
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # what the source wrote, by name
+
+
+UNKNOWN_VALUE: Any = type("UnknownValue", (), {"__repr__": lambda self: "UNKNOWN"})()
+
+
+@dataclass(slots=True)
+class TrainLoop:
+    """One training loop and what the MindSpore step needs from it."""
+
+    function: str  # qualified name, or the module for module-level code
+    path: str
+    line: int
+    loss: Expr  # the receiver of ``backward()``
+    optimizer: Construction | None = None
+    optimizer_name: str = ""  # the torch optimizer class, also when unconstructed
+    clip: tuple[str, Any] | None = None  # ("norm", max_norm) or ("value", clip_value)
+    not_translated: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # torch calls MindSpore does not need
+    reasons: list[str] = field(default_factory=list)  # why the step cannot be generated
+
+
+def constant(value: Value) -> Any:
+    """A Python constant (numbers, strings, bools, None, tuples of those) a value holds
+    for sure, else :data:`UNKNOWN_VALUE`."""
+    if len(value) != 1:
+        return UNKNOWN_VALUE
+    atom = next(iter(value))
+    if atom.kind is Kind.CONST and isinstance(atom.const, (int, float, str, bool, type(None))):
+        return atom.const
+    if atom.kind is Kind.CONST and isinstance(atom.const, tuple):
+        return atom.const
+    if atom.kind is Kind.SEQ and atom.items is not None:
+        items = tuple(constant(v) for v in atom.items)
+        return UNKNOWN_VALUE if any(i is UNKNOWN_VALUE for i in items) else items
+    return UNKNOWN_VALUE
+
+
+def instance_classes(value: Value) -> list[str]:
+    """The classes an object may be an instance of, in a stable order."""
+    return sorted({apis.canonical(a.cls) for a in value if a.kind is Kind.INSTANCE and a.cls})
+
+
+class LoopReader:
+    """Finds the repository's training loops and reads each one."""
+
+    def __init__(self, model: RepositoryModel) -> None:
+        self.model = model
+        self.values = model.values
+
+    # ----- following values ------------------------------------------------------------
+
+    def origins(self, expr: Expr, depth: int = 0) -> Iterator[Expr]:
+        """The expressions a value may come from: through local names, ``self.<attr>``
+        assignments, parameters (what callers pass), module globals, what repository
+        functions return, and ``.to(device)``-style calls. Ends at torch calls, calls of
+        external code and constants."""
+        if depth > _MAX_DEPTH or not isinstance(expr, tuple):
+            return
+        head = expr[0]
+        values = self.values
+        if head == "l":
+            fact = values.local_tables.get((expr[1], expr[2]))
+            if fact is not None and expr[3] < len(fact.locals):
+                yield from self.origins(fact.locals[expr[3]], depth + 1)
+        elif head == "a":
+            for cls in self.model.mro(expr[1]):
+                fact = self.model.classes.get(cls)
+                for attr, value in fact.attr_values if fact else ():
+                    if attr == expr[2]:
+                        yield from self.origins(value, depth + 1)
+        elif head == "p":
+            fact = self.model.functions.get(expr[1])
+            for rc, offset in values.incoming.get(expr[1], ()) if fact else ():
+                assert fact is not None
+                bound = bind_argument(fact, rc.call, expr[2], offset)
+                if bound is not None:
+                    yield from self.origins(bound, depth + 1)
+            default = dict(fact.defaults).get(expr[2]) if fact else None
+            if default is not None:
+                yield from self.origins(default, depth + 1)
+        elif head == "g":
+            yield from self._global(expr[1], depth)
+        elif head == "o" and expr[1] == "method" and expr[2][0] in _SAME_OBJECT:
+            yield from self.origins(expr[3], depth + 1)
+        elif head == "c":
+            rc = values.calls.get((expr[1], expr[2]))
+            returned = False
+            for callee in values.callees(rc) if rc is not None else ():
+                fact = self.model.functions.get(callee)
+                if fact is not None and fact.name != "__init__" and fact.returns is not None:
+                    returned = True
+                    yield from self.origins(fact.returns, depth + 1)
+            if not returned:
+                yield expr
+        else:
+            yield expr
+
+    def _global(self, dotted: str, depth: int) -> Iterator[Expr]:
+        module, _, name = dotted.rpartition(".")
+        file = self.model.modules.get(module)
+        if file is not None and name in file.globals:
+            yield from self.origins(file.globals[name], depth + 1)
+
+    def construction(self, expr: Expr, accept: tuple[str, ...]) -> Construction | None:
+        """The torch construction (``optim.SGD(...)``) a value comes from, when its class
+        starts with one of ``accept``."""
+        for origin in self.origins(expr):
+            if not (isinstance(origin, tuple) and origin[0] == "o" and origin[1] == "torch"):
+                continue
+            target, names = apis.canonical(origin[2][0]), origin[2][1]
+            if not target.startswith(accept):
+                continue
+            operands = list(origin[3:])
+            cut = len(operands) - len(names)
+            built = Construction(target)
+            built.args = [constant(self.values.value(e)) for e in operands[:cut]]
+            built.kwargs = {n: constant(self.values.value(e))
+                            for n, e in zip(names, operands[cut:], strict=True)}
+            return built
+        return None
+
+    def construction_before(self, rc: ResolvedCall, cls: str) -> Construction | None:
+        """``criterion = nn.CrossEntropyLoss(...)`` before ``criterion(out, y)`` in the
+        same function (a call of a local instance)."""
+        built = None
+        for other in self.model.calls_by_caller.get(rc.call.caller, []):
+            if other.call.span.line > rc.call.span.line or \
+                    apis.canonical(other.external or "") != cls:
+                continue
+            built = Construction(cls)
+            for arg, expr in zip(other.call.args, other.call.arg_values, strict=False):
+                value = constant(self.values.value(expr))
+                if arg.keyword:
+                    built.kwargs[arg.keyword] = value
+                elif not arg.star:
+                    built.args.append(value)
+        return built
+
+    def called(self, rc: ResolvedCall) -> list[str]:
+        """The classes of the object a call calls (``criterion(out, y)``, ``model(x)``)."""
+        if rc.call.kind not in (CallKind.VALUE, CallKind.INSTANCE, CallKind.SELF_ATTR):
+            return []
+        if rc.call.kind is CallKind.VALUE and rc.call.receiver:
+            return []  # a method call (``obj.run(x)``), not a call of the object
+        return instance_classes(self.values.called_value(rc))
+
+    # ----- loops -----------------------------------------------------------------------
+
+    def loops(self) -> list[TrainLoop]:
+        """Every function with a ``backward()`` and an optimizer's ``step()``, in order."""
+        found = []
+        for caller, calls in self.model.calls_by_caller.items():
+            backwards = [rc for rc in calls if self._is_backward(rc)]
+            steps = [(rc, opt) for rc in calls for opt in [self._stepped(rc)] if opt]
+            if not backwards or not steps:
+                continue
+            found.append(self.read(caller, calls, backwards, steps))
+        return sorted(found, key=lambda loop: (loop.path, loop.line))
+
+    def _is_backward(self, rc: ResolvedCall) -> bool:
+        call = rc.call
+        if call.target == "torch.Tensor.backward":
+            return call.recv is not None
+        return call.kind is CallKind.VALUE and call.target == "backward" and \
+            call.recv is not None and bool(call.receiver)
+
+    def _stepped(self, rc: ResolvedCall) -> tuple[Expr, str] | None:
+        """(the optimizer's expression, its class) for ``opt.step()`` and
+        ``scaler.step(opt)``."""
+        call = rc.call
+        if call.target.rsplit(".", 1)[-1] != "step" or call.recv is None or not call.receiver:
+            return None
+        held = instance_classes(self.values.value(call.recv))
+        if any(c.startswith(_SCALERS) for c in held) and call.arg_values:
+            inner = instance_classes(self.values.value(call.arg_values[0]))
+            return (call.arg_values[0], _optimizer_class(inner) or "")
+        name = _optimizer_class(held)
+        if name is None:
+            custom = [c for c in held if c in self.model.classes and any(
+                b.startswith("torch.optim.") for b in self.model.external_bases(c))]
+            name = custom[0] if custom else None
+        return (call.recv, name) if name else None
+
+    def read(self, caller: str, calls: list[ResolvedCall], backwards: list[ResolvedCall],
+             steps: list[tuple[ResolvedCall, tuple[Expr, str]]]) -> TrainLoop:
+        """The loop in ``caller``: the first optimizer step and the backward before it."""
+        step_rc, (opt_expr, opt_class) = steps[0]
+        before = [b for b in backwards if b.call.span.line <= step_rc.call.span.line]
+        backward = (before or backwards)[-1]
+        fact = self.model.functions.get(caller)
+        line = fact.span.line if fact else backward.call.span.line
+        recv = backward.call.recv
+        assert recv is not None
+        loop = TrainLoop(caller, backward.file.path, line, self._unscaled(recv))
+        loop.optimizer_name = opt_class
+        if opt_class in self.model.classes:
+            loop.reasons.append(f"the optimizer is the repository class "
+                                f"{opt_class.rsplit('.', 1)[-1]}: port its step() to a "
+                                "mindspore.nn.Optimizer first")
+        else:
+            loop.optimizer = self.construction(opt_expr, ("torch.optim.",))
+        others = sorted({c for rc, (_, c) in steps[1:] if c} - {opt_class})
+        if others or len({rc.call.receiver for rc, _ in steps}) > 1:
+            loop.not_translated.append(
+                "a second optimizer steps in the same loop (a GAN's other network): only "
+                f"the first update ({step_rc.call.receiver}.step()) is generated")
+        for rc in calls:
+            self._note(loop, rc)
+        self._second_order(loop, caller, calls)
+        return loop
+
+    def _unscaled(self, loss: Expr) -> Expr:
+        """``scaler.scale(loss)`` -> ``loss``."""
+        if isinstance(loss, tuple) and loss[0] == "o" and loss[1] == "method" and \
+                loss[2][0] == "scale" and len(loss) > 4:
+            return loss[4]  # type: ignore[no-any-return]
+        return loss
+
+    def _note(self, loop: TrainLoop, rc: ResolvedCall) -> None:
+        """What one call of the loop means for the step."""
+        call = rc.call
+        external = apis.canonical(rc.external or "")
+        last = call.target.rsplit(".", 1)[-1]
+        held = instance_classes(self.values.value(call.recv)) if call.recv is not None and \
+            call.receiver else []
+        if external in _CLIPS:
+            name = "max_norm" if _CLIPS[external] == "norm" else "clip_value"
+            value = self._argument(rc, 1, name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                loop.clip = (_CLIPS[external], float(value))
+            else:
+                loop.not_translated.append(f"{last}: its {name} is not a known constant")
+        elif external.startswith(_AUTOCAST) or any(c.startswith(_SCALERS) for c in held) or \
+                external.startswith(_SCALERS):
+            text = "AMP (autocast / GradScaler): not translated; use mindspore.amp " \
+                   "(auto_mixed_precision, DynamicLossScaler)"
+            if text not in loop.not_translated:
+                loop.not_translated.append(text)
+        elif last == "step" and any(c.startswith(_SCHEDULER) for c in held):
+            short = next(c for c in held if c.startswith(_SCHEDULER)).rsplit(".", 1)[-1]
+            hint = _SCHEDULE_HINTS.get(short, "a list of per-step rates or a "
+                                              "mindspore.nn.LearningRateSchedule")
+            loop.not_translated.append(f"scheduler {short}: the step runs with the base "
+                                       f"learning rate; in MindSpore pass {hint} as "
+                                       "learning_rate")
+        elif last == "zero_grad" and call.receiver:
+            loop.dropped.append(f"{call.receiver}.zero_grad(): MindSpore gradients are "
+                                "functional, nothing accumulates")
+        elif external.startswith("torch.optim.swa_utils.") or (
+                last in ("update", "update_parameters") and "ema" in call.receiver.lower()):
+            text = f"EMA ({call.receiver or external}): not translated; keep a copy of the " \
+                   "parameters and update it after optimizer(grads)"
+            if text not in loop.not_translated:
+                loop.not_translated.append(text)
+
+    def _argument(self, rc: ResolvedCall, index: int, name: str) -> Any:
+        """The constant value of a call's argument (by position or keyword)."""
+        call = rc.call
+        for i, arg in enumerate(call.args):
+            if arg.keyword == name or (arg.keyword is None and not arg.star and i == index):
+                if arg.is_literal:
+                    return arg.literal
+                if i < len(call.arg_values):
+                    return constant(self.values.value(call.arg_values[i]))
+        return UNKNOWN_VALUE
+
+    def _second_order(self, loop: TrainLoop, caller: str, calls: list[ResolvedCall]) -> None:
+        """``torch.autograd.grad(..., create_graph=True)`` in the loop or a function it
+        calls: a gradient penalty, listed as not translated."""
+        seen = {caller}
+        frontier = [caller]
+        for _ in range(3):
+            reached = []
+            for fn in frontier:
+                for rc in self.model.calls_by_caller.get(fn, []) if fn != caller else calls:
+                    if self._creates_graph(rc):
+                        where = "" if fn == caller else f" in {self.model.short_name(fn)}"
+                        loop.not_translated.append(
+                            f"gradient penalty / second order (torch.autograd.grad(..., "
+                            f"create_graph=True){where}): not translated")
+                        return
+                    for callee in self.values.callees(rc):
+                        if callee not in seen:
+                            seen.add(callee)
+                            reached.append(callee)
+            frontier = reached
+
+    def _creates_graph(self, rc: ResolvedCall) -> bool:
+        target = apis.canonical(rc.external or rc.call.target)
+        if target not in ("torch.autograd.grad", "torch.Tensor.backward") and not (
+                rc.call.kind is CallKind.VALUE and rc.call.target == "backward"):
+            return False
+        return any(a.keyword == "create_graph" and a.text.strip() != "False"
+                   for a in rc.call.args)
+
+
+def _optimizer_class(classes: list[str]) -> str | None:
+    for name in classes:
+        if name.startswith("torch.optim.") and not name.startswith(
+                (_SCHEDULER, "torch.optim.swa_utils.")) and name.rsplit(".", 1)[-1][:1].isupper():
+            return name
+    return None
+
+
+def find_loops(model: RepositoryModel) -> list[TrainLoop]:
+    """The repository's training loops; a loop the reader trips on is left out."""
+    return LoopReader(model).loops()

@@ -1,0 +1,291 @@
+"""The loss of a training loop as MindSpore code.
+
+The value analysis gives the receiver of ``backward()`` as an expression over calls and
+operations; this module writes it over three names of the generated ``forward_fn``:
+``outputs`` (what the model returns), ``label`` (the loop's target tensors) and
+``loss_fn<i>`` (loss objects built once, beside the model). Torch calls go through the
+project's API table (:func:`msready.skeletons.apis.lookup`); what has no translation is a
+reason the step is not generated (the loop is reported ``unverified``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from msready.analyzer.values import Expr
+from msready.skeletons import apis
+from msready.skeletons.training import (
+    _SAME_OBJECT,
+    UNKNOWN_VALUE,
+    LoopReader,
+    constant,
+)
+
+LOSS_KINDS = {
+    "class": ("CrossEntropyLoss", "NLLLoss", "cross_entropy", "nll_loss"),
+    "binary": ("BCELoss", "BCEWithLogitsLoss", "binary_cross_entropy",
+               "binary_cross_entropy_with_logits"),
+    "regression": ("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "mse_loss", "l1_loss",
+                   "smooth_l1_loss", "huber_loss"),
+}
+_BINARY_SYMBOLS = {"+", "-", "*", "/", "//", "**", "%", "@"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Code:
+    text: str
+    live: bool = False  # computed from the model's output
+
+
+@dataclass(slots=True)
+class LossTerm:
+    """A loss object the step builds once: ``loss_fn0 = nn.CrossEntropyLoss()``."""
+
+    name: str
+    code: str
+    torch: str
+    cell: tuple[str, str] | None = None  # (module, class) of a repository loss's Cell
+
+
+@dataclass(slots=True)
+class LossCode:
+    """The loss over ``outputs`` and ``label``, and what it needs."""
+
+    expression: str = ""
+    model_class: str | None = None
+    model_positional: list[str] = field(default_factory=list)  # the model's arguments
+    model_extra: list[str] = field(default_factory=list)  # its keyword arguments
+    terms: list[LossTerm] = field(default_factory=list)
+    kind: str = ""  # class | binary | regression | "" (unknown)
+    apis: list[str] = field(default_factory=list)  # torch loss APIs used, for the report
+    reasons: list[str] = field(default_factory=list)
+    not_translated: list[str] = field(default_factory=list)
+
+
+def loss_kind(name: str) -> str:
+    """``class`` / ``binary`` / ``regression`` for a torch loss name, else ""."""
+    short = name.rsplit(".", 1)[-1]
+    return next((kind for kind, names in LOSS_KINDS.items() if short in names), "")
+
+
+def literal(value: Any) -> str:
+    """Python source for a constant (floats keep a decimal point)."""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, tuple):
+        inner = ", ".join(literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
+
+
+class LossWriter:
+    """Writes one loop's loss; see the module docstring."""
+
+    def __init__(self, reader: LoopReader, target: str, module_classes: frozenset[str],
+                 cell_code: Any) -> None:
+        self.reader = reader
+        self.values = reader.values
+        self.target = target
+        self.module_classes = module_classes
+        # ``cell_code(cls)``: (constructor code, module, class name) of a generated Cell,
+        # None when the class has no plan to build it.
+        self.cell_code = cell_code
+        self.out = LossCode()
+        self.model_key: Any = None
+
+    def write(self, loss: Expr) -> LossCode:
+        """The loss code, or reasons why there is none."""
+        code = self.render(loss, 0)
+        if self.out.model_class is None:
+            self.out.reasons.append("no call of a repository nn.Module was found in the "
+                                    "loss: the model could not be traced")
+        elif not code.live:
+            self.out.reasons.append("the loss does not depend on the model's output as "
+                                    "msready reads it")
+        self.out.expression = code.text
+        return self.out
+
+    def _reason(self, text: str) -> _Code:
+        if text not in self.out.reasons:
+            self.out.reasons.append(text)
+        return _Code("None", True)
+
+    def _leaf(self, expr: Expr) -> _Code:
+        value = constant(self.values.value(expr))
+        if value is not UNKNOWN_VALUE:
+            return _Code(literal(value))
+        return _Code("label")
+
+    def render(self, expr: Expr, depth: int) -> _Code:
+        """``expr`` as MindSpore code."""
+        if depth > 40:
+            return self._reason("the loss expression is too deep to read")
+        if not isinstance(expr, tuple):
+            return self._leaf(expr)
+        head = expr[0]
+        if head == "l":
+            fact = self.values.local_tables.get((expr[1], expr[2]))
+            if fact is None or expr[3] >= len(fact.locals):
+                return _Code("label")
+            return self.render(fact.locals[expr[3]], depth + 1)
+        if head == "c":
+            return self._call(expr, depth)
+        if head == "o":
+            return self._operation(expr, depth)
+        return self._leaf(expr)  # parameters, attributes, globals: a constant or the data
+
+    def _operation(self, expr: tuple[Any, ...], depth: int) -> _Code:
+        op, plain, operands = expr[1], expr[2], list(expr[3:])
+        if op == "torch":
+            return self._torch(plain[0], plain[1], operands, depth)
+        parts = [self.render(o, depth + 1) for o in operands]
+        live = any(p.live for p in parts)
+        if op == "bin" and plain[0] in _BINARY_SYMBOLS:
+            return _Code(f"({parts[0].text} {plain[0]} {parts[1].text})", live)
+        if op == "un" and plain[0] in ("-", "+"):
+            return _Code(f"{plain[0]}{parts[0].text}", live)
+        if not live:  # the data and what the loop does with it: the label
+            value = constant(self.values.value(expr))
+            return _Code(literal(value) if value is not UNKNOWN_VALUE else "label")
+        if op == "method":
+            name, keywords = plain
+            if name in _SAME_OBJECT:
+                return parts[0]
+            return _Code(f"{parts[0].text}.{name}({_arguments(parts[1:], keywords)})", True)
+        if op == "elem" and isinstance(plain[0], int):
+            return _Code(f"{parts[0].text}[{plain[0]}]", True)
+        if op == "sub" and not plain[0] and not parts[1].live and parts[1].text != "label":
+            return _Code(f"{parts[0].text}[{parts[1].text}]", True)
+        if op == "attr":
+            return _Code(f"{parts[0].text}.{plain[0]}", True)
+        return self._reason(f"an operation on the model's output ({op}) is not translated")
+
+    def _torch(self, target: str, keywords: tuple[str, ...], operands: list[Expr],
+               depth: int) -> _Code:
+        parts = [self.render(o, depth + 1) for o in operands]
+        live = any(p.live for p in parts)
+        name = apis.canonical(target)
+        if not live:
+            value = constant(self.values.value(("o", "torch", (target, keywords, ""),
+                                                *operands)))
+            return _Code(literal(value) if value is not UNKNOWN_VALUE else "label")
+        mapping = apis.lookup(name, self.target)
+        if mapping.api is None:
+            return self._reason(f"{name} has no MindSpore mapping for this target")
+        kind = loss_kind(name)
+        if kind:
+            self._loss_api(name, kind)
+        cut = len(parts) - len(keywords)
+        renamed = []
+        for key in keywords:
+            if key in mapping.dropped:
+                self.out.not_translated.append(f"{name.rsplit('.', 1)[-1]}({key}=...): "
+                                               "MindSpore has no such argument")
+                renamed.append("")
+            else:
+                renamed.append(mapping.renames.get(key, key))
+        kept = [*parts[:cut], *[p for p, k in zip(parts[cut:], renamed, strict=True) if k]]
+        names = tuple(k for k in renamed if k)
+        return _Code(f"{apis.short_name(mapping.api)}({_arguments(kept, names)})", True)
+
+    def _loss_api(self, name: str, kind: str) -> None:
+        if name not in self.out.apis:
+            self.out.apis.append(name)
+        if not self.out.kind:
+            self.out.kind = kind
+
+    def _call(self, expr: tuple[Any, ...], depth: int) -> _Code:
+        rc = self.values.calls.get((expr[1], expr[2]))
+        if rc is None:
+            return self._leaf(expr)
+        parts = [self.render(e, depth + 1) for e in rc.call.arg_values]
+        names = tuple(a.keyword for a in rc.call.args if a.keyword)
+        live = any(p.live for p in parts)
+        classes = self.reader.called(rc)
+        repo = [c for c in classes if c in self.module_classes]
+        if repo and not live:
+            return self._model_call(expr, repo[0], parts, names)
+        if repo:
+            return self._term(repo[0], rc, parts, names, cell=True)
+        losses = [c for c in classes if c.startswith("torch.nn.") and c.endswith("Loss")]
+        if losses:
+            return self._term(losses[0], rc, parts, names, cell=False)
+        callees = self.values.callees(rc)
+        if callees:
+            short = self.reader.model.short_name(callees[0])
+            return self._reason(f"loss computed by repository function {short}, "
+                                "not translated")
+        if classes:
+            return self._reason(f"the loss calls {classes[0]}, which is not translated")
+        return _Code("label") if not live else self._reason(
+            f"the call {rc.call.receiver or rc.call.target}(...) in the loss is not read")
+
+    def _model_call(self, expr: tuple[Any, ...], cls: str, parts: list[_Code],
+                    names: tuple[str, ...]) -> _Code:
+        key = (expr[1], expr[2])
+        if self.out.model_class is None:
+            self.out.model_class = cls
+            self.model_key = key
+            self.out.model_extra = [_arguments([p], (k,)) for p, k in zip(
+                parts[len(parts) - len(names):], names, strict=True)]
+            self.out.model_positional = [p.text for p in parts[:len(parts) - len(names)]]
+        elif key != self.model_key:
+            short = cls.rsplit(".", 1)[-1]
+            return self._reason(f"the loss calls a network ({short}) a second time, on "
+                                "other inputs: not translated")
+        return _Code("outputs", True)
+
+    def _term(self, cls: str, rc: Any, parts: list[_Code], names: tuple[str, ...],
+              cell: bool) -> _Code:
+        index = next((i for i, t in enumerate(self.out.terms) if t.torch == cls), None)
+        if index is None:
+            index = len(self.out.terms)
+            code = self._cell_term(cls) if cell else self._class_term(cls, rc)
+            if code is None:
+                return _Code("None", True)
+            self.out.terms.append(LossTerm(f"loss_fn{index}", code[0], cls, code[1]))
+        return _Code(f"loss_fn{index}({_arguments(parts, names)})", True)
+
+    def _cell_term(self, cls: str) -> tuple[str, tuple[str, str] | None] | None:
+        built = self.cell_code(cls)
+        short = cls.rsplit(".", 1)[-1]
+        if built is None:
+            self._reason(f"loss computed by repository class {short}, whose Cell cannot "
+                         "be built")
+            return None
+        code, module, name = built
+        if not self.out.kind:
+            self.out.kind = loss_kind(short)
+        self.out.apis.append(cls)
+        return code, (module, name)
+
+    def _class_term(self, cls: str, rc: Any) -> tuple[str, None] | None:
+        mapping = apis.lookup(cls, self.target)
+        if mapping.api is None:
+            self._reason(f"{cls} has no MindSpore mapping for this target")
+            return None
+        self._loss_api(cls, loss_kind(cls))
+        built = None
+        if rc.call.recv is not None and rc.call.kind.value == "value":
+            built = self.reader.construction(rc.call.recv, (cls,))
+        if built is None:
+            built = self.reader.construction_before(rc, cls)
+        args = []
+        for key, value in (built.kwargs if built else {}).items():
+            if key in mapping.dropped or value is UNKNOWN_VALUE:
+                self.out.not_translated.append(f"{cls.rsplit('.', 1)[-1]}({key}=...): "
+                                               + ("not read" if value is UNKNOWN_VALUE else
+                                                  "MindSpore has no such argument"))
+                continue
+            args.append(f"{mapping.renames.get(key, key)}={literal(value)}")
+        return f"{apis.short_name(mapping.api)}({', '.join(args)})", None
+
+
+def _arguments(parts: list[_Code], keywords: tuple[str, ...]) -> str:
+    cut = len(parts) - len(keywords)
+    texts = [p.text for p in parts[:cut]]
+    texts += [f"{k}={p.text}" for k, p in zip(keywords, parts[cut:], strict=True)]
+    return ", ".join(texts)
+
+
