@@ -75,7 +75,8 @@ def run_step(ms: Any, job: dict[str, Any], root: str) -> dict[str, Any]:
     candidates = input_candidates(job["inputs"])
     for other in job.get("alternatives") or ():
         candidates += input_candidates(other)
-    inputs, shape, error = None, (), ""
+    inputs, error = None, ""
+    shape: tuple[int, ...] = ()
     for arrays in candidates:
         tensors = [None if a is None else ms.Tensor(a) for a in arrays]
         try:

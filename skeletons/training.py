@@ -52,7 +52,7 @@ class Construction:
     torch: str
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
-    texts: dict[str, str] = field(default_factory=dict)  # what the source wrote, by name
+    owner: list[str] = field(default_factory=list)  # the classes whose parameters it takes
 
 
 UNKNOWN_VALUE: Any = type("UnknownValue", (), {"__repr__": lambda self: "UNKNOWN"})()
@@ -119,8 +119,8 @@ class LoopReader:
                 yield from self.origins(fact.locals[expr[3]], depth + 1)
         elif head == "a":
             for cls in self.model.mro(expr[1]):
-                fact = self.model.classes.get(cls)
-                for attr, value in fact.attr_values if fact else ():
+                owner = self.model.classes.get(cls)
+                for attr, value in owner.attr_values if owner else ():
                     if attr == expr[2]:
                         yield from self.origins(value, depth + 1)
         elif head == "p":
@@ -138,9 +138,9 @@ class LoopReader:
         elif head == "o" and expr[1] == "method" and expr[2][0] in _SAME_OBJECT:
             yield from self.origins(expr[3], depth + 1)
         elif head == "c":
-            rc = values.calls.get((expr[1], expr[2]))
+            called = values.calls.get((expr[1], expr[2]))
             returned = False
-            for callee in values.callees(rc) if rc is not None else ():
+            for callee in values.callees(called) if called is not None else ():
                 fact = self.model.functions.get(callee)
                 if fact is not None and fact.name != "__init__" and fact.returns is not None:
                     returned = True
@@ -171,6 +171,10 @@ class LoopReader:
             built.args = [constant(self.values.value(e)) for e in operands[:cut]]
             built.kwargs = {n: constant(self.values.value(e))
                             for n, e in zip(names, operands[cut:], strict=True)}
+            first = operands[0] if cut else None
+            if isinstance(first, tuple) and first[:2] == ("o", "method") and \
+                    first[2][0] in ("parameters", "named_parameters") and len(first) > 3:
+                built.owner = instance_classes(self.values.value(first[3]))
             return built
         return None
 

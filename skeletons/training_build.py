@@ -145,7 +145,7 @@ def step_name(loop: TrainLoop, module: str) -> str:
     stem = re.sub(r"\W", "_", loop.path.removesuffix(".py").replace("/", "__"))
     inner = loop.function[len(module) + 1:] if loop.function.startswith(module + ".") \
         else "module"
-    return stem + "__" + re.sub(r"\W", "_", inner)
+    return stem + "__" + re.sub(r"\W", "_", inner.replace("<module>", "module"))
 
 
 def _template() -> jinja2.Template:
@@ -171,45 +171,45 @@ def _prepare_one(result: ScanResult, out_dir: Path, plans: dict[str, Plan],
                  reader: LoopReader, loop: TrainLoop) -> Step:
     module_classes = result.model.module_classes
     imports: list[tuple[str, str]] = []
-    if loop.function:
 
-        def build(cls: str, imports: list[tuple[str, str]] = imports) -> tuple[
-                str, str, str] | None:
-            plan = plans.get(cls)
-            if plan is None or plan.reason is not None:
-                return None
-            return cell_code(plan, imports), plan.module, plan.name
+    def build(cls: str, imports: list[tuple[str, str]] = imports) -> tuple[
+            str, str, str] | None:
+        plan = plans.get(cls)
+        if plan is None or plan.reason is not None:
+            return None
+        return cell_code(plan, imports), plan.module, plan.name
 
-        writer = LossWriter(reader, result.target, module_classes, build)
-        loss = writer.write(loop.loss)
-        file = result.model.files.get(loop.path)
-        name = step_name(loop, file.module if file else "")
-        step = Step(loop, loss, out_dir / FOLDER / f"{name}.py", f"{FOLDER}.{name}")
-        step.reasons = [*loop.reasons, *loss.reasons]
-        step.not_translated = [*loop.not_translated, *loss.not_translated]
-        step.plan = plans.get(loss.model_class) if loss.model_class else None
-        if step.plan is not None and step.plan.reason is not None:
-            step.reasons.append(f"the model's Cell ({step.plan.name}) cannot be built: "
-                                f"{step.plan.reason}")
-        model = cell_code(step.plan, imports) if step.plan is not None and \
-            step.plan.reason is None else "None  # TODO(msready MS100): the model's Cell"
-        if loop.optimizer is not None:
-            code, notes = optimizer_code(loop.optimizer.torch, loop.optimizer.args,
-                                         loop.optimizer.kwargs)
-        else:
-            code, notes = optimizer_code(loop.optimizer_name, [], {})
-            if code is not None:
-                notes.insert(0, "the optimizer's construction was not found: torch's "
-                                "default hyper-parameters are used")
-        step.not_translated += notes
-        if code is None:
-            step.reasons.append(f"optimizer {loop.optimizer_name or '(unknown)'} is not "
-                                "mapped to a MindSpore optimizer")
-            code = "None  # TODO(msready MS100): the optimizer"
-        step.optimizer = code.replace("model.trainable_params(), ", "").replace(
-            "model.trainable_params()", "")
-        _write(result, step, model, code, imports, "not run yet")
-        return step
+    writer = LossWriter(reader, result.target, module_classes, build)
+    writer.trained = loop.optimizer.owner if loop.optimizer is not None else []
+    loss = writer.write(loop.loss)
+    file = result.model.files.get(loop.path)
+    name = step_name(loop, file.module if file else "")
+    step = Step(loop, loss, out_dir / FOLDER / f"{name}.py", f"{FOLDER}.{name}")
+    step.reasons = [*loop.reasons, *loss.reasons]
+    step.not_translated = [*loop.not_translated, *loss.not_translated]
+    step.plan = plans.get(loss.model_class) if loss.model_class else None
+    if step.plan is not None and step.plan.reason is not None:
+        step.reasons.append(f"the model's Cell ({step.plan.name}) cannot be built: "
+                            f"{step.plan.reason}")
+    model = cell_code(step.plan, imports) if step.plan is not None and \
+        step.plan.reason is None else "None  # TODO(msready MS100): the model's Cell"
+    if loop.optimizer is not None:
+        code, notes = optimizer_code(loop.optimizer.torch, loop.optimizer.args,
+                                     loop.optimizer.kwargs)
+    else:
+        code, notes = optimizer_code(loop.optimizer_name, [], {})
+        if code is not None:
+            notes.insert(0, "the optimizer's construction was not found: torch's "
+                            "default hyper-parameters are used")
+    step.not_translated += notes
+    if code is None:
+        step.reasons.append(f"optimizer {loop.optimizer_name or '(unknown)'} is not "
+                            "mapped to a MindSpore optimizer")
+        code = "None  # TODO(msready MS100): the optimizer"
+    step.optimizer = code.replace("model.trainable_params(), ", "").replace(
+        "model.trainable_params()", "")
+    _write(result, step, model, code, imports, "not run yet")
+    return step
 
 
 def _params(plan: Plan | None) -> list[str]:
@@ -234,7 +234,7 @@ def _write(result: ScanResult, step: Step, model: str, optimizer: str,
         todos=step.not_translated + step.reasons, model=model, terms=loss.terms,
         optimizer=optimizer, loss_kind=loss.kind, params=", ".join([*data, "label"]),
         model_args=", ".join([*positional, *loss.model_extra]),
-        loss=loss.expression if not step.reasons else "", reasons="; ".join(step.reasons),
+        loss=loss.expression if not step.reasons else "",
         clip=clip)
     write_step(step, status)
 

@@ -93,6 +93,7 @@ class LossWriter:
         self.cell_code = cell_code
         self.out = LossCode()
         self.model_key: Any = None
+        self.trained: list[str] = []  # the classes whose parameters the optimizer updates
 
     def write(self, loss: Expr) -> LossCode:
         """The loss code, or reasons why there is none."""
@@ -204,10 +205,20 @@ class LossWriter:
         live = any(p.live for p in parts)
         classes = self.reader.called(rc)
         repo = [c for c in classes if c in self.module_classes]
-        if repo and not live:
+        trained = [c for c in repo if c in self.trained]
+        if trained and not live:
+            return self._model_call(expr, trained[0], parts, names)
+        if repo and not live and not self.trained:
             return self._model_call(expr, repo[0], parts, names)
-        if repo:
+        if repo and live and not trained:
             return self._term(repo[0], rc, parts, names, cell=True)
+        short = repo[0].rsplit(".", 1)[-1] if repo else ""
+        if trained:
+            return self._reason(f"the loss calls {short} on another network's output: "
+                                "not translated")
+        if repo:
+            return self._reason(f"the loss calls another network ({short}) besides the one "
+                                "the optimizer updates: not translated")
         losses = [c for c in classes if c.startswith("torch.nn.") and c.endswith("Loss")]
         if losses:
             return self._term(losses[0], rc, parts, names, cell=False)

@@ -46,7 +46,7 @@ def build_train_steps(result: ScanResult, out_dir: Path, run: bool, plans: dict[
         init.write_text("", encoding="utf-8")
     by_class = {c.torch_class: c for c in cells}
     verdicts: dict[str, tuple[str, str]] = {}
-    jobs = []
+    jobs: list[dict[str, Any]] = []
     for step in steps:
         key = step.module
         if step.reasons:
