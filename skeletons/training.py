@@ -16,7 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import libcst as cst
+import libcst.matchers as m
+
 from msready.analyzer.facts import CallKind
+from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.analyzer.valueflow import bind_argument
 from msready.analyzer.values import Expr, Kind, Value
@@ -53,6 +57,7 @@ class Construction:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     owner: list[str] = field(default_factory=list)  # the classes whose parameters it takes
+    groups: bool = False  # built from something else than ``model.parameters()``
 
 
 UNKNOWN_VALUE: Any = type("UnknownValue", (), {"__repr__": lambda self: "UNKNOWN"})()
@@ -98,9 +103,11 @@ def instance_classes(value: Value) -> list[str]:
 class LoopReader:
     """Finds the repository's training loops and reads each one."""
 
-    def __init__(self, model: RepositoryModel) -> None:
+    def __init__(self, model: RepositoryModel,
+                 sources: dict[tuple[str, int | None], str] | None = None) -> None:
         self.model = model
         self.values = model.values
+        self.sources = sources or {}
 
     # ----- following values ------------------------------------------------------------
 
@@ -137,6 +144,18 @@ class LoopReader:
             yield from self._global(expr[1], depth)
         elif head == "o" and expr[1] == "method" and expr[2][0] in _SAME_OBJECT:
             yield from self.origins(expr[3], depth + 1)
+        elif head == "o" and expr[1] == "method":
+            yield from self._method_origins(expr, depth)
+        elif head == "o" and expr[1] == "join":
+            for operand in expr[3:]:
+                yield from self.origins(operand, depth + 1)
+        elif head == "o" and expr[1] == "elem" and isinstance(expr[2][0], int):
+            for inner in self.origins(expr[3], depth + 1):
+                if isinstance(inner, tuple) and inner[:2] == ("o", "seq") and \
+                        expr[2][0] < len(inner) - 3:
+                    yield from self.origins(inner[3 + expr[2][0]], depth + 1)
+                else:
+                    yield expr
         elif head == "c":
             called = values.calls.get((expr[1], expr[2]))
             returned = False
@@ -148,6 +167,20 @@ class LoopReader:
             if not returned:
                 yield expr
         else:
+            yield expr
+
+    def _method_origins(self, expr: tuple[Any, ...], depth: int) -> Iterator[Expr]:
+        """What a repository method called on a value returns
+        (``model.configure_optimizers(config)``)."""
+        found = False
+        for cls in instance_classes(self.values.value(expr[3])):
+            method = self.model.find_method(cls, expr[2][0]) if cls in self.model.classes \
+                else None
+            fact = self.model.functions.get(method) if method else None
+            if fact is not None and fact.returns is not None:
+                found = True
+                yield from self.origins(fact.returns, depth + 1)
+        if not found:
             yield expr
 
     def _global(self, dotted: str, depth: int) -> Iterator[Expr]:
@@ -175,6 +208,8 @@ class LoopReader:
             if isinstance(first, tuple) and first[:2] == ("o", "method") and \
                     first[2][0] in ("parameters", "named_parameters") and len(first) > 3:
                 built.owner = instance_classes(self.values.value(first[3]))
+            else:
+                built.groups = True
             return built
         return None
 
@@ -250,7 +285,10 @@ class LoopReader:
         line = fact.span.line if fact else backward.call.span.line
         recv = backward.call.recv
         assert recv is not None
-        loop = TrainLoop(caller, backward.file.path, line, self._unscaled(recv))
+        loss = self._unscaled(recv)
+        if isinstance(loss, tuple) and loss[0] == "a":
+            loss = self._unpacked(backward, calls) or loss
+        loop = TrainLoop(caller, backward.file.path, line, loss)
         loop.optimizer_name = opt_class
         if opt_class in self.model.classes:
             loop.reasons.append(f"the optimizer is the repository class "
@@ -258,6 +296,11 @@ class LoopReader:
                                 "mindspore.nn.Optimizer first")
         else:
             loop.optimizer = self.construction(opt_expr, ("torch.optim.",))
+            if loop.optimizer is not None and loop.optimizer.groups:
+                loop.not_translated.append(
+                    "the optimizer's parameter list or groups (per-group hyper-parameters, "
+                    "frozen parameters): not translated, every trainable parameter of the "
+                    "model gets the same ones")
         others = sorted({c for rc, (_, c) in steps[1:] if c} - {opt_class})
         if others or len({rc.call.receiver for rc, _ in steps}) > 1:
             loop.not_translated.append(
@@ -267,6 +310,31 @@ class LoopReader:
             self._note(loop, rc)
         self._second_order(loop, caller, calls)
         return loop
+
+    def _unpacked(self, backward: ResolvedCall, calls: list[ResolvedCall]) -> Expr | None:
+        """``logits, self.loss = model(x, y)`` (a tuple target the value analysis does not
+        keep): the element of the call's result, the call found among the loop's calls
+        of a repository nn.Module with as many arguments."""
+        parsed = parse_text(self.sources.get((backward.file.path, None), ""))
+        if not isinstance(parsed, Parsed):
+            return None
+        receiver = backward.call.receiver
+        code = parsed.module.code_for_node
+        for assign in m.findall(parsed.module, m.Assign(targets=[m.AssignTarget(m.Tuple())],
+                                                        value=m.Call())):
+            assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Tuple)
+            index = next((i for i, e in enumerate(target.elements)
+                          if code(e.value) == receiver), None)
+            if index is None:
+                continue
+            count = len(assign.value.args)
+            found = [rc for rc in calls if len(rc.call.args) == count and any(
+                c in self.model.module_classes for c in self.called(rc))]
+            if len(found) == 1:
+                return ("o", "elem", (index,), ("c", found[0].file.path, found[0].call.key))
+        return None
 
     def _unscaled(self, loss: Expr) -> Expr:
         """``scaler.scale(loss)`` -> ``loss``."""

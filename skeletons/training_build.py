@@ -156,7 +156,7 @@ def _template() -> jinja2.Template:
 
 def prepare(result: ScanResult, out_dir: Path, plans: dict[str, Plan]) -> list[Step]:
     """Read every training loop and decide its step's code."""
-    reader = LoopReader(result.model)
+    reader = LoopReader(result.model, result.sources)
     steps: list[Step] = []
     for loop in reader.loops():
         try:

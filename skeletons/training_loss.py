@@ -20,6 +20,7 @@ from msready.skeletons.training import (
     UNKNOWN_VALUE,
     LoopReader,
     constant,
+    instance_classes,
 )
 
 LOSS_KINDS = {
@@ -132,6 +133,12 @@ class LossWriter:
             return self.render(fact.locals[expr[3]], depth + 1)
         if head == "c":
             return self._call(expr, depth)
+        if head == "a":  # ``self.loss``: what the class assigns to it
+            assigned = [v for cls in self.reader.model.mro(expr[1])
+                        for fact in [self.reader.model.classes.get(cls)] if fact
+                        for attr, v in fact.attr_values if attr == expr[2]]
+            if len(assigned) == 1:
+                return self.render(assigned[0], depth + 1)
         if head == "o":
             return self._operation(expr, depth)
         return self._leaf(expr)  # parameters, attributes, globals: a constant or the data
@@ -205,32 +212,49 @@ class LossWriter:
         live = any(p.live for p in parts)
         classes = self.reader.called(rc)
         repo = [c for c in classes if c in self.module_classes]
-        trained = [c for c in repo if c in self.trained]
-        if trained and not live:
-            return self._model_call(expr, trained[0], parts, names)
-        if repo and not live and not self.trained:
-            return self._model_call(expr, repo[0], parts, names)
-        if repo and live and not trained:
-            return self._term(repo[0], rc, parts, names, cell=True)
-        short = repo[0].rsplit(".", 1)[-1] if repo else ""
-        if trained:
-            return self._reason(f"the loss calls {short} on another network's output: "
-                                "not translated")
         if repo:
-            return self._reason(f"the loss calls another network ({short}) besides the one "
-                                "the optimizer updates: not translated")
+            return self._module_call(expr, rc, repo, parts, names, live)
         losses = [c for c in classes if c.startswith("torch.nn.") and c.endswith("Loss")]
         if losses:
             return self._term(losses[0], rc, parts, names, cell=False)
         callees = self.values.callees(rc)
-        if callees:
+        owners = [f.rsplit(".", 1)[0] for f in callees if f.endswith(".forward")
+                  and f.rsplit(".", 1)[0] in self.module_classes]
+        if owners and not classes:  # ``self.D(x)``, the attribute's class known by name
+            return self._module_call(expr, rc, owners, parts, names, live)
+        if callees and (live or depth == 0 or self._takes_network(rc)):
             short = self.reader.model.short_name(callees[0])
             return self._reason(f"loss computed by repository function {short}, "
                                 "not translated")
+        if callees:
+            return _Code("label")  # a function preparing the data (``load_data()``)
         if classes:
             return self._reason(f"the loss calls {classes[0]}, which is not translated")
         return _Code("label") if not live else self._reason(
             f"the call {rc.call.receiver or rc.call.target}(...) in the loss is not read")
+
+    def _module_call(self, expr: tuple[Any, ...], rc: Any, repo: list[str],
+                     parts: list[_Code], names: tuple[str, ...], live: bool) -> _Code:
+        """A call of a repository nn.Module: the model (the one the optimizer updates,
+        on the data), a loss Cell (on the model's output), or another network."""
+        trained = [c for c in repo if c in self.trained]
+        if trained and not live:
+            return self._model_call(expr, trained[0], parts, names)
+        if not live and not self.trained:
+            return self._model_call(expr, repo[0], parts, names)
+        if live and not trained:
+            return self._term(repo[0], rc, parts, names, cell=True)
+        short = repo[0].rsplit(".", 1)[-1]
+        if trained:
+            return self._reason(f"the loss calls {short} on another network's output: "
+                                "not translated")
+        return self._reason(f"the loss calls another network ({short}) besides the one "
+                            "the optimizer updates: not translated")
+
+    def _takes_network(self, rc: Any) -> bool:
+        """Whether a call passes an instance of a repository nn.Module."""
+        return any(c in self.module_classes for e in rc.call.arg_values
+                   for c in instance_classes(self.values.value(e)))
 
     def _model_call(self, expr: tuple[Any, ...], cls: str, parts: list[_Code],
                     names: tuple[str, ...]) -> _Code:
