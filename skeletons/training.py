@@ -30,6 +30,11 @@ from msready.skeletons import apis
 _SAME_OBJECT = frozenset({"to", "cuda", "cpu", "train", "float", "double", "half"})
 _MAX_DEPTH = 12
 _SCHEDULER = "torch.optim.lr_scheduler."
+# Wrappers a training script calls instead of the network: the network is their argument.
+_WRAPPERS = ("torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+             "torch.nn.parallel.DataParallel",
+             "torch.nn.parallel.distributed.DistributedDataParallel",
+             "torch.nn.parallel.data_parallel.DataParallel")
 _SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler",
             "torch.cuda.amp.grad_scaler.GradScaler", "torch.amp.grad_scaler.GradScaler")
 _AUTOCAST = ("torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast",
@@ -58,6 +63,7 @@ class Construction:
     kwargs: dict[str, Any] = field(default_factory=dict)
     owner: list[str] = field(default_factory=list)  # the classes whose parameters it takes
     groups: bool = False  # built from something else than ``model.parameters()``
+    inner: list[str] = field(default_factory=list)  # the classes of the first argument
 
 
 UNKNOWN_VALUE: Any = type("UnknownValue", (), {"__repr__": lambda self: "UNKNOWN"})()
@@ -210,8 +216,31 @@ class LoopReader:
                 built.owner = instance_classes(self.values.value(first[3]))
             else:
                 built.groups = True
+            if cut:
+                built.inner = self.classes_of(operands[0])
             return built
         return None
+
+    def classes_of(self, expr: Expr, depth: int = 0) -> list[str]:
+        """The classes a value is an instance of, by the value analysis, else by where
+        it comes from (a repository class's construction, through
+        ``convert_sync_batchnorm(net)``-style torch calls that return their argument)."""
+        found = instance_classes(self.values.value(expr))
+        if found or depth > 3:
+            return found
+        classes: set[str] = set()
+        for origin in self.origins(expr):
+            if not isinstance(origin, tuple):
+                continue
+            if origin[0] == "c":
+                rc = self.values.calls.get((origin[1], origin[2]))
+                resolved = self.model.resolve(rc.call.target, rc.file.module) if rc else None
+                if resolved is not None and resolved.kind == "class":
+                    classes.add(resolved.name)
+            elif origin[:2] == ("o", "torch") and origin[2][0].endswith(
+                    "convert_sync_batchnorm") and len(origin) > 3:
+                classes.update(self.classes_of(origin[3], depth + 1))
+        return sorted(classes)
 
     def construction_before(self, rc: ResolvedCall, cls: str) -> Construction | None:
         """``criterion = nn.CrossEntropyLoss(...)`` before ``criterion(out, y)`` in the
@@ -221,14 +250,40 @@ class LoopReader:
             if other.call.span.line > rc.call.span.line or \
                     apis.canonical(other.external or "") != cls:
                 continue
-            built = Construction(cls)
-            for arg, expr in zip(other.call.args, other.call.arg_values, strict=False):
-                value = constant(self.values.value(expr))
-                if arg.keyword:
-                    built.kwargs[arg.keyword] = value
-                elif not arg.star:
-                    built.args.append(value)
+            built = self.built_at(other, cls)
         return built
+
+    def built_at(self, site: ResolvedCall, cls: str) -> Construction:
+        """The construction at one call site, with its arguments' values."""
+        built = Construction(cls)
+        for i, arg in enumerate(site.call.args):
+            if arg.star:
+                continue
+            if arg.is_literal:
+                value = arg.literal
+            elif i < len(site.call.arg_values):
+                value = constant(self.values.value(site.call.arg_values[i]))
+            else:
+                value = UNKNOWN_VALUE
+            if arg.keyword:
+                built.kwargs[arg.keyword] = value
+            else:
+                built.args.append(value)
+        return built
+
+    def construction_near(self, rc: ResolvedCall, cls: str) -> Construction | None:
+        """The construction of ``cls`` a value-less receiver most likely holds: before
+        ``rc`` in the same function, else the only one in its file or the repository."""
+        built = self.construction_before(rc, cls)
+        if built is not None:
+            return built
+        sites = [s for s in self.model.calls if apis.canonical(s.external or "") == cls
+                 and s.call.kind is CallKind.NAME]
+        same_file = [s for s in sites if s.file.path == rc.file.path]
+        for group in (same_file, sites):
+            if len(group) == 1:
+                return self.built_at(group[0], cls)
+        return None
 
     def called(self, rc: ResolvedCall) -> list[str]:
         """The classes of the object a call calls (``criterion(out, y)``, ``model(x)``)."""
@@ -236,7 +291,12 @@ class LoopReader:
             return []
         if rc.call.kind is CallKind.VALUE and rc.call.receiver:
             return []  # a method call (``obj.run(x)``), not a call of the object
-        return instance_classes(self.values.called_value(rc))
+        classes = instance_classes(self.values.called_value(rc))
+        if any(c in _WRAPPERS for c in classes) and rc.call.recv is not None:
+            wrapped = self.construction(rc.call.recv, _WRAPPERS)
+            inner = wrapped.inner if wrapped is not None else []
+            return inner or classes
+        return classes
 
     # ----- loops -----------------------------------------------------------------------
 
@@ -285,6 +345,9 @@ class LoopReader:
         line = fact.span.line if fact else backward.call.span.line
         recv = backward.call.recv
         assert recv is not None
+        if backward.call.arg_values and backward.call.args[0].keyword is None and not any(
+                a.kind.value == "tensor" for a in self.values.value(recv)):
+            recv = backward.call.arg_values[0]  # ``accelerator.backward(loss)``
         loss = self._unscaled(recv)
         if isinstance(loss, tuple) and loss[0] == "a":
             loss = self._unpacked(backward, calls) or loss
@@ -295,14 +358,15 @@ class LoopReader:
                                 f"{opt_class.rsplit('.', 1)[-1]}: port its step() to a "
                                 "mindspore.nn.Optimizer first")
         else:
-            loop.optimizer = self.construction(opt_expr, ("torch.optim.",))
+            loop.optimizer = self.construction(opt_expr, ("torch.optim.",)) or \
+                self.construction_near(step_rc, opt_class)
             if loop.optimizer is not None and loop.optimizer.groups:
                 loop.not_translated.append(
                     "the optimizer's parameter list or groups (per-group hyper-parameters, "
                     "frozen parameters): not translated, every trainable parameter of the "
                     "model gets the same ones")
         others = sorted({c for rc, (_, c) in steps[1:] if c} - {opt_class})
-        if others or len({rc.call.receiver for rc, _ in steps}) > 1:
+        if others or len({_stepped_name(rc) for rc, _ in steps}) > 1:
             loop.not_translated.append(
                 "a second optimizer steps in the same loop (a GAN's other network): only "
                 f"the first update ({step_rc.call.receiver}.step()) is generated")
@@ -419,6 +483,14 @@ class LoopReader:
             return False
         return any(a.keyword == "create_graph" and a.text.strip() != "False"
                    for a in rc.call.args)
+
+
+def _stepped_name(rc: ResolvedCall) -> str:
+    """The optimizer's source text in ``opt.step()`` or ``scaler.step(opt)``."""
+    call = rc.call
+    if call.args and not call.args[0].keyword:
+        return call.args[0].text
+    return call.receiver
 
 
 def _optimizer_class(classes: list[str]) -> str | None:

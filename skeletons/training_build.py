@@ -10,16 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import libcst as cst
 
 from msready import __version__
 from msready.analyzer.result import ScanResult
 from msready.skeletons import apis
+from msready.skeletons.inputs import ORDERS, input_alternatives, layer_input
+from msready.skeletons.layers import CallIn, translate_call
 from msready.skeletons.shapes import Plan
-from msready.skeletons.training import UNKNOWN_VALUE, LoopReader, TrainLoop
+from msready.skeletons.training import UNKNOWN_VALUE, Construction, LoopReader, TrainLoop
 from msready.skeletons.training_loss import LossCode, LossWriter, literal
 from msready.skeletons.values import ConfigValue
 
 FOLDER = "train_steps"
+LAYER = "<torch layer>"  # the module of a Plan that builds a torch layer, not a Cell
 # torch optimizer -> (MindSpore optimizer, torch keyword -> MindSpore keyword(s), the torch
 # defaults MindSpore does not share). Each mapping is run by tests/test_skeletons_training.
 OPTIMIZERS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
@@ -188,11 +192,14 @@ def _prepare_one(result: ScanResult, out_dir: Path, plans: dict[str, Plan],
     step.reasons = [*loop.reasons, *loss.reasons]
     step.not_translated = [*loop.not_translated, *loss.not_translated]
     step.plan = plans.get(loss.model_class) if loss.model_class else None
+    if loss.model_class and loss.model_class.startswith("torch.") and loss.model_layer:
+        step.plan = layer_plan(loss.model_layer, result.target, step.reasons)
     if step.plan is not None and step.plan.reason is not None:
         step.reasons.append(f"the model's Cell ({step.plan.name}) cannot be built: "
                             f"{step.plan.reason}")
-    model = cell_code(step.plan, imports) if step.plan is not None and \
-        step.plan.reason is None else "None  # TODO(msready MS100): the model's Cell"
+    model = "None  # TODO(msready MS100): the model's Cell"
+    if step.plan is not None and step.plan.reason is None:
+        model = step.plan.name if step.plan.module == LAYER else cell_code(step.plan, imports)
     if loop.optimizer is not None:
         code, notes = optimizer_code(loop.optimizer.torch, loop.optimizer.args,
                                      loop.optimizer.kwargs)
@@ -210,6 +217,32 @@ def _prepare_one(result: ScanResult, out_dir: Path, plans: dict[str, Plan],
         "model.trainable_params()", "")
     _write(result, step, model, code, imports, "not run yet")
     return step
+
+
+def layer_plan(layer: Construction, target: str, reasons: list[str]) -> Plan | None:
+    """How to build and feed a torch layer trained as the model (``nn.Linear(8, 1)``):
+    its MindSpore form from the mapping engine, its input from its sizes."""
+    if any(v is UNKNOWN_VALUE for v in [*layer.args, *layer.kwargs.values()]):
+        reasons.append(f"the model {layer.torch}: an argument of its construction is not "
+                       "known statically")
+        return None
+    args: list[tuple[str | None, cst.BaseExpression]] = [
+        (None, cst.parse_expression(literal(v))) for v in layer.args]
+    args += [(k, cst.parse_expression(literal(v))) for k, v in layer.kwargs.items()]
+    rewrite = translate_call(CallIn(layer.torch, args, target))
+    if rewrite.func is None:
+        reasons.append(f"the model {layer.torch} has no MindSpore form for this target")
+        return None
+    code = cst.Module([]).code_for_node
+    text = ", ".join(f"{k}={code(v)}" if k else code(v) for k, v in rewrite.args)
+    order = ORDERS.get(layer.torch.rsplit(".", 1)[-1]) or apis.torch_order(layer.torch) or ()
+    values: dict[str, object] = dict(zip(order, layer.args, strict=False))
+    values.update(layer.kwargs)
+    spec = layer_input(layer.torch, values)
+    plan = Plan(layer.torch, f"{rewrite.func}({text})", LAYER, "", 0)
+    plan.inputs = [spec] if spec is not None else input_alternatives(None, 1)[0]
+    plan.alternatives = input_alternatives(spec, 1)
+    return plan
 
 
 def _params(plan: Plan | None) -> list[str]:

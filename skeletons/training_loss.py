@@ -18,6 +18,7 @@ from msready.skeletons import apis
 from msready.skeletons.training import (
     _SAME_OBJECT,
     UNKNOWN_VALUE,
+    Construction,
     LoopReader,
     constant,
     instance_classes,
@@ -58,6 +59,7 @@ class LossCode:
     model_positional: list[str] = field(default_factory=list)  # the model's arguments
     model_extra: list[str] = field(default_factory=list)  # its keyword arguments
     terms: list[LossTerm] = field(default_factory=list)
+    model_layer: Construction | None = None  # a torch layer trained as the model
     kind: str = ""  # class | binary | regression | "" (unknown)
     apis: list[str] = field(default_factory=list)  # torch loss APIs used, for the report
     reasons: list[str] = field(default_factory=list)
@@ -95,11 +97,17 @@ class LossWriter:
         self.out = LossCode()
         self.model_key: Any = None
         self.trained: list[str] = []  # the classes whose parameters the optimizer updates
+        self.unknown: list[str] = []  # objects called in the loss whose value is unknown
 
     def write(self, loss: Expr) -> LossCode:
         """The loss code, or reasons why there is none."""
         code = self.render(loss, 0)
-        if self.out.model_class is None:
+        if self.out.model_class is None and self.unknown:
+            self.out.reasons.append(
+                f"the model could not be traced: {', '.join(dict.fromkeys(self.unknown))} "
+                "holds no nn.Module msready can follow (it is built outside the repository "
+                "or looked up by name)")
+        elif self.out.model_class is None:
             self.out.reasons.append("no call of a repository nn.Module was found in the "
                                     "loss: the model could not be traced")
         elif not code.live:
@@ -217,6 +225,13 @@ class LossWriter:
         losses = [c for c in classes if c.startswith("torch.nn.") and c.endswith("Loss")]
         if losses:
             return self._term(losses[0], rc, parts, names, cell=False)
+        layers = [c for c in classes if c.startswith("torch.nn.") and c[9:10].isupper()]
+        if layers and not live and self.out.model_class is None:
+            self.out.model_layer = self.reader.construction(rc.call.recv, (layers[0],)) \
+                if rc.call.recv is not None else None
+            self.out.model_layer = self.out.model_layer or \
+                self.reader.construction_near(rc, layers[0])
+            return self._model_call(expr, layers[0], parts, names)
         callees = self.values.callees(rc)
         owners = [f.rsplit(".", 1)[0] for f in callees if f.endswith(".forward")
                   and f.rsplit(".", 1)[0] in self.module_classes]
@@ -230,6 +245,9 @@ class LossWriter:
             return _Code("label")  # a function preparing the data (``load_data()``)
         if classes:
             return self._reason(f"the loss calls {classes[0]}, which is not translated")
+        called = _called_name(rc)
+        if called and not live:
+            self.unknown.append(called)
         return _Code("label") if not live else self._reason(
             f"the call {rc.call.receiver or rc.call.target}(...) in the loss is not read")
 
@@ -305,7 +323,7 @@ class LossWriter:
         if rc.call.recv is not None and rc.call.kind.value == "value":
             built = self.reader.construction(rc.call.recv, (cls,))
         if built is None:
-            built = self.reader.construction_before(rc, cls)
+            built = self.reader.construction_near(rc, cls)
         args = []
         for key, value in (built.kwargs if built else {}).items():
             if key in mapping.dropped or value is UNKNOWN_VALUE:
@@ -315,6 +333,21 @@ class LossWriter:
                 continue
             args.append(f"{mapping.renames.get(key, key)}={literal(value)}")
         return f"{apis.short_name(mapping.api)}({', '.join(args)})", None
+
+
+def _called_name(rc: Any) -> str:
+    """How the source names the object a call calls: ``self.model``, ``net``."""
+    call = rc.call
+    if call.kind.value == "self-attr":
+        return f"self.{call.target}"
+    recv = call.recv
+    if call.kind.value != "value" or call.receiver or not isinstance(recv, tuple):
+        return ""
+    if recv[0] == "a":
+        return f"self.{recv[2]}"
+    if recv[0] in ("p", "g"):
+        return str(recv[-1]).rsplit(".", 1)[-1]
+    return ""
 
 
 def _arguments(parts: list[_Code], keywords: tuple[str, ...]) -> str:

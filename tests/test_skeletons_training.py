@@ -212,10 +212,24 @@ def train(generator, critic, loader):
 train(Generator(), Critic(), [])
 '''
 
+# The model is a torch layer itself, the loss a torch loss called inline.
+LAYER = '''
+import torch
+import torch.nn as nn
+
+model = nn.Linear(8, 1)
+criterion = nn.MSELoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+for x, y in []:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+'''
+
 REPOSITORY = {"classifier/model.py": MLP, "classifier/train.py": CLASSIFIER,
               "argparse_adam/train.py": ARGPARSE, "regression/fit.py": REGRESSION,
               "custom_loss/model.py": MLP, "custom_loss/train.py": CUSTOM_LOSS,
-              "wgan/train.py": WGAN}
+              "wgan/train.py": WGAN, "linear.py": LAYER}
 
 
 @pytest.fixture(scope="module")
@@ -287,6 +301,17 @@ def test_a_regression_with_an_expression_of_functional_losses(
     assert "    loss = (ops.mse_loss(outputs, label) + (0.1 * ops.l1_loss(outputs, label)))" \
         in code
     assert 'LOSS_KIND = "regression"' in code
+
+
+def test_a_torch_layer_is_trained_through_its_mindspore_form(
+        scanned: tuple[ScanResult, Path]) -> None:
+    result, out = scanned
+    got = step(result, "linear.<module>")
+    assert got.status == "pass", got.error
+    assert (got.model, got.loss) == ("torch.nn.Linear", "torch.nn.MSELoss")
+    code = (out / got.step_file).read_text()
+    assert "model = nn.Dense(8, 1)" in code
+    assert "loss_fn0 = nn.MSELoss()" in code
 
 
 def test_a_repository_loss_function_leaves_the_step_unverified(
