@@ -464,7 +464,7 @@ class LoopReader:
             reached = []
             for fn in frontier:
                 for rc in self.model.calls_by_caller.get(fn, []) if fn != caller else calls:
-                    if self._creates_graph(rc):
+                    if self.creates_graph(rc):
                         where = "" if fn == caller else f" in {self.model.short_name(fn)}"
                         loop.not_translated.append(
                             f"gradient penalty / second order (torch.autograd.grad(..., "
@@ -476,7 +476,7 @@ class LoopReader:
                             reached.append(callee)
             frontier = reached
 
-    def _creates_graph(self, rc: ResolvedCall) -> bool:
+    def creates_graph(self, rc: ResolvedCall) -> bool:
         target = apis.canonical(rc.external or rc.call.target)
         if target not in ("torch.autograd.grad", "torch.Tensor.backward") and not (
                 rc.call.kind is CallKind.VALUE and rc.call.target == "backward"):

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from msready.analyzer.apitable import load_table
+from msready.analyzer.valueflow import bind_argument
 from msready.analyzer.values import Expr
 from msready.skeletons import apis
 from msready.skeletons.training import (
@@ -38,6 +40,15 @@ _BINARY_SYMBOLS = {"+", "-", "*", "/", "//", "**", "%", "@"}
 class _Code:
     text: str
     live: bool = False  # computed from the model's output
+    leaves: tuple[Any, ...] = ()  # the data tensors written ``label``, by expression
+
+
+def _label(expr: Any) -> _Code:
+    return _Code("label", False, (expr,))
+
+
+def _join(parts: list[_Code]) -> tuple[Any, ...]:
+    return tuple(leaf for p in parts for leaf in p.leaves)
 
 
 @dataclass(slots=True)
@@ -98,6 +109,8 @@ class LossWriter:
         self.model_key: Any = None
         self.trained: list[str] = []  # the classes whose parameters the optimizer updates
         self.unknown: list[str] = []  # objects called in the loss whose value is unknown
+        self.bound: list[tuple[str, dict[str, _Code]]] = []  # inlined functions' parameters
+        self.inlined: list[str] = []
 
     def write(self, loss: Expr) -> LossCode:
         """The loss code, or reasons why there is none."""
@@ -113,6 +126,13 @@ class LossWriter:
         elif not code.live:
             self.out.reasons.append("the loss does not depend on the model's output as "
                                     "msready reads it")
+        if len(set(code.leaves)) > 1:
+            self.out.reasons.append("the loss reads more than one data tensor besides the "
+                                    "model's input: only one label is synthesized")
+        if self.inlined and not self.out.reasons:
+            self.out.not_translated.append(
+                f"the repository loss function {', '.join(dict.fromkeys(self.inlined))} is "
+                "written inline in forward_fn")
         self.out.expression = code.text
         return self.out
 
@@ -122,10 +142,22 @@ class LossWriter:
         return _Code("None", True)
 
     def _leaf(self, expr: Expr) -> _Code:
-        value = constant(self.values.value(expr))
+        """A value that does not come from the model: a constant, a data tensor (the
+        label), or a number computed from the data, which is not translated."""
+        if isinstance(expr, tuple) and expr[0] == "p" and self.bound and \
+                self.bound[-1][0] == expr[1] and expr[2] in self.bound[-1][1]:
+            return self.bound[-1][1][expr[2]]
+        held = self.values.value(expr)
+        value = constant(held)
         if value is not UNKNOWN_VALUE:
             return _Code(literal(value))
-        return _Code("label")
+        kinds = {a.kind.value for a in held}
+        if kinds and kinds <= {"shape", "data", "python", "const"}:
+            name = f" ({expr[-1]})" if isinstance(expr, tuple) and expr[0] in ("p", "a") \
+                else ""
+            return self._reason(f"the loss uses a number computed from the data{name}: "
+                                "not translated")
+        return _label(expr)
 
     def render(self, expr: Expr, depth: int) -> _Code:
         """``expr`` as MindSpore code."""
@@ -137,7 +169,7 @@ class LossWriter:
         if head == "l":
             fact = self.values.local_tables.get((expr[1], expr[2]))
             if fact is None or expr[3] >= len(fact.locals):
-                return _Code("label")
+                return _label(expr)
             return self.render(fact.locals[expr[3]], depth + 1)
         if head == "c":
             return self._call(expr, depth)
@@ -157,25 +189,47 @@ class LossWriter:
             return self._torch(plain[0], plain[1], operands, depth)
         parts = [self.render(o, depth + 1) for o in operands]
         live = any(p.live for p in parts)
-        if op == "bin" and plain[0] in _BINARY_SYMBOLS:
-            return _Code(f"({parts[0].text} {plain[0]} {parts[1].text})", live)
+        leaves = _join(parts)
+        if op == "bin" and plain[0] in _BINARY_SYMBOLS and (live or all(
+                not p.leaves or p.text == "label" for p in parts)):
+            return _Code(f"({parts[0].text} {plain[0]} {parts[1].text})", live, leaves)
         if op == "un" and plain[0] in ("-", "+"):
-            return _Code(f"{plain[0]}{parts[0].text}", live)
+            return _Code(f"{plain[0]}{parts[0].text}", live, leaves)
+        if op == "method" and plain[0] in _SAME_OBJECT:
+            return parts[0]
+        if op == "method" and (live or (parts[0].text.startswith("label") and not any(
+                p.leaves for p in parts[1:]))):  # ``y.view(-1)``, ``logits.view(-1, V)``
+            return self._method(plain[0], plain[1], parts, live, leaves)
         if not live:  # the data and what the loop does with it: the label
             value = constant(self.values.value(expr))
-            return _Code(literal(value) if value is not UNKNOWN_VALUE else "label")
-        if op == "method":
-            name, keywords = plain
-            if name in _SAME_OBJECT:
-                return parts[0]
-            return _Code(f"{parts[0].text}.{name}({_arguments(parts[1:], keywords)})", True)
+            return _Code(literal(value)) if value is not UNKNOWN_VALUE else _label(expr)
+        if op == "join" and len(parts) == 1:
+            return parts[0]
         if op == "elem" and isinstance(plain[0], int):
-            return _Code(f"{parts[0].text}[{plain[0]}]", True)
-        if op == "sub" and not plain[0] and not parts[1].live and parts[1].text != "label":
-            return _Code(f"{parts[0].text}[{parts[1].text}]", True)
+            return _Code(f"{parts[0].text}[{plain[0]}]", True, leaves)
+        if op == "sub" and not plain[0] and not parts[1].live and not parts[1].leaves:
+            return _Code(f"{parts[0].text}[{parts[1].text}]", True, leaves)
         if op == "attr":
-            return _Code(f"{parts[0].text}.{plain[0]}", True)
+            return _Code(f"{parts[0].text}.{plain[0]}", True, leaves)
         return self._reason(f"an operation on the model's output ({op}) is not translated")
+
+    def _method(self, name: str, keywords: tuple[str, ...], parts: list[_Code], live: bool,
+                leaves: tuple[Any, ...]) -> _Code:
+        """A Tensor method through the API table (``gather`` -> ``gather_elements``)."""
+        torch_name = f"torch.Tensor.{name}"
+        entry = load_table().lookup(torch_name)
+        mapping = apis.lookup(torch_name, self.target)
+        if mapping.api is None or entry is None or (
+                entry.status != "consistent" and not mapping.renames):
+            return self._reason(f"the Tensor method {name} differs in MindSpore: "
+                                "not translated")
+        names = tuple(mapping.renames.get(k, k) for k in keywords)
+        args = _arguments(parts[1:], names)
+        if mapping.api.startswith("mindspore.Tensor."):
+            method = mapping.api.rsplit(".", 1)[-1]
+            return _Code(f"{parts[0].text}.{method}({args})", live, leaves)
+        joined = ", ".join(t for t in (parts[0].text, args) if t)
+        return _Code(f"{apis.short_name(mapping.api)}({joined})", live, leaves)
 
     def _torch(self, target: str, keywords: tuple[str, ...], operands: list[Expr],
                depth: int) -> _Code:
@@ -183,7 +237,7 @@ class LossWriter:
         live = any(p.live for p in parts)
         name = apis.canonical(target)
         if not live:  # the data, or noise made from it
-            return _Code("label")
+            return _label(("o", "torch", (target, keywords), *operands))
         mapping = apis.lookup(name, self.target)
         if mapping.api is None:
             return self._reason(f"{name} has no MindSpore mapping for this target")
@@ -201,7 +255,8 @@ class LossWriter:
                 renamed.append(mapping.renames.get(key, key))
         kept = [*parts[:cut], *[p for p, k in zip(parts[cut:], renamed, strict=True) if k]]
         names = tuple(k for k in renamed if k)
-        return _Code(f"{apis.short_name(mapping.api)}({_arguments(kept, names)})", True)
+        return _Code(f"{apis.short_name(mapping.api)}({_arguments(kept, names)})", True,
+                     _join(kept))
 
     def _loss_api(self, name: str, kind: str) -> None:
         if name not in self.out.apis:
@@ -215,6 +270,8 @@ class LossWriter:
             return self._leaf(expr)
         parts = [self.render(e, depth + 1) for e in rc.call.arg_values]
         names = tuple(a.keyword for a in rc.call.args if a.keyword)
+        if len(names) > len(parts):
+            return self._reason("a call with unpacked arguments in the loss is not read")
         live = any(p.live for p in parts)
         classes = self.reader.called(rc)
         repo = [c for c in classes if c in self.module_classes]
@@ -237,17 +294,46 @@ class LossWriter:
             return self._module_call(expr, rc, owners, parts, names, live)
         if callees and (live or depth == 0 or self._takes_network(rc)):
             short = self.reader.model.short_name(callees[0])
+            known = len(self.out.reasons)
+            inlined = self._inline(rc, callees, depth) if live else None
+            if inlined is not None and len(self.out.reasons) == known:
+                return inlined
+            why = "; ".join(self.out.reasons[known:])
+            del self.out.reasons[known:]
             return self._reason(f"loss computed by repository function {short}, "
-                                "not translated")
+                                "not translated" + (f" ({why})" if why else ""))
         if callees:
-            return _Code("label")  # a function preparing the data (``load_data()``)
+            return _label(expr)  # a function preparing the data (``load_data()``)
         if classes:
             return self._reason(f"the loss calls {classes[0]}, which is not translated")
         called = _called_name(rc)
         if called and not live:
             self.unknown.append(called)
-        return _Code("label") if not live else self._reason(
+        return _label(expr) if not live else self._reason(
             f"the call {rc.call.receiver or rc.call.target}(...) in the loss is not read")
+
+    def _inline(self, rc: Any, callees: tuple[str, ...], depth: int) -> _Code | None:
+        """A plain repository function computing the loss from the model's output,
+        written inline: what it returns, its parameters bound to the call's arguments."""
+        fact = self.reader.model.functions.get(callees[0]) if len(callees) == 1 else None
+        if fact is None or fact.class_qualname is not None or fact.returns is None or \
+                len(self.bound) >= 3 or fact.qualname in self.inlined or any(
+                    self.reader.creates_graph(c)
+                    for c in self.reader.model.calls_by_caller.get(fact.qualname, [])):
+            return None
+        bound: dict[str, _Code] = {}
+        for name in fact.params:
+            arg = bind_argument(fact, rc.call, name, 0)
+            if arg is None:
+                arg = dict(fact.defaults).get(name)
+            if arg is not None:
+                bound[name] = self.render(arg, depth + 1)
+        self.inlined.append(fact.qualname)
+        self.bound.append((fact.qualname, bound))
+        try:
+            return self.render(fact.returns, depth + 1)
+        finally:
+            self.bound.pop()
 
     def _module_call(self, expr: tuple[Any, ...], rc: Any, repo: list[str],
                      parts: list[_Code], names: tuple[str, ...], live: bool) -> _Code:
@@ -296,7 +382,7 @@ class LossWriter:
             if code is None:
                 return _Code("None", True)
             self.out.terms.append(LossTerm(f"loss_fn{index}", code[0], cls, code[1]))
-        return _Code(f"loss_fn{index}({_arguments(parts, names)})", True)
+        return _Code(f"loss_fn{index}({_arguments(parts, names)})", True, _join(parts))
 
     def _cell_term(self, cls: str) -> tuple[str, tuple[str, str] | None] | None:
         built = self.cell_code(cls)
