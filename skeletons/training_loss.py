@@ -41,6 +41,7 @@ class _Code:
     text: str
     live: bool = False  # computed from the model's output
     leaves: tuple[Any, ...] = ()  # the data tensors written ``label``, by expression
+    failed: bool = False  # holds something msready could not translate
 
 
 def _label(expr: Any) -> _Code:
@@ -111,6 +112,7 @@ class LossWriter:
         self.unknown: list[str] = []  # objects called in the loss whose value is unknown
         self.bound: list[tuple[str, dict[str, _Code]]] = []  # inlined functions' parameters
         self.inlined: list[str] = []
+        self.arg_depth = 0  # inside a call's arguments
 
     def write(self, loss: Expr) -> LossCode:
         """The loss code, or reasons why there is none."""
@@ -120,10 +122,10 @@ class LossWriter:
                 f"the model could not be traced: {', '.join(dict.fromkeys(self.unknown))} "
                 "holds no nn.Module msready can follow (it is built outside the repository "
                 "or looked up by name)")
-        elif self.out.model_class is None:
+        elif self.out.model_class is None and not self.out.reasons:
             self.out.reasons.append("no call of a repository nn.Module was found in the "
                                     "loss: the model could not be traced")
-        elif not code.live:
+        elif not code.live and not self.out.reasons:
             self.out.reasons.append("the loss does not depend on the model's output as "
                                     "msready reads it")
         if len(set(code.leaves)) > 1:
@@ -139,7 +141,16 @@ class LossWriter:
     def _reason(self, text: str) -> _Code:
         if text not in self.out.reasons:
             self.out.reasons.append(text)
-        return _Code("None", True)
+        return _Code("None", failed=True)
+
+    def render(self, expr: Expr, depth: int) -> _Code:
+        """``expr`` as MindSpore code. What only prepares data (it becomes the label or a
+        constant) needs no translation: the reasons found inside it are dropped."""
+        known = len(self.out.reasons)
+        code = self._render(expr, depth)
+        if not code.live and not code.failed and (code.text == "label" or not code.leaves):
+            del self.out.reasons[known:]
+        return code
 
     def _leaf(self, expr: Expr) -> _Code:
         """A value that does not come from the model: a constant, a data tensor (the
@@ -159,8 +170,7 @@ class LossWriter:
                                 "not translated")
         return _label(expr)
 
-    def render(self, expr: Expr, depth: int) -> _Code:
-        """``expr`` as MindSpore code."""
+    def _render(self, expr: Expr, depth: int) -> _Code:
         if depth > 40:
             return self._reason("the loss expression is too deep to read")
         if not isinstance(expr, tuple):
@@ -190,16 +200,20 @@ class LossWriter:
         parts = [self.render(o, depth + 1) for o in operands]
         live = any(p.live for p in parts)
         leaves = _join(parts)
+        failed = any(p.failed for p in parts)
         if op == "bin" and plain[0] in _BINARY_SYMBOLS and (live or all(
                 not p.leaves or p.text == "label" for p in parts)):
-            return _Code(f"({parts[0].text} {plain[0]} {parts[1].text})", live, leaves)
+            return _Code(f"({parts[0].text} {plain[0]} {parts[1].text})", live, leaves,
+                         failed)
         if op == "un" and plain[0] in ("-", "+"):
-            return _Code(f"{plain[0]}{parts[0].text}", live, leaves)
+            return _Code(f"{plain[0]}{parts[0].text}", live, leaves, failed)
         if op == "method" and plain[0] in _SAME_OBJECT:
             return parts[0]
         if op == "method" and (live or (parts[0].text.startswith("label") and not any(
                 p.leaves for p in parts[1:]))):  # ``y.view(-1)``, ``logits.view(-1, V)``
             return self._method(plain[0], plain[1], parts, live, leaves)
+        if failed:
+            return _Code("None", live, leaves, True)
         if not live:  # the data and what the loop does with it: the label
             value = constant(self.values.value(expr))
             return _Code(literal(value)) if value is not UNKNOWN_VALUE else _label(expr)
@@ -227,13 +241,23 @@ class LossWriter:
         args = _arguments(parts[1:], names)
         if mapping.api.startswith("mindspore.Tensor."):
             method = mapping.api.rsplit(".", 1)[-1]
-            return _Code(f"{parts[0].text}.{method}({args})", live, leaves)
+            return _Code(f"{parts[0].text}.{method}({args})", live, leaves,
+                         any(p.failed for p in parts))
         joined = ", ".join(t for t in (parts[0].text, args) if t)
-        return _Code(f"{apis.short_name(mapping.api)}({joined})", live, leaves)
+        return _Code(f"{apis.short_name(mapping.api)}({joined})", live, leaves,
+                     any(p.failed for p in parts))
+
+    def _arguments_of(self, operands: list[Expr], depth: int) -> list[_Code]:
+        """A call's arguments: a repository function called there prepares data."""
+        self.arg_depth += 1
+        try:
+            return [self.render(o, depth + 1) for o in operands]
+        finally:
+            self.arg_depth -= 1
 
     def _torch(self, target: str, keywords: tuple[str, ...], operands: list[Expr],
                depth: int) -> _Code:
-        parts = [self.render(o, depth + 1) for o in operands]
+        parts = self._arguments_of(operands, depth)
         live = any(p.live for p in parts)
         name = apis.canonical(target)
         if not live:  # the data, or noise made from it
@@ -256,7 +280,7 @@ class LossWriter:
         kept = [*parts[:cut], *[p for p, k in zip(parts[cut:], renamed, strict=True) if k]]
         names = tuple(k for k in renamed if k)
         return _Code(f"{apis.short_name(mapping.api)}({_arguments(kept, names)})", True,
-                     _join(kept))
+                     _join(kept), any(p.failed for p in kept))
 
     def _loss_api(self, name: str, kind: str) -> None:
         if name not in self.out.apis:
@@ -268,7 +292,8 @@ class LossWriter:
         rc = self.values.calls.get((expr[1], expr[2]))
         if rc is None:
             return self._leaf(expr)
-        parts = [self.render(e, depth + 1) for e in rc.call.arg_values]
+        known = len(self.out.reasons)
+        parts = self._arguments_of(list(rc.call.arg_values), depth)
         names = tuple(a.keyword for a in rc.call.args if a.keyword)
         if len(names) > len(parts):
             return self._reason("a call with unpacked arguments in the loss is not read")
@@ -276,7 +301,10 @@ class LossWriter:
         classes = self.reader.called(rc)
         repo = [c for c in classes if c in self.module_classes]
         if repo:
-            return self._module_call(expr, rc, repo, parts, names, live)
+            code = self._module_call(expr, rc, repo, parts, names, live)
+            if code.text == "outputs":  # the data fed to the model needs no translation
+                del self.out.reasons[known:]
+            return code
         losses = [c for c in classes if c.startswith("torch.nn.") and c.endswith("Loss")]
         if losses:
             return self._term(losses[0], rc, parts, names, cell=False)
@@ -286,13 +314,17 @@ class LossWriter:
                 if rc.call.recv is not None else None
             self.out.model_layer = self.out.model_layer or \
                 self.reader.construction_near(rc, layers[0])
+            del self.out.reasons[known:]
             return self._model_call(expr, layers[0], parts, names)
         callees = self.values.callees(rc)
         owners = [f.rsplit(".", 1)[0] for f in callees if f.endswith(".forward")
                   and f.rsplit(".", 1)[0] in self.module_classes]
         if owners and not classes:  # ``self.D(x)``, the attribute's class known by name
-            return self._module_call(expr, rc, owners, parts, names, live)
-        if callees and (live or depth == 0 or self._takes_network(rc)):
+            code = self._module_call(expr, rc, owners, parts, names, live)
+            if code.text == "outputs":
+                del self.out.reasons[known:]
+            return code
+        if callees and (live or not self.arg_depth or self._takes_network(rc)):
             short = self.reader.model.short_name(callees[0])
             known = len(self.out.reasons)
             inlined = self._inline(rc, callees, depth) if live else None
@@ -382,7 +414,8 @@ class LossWriter:
             if code is None:
                 return _Code("None", True)
             self.out.terms.append(LossTerm(f"loss_fn{index}", code[0], cls, code[1]))
-        return _Code(f"loss_fn{index}({_arguments(parts, names)})", True, _join(parts))
+        return _Code(f"loss_fn{index}({_arguments(parts, names)})", True, _join(parts),
+                     any(p.failed for p in parts))
 
     def _cell_term(self, cls: str) -> tuple[str, tuple[str, str] | None] | None:
         built = self.cell_code(cls)
