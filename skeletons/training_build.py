@@ -18,8 +18,9 @@ from msready.skeletons import apis
 from msready.skeletons.inputs import ORDERS, input_alternatives, layer_input
 from msready.skeletons.layers import CallIn, translate_call
 from msready.skeletons.shapes import Plan
-from msready.skeletons.training import UNKNOWN_VALUE, Construction, LoopReader, TrainLoop
+from msready.skeletons.training import LoopReader, TrainLoop
 from msready.skeletons.training_loss import LossCode, LossWriter, literal
+from msready.skeletons.training_values import UNKNOWN_VALUE, Construction
 from msready.skeletons.values import ConfigValue
 
 FOLDER = "train_steps"

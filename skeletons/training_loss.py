@@ -17,11 +17,11 @@ from msready.analyzer.apitable import load_table
 from msready.analyzer.valueflow import bind_argument
 from msready.analyzer.values import Expr
 from msready.skeletons import apis
-from msready.skeletons.training import (
-    _SAME_OBJECT,
+from msready.skeletons.training import LoopReader
+from msready.skeletons.training_values import (
+    SAME_OBJECT,
     UNKNOWN_VALUE,
     Construction,
-    LoopReader,
     constant,
     instance_classes,
 )
@@ -207,7 +207,7 @@ class LossWriter:
                          failed)
         if op == "un" and plain[0] in ("-", "+"):
             return _Code(f"{plain[0]}{parts[0].text}", live, leaves, failed)
-        if op == "method" and plain[0] in _SAME_OBJECT:
+        if op == "method" and plain[0] in SAME_OBJECT:
             return parts[0]
         if op == "method" and (live or (parts[0].text.startswith("label") and not any(
                 p.leaves for p in parts[1:]))):  # ``y.view(-1)``, ``logits.view(-1, V)``
