@@ -359,7 +359,7 @@ class LossWriter:
             if arg is None:
                 arg = dict(fact.defaults).get(name)
             if arg is not None:
-                bound[name] = self.render(arg, depth + 1)
+                bound[name] = self._arguments_of([arg], depth)[0]
         self.inlined.append(fact.qualname)
         self.bound.append((fact.qualname, bound))
         try:
