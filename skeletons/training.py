@@ -117,13 +117,20 @@ class LoopReader(ValueReader):
         line = fact.span.line if fact else backward.call.span.line
         recv = backward.call.recv
         assert recv is not None
-        if backward.call.arg_values and backward.call.args[0].keyword is None and not any(
+        library = ""  # ``accelerator.backward(loss)``: the loss is the argument
+        if backward.call.args and backward.call.args[0].keyword is None and not any(
                 a.kind.value == "tensor" for a in self.values.value(recv)):
-            recv = backward.call.arg_values[0]  # ``accelerator.backward(loss)``
+            if backward.call.arg_values:
+                recv = backward.call.arg_values[0]
+            else:
+                library = backward.call.receiver
         loss = self._unscaled(recv)
         if isinstance(loss, tuple) and loss[0] == "a":
             loss = self._unpacked(backward, calls) or loss
         loop = TrainLoop(caller, backward.file.path, line, loss)
+        if library:
+            loop.reasons.append(f"the loss goes through {library}.backward(...) (a training "
+                                "library such as accelerate), which msready does not read")
         loop.optimizer_name = opt_class
         if opt_class in self.model.classes:
             loop.reasons.append(f"the optimizer is the repository class "

@@ -455,7 +455,7 @@ class LossWriter:
 def _called_name(rc: Any) -> str:
     """How the source names the object a call calls: ``self.model``, ``net``."""
     call = rc.call
-    if call.kind.value == "self-attr":
+    if call.kind.value in ("self-attr", "self-method"):
         return f"self.{call.target}"
     recv = call.recv
     if call.kind.value != "value" or call.receiver or not isinstance(recv, tuple):

@@ -241,7 +241,8 @@ class ValueReader:
 
     def called(self, rc: ResolvedCall) -> list[str]:
         """The classes of the object a call calls (``criterion(out, y)``, ``model(x)``)."""
-        if rc.call.kind not in (CallKind.VALUE, CallKind.INSTANCE, CallKind.SELF_ATTR):
+        if rc.call.kind not in (CallKind.VALUE, CallKind.INSTANCE, CallKind.SELF_ATTR,
+                                CallKind.SELF_METHOD):
             return []
         if rc.call.kind is CallKind.VALUE and rc.call.receiver:
             return []  # a method call (``obj.run(x)``), not a call of the object
