@@ -265,10 +265,11 @@ def _write(result: ScanResult, step: Step, model: str, optimizer: str,
     step.render_args = dict(
         version=__version__, source_path=loop.path, line=loop.line,
         function=loop.function, target=result.target, imports=imports, dropped=loop.dropped,
-        todos=step.not_translated + step.reasons, model=model, terms=loss.terms,
+        todos=step.not_translated + step.reasons, unverified=bool(step.reasons),
+        model=model, terms=loss.terms,
         optimizer=optimizer, loss_kind=loss.kind, params=", ".join([*data, "label"]),
         model_args=", ".join([*positional, *loss.model_extra]),
-        loss=loss.expression if not step.reasons else "",
+        loss=loss.expression if loss.model_class and step.plan is not None else "",
         clip=clip)
     write_step(step, status)
 

@@ -135,7 +135,7 @@ class LossWriter:
             self.out.not_translated.append(
                 f"the repository loss function {', '.join(dict.fromkeys(self.inlined))} is "
                 "written inline in forward_fn")
-        self.out.expression = code.text
+        self.out.expression = code.text if not code.failed else ""
         return self.out
 
     def _reason(self, text: str) -> _Code:
