@@ -329,6 +329,7 @@ class LossWriter:
             known = len(self.out.reasons)
             inlined = self._inline(rc, callees, depth) if live else None
             if inlined is not None and len(self.out.reasons) == known:
+                self.out.apis.append(f"{callees[0]} (inlined)")
                 return inlined
             why = "; ".join(self.out.reasons[known:])
             del self.out.reasons[known:]

@@ -336,6 +336,7 @@ def test_a_repository_loss_function_is_written_inline(
     got = step(result, "custom_loss.train.train_focal")
     assert got.status == "pass", got.error
     assert got.optimizer == "nn.SGD(learning_rate=0.1)"  # passed in by the caller
+    assert got.loss == "custom_loss.train.focal_loss (inlined)"
     assert got.not_translated == ("the repository loss function custom_loss.train.focal_loss "
                                   "is written inline in forward_fn",)
     code = (out / got.step_file).read_text()
