@@ -74,6 +74,27 @@ class SkeletonResult:
 
 
 @dataclass(frozen=True, slots=True)
+class TrainStepResult:
+    """A training loop turned into a MindSpore training step, and what one step on
+    synthetic data did. Not part of the readiness score."""
+
+    function: str  # the loop's function (qualified), or the module of a script's loop
+    path: str
+    line: int
+    step_file: str  # the generated file, relative to the output folder ("" when none)
+    # pass (ran, loss finite, a parameter changed) | fail (the step is wrong: the error
+    # and the generated line) | unverified (what is missing) | blocked | skipped (not run)
+    status: str
+    model: str = ""  # the torch class trained
+    loss: str = ""  # the torch loss APIs: ``torch.nn.CrossEntropyLoss``
+    optimizer: str = ""  # the MindSpore optimizer built: ``nn.SGD(learning_rate=0.1)``
+    error: str | None = None
+    loss_before: float | None = None
+    loss_after: float | None = None
+    not_translated: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ScorePart:
     """One term of the readiness score: its value (0-1), weight and explanation."""
 
@@ -186,6 +207,7 @@ class ScanResult:
     score: Score | None = None
     checklist: list[ChecklistItem] = field(default_factory=list)
     skeletons: list[SkeletonResult] = field(default_factory=list)
+    train_steps: list[TrainStepResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # What to do first (msready.analyzer.priorities): findings by cause, blockers, files.
     causes: list[Cause] = field(default_factory=list)

@@ -652,13 +652,13 @@ def unary(operator: str, operand: Value) -> Value:
         if tensors:
             return _map_tensors(operand, lambda a: replace(
                 a, dtype="bool" if a.dtype in ("bool", "") else a.dtype))
+    consts = [a.const for a in operand if a.kind is Kind.CONST]
+    if operator == "-" and len(operand) == 1 and consts and isinstance(consts[0], (int, float)):
+        return const(-consts[0])  # before the shape test, which constants also pass
     if is_data(operand):
         return DATA
     if is_shape(operand):
         return SHAPE
-    consts = [a.const for a in operand if a.kind is Kind.CONST]
-    if operator == "-" and len(operand) == 1 and consts and isinstance(consts[0], (int, float)):
-        return const(-consts[0])
     return operand if _tensors(operand) else PYTHON
 
 

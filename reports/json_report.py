@@ -106,6 +106,13 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
              "output_shape": s.output_shape}
             for s in result.skeletons
         ],
+        "train_steps": [
+            {"function": t.function, "path": t.path, "line": t.line,
+             "step_file": t.step_file, "status": t.status, "model": t.model, "loss": t.loss,
+             "optimizer": t.optimizer, "error": t.error, "loss_before": t.loss_before,
+             "loss_after": t.loss_after, "not_translated": list(t.not_translated)}
+            for t in result.train_steps
+        ],
         "start_here": [
             {"kind": b.kind, "title": b.title, "subject": b.subject, "count": b.count,
              "cause": b.cause, "places": [_place(p) for p in b.places]}

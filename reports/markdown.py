@@ -128,6 +128,28 @@ def _work_lines(result: ScanResult) -> list[str]:
     return lines
 
 
+def _train_step_lines(result: ScanResult) -> list[str]:
+    """One item per training loop turned into a MindSpore step, with what it left out."""
+    if not result.train_steps:
+        return []
+    lines = ["## Training steps", "",
+             "Each training loop as a MindSpore step (`forward_fn`, `value_and_grad`, "
+             "the optimizer update), run once on synthetic data.", ""]
+    for t in result.train_steps:
+        ran = (f", loss {t.loss_before:.4g} -> {t.loss_after:.4g}"
+               if t.loss_before is not None and t.loss_after is not None else "")
+        lines.append(f"- [ ] **{escape(t.function)}** ({where(t.path, t.line)}): "
+                     f"**{t.status}**{ran}; `{escape(t.step_file)}`  ")
+        details = [f"model {t.model}" if t.model else "", f"loss {t.loss}" if t.loss else "",
+                   f"optimizer {t.optimizer}" if t.optimizer else ""]
+        lines.append("  " + escape("; ".join(d for d in details if d) or "nothing read"))
+        if t.error:
+            lines.append(f"  {escape(t.error)}  ")
+        lines += [f"  - not translated: {escape(n)}" for n in t.not_translated]
+        lines.append("")
+    return lines
+
+
 def render(result: ScanResult) -> str:
     """``checklist.md`` text."""
     src = result.source
@@ -143,7 +165,7 @@ def render(result: ScanResult) -> str:
              "Items with a location were read from the code (check them off as you port "
              "them); items marked \"not found\" are not shown by the code. The full finding "
              "list is in report.html and msready.json.", "",
-             *_checklist_lines(result), *_work_lines(result)]
+             *_checklist_lines(result), *_train_step_lines(result), *_work_lines(result)]
     if result.warnings:
         lines += ["## Warnings", "", *(f"- {escape(w)}" for w in result.warnings), ""]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -73,6 +73,16 @@ def print_summary(result: ScanResult, console: Console, written: list[str], top:
         console.print("  no findings")
     if result.suppressed:
         console.print(f"  {len(result.suppressed)} findings suppressed by comments or config")
+    if result.train_steps:
+        steps = Counter(t.status for t in result.train_steps)
+        console.print("  training steps: " + ", ".join(
+            f"{n} {s}" for s, n in sorted(steps.items())), highlight=False)
+        for t in result.train_steps[:top]:
+            ran = (f", loss {t.loss_before:.4g} -> {t.loss_after:.4g}"
+                   if t.loss_before is not None and t.loss_after is not None else "")
+            why = f": {t.error}" if t.error and t.status != "pass" else ""
+            console.print(f"    {t.status} {escape(t.function)} ({escape(t.path)}:{t.line})"
+                          f"{ran}{escape(why[:200])}", highlight=False, soft_wrap=True)
     for warning in result.warnings:
         console.print(f"  [yellow]warning:[/] {escape(warning)}", highlight=False)
     for path in written:

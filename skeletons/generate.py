@@ -24,6 +24,7 @@ from msready.skeletons.arguments import describe
 from msready.skeletons.cache import CellCache
 from msready.skeletons.inputs import InputSpec
 from msready.skeletons.shapes import Plan, Planner
+from msready.skeletons.training_run import build_train_steps
 from msready.skeletons.translate import translate_file
 from msready.skeletons.values import ConfigValue, to_json
 
@@ -164,6 +165,7 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
         if gen.weights:
             weights_file = gen.out.with_name(gen.out.name + ".weights.json")
             weights_file.write_text(json.dumps(gen.weights, indent=2) + "\n", encoding="utf-8")
+    result.train_steps = build_train_steps(result, out_dir, run, plans, results)
     return results
 
 

@@ -81,7 +81,8 @@ def test_files_mirror_the_repository_and_import_across_files(tmp_root: Path) -> 
     out, _ = run_example("cnn", tmp_root)
     root = out / "skeletons"
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")) == [
-        "models/__init__.py", "models/blocks.py", "models/net.py"]
+        "models/__init__.py", "models/blocks.py", "models/net.py",
+        "train_steps/__init__.py", "train_steps/train__module.py"]  # train.py's loop
     net = (root / "models" / "net.py").read_text()
     assert "from .blocks import ConvBNReLU" in net
     assert "import torch" not in net and "from torch" not in net
