@@ -741,7 +741,7 @@ class CellTransformer(cst.CSTTransformer):
                 func=m.Name("torch_assign_"), args=[m.Arg(m.Name()), m.Arg()])):
             # ``x.mul_(s)`` as a statement in forward: ``x = x * s`` (compiles in GRAPH_MODE;
             # elsewhere, such as an init helper given a Parameter, the update stays in place)
-            assert isinstance(call, cst.Call)
+            assert isinstance(call, cst.Call) and isinstance(call.args[0].value, cst.Name)
             return cst.Assign([cst.AssignTarget(call.args[0].value)], call.args[1].value)
         if not m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"),
                                                        attr=m.Name("register_buffer")))):
