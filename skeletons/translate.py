@@ -96,6 +96,8 @@ class CellTransformer(cst.CSTTransformer):
         self._layer_bases: list[str | None] = []  # per enclosing class: its torch layer base
         self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
         self._functions: list[str] = []  # names of the enclosing functions
+        # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layer it holds there
+        self._narrowed: list[dict[str, str]] = []
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
@@ -704,11 +706,38 @@ class CellTransformer(cst.CSTTransformer):
                                  [cst.SubscriptElement(cst.Index(cst.Integer(str(field))))])
         return self._parameter_name(original_node, updated_node)
 
+    def visit_If_body(self, node: cst.If) -> None:
+        narrowed: dict[str, str] = {}
+        if m.matches(node.test, m.Call(func=m.Name("isinstance"), args=[m.Arg(m.Name()),
+                                                                         m.Arg()])):
+            assert isinstance(node.test, cst.Call)
+            name = node.test.args[0].value
+            classes = node.test.args[1].value
+            first = classes.elements[0].value if isinstance(classes, cst.Tuple) and \
+                len(classes.elements) == 1 else classes
+            torch_name = self.qualify(first)
+            if isinstance(name, cst.Name) and is_torch(torch_name):
+                narrowed[name.value] = apis.canonical(torch_name or "")
+        self._narrowed.append(narrowed)
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self._narrowed.pop()
+
+    def _narrowed_layer(self, name: str) -> str | None:
+        return next((n[name] for n in reversed(self._narrowed) if name in n), None)
+
     def _parameter_name(self, original: cst.Attribute,
                         updated: cst.Attribute) -> cst.BaseExpression:
         """``self.emb.weight`` -> ``self.emb.embedding_table``: the parameter names of a
         held layer, as its MindSpore Cell spells them (``weight_map``'s renames); in a
         subclass of a torch layer, ``self.groups`` -> ``self.group`` as well."""
+        if isinstance(original.value, cst.Name) and original.value.value != "self":
+            layer = self._narrowed_layer(original.value.value)  # inside isinstance(m, X)
+            mapping = apis.lookup(layer, self.backend) if layer else None
+            renames = {t: ms for ms, t in CELL_RENAMES.get(
+                (mapping.api or "").rsplit(".", 1)[-1], {}).items()} if mapping else {}
+            new = renames.get(original.attr.value)
+            return updated.with_changes(attr=cst.Name(new)) if new else updated
         if not self._class_names:
             return updated
         if m.matches(original, m.Attribute(value=m.Name("self"))):

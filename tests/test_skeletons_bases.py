@@ -64,6 +64,13 @@ class CoordConv(nn.Module):
         return self.layer(x)
 
 
+def init_weights(module):
+    if isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, std=0.02)
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+
+
 def is_norm(module):
     return isinstance(module, nn.BatchNorm2d)
 '''
@@ -194,3 +201,11 @@ def test_a_star_imported_file_exports_what_the_torch_file_did(
     (line,) = [ln for ln in lines(out, "activations.py") if ln.startswith("__all__ = ")]
     # the header's ops and mint are not the torch file's names; its nn (torch.nn) was
     assert "'ops'" in line and "'mint'" in line and "'nn'" not in line
+
+
+def test_inside_a_type_test_parameters_have_mindspores_names(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, _ = built
+    text = "\n".join(lines(out, "layers.py"))
+    assert "module.embedding_table.set_data(" in text  # isinstance(module, nn.Embedding)
+    assert "module.gamma.set_data(" in text  # isinstance(module, nn.LayerNorm)
