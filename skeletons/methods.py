@@ -150,6 +150,11 @@ CELL_METHODS: dict[str, str | None] = {
 }
 
 
+# Module methods that mean the same on any held sub-Cell (``self.body.parameters()``).
+MODULE_METHODS = frozenset({"modules", "children", "named_modules", "parameters",
+                            "named_parameters", "state_dict", "eval", "train"})
+
+
 def cell_method(receiver: cst.BaseExpression, method: str,
                 args: list[cst.Arg]) -> cst.BaseExpression | None:
     """``self.modules()`` -> ``self.cells()``, ``self.train(False)`` -> ``self.set_train(False)``,

@@ -30,7 +30,12 @@ from msready.skeletons.layers import (
     expr,
     translate_call,
 )
-from msready.skeletons.methods import METHOD_FIXES, cell_method, rename_keywords
+from msready.skeletons.methods import (
+    METHOD_FIXES,
+    MODULE_METHODS,
+    cell_method,
+    rename_keywords,
+)
 from msready.skeletons.statements import (
     HEADER_NAMES,
     FileTranslation,
@@ -843,6 +848,11 @@ class CellTransformer(cst.CSTTransformer):
                 cell = call.args[1].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
                 return cst.Call(func.with_changes(attr=cst.Name("append")), [cell])
             return None
+        if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")))):
+            # ``self.transformer.parameters()``: a Module method of a held Cell
+            assert isinstance(func, cst.Attribute)
+            return cell_method(func.value, func.attr.value, list(call.args)) \
+                if func.attr.value in MODULE_METHODS else None
         if not m.matches(func, m.Attribute(value=m.Name("self"))):
             return None
         assert isinstance(func, cst.Attribute)

@@ -51,6 +51,10 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.pad = nn.ReflectionPad2d([1, 1, 2, 2])", "nn.ReflectionPad2d((1, 1, 2, 2))"),
     ("sizes = [1, 1, 2, 2]\nself.pad = nn.ZeroPad2d(sizes)",
      "nn.ZeroPad2d(tuple(sizes) if isinstance(sizes, list) else sizes)"),
+    # Module methods of a held sub-Cell
+    ("self.body = nn.Sequential(nn.Linear(4, 4))\n"
+     "n = sum(p.numel() for p in self.body.parameters())",
+     "n = sum(p.numel() for p in self.body.get_parameters())"),
     # a Sequential filled by name: SequentialCell appends
     ("self.seq = nn.Sequential()\nself.seq.add_module('fc', nn.Linear(4, 4))",
      "self.seq.append(nn.Dense(4, 4"),
