@@ -788,6 +788,13 @@ class CellTransformer(cst.CSTTransformer):
                     and self._functions[-1] == "forward")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        new = self._call(original_node, updated_node)
+        if updated_node.lpar and new is not updated_node and not getattr(new, "lpar", True):
+            # ``assert(torch.cuda.is_available())``: the parentheses belong to the call
+            new = new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
+        return new
+
+    def _call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if original_node in self._replace:
             return self._replace[original_node]
         name = self.qualify(original_node.func)

@@ -146,6 +146,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.max(dim=1).indices", "return x.max(dim=1)[1]"),
     ("d = {'a': x}\nreturn list(d.values())", "return list(d.values())"),
     ("return self.fc.weight.sum() + x", "return self.fc.weight.sum() + x"),
+    # a call replaced by a value keeps the parentheses written around it
+    ("assert(torch.jit.is_scripting() == False)\nassert(torch.cuda.is_available())\nreturn x",
+     "assert(False)"),
     # in-place updates: MindSpore's CPU kernels for them are missing or leave x unchanged
     ("x.mul_(2)\nreturn x", "x = x * 2\n"),
     ("x.clamp_(min=0.0)\nreturn x", "x = ops.clamp(x, min=0.0)\n"),
