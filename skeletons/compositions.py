@@ -29,6 +29,7 @@ COMPOSED = {
     "torch.nn.functional.layer_norm": "torch_layer_norm",
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.roll": "torch_roll",
+    "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
 }
 
 SOURCES = {
@@ -133,6 +134,27 @@ def torch_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
     if dropout_p > 0.0:
         weights = ops.dropout(weights, p=dropout_p)
     return ops.matmul(weights, value)
+''',
+    "torch_conv_transpose2d": '''
+def torch_conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                           groups=1, dilation=1):
+    """torch.nn.functional.conv_transpose2d through MindSpore's Conv2DTranspose primitive;
+    ``weight`` in torch's layout (in, out / groups, kh, kw), the output size as torch's."""
+    def pair(value):
+        return (value, value) if isinstance(value, int) else tuple(value)
+
+    stride, padding, output_padding, dilation = map(
+        pair, (stride, padding, output_padding, dilation))
+    n, _, h, w = input.shape
+    cin, cout, kh, kw = weight.shape
+    size = (n, cout * groups,
+            (h - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + output_padding[0] + 1,
+            (w - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + output_padding[1] + 1)
+    transpose = ops.Conv2DTranspose(out_channel=cin, kernel_size=(kh, kw), pad_mode="pad",
+                                    pad=(padding[0], padding[0], padding[1], padding[1]),
+                                    stride=stride, dilation=dilation, group=groups)
+    out = transpose(input, weight, size)
+    return out if bias is None else out + bias.reshape(1, -1, 1, 1)
 ''',
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):

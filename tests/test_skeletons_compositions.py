@@ -80,6 +80,18 @@ def test_scaled_dot_product_attention(composed: dict[str, Callable[..., Any]],
               torch.tensor(q), torch.tensor(k), torch.tensor(v), **torch_options))
 
 
+@pytest.mark.parametrize("cin, cout, groups, stride, padding, output_padding", [
+    (4, 6, 1, 2, 1, 0), (4, 4, 4, 2, 2, 0), (3, 5, 1, 1, 0, 0), (4, 6, 2, 2, 1, 1)])
+def test_conv_transpose2d(composed: dict[str, Callable[..., Any]], cin: int, cout: int,
+                          groups: int, stride: int, padding: int, output_padding: int) -> None:
+    x, w, b = _array(2, cin, 5, 5), _array(cin, cout // groups, 3, 3), _array(cout)
+    options = {"stride": stride, "padding": padding, "output_padding": output_padding,
+               "groups": groups}
+    _same(composed["torch_conv_transpose2d"](Tensor(x), Tensor(w), Tensor(b), **options),
+          torch.nn.functional.conv_transpose2d(torch.tensor(x), torch.tensor(w),
+                                               torch.tensor(b), **options))
+
+
 def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(3, 5)
     _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),
