@@ -30,6 +30,7 @@ COMPOSED = {
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.roll": "torch_roll",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
+    **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
 }
 
 SOURCES = {
@@ -155,6 +156,20 @@ def torch_conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output
                                     stride=stride, dilation=dilation, group=groups)
     out = transpose(input, weight, size)
     return out if bias is None else out + bias.reshape(1, -1, 1, 1)
+''',
+    "TorchReplicationPad": '''
+class TorchReplicationPad(nn.Cell):
+    """torch.nn.ReplicationPad1d/2d/3d: the border values repeated outwards; ``padding``
+    an int for every side or (left, right, top, bottom, ...) as torch orders it."""
+
+    def __init__(self, padding):
+        super().__init__()
+        self.padding = padding if isinstance(padding, int) else tuple(padding)
+
+    def construct(self, x):
+        sides = (self.padding,) * (2 * (x.ndim - 2)) if isinstance(self.padding, int) \
+            else self.padding
+        return ops.pad(x, sides, mode="replicate")
 ''',
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):

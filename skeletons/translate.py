@@ -679,6 +679,10 @@ class CellTransformer(cst.CSTTransformer):
             self._replace[node] = expr(value_adapter)
             return False
         mapping = apis.lookup(apis.canonical(name), self.backend)
+        composed = compositions.COMPOSED.get(apis.canonical(name))
+        if mapping.api is None and composed is not None and node not in self._compared:
+            self._replace[node] = expr(composed)  # ``pad = nn.ReplicationPad2d`` on CPU
+            return False
         accepted = apis.ms_keywords(mapping.api) if mapping.api and mapping.api.startswith(
             "mindspore.nn.") and node not in self._type_tests else None
         if mapping.api is not None and accepted is not None and isinstance(

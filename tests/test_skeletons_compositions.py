@@ -92,6 +92,14 @@ def test_conv_transpose2d(composed: dict[str, Callable[..., Any]], cin: int, cou
                                                torch.tensor(b), **options))
 
 
+def test_replication_pad(composed: dict[str, Callable[..., Any]]) -> None:
+    x = _array(2, 3, 4, 4)
+    _same(composed["TorchReplicationPad"]((1, 2, 1, 0))(Tensor(x)),
+          torch.nn.ReplicationPad2d((1, 2, 1, 0))(torch.tensor(x)))
+    _same(composed["TorchReplicationPad"](1)(Tensor(x)),
+          torch.nn.ReplicationPad2d(1)(torch.tensor(x)))
+
+
 def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(3, 5)
     _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),
