@@ -31,6 +31,7 @@ COMPOSED = {
     "torch.roll": "torch_roll",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
+    **{f"torch.nn.InstanceNorm{d}d": "TorchInstanceNorm" for d in (1, 2, 3)},
 }
 
 SOURCES = {
@@ -170,6 +171,31 @@ class TorchReplicationPad(nn.Cell):
         sides = (self.padding,) * (2 * (x.ndim - 2)) if isinstance(self.padding, int) \
             else self.padding
         return ops.pad(x, sides, mode="replicate")
+''',
+    "TorchInstanceNorm": '''
+class TorchInstanceNorm(nn.Cell):
+    """torch.nn.InstanceNorm1d/2d/3d: each sample's channels normalised over their own
+    spatial axes, scaled and shifted when ``affine`` (torch's default: not, and without
+    running statistics)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None):
+        super().__init__()
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(ops.ones(num_features, mindspore.float32), name="weight")
+            self.bias = Parameter(ops.zeros(num_features, mindspore.float32), name="bias")
+
+    def construct(self, x):
+        axes = tuple(range(2, x.ndim))
+        mean = x.mean(axis=axes, keep_dims=True)
+        var = ((x - mean) ** 2).mean(axis=axes, keep_dims=True)
+        out = (x - mean) / ops.sqrt(var + self.eps)
+        if self.affine:
+            shape = (1, -1) + (1,) * (x.ndim - 2)
+            out = out * self.weight.reshape(shape) + self.bias.reshape(shape)
+        return out
 ''',
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):

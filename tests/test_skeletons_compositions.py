@@ -100,6 +100,19 @@ def test_replication_pad(composed: dict[str, Callable[..., Any]]) -> None:
           torch.nn.ReplicationPad2d(1)(torch.tensor(x)))
 
 
+@pytest.mark.parametrize("affine", [False, True])
+def test_instance_norm(composed: dict[str, Callable[..., Any]], affine: bool) -> None:
+    x = _array(2, 3, 5, 4)
+    torch_layer = torch.nn.InstanceNorm2d(3, affine=affine)
+    ms_layer = composed["TorchInstanceNorm"](3, affine=affine)
+    if affine:  # the same non-trivial scale and shift in both
+        w, b = _array(3), _array(3)
+        torch_layer.weight.data, torch_layer.bias.data = torch.tensor(w), torch.tensor(b)
+        ms_layer.weight.set_data(Tensor(w))
+        ms_layer.bias.set_data(Tensor(b))
+    _same(ms_layer(Tensor(x)), torch_layer(torch.tensor(x)).detach())
+
+
 def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(3, 5)
     _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),
