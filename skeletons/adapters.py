@@ -105,9 +105,11 @@ SOURCES = {
     LAYER: '''
 def torch_layer(cls, renames, accepted, dropped):
     """A MindSpore layer class that takes torch's keywords (``act_layer(inplace=True)``
-    where ``act_layer`` is ``nn.ReLU``): they are renamed or left out, see torch_kwargs."""
+    where ``act_layer`` is ``nn.ReLU``): they are renamed or left out, see torch_kwargs;
+    a list argument becomes the tuple MindSpore's constructors check for."""
     class Layer(cls):
         def __init__(self, *args, **kwargs):
+            args = [tuple(a) if isinstance(a, list) else a for a in args]
             super().__init__(*args, **torch_kwargs(kwargs, renames, accepted, dropped))
 
     Layer.__name__ = Layer.__qualname__ = cls.__name__

@@ -110,6 +110,20 @@ class Proj(nn.Module):
         if isinstance(self.act, nn.ReLU):
             x = x + 0
         return self.act(self.fc(x)) * self.scale
+
+
+def pad_layer(kind):
+    return nn.ReflectionPad2d if kind == 'reflect' else nn.ZeroPad2d
+
+
+class Padded(nn.Module):
+    def __init__(self, channels=3):
+        super().__init__()
+        self.pad = pad_layer('reflect')([1, 1, 2, 2])  # torch takes a list
+        self.conv = nn.Conv2d(channels, channels, 3)
+
+    def forward(self, x):
+        return self.conv(self.pad(x))
 '''
 
 
@@ -192,6 +206,8 @@ def test_torch_keywords_reach_mindspore_in_its_spelling(
     assert "act_layer=torch_layer(nn.ReLU, {}, ['self']," in code
     assert "isinstance(self.act, nn.ReLU)" in code  # a type test keeps the class itself
     assert results["Proj"].pynative == "pass" and results["Proj"].graph == "pass"
+    # a layer class passed around as a value gets the tuple MindSpore wants for a list
+    assert (results["Padded"].status, results["Padded"].output_shape) == ("pass", "(2, 3, 18, 16)")
 
 
 def test_a_namespace_family_member_maps_only_to_a_member_mindspore_has() -> None:
