@@ -34,7 +34,7 @@ from msready.analyzer.localvalues import (
 )
 from msready.analyzer.names import LOCAL, Resolver, module_name
 from msready.analyzer.parse import Parsed
-from msready.analyzer.positions import NOTED
+from msready.analyzer.positions import LEAVES, NOTED
 from msready.analyzer.syntax import (
     MAX_ARG_TEXT,
     all_params,
@@ -132,6 +132,8 @@ class FileWalker:
 
     def text(self, node: cst.CSTNode) -> str:
         """Exact source text of a node."""
+        if type(node) in LEAVES:  # a token: its value is its text
+            return node.value  # type: ignore[attr-defined,no-any-return]
         offsets = self.parsed.offsets(node, self._ancestors)
         if offsets is None:
             return cst.Module([]).code_for_node(node)
