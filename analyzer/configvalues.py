@@ -225,8 +225,10 @@ class _Reader:
     def _walk(self, node: cst.CSTNode, cls: str | None, fn: str | None) -> None:
         if type(node) is cst.ClassDef:
             inner = f"{cls or self.module}.{node.name.value}"
+            self.ancestors.append(node.body)
             for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
                 self.class_field(stmt, inner)
+            self.ancestors.pop()
             for child in children(node):
                 self.walk(child, inner, None)
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from msready.analyzer.checklist_source import text_facts
 from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.positions import all_spans
 from msready.analyzer.syntax import children
@@ -16,6 +17,7 @@ SOURCE = """\
 import torch
 
 class Config:
+    "Settings."
     lr: float = 0.1
     epochs = (3 +
               4)
@@ -51,3 +53,11 @@ def test_every_node_gets_the_span_code_generation_gives() -> None:
             assert parsed.offsets(node, ancestors) == expected[id(node)], node
         stack.extend((child, ancestors) for child in children(node))
     assert not parsed.positions.full, "a node needed the full pass"
+
+
+def test_the_checklist_reads_class_fields_without_the_full_pass() -> None:
+    parsed = _parsed()
+    facts = [(v.name, v.value, v.line) for v in text_facts(parsed, "m.py", "m")]
+    assert ("lr", "0.1", 5) in facts
+    assert ("epochs", "3 + 4", 6) in facts
+    assert not parsed.positions.full, "a fact needed the full pass"
