@@ -30,7 +30,14 @@ class _Tree:
     def __init__(self, parsed: Parsed, path: str) -> None:
         self.parsed = parsed
         self.path = path
-        self.nodes = list(descendants(parsed.module))
+        self._nodes: list[cst.CSTNode] | None = None
+
+    @property
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of the file, in source order (listed when first asked for)."""
+        if self._nodes is None:
+            self._nodes = list(descendants(self.parsed.module))
+        return self._nodes
 
     def text(self, node: cst.CSTNode, limit: int = 80) -> str:
         text = " ".join(node_text(self.parsed, node).split())
@@ -150,8 +157,13 @@ def text_facts(parsed: Parsed, path: str, module: str) -> list[ConfigValue]:
     """
     try:
         tree = _Tree(parsed, path)
-        return [*file_config_values(parsed, path, module), *accumulation_facts(tree),
-                *lr_update_facts(tree)]
+        facts = file_config_values(parsed, path, module)
+        # Both need a method or attribute of that name, and libcst keeps names as written.
+        if "backward" in parsed.text:
+            facts.extend(accumulation_facts(tree))
+        if "param_groups" in parsed.text:
+            facts.extend(lr_update_facts(tree))
+        return facts
     except RecursionError:  # nested too deeply: the file's other facts still count
         return []
 

@@ -116,7 +116,7 @@ def tree_text(model: RepositoryModel, graph: nx.DiGraph, cls: str,
     """``backbone: Backbone [stem: Conv, dark2: Conv]; head: Head [cls: Conv]``: the main
     parts of a network, ``depth`` levels down."""
     def parts(node: str, level: int, seen: frozenset[str]) -> list[str]:
-        edges = sorted(graph.out_edges(node, data="attr"), key=lambda e: str(e[2]))
+        edges = sorted(graph.out_edges(node, data="attr"), key=lambda e: (str(e[2]), e[1]))
         out = []
         for _, held, attr in edges[:MAX_PARTS]:
             text = f"{attr}: {model.classes[held].name}"

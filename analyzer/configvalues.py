@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +57,7 @@ import libcst as cst
 
 from msready.analyzer.findings import compact_reduce
 from msready.analyzer.parse import Parsed
+from msready.analyzer.positions import LEAVES
 from msready.analyzer.syntax import children, literal_of
 
 if TYPE_CHECKING:
@@ -148,9 +149,12 @@ def training_param(key: str) -> str:
 # ----- per file -------------------------------------------------------------------------
 
 
-def node_text(parsed: Parsed, node: cst.CSTNode) -> str:
-    """A node's source text, sliced from the file by its span ("" when unknown)."""
-    span = parsed.span(node)
+def node_text(parsed: Parsed, node: cst.CSTNode, ancestors: Sequence[cst.CSTNode] = ()) -> str:
+    """A node's source text, sliced from the file by its span ("" when unknown);
+    ``ancestors`` (see :meth:`Parsed.span`) make it cheaper."""
+    if type(node) in LEAVES:  # a token: its value is its text
+        return node.value  # type: ignore[attr-defined,no-any-return]
+    span = parsed.span(node, ancestors)
     if span is None:
         return ""
     starts = parsed.line_starts
@@ -167,12 +171,13 @@ class _Reader:
         self.path = path
         self.module = module
         self.out: list[ConfigValue] = []
+        self.ancestors: list[cst.CSTNode] = []  # the module down to the node walked
 
     def text(self, node: cst.CSTNode) -> str:
-        return node_text(self.parsed, node)
+        return node_text(self.parsed, node, self.ancestors)
 
     def place(self, node: cst.CSTNode) -> tuple[int, int | None] | None:
-        span = self.parsed.span(node)
+        span = self.parsed.span(node, self.ancestors)
         if span is None:
             return None
         if self.parsed.cells is not None:
@@ -213,10 +218,17 @@ class _Reader:
     # -- the walk --
 
     def walk(self, node: cst.CSTNode, cls: str | None, fn: str | None) -> None:
+        self.ancestors.append(node)
+        self._walk(node, cls, fn)
+        self.ancestors.pop()
+
+    def _walk(self, node: cst.CSTNode, cls: str | None, fn: str | None) -> None:
         if type(node) is cst.ClassDef:
             inner = f"{cls or self.module}.{node.name.value}"
+            self.ancestors.append(node.body)
             for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
                 self.class_field(stmt, inner)
+            self.ancestors.pop()
             for child in children(node):
                 self.walk(child, inner, None)
             return
@@ -244,6 +256,11 @@ class _Reader:
         """``lr: float = 0.1`` / ``EPOCHS = 300`` in a class body."""
         if not isinstance(stmt, cst.SimpleStatementLine):
             return
+        self.ancestors.append(stmt)
+        self._class_field(stmt, cls)
+        self.ancestors.pop()
+
+    def _class_field(self, stmt: cst.SimpleStatementLine, cls: str) -> None:
         for small in stmt.body:
             if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
                 if small.value is not None:

@@ -139,6 +139,9 @@ _OUT_OF_ORDER: dict[type, tuple[str, ...]] = {
 _COMPOUND = frozenset({cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.With,
                        cst.FunctionDef, cst.ClassDef, cst.Match})
 _SIMPLE = frozenset({cst.SimpleStatementLine, cst.SimpleStatementSuite})
+# Tokens: the text of one is its ``value``, exactly as written, and its syntactic span is
+# that text (any parentheses around it belong to the node, outside its span).
+LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 # What the walk notes as it enters it.
 NOTED = frozenset({cst.Call, *_OUT_OF_ORDER, *_COMPOUND, *_SIMPLE})
 # The same children in source order.
@@ -324,6 +327,9 @@ class Positions:
             if type(owner) is cst.Call:
                 self._regenerate(owner, ancestors[:depth])  # type: ignore[arg-type]
             elif noted[0] == "stmt":
+                if type(owner) is cst.If and depth and getattr(
+                        ancestors[depth - 1], "orelse", None) is owner:
+                    continue  # an elif: libcst writes it only within the if it belongs to
                 # The header first (``if test:``); then, for the node itself or one of its
                 # clauses (``except``, ``else``), the whole statement.
                 for _ in range(2):

@@ -11,9 +11,10 @@ here" are queries on it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeVar, cast
 
 import networkx as nx
 
@@ -28,6 +29,7 @@ NOT_MODULE_PREFIXES = ("torch.nn.functional", "torch.nn.init", "torch.nn.utils",
                        "torch.nn.parameter", "torch.nn.Parameter")
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 _ROOT = "<forward roots>"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class RepositoryModel:
                 self.classes.setdefault(cls.qualname, cls)
                 self.class_module.setdefault(cls.qualname, f.module)
         self._resolve_cache: dict[tuple[str, str], Resolved | None] = {}
+        self._provided: dict[str, object] = {}
         self.graph: nx.DiGraph = nx.DiGraph()
         self.calls: list[ResolvedCall] = []
         self._build_graph()
@@ -78,6 +81,14 @@ class RepositoryModel:
         # edges that only values tell (``self.critic(x)``, ``net_d(fake)``).
         self.values = ValueAnalysis(self)
         self.values.assume_tensor_inputs(self.placement.loss_roots)
+
+    def provide(self, name: str, compute: Callable[[], T]) -> T:
+        """The analysis ``name`` of the whole repository, computed by ``compute`` when a
+        rule first reads it and shared by every rule that reads it after (as LibCST's
+        metadata providers are); ``compute`` must depend on the model alone."""
+        if name not in self._provided:
+            self._provided[name] = compute()
+        return cast(T, self._provided[name])
 
     # ----- names ----------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -202,8 +203,9 @@ class ScanResult:
     findings: list[Finding]
     suppressed: list[Finding]
     apis: list[ApiUse]
-    files: list[FileResult]
-    model: RepositoryModel
+    # The per-file facts and the repository model built from them, made when first asked
+    # for (a warm scan whose whole result was cached never needs them for its reports).
+    facts: Callable[[], tuple[list[FileResult], RepositoryModel]] = field(repr=False)
     score: Score | None = None
     checklist: list[ChecklistItem] = field(default_factory=list)
     skeletons: list[SkeletonResult] = field(default_factory=list)
@@ -221,6 +223,23 @@ class ScanResult:
     # Source text by (path, notebook cell or None), kept so that reports can show the
     # lines around a finding after a cloned source is gone.
     sources: dict[tuple[str, int | None], str] = field(default_factory=dict)
+    _facts: tuple[list[FileResult], RepositoryModel] | None = field(
+        default=None, init=False, repr=False, compare=False)
+
+    @property
+    def files(self) -> list[FileResult]:
+        """Every scanned file's facts, in discovery order."""
+        return self._loaded()[0]
+
+    @property
+    def model(self) -> RepositoryModel:
+        """The repository model the findings were computed from."""
+        return self._loaded()[1]
+
+    def _loaded(self) -> tuple[list[FileResult], RepositoryModel]:
+        if self._facts is None:
+            self._facts = self.facts()
+        return self._facts
 
     def source_lines(self, path: str, cell: int | None = None) -> list[str]:
         """The lines of a scanned file (or notebook cell), empty when unknown."""

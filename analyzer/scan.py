@@ -46,6 +46,7 @@ from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
 from msready.analyzer.score import compute_score
 from msready.analyzer.source import Source, SourceFile, open_source
 from msready.analyzer.walk import walk_file
+from msready.analyzer.whole import WholeScan, whole_key
 from msready.analyzer.workers import Lost, WorkerPool
 from msready.rules.registry import file_rules, load_errors, repo_rules
 
@@ -427,48 +428,82 @@ def scan_source(source: Source, options: ScanOptions,
                                       for f in source.files if config.excluded(f.rel)]
     cache = Cache(options.cache_dir or default_cache_dir()) if options.cache else None
     contents = read_files(files)
-    results, files_key = analyze_files(files, contents, options, progress, cache)
     sources = source_texts(files, contents)
-    del contents  # the bytes of every file are not needed any more
     # CPU by default: it is the backend whose generated Cells this machine can prove.
     target = options.target or config.target or "cpu"
+    key = files_key(files, contents) if cache else None
+    key = whole_key(key, target, source.root) if key else None
+    whole = cache.get_any(key) if cache and key else None
+    if isinstance(whole, WholeScan) and whole.still_valid(source.root):
+        if progress:
+            progress(len(files), len(files))
+        kept = contents  # the facts are loaded (from the cache) only when asked for
+
+        def facts() -> tuple[list[FileResult], RepositoryModel]:
+            results, _ = analyze_files(files, kept, options, None, cache)
+            return results, RepositoryModel(results, target)
+
+        result = _new_result(source, skipped, config, target, facts, whole.files_scanned,
+                             whole.files_failed, whole.lines)
+        whole.fill(result)
+        result.sources = sources
+        return result
+    results, done_key = analyze_files(files, contents, options, progress, cache)
+    del contents  # the bytes of every file are not needed any more
     model = RepositoryModel(results, target)
     # The repository rules' findings and the findings the value analysis decides depend on
     # every file and the target: cached as a whole.
-    repo_key = f"repo-{target}-{files_key}" if files_key else None
+    repo_key = f"repo-{target}-{done_key}" if done_key else None
     repo_findings = cache.get_any(repo_key) if cache and repo_key else None
     if not isinstance(repo_findings, list):
         repo_findings = [*repo_rule_findings(model), *decided_findings(model)]
         if cache and repo_key:
             cache.put_any(repo_key, repo_findings)
-    findings, suppressed = collect_findings(model, config, repo_findings)
-    info = SourceInfo(
-        input=source.input,
-        ref=source.ref,
-        commit=source.commit,
-        files_scanned=len(results),
-        files_failed=sum(1 for r in results if r.status == "failed"),
-        lines=sum(r.lines for r in results),
-        skipped=tuple(skipped),
-    )
-    result = ScanResult(
+    result = _new_result(source, skipped, config, target, lambda: (results, model),
+                         len(results), sum(1 for r in results if r.status == "failed"),
+                         sum(r.lines for r in results))
+    result.findings, result.suppressed = collect_findings(model, config, repo_findings)
+    result.apis = build_apis(model, target)
+    result.config_files = read_config_files(
+        source.root, (v for r in results for v in r.source_facts if v.kind == "file"))
+    result.sources = sources
+    before = len(result.warnings)
+    _finish(result)
+    if cache and key and done_key:
+        cache.put_any(key, WholeScan.of(result, before))
+    return result
+
+
+def files_key(files: list[SourceFile], contents: dict[str, bytes | OSError]) -> str | None:
+    """A key for the whole set of files and their contents (None when some file could
+    not be read)."""
+    whole = hashlib.sha256()
+    for f in files:
+        data = contents[f.rel]
+        if isinstance(data, OSError):
+            return None
+        whole.update(Cache.key(f.rel, data).encode())
+    return whole.hexdigest()
+
+
+def _new_result(source: Source, skipped: list[tuple[str, str]], config: Config, target: str,
+                facts: Callable[[], tuple[list[FileResult], RepositoryModel]],
+                scanned: int, failed: int, lines: int) -> ScanResult:
+    info = SourceInfo(input=source.input, ref=source.ref, commit=source.commit,
+                      files_scanned=scanned, files_failed=failed, lines=lines,
+                      skipped=tuple(skipped))
+    return ScanResult(
         tool_version=__version__,
         mindspore_version=_mindspore_version(),
         target=target,
         source=info,
-        findings=findings,
-        suppressed=suppressed,
-        apis=build_apis(model, target),
-        files=results,
-        model=model,
+        findings=[],
+        suppressed=[],
+        apis=[],
+        facts=facts,
         warnings=[*config.warnings, *load_errors()],
         fail_under=config.fail_under,
-        config_files=read_config_files(
-            source.root, (v for r in results for v in r.source_facts if v.kind == "file")),
     )
-    result.sources = sources
-    _finish(result)
-    return result
 
 
 def source_texts(files: list[SourceFile], contents: dict[str, bytes | OSError],

@@ -102,6 +102,13 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(children(current)))
 
 
+@lru_cache(maxsize=4096)
+def _token_literal(text: str) -> tuple[object, bool]:
+    """The value of a string or imaginary number token (immutable, so shared); the same
+    few strings recur in every file."""
+    return _literal(text) if len(text) <= MAX_ARG_TEXT else (None, False)
+
+
 def _literal(text: str) -> tuple[object, bool]:
     try:
         return ast.literal_eval(text), True
@@ -125,6 +132,8 @@ def literal_of(value: cst.BaseExpression, text: str) -> tuple[object, bool]:
     if kind is cst.Name:
         name = value.value  # type: ignore[attr-defined]
         return (_CONSTANTS[name], True) if name in _CONSTANTS else (None, False)
+    if (kind is cst.SimpleString or kind is cst.Imaginary) and not value.lpar:  # type: ignore[attr-defined]
+        return _token_literal(text)
     if kind in _LITERAL_NODES and len(text) <= MAX_ARG_TEXT:
         return _literal(text)
     return None, False

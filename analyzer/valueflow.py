@@ -173,7 +173,9 @@ class ValueAnalysis(Env):
             found = model.find_method(atom.cls, name)
             if found is not None:
                 out.append(found)
-        return tuple(dict.fromkeys(out))
+        # By name: the atoms of a value come in no fixed order, and the order of the call
+        # graph's edges decides which of several equally short paths a trace shows.
+        return tuple(sorted(set(out)))
 
     def callees(self, rc: ResolvedCall) -> tuple[str, ...]:
         """The repository functions a call may run, also through values."""

@@ -34,7 +34,7 @@ from msready.analyzer.localvalues import (
 )
 from msready.analyzer.names import LOCAL, Resolver, module_name
 from msready.analyzer.parse import Parsed
-from msready.analyzer.positions import NOTED
+from msready.analyzer.positions import LEAVES, NOTED
 from msready.analyzer.syntax import (
     MAX_ARG_TEXT,
     all_params,
@@ -91,7 +91,6 @@ class FileWalker:
         self._rules = [rule(self) for rule in rules]
         self._visit: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
         self._leave: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
-        self._dead: set[int] = set()
         self._module_values: dict[str, cst.BaseExpression] = {}
         self._targets: dict[int, tuple[cst.Call, str | None]] = {}
         self._call_index: dict[int, int] = {}
@@ -132,6 +131,8 @@ class FileWalker:
 
     def text(self, node: cst.CSTNode) -> str:
         """Exact source text of a node."""
+        if type(node) in LEAVES:  # a token: its value is its text
+            return node.value  # type: ignore[attr-defined,no-any-return]
         offsets = self.parsed.offsets(node, self._ancestors)
         if offsets is None:
             return cst.Module([]).code_for_node(node)
@@ -270,13 +271,22 @@ class FileWalker:
         if not handlers:
             return
         for rule, handler in handlers:
-            if id(rule) in self._dead:
-                continue
             try:
                 handler(node)
             except Exception as exc:  # a crashing rule loses only its own findings
-                self._dead.add(id(rule))
+                self._retire(rule)
                 self._rule_crashed(rule, node, exc)
+
+    def _retire(self, rule: FileRule) -> None:
+        """Call a crashed rule no more in this file (new lists: the one being dispatched
+        goes on with the other rules)."""
+        for table in (self._visit, self._leave):
+            for kind, handlers in list(table.items()):
+                kept = [h for h in handlers if h[0] is not rule]
+                if kept:
+                    table[kind] = kept
+                else:
+                    del table[kind]
 
     def _rule_crashed(self, rule: FileRule, node: cst.CSTNode, exc: Exception) -> None:
         span = self.span(node) or Span(1, 1, 1, 1)

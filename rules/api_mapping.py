@@ -31,7 +31,7 @@ from msready.analyzer.facts import CallKind, CallSite
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.rules import idioms
-from msready.rules.api_rewrite import RECEIVER, Issue, plan_call, rank, short
+from msready.rules.api_rewrite import RECEIVER, CallPlan, Issue, plan_call, rank, short
 from msready.rules.base import RepoRule
 from msready.rules.sparse_flow import MATMUL_APIS
 
@@ -109,7 +109,21 @@ def looks_like_other_type(call: CallSite, entry: ApiEntry, status: str) -> bool:
 
 
 def torch_calls(repo: RepositoryModel) -> Iterator[tuple[ResolvedCall, ApiEntry]]:
-    """Every call of a torch API the table knows and no idiom rule owns, with its entry."""
+    """Every call of a torch API the table knows and no idiom rule owns, with its entry
+    (found once per repository for all the API rules)."""
+    return iter(repo.provide("api_mapping.torch_calls", lambda: list(_torch_calls(repo))))
+
+
+def planned_calls(repo: RepositoryModel) -> list[tuple[ResolvedCall, ApiEntry, CallPlan]]:
+    """The calls of APIs that differ on the target backend, each with its rewrite plan
+    (planned once per repository for all the rules that report a kind of issue)."""
+    backend = _backend(repo)
+    return repo.provide("api_mapping.planned_calls", lambda: [
+        (rc, entry, plan_call(rc.call, entry, backend, rc.file.bindings))
+        for rc, entry in torch_calls(repo) if entry.status_for(backend) == "differs"])
+
+
+def _torch_calls(repo: RepositoryModel) -> Iterator[tuple[ResolvedCall, ApiEntry]]:
     table = load_table()
     backend = _backend(repo)
     for rc in repo.calls:
@@ -209,10 +223,7 @@ class _IssueRule(_ApiRule):
     def check(self, repo: RepositoryModel) -> Iterable[Finding]:
         """One finding per call and issue of this rule's kind."""
         backend = _backend(repo)
-        for rc, entry in torch_calls(repo):
-            if entry.status_for(backend) != "differs":
-                continue
-            plan = plan_call(rc.call, entry, backend, rc.file.bindings)
+        for rc, entry, plan in planned_calls(repo):
             issues: list[Issue] = [i for i in plan.issues if i.kind == self.issue_kind]
             if not issues:
                 continue

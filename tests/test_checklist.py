@@ -519,3 +519,35 @@ def main(args):
     assert _values(result, "Training parameters", "epochs") == [("args.epochs = 90", "train.py",
                                                                  9)]
     assert _values(result, "Training parameters", "seed") == [(NOT_FOUND, None, None)]
+
+
+WRAPPERS = """\
+import torch
+from torch import nn
+
+class Beta(nn.Module):
+    def forward(self, x):
+        return x
+
+class Alpha(nn.Module):
+    def forward(self, x):
+        return x
+
+class Wrap(nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x):
+        return self.module(x)
+
+first = Wrap(Beta())
+second = Wrap(Alpha())
+"""
+
+
+def test_classes_one_attribute_holds_are_listed_by_name() -> None:
+    # The value analysis finds them in no fixed order; the checklist is the same every run.
+    items = scan_files({"m.py": WRAPPERS}).checklist
+    network = next(i for i in items if i.item == "top-level network Wrap")
+    assert network.value == "holds module: Alpha; module: Beta"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from msready.analyzer.scan import ScanOptions, scan
+from msready.analyzer.scan import ScanOptions, scan, scan_files
 
 MakeRepo = Callable[[dict[str, str]], Path]
 
@@ -161,3 +161,15 @@ def train(x):
     model = scan(str(root), options=ScanOptions(jobs=1, cache=False)).model
     assert model.graph.has_edge("m.train", "m.Critic.forward")
     assert model.graph.has_edge("m.train", "m.Scorer.__call__")
+
+
+def test_an_analysis_the_rules_share_is_computed_once() -> None:
+    model = scan_files({"m.py": "import torch\nx = torch.zeros(3)\n"}).model
+    runs: list[int] = []
+
+    def count_calls() -> int:
+        runs.append(1)
+        return len(model.calls)
+
+    assert model.provide("calls", count_calls) == model.provide("calls", count_calls) == 1
+    assert len(runs) == 1
