@@ -102,12 +102,14 @@ class Purity:
         return self.stand_in(name) or _stdlib_pure(name)
 
 
-_SMALL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Pass)
+_SMALL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Pass, cst.Import,
+          cst.ImportFrom)
 
 
 def simple(stmt: cst.CSTNode) -> bool:
-    """Assignments and expression statements, alone or inside ``for`` / ``if`` blocks made
-    of them; never the ``if __name__ == "__main__":`` block of a script."""
+    """Assignments, imports and expression statements, alone or inside ``for`` / ``if`` /
+    ``try`` blocks made of them; never the ``if __name__ == "__main__":`` block of a
+    script."""
     if isinstance(stmt, cst.SimpleStatementLine):
         return all(isinstance(s, _SMALL) for s in stmt.body)
     if isinstance(stmt, cst.If):
@@ -119,6 +121,9 @@ def simple(stmt: cst.CSTNode) -> bool:
         return _block(stmt.body) and (rest is None or simple(rest))
     if isinstance(stmt, cst.For):
         return stmt.orelse is None and stmt.asynchronous is None and _block(stmt.body)
+    if isinstance(stmt, cst.Try):  # ``try: from .fast import X`` / ``except ImportError:``
+        return stmt.orelse is None and stmt.finalbody is None and _block(stmt.body) and \
+            all(_block(h.body) for h in stmt.handlers)
     return False
 
 

@@ -68,6 +68,11 @@ from .registry import to_2tuple
 
 HEADS = Registry("HEADS")
 
+try:
+    from .fast_eval import FastEval
+except ImportError:
+    FastEval = None
+
 
 class Recorder(logger.Handler):  # a base class from a side library
     pass
@@ -189,6 +194,8 @@ def test_side_library_and_missing_repository_names_get_a_stand_in(
     assert "MEAN = Unavailable" in code  # mypkg/data is not in the scanned tree
     # the package is there, its transforms module is not; names it defines are kept
     assert "from . import registry; transforms = Unavailable" in code
+    # an optional import with its fallback is kept; the absent module gets the stand-in
+    assert "FastEval = Unavailable" in code and "except ImportError:" in code
     assert "from .registry import to_2tuple" in code
     assert "HEADS = Registry(\"HEADS\")" in code  # kept: the stand-in is safe to call
     assert results["Head"].pynative == "pass" and results["Head"].graph == "pass"
@@ -221,6 +228,8 @@ def test_a_namespace_family_member_maps_only_to_a_member_mindspore_has() -> None
     ("if DEBUG:\n    X = 1\nelse:\n    X = 2\n", True),
     ("if __name__ == '__main__':\n    X = 1\n", False),
     ("with open('f') as f:\n    X = f.read()\n", False),
+    ("try:\n    from .fast import Eval\nexcept ImportError:\n    Eval = None\n", True),
+    ("try:\n    X = 1\nfinally:\n    pass\n", False),
 ])
 def test_only_assignments_and_loops_of_them_are_candidates(source: str, kept: bool) -> None:
     assert module_level.simple(cst.parse_module(source).body[0]) is kept
