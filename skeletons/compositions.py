@@ -21,6 +21,14 @@ ANSWERS = {
     "torch.cuda.is_available": "False",
 }
 
+# TorchScript markers: eager code ignores them, and so does a Cell (MindSpore compiles
+# construct itself). Decorators are dropped; a typing marker leaves the value or type.
+SCRIPT_DECORATORS = frozenset({"torch.jit.ignore", "torch.jit.unused", "torch.jit.export",
+                               "torch.jit.script", "torch.jit.script_method",
+                               "torch.jit.interface", "torch.jit._overload_method"})
+SCRIPT_VALUES = {"torch.jit.annotate": 1, "torch.jit.Attribute": 0}  # -> the argument kept
+SCRIPT_TYPES = frozenset({"torch.jit.Final"})  # ``Final[bool]`` -> ``bool``
+
 # torch API -> the function written into the generated file in its place.
 COMPOSED = {
     "torch.einsum": "torch_einsum",

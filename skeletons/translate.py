@@ -536,6 +536,14 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Decorator(self, original_node: cst.Decorator,
                         updated_node: cst.Decorator) -> cst.Decorator | cst.RemovalSentinel:
+        decorator = original_node.decorator
+        script = apis.canonical(self.qualify(
+            decorator.func if isinstance(decorator, cst.Call) else decorator) or "")
+        if script in compositions.SCRIPT_DECORATORS:
+            self._todos[-1][:] = [t for t in self._todos[-1] if not t[1].startswith(script)]
+            self._note("MS100", f"@{script} removed: a TorchScript marker; the Cell runs "
+                                "eagerly in PyNative and MindSpore compiles construct itself")
+            return cst.RemoveFromParent()
         name = self._context(original_node.decorator)
         if name is None:
             if self._keeps_torch(updated_node):  # it would fail when the file is imported
@@ -770,6 +778,15 @@ class CellTransformer(cst.CSTTransformer):
                 return updated.with_changes(attr=cst.Name(renames[original.attr.value]))
         return updated
 
+    def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript
+                        ) -> cst.BaseExpression:
+        """``torch.jit.Final[bool]`` -> ``bool``: a TorchScript marker around a type."""
+        inner = updated_node.slice[0].slice if len(updated_node.slice) == 1 else None
+        if isinstance(inner, cst.Index) and apis.canonical(
+                self.qualify(original_node.value) or "") in compositions.SCRIPT_TYPES:
+            return inner.value
+        return updated_node
+
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self._replace.get(original_node, updated_node)
 
@@ -892,6 +909,9 @@ class CellTransformer(cst.CSTTransformer):
 
     def _torch_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
         canonical = apis.canonical(name)
+        position = compositions.SCRIPT_VALUES.get(canonical)
+        if position is not None and len(call.args) > position:  # ``jit.annotate(T, v)``: v
+            return call.args[position].value
         if apis.lookup(canonical, self.backend).api is None:
             answer = compositions.ANSWERS.get(canonical)
             if answer is not None:  # ``torch.jit.is_scripting()``: eager code's answer
