@@ -40,9 +40,25 @@ COMPOSED = {
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
     **{f"torch.nn.InstanceNorm{d}d": "TorchInstanceNorm" for d in (1, 2, 3)},
+    "torch.nn.modules.utils._ntuple": "torch_ntuple",
+    **{f"torch.nn.modules.utils._{name}": f"torch_{name}"
+       for name in ("single", "pair", "triple", "quadruple")},
 }
 
 SOURCES = {
+    "torch_ntuple": '''
+def torch_ntuple(n):
+    """torch.nn.modules.utils._ntuple: a function making ``(x,) * n`` of a single value and
+    a tuple of a sequence."""
+    def parse(x):
+        return tuple(x) if isinstance(x, (list, tuple)) else (x,) * n
+    return parse
+''',
+    **{f"torch_{name}": f"""
+def torch_{name}(x):
+    \"\"\"torch.nn.modules.utils._{name}: see torch_ntuple.\"\"\"
+    return torch_ntuple({n})(x)
+""" for n, name in enumerate(("single", "pair", "triple", "quadruple"), start=1)},
     "torch_assign_": '''
 def torch_assign_(tensor, value):
     """``tensor`` takes ``value`` in place, as torch's in-place methods do: a Parameter

@@ -55,6 +55,8 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.body = nn.Sequential(nn.Linear(4, 4))\n"
      "n = sum(p.numel() for p in self.body.parameters())",
      "n = sum(p.numel() for p in self.body.get_parameters())"),
+    # torch's private tuple helpers are written into the file
+    ("pair = nn.modules.utils._ntuple(2)\nself.k = pair(3)", "pair = torch_ntuple(2)"),
     # a Sequential filled by name: SequentialCell appends
     ("self.seq = nn.Sequential()\nself.seq.add_module('fc', nn.Linear(4, 4))",
      "self.seq.append(nn.Dense(4, 4"),
