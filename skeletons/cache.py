@@ -60,10 +60,10 @@ class CellCache:
         return value if isinstance(value, dict) else None
 
     def put(self, job: dict[str, Any], outcome: dict[str, Any]) -> None:
-        """Store an outcome (not one lost to a crash or a time-out, which may not recur)."""
+        """Store an outcome, a time-out or a crash too (a big network compiles as slowly
+        next time; ``--no-cache`` runs it again), but not a child that could not start."""
         error = str(outcome.get("error") or "")
-        if not self.enabled or "timed out" in error or "crashed" in error or \
-                "cannot start" in error:
+        if not self.enabled or "cannot start" in error:
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

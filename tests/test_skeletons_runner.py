@@ -73,3 +73,15 @@ def test_crash_and_timeout_lose_only_their_own_cell(tmp_path: Path) -> None:
     assert (got["GraphOnlyFails"]["pynative"], got["GraphOnlyFails"]["graph"]) == (
         "pass", "fail")
     assert got["GraphOnlyFails"]["error"].startswith("GRAPH_MODE: ")
+
+
+def test_a_time_out_is_cached_but_a_child_that_could_not_start_is_not(tmp_path: Path) -> None:
+    from msready.skeletons.cache import CellCache
+
+    store = CellCache({"m.py": "class Big: ..."}, tmp_path)
+    slow, broken = {"key": "m.Big", "inputs": [[2, 3]]}, {"key": "m.Other", "inputs": []}
+    store.put(slow, {"pynative": "fail", "graph": "fail", "error": "timed out after 60 s"})
+    store.put(broken, {"pynative": "fail", "graph": "fail",
+                       "error": "cannot start the child process: [Errno 12]"})
+    assert (store.get(slow) or {}).get("error") == "timed out after 60 s"
+    assert store.get(broken) is None
