@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from msready.skeletons import runner
+from msready.skeletons.cache import CellCache
 
 CELLS = '''\
 import os
@@ -76,8 +77,6 @@ def test_crash_and_timeout_lose_only_their_own_cell(tmp_path: Path) -> None:
 
 
 def test_a_time_out_is_cached_but_a_child_that_could_not_start_is_not(tmp_path: Path) -> None:
-    from msready.skeletons.cache import CellCache
-
     store = CellCache({"m.py": "class Big: ..."}, tmp_path)
     slow, broken = {"key": "m.Big", "inputs": [[2, 3]]}, {"key": "m.Other", "inputs": []}
     store.put(slow, {"pynative": "fail", "graph": "fail", "error": "timed out after 60 s"})
