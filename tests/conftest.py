@@ -7,6 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from msready.analyzer.result import SkeletonResult
+from msready.analyzer.scan import ScanOptions, scan
+from msready.skeletons.generate import build_skeletons
+
+CellRun = tuple[Path, dict[str, SkeletonResult]]
+
 
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
@@ -25,6 +31,24 @@ def make_repo(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
         return root
 
     return make
+
+
+@pytest.fixture(scope="session")
+def run_cells() -> Callable[[Path, dict[str, str]], CellRun]:
+    """Write {relative path: text} under ``root / "repo"``, scan it for the CPU target,
+    generate and run its Cells; the generated folder and the results by class name."""
+
+    def run(root: Path, files: dict[str, str]) -> CellRun:
+        repo = root / "repo"
+        for rel, text in files.items():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_text(text, encoding="utf-8")
+        result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+        out = root / "out" / "skeletons"
+        found = build_skeletons(result, out, run=True, compare_torch=False, cache=False)
+        return out, {s.torch_class.rsplit(".", 1)[1]: s for s in found}
+
+    return run
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

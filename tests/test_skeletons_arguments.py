@@ -5,6 +5,7 @@ generated and run on MindSpore; made-up values are reported as synthesized."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import libcst as cst
@@ -14,6 +15,9 @@ from msready.analyzer.result import SkeletonResult
 from msready.analyzer.scan import ScanOptions, scan
 from msready.skeletons import arguments
 from msready.skeletons.generate import build_skeletons
+
+# ``run_cells`` (conftest): write files, scan, generate and run the Cells
+CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skeletons"
 _RUNS: dict[str, tuple[Path, dict[str, SkeletonResult]]] = {}
@@ -216,16 +220,11 @@ class Net(nn.Module):
 
 
 def test_a_parameter_reassigned_before_the_instantiation_is_not_its_argument(
-        tmp_path: Path) -> None:
+        tmp_path: Path, run_cells: CellRun) -> None:
     # ``norm_layer`` is a string when Net is called and a class when ConvNorm is built:
     # ConvNorm keeps its own default rather than getting the string
-    (tmp_path / "repo").mkdir()
-    (tmp_path / "repo" / "nets.py").write_text(NORM_BY_NAME)
-    result = scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False,
-                                                              target="cpu"))
-    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=False,
-                            cache=False)
-    block = next(s for s in found if s.torch_class == "nets.ConvNorm")
+    _, cells = run_cells(tmp_path, {"nets.py": NORM_BY_NAME})
+    block = cells["ConvNorm"]
     assert (block.status, block.synthesized, block.input_shape) == ("pass", "", "(2, 8, 16, 16)")
 
 
@@ -253,13 +252,8 @@ class Classifier(Encoder):
 
 
 def test_a_config_passed_to_the_base_constructor_gets_the_fields_the_base_reads(
-        tmp_path: Path) -> None:
-    (tmp_path / "repo").mkdir()
-    (tmp_path / "repo" / "nets.py").write_text(CONFIG_TO_BASE)
-    result = scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False,
-                                                              target="cpu"))
-    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=False,
-                            cache=False)
-    cell = next(s for s in found if s.torch_class == "nets.Classifier")
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"nets.py": CONFIG_TO_BASE})
+    cell = cells["Classifier"]
     assert (cell.status, cell.output_shape) == ("pass", "(2, 10)")
     assert "input_size=" in cell.synthesized and "num_classes=10" in cell.synthesized

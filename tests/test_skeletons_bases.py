@@ -10,13 +10,15 @@ One small repository is generated and run on MindSpore; each test reads one mech
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from msready.analyzer.result import SkeletonResult
-from msready.analyzer.scan import ScanOptions, scan
-from msready.skeletons.generate import build_skeletons
+
+# ``run_cells`` (conftest): write files, scan, generate and run the Cells
+CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
 
 LAYERS = '''\
 import torch
@@ -109,20 +111,11 @@ class Block(nn.Module):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory
+def built(tmp_path_factory: pytest.TempPathFactory, run_cells: CellRun
           ) -> tuple[Path, dict[str, SkeletonResult]]:
-    root = tmp_path_factory.mktemp("bases")
-    repo = root / "mypkg"
-    (repo / "models").mkdir(parents=True)
-    (repo / "__init__.py").write_text("")
-    (repo / "models" / "__init__.py").write_text("")
-    (repo / "models" / "layers.py").write_text(LAYERS)
-    (repo / "models" / "activations.py").write_text(ACTIVATIONS)
-    (repo / "models" / "factory.py").write_text(FACTORY)
-    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
-    out = root / "out" / "skeletons"
-    found = build_skeletons(result, out, run=True, compare_torch=False, cache=False)
-    return out, {s.torch_class.rsplit(".", 1)[1]: s for s in found}
+    return run_cells(tmp_path_factory.mktemp("bases"), {
+        "__init__.py": "", "models/__init__.py": "", "models/layers.py": LAYERS,
+        "models/activations.py": ACTIVATIONS, "models/factory.py": FACTORY})
 
 
 def lines(out: Path, name: str) -> list[str]:

@@ -14,9 +14,11 @@ import pytest
 import torch
 from mindspore import Tensor, nn, ops
 
-from msready.analyzer.scan import ScanOptions, scan
+from msready.analyzer.result import SkeletonResult
 from msready.skeletons import compositions
-from msready.skeletons.generate import build_skeletons
+
+# ``run_cells`` (conftest): write files, scan, generate and run the Cells
+CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
 
 RNG = np.random.default_rng(0)
 
@@ -146,21 +148,16 @@ class Attention(nn.Module):
 '''
 
 
-def test_a_cell_using_them_runs(tmp_path: Path) -> None:
-    repo = tmp_path / "attn"
-    repo.mkdir()
-    (repo / "model.py").write_text(ATTENTION)
-    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
-    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=False,
-                            cache=False)
-    code = [ln.strip() for ln in (tmp_path / "out" / "model.py").read_text().splitlines()]
+def test_a_cell_using_them_runs(tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"model.py": ATTENTION})
+    code = [ln.strip() for ln in (out / "model.py").read_text().splitlines()]
     assert "if False:" in code  # torch.jit.is_scripting(): eager code's answer
     assert "attn = torch_einsum('bhid,bhjd->bhij', q, k).softmax(-1)" in code
     assert "out = torch_attention(q, k, v)" in code
     assert "out = torch_normalize(out, dim=-1)" in code
     assert "def torch_attention(query, key, value, attn_mask=None, dropout_p=0.0, " \
            "is_causal=False," in code
-    (cell,) = found
+    (cell,) = cells.values()
     assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16)")
 
 
@@ -191,18 +188,14 @@ class Scaled(nn.Module):
 '''
 
 
-def test_in_place_fills_write_values_computed_by_mindspore(tmp_path: Path) -> None:
-    repo = tmp_path / "init"
-    repo.mkdir()
-    (repo / "model.py").write_text(INIT)
-    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
-    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=False,
-                            cache=False)
-    code = [ln.strip() for ln in (tmp_path / "out" / "model.py").read_text().splitlines()]
+def test_in_place_fills_write_values_computed_by_mindspore(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"model.py": INIT})
+    code = [ln.strip() for ln in (out / "model.py").read_text().splitlines()]
     assert "torch_uniform_(t, a, b)" in code
     assert "torch_assign_(t, ops.erfinv(t))" in code
     assert "torch_assign_(self.b, ops.full_like(self.b, 0.25))" in code
-    (cell,) = found
+    (cell,) = cells.values()
     assert (cell.pynative, cell.graph) == ("pass", "pass")
 
 

@@ -5,15 +5,17 @@ One small repository is generated and run on MindSpore; each test reads one mech
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from msready.analyzer.result import SkeletonResult
-from msready.analyzer.scan import ScanOptions, scan
 from msready.skeletons import apis, module_level
-from msready.skeletons.generate import build_skeletons
+
+# ``run_cells`` (conftest): write files, scan, generate and run the Cells
+CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
 
 REGISTRY = '''\
 import torch
@@ -133,20 +135,11 @@ class Padded(nn.Module):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory
+def built(tmp_path_factory: pytest.TempPathFactory, run_cells: CellRun
           ) -> tuple[Path, dict[str, SkeletonResult]]:
-    root = tmp_path_factory.mktemp("imports")
-    repo = root / "mypkg"
-    (repo / "models").mkdir(parents=True)
-    (repo / "__init__.py").write_text("")
-    (repo / "models" / "__init__.py").write_text("")
-    (repo / "models" / "registry.py").write_text(REGISTRY)
-    (repo / "models" / "side.py").write_text(SIDE)
-    (repo / "models" / "keywords.py").write_text(KEYWORDS)
-    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
-    out = root / "out" / "skeletons"
-    found = build_skeletons(result, out, run=True, compare_torch=False, cache=False)
-    return out, {s.torch_class.rsplit(".", 1)[1]: s for s in found}
+    return run_cells(tmp_path_factory.mktemp("imports"), {
+        "__init__.py": "", "models/__init__.py": "", "models/registry.py": REGISTRY,
+        "models/side.py": SIDE, "models/keywords.py": KEYWORDS})
 
 
 def lines(out: Path, name: str) -> list[str]:
