@@ -77,6 +77,19 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
     return out
 
 
+def job_candidates(job: dict[str, Any]) -> list[list[Any]]:
+    """Every input a job may run with: its guesses, then its alternatives'."""
+    candidates = input_candidates(job["inputs"])
+    for other in job.get("alternatives") or ():
+        candidates += input_candidates(other)
+    return candidates
+
+
+def failure(exc: BaseException, root: str) -> str:
+    """An exception's first line and the generated line it was raised at."""
+    return f"{first_line(exc)}{generated_line(exc, root)}"
+
+
 def input_candidates(specs: list[dict[str, Any] | None]) -> list[list[Any]]:
     """The first guess, then the other spatial sizes for image / signal inputs."""
     spatial = max((int(s.get("spatial", 0)) for s in specs if s is not None), default=0)
@@ -144,11 +157,9 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
                                   for _, c in cell.cells_and_names()} - {
                                       f"{job['module']}.{job['name']}"})
     except Exception as exc:  # the generated code's failure is the result
-        res["error"] = f"building the Cell: {first_line(exc)}{generated_line(exc, root)}"
+        res["error"] = f"building the Cell: {failure(exc, root)}"
         return res
-    candidates = input_candidates(job["inputs"])
-    for other in job.get("alternatives") or ():
-        candidates += input_candidates(other)
+    candidates = job_candidates(job)
     reference = None
     if job.get("compare"):
         try:

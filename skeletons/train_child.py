@@ -19,13 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from msready.skeletons.child import (
-    MARK,
-    first_line,
-    generated_line,
-    import_module,
-    input_candidates,
-)
+from msready.skeletons.child import MARK, failure, first_line, import_module, job_candidates
 
 
 def label_candidates(kind: str, shape: tuple[int, ...]) -> list[Any]:
@@ -57,10 +51,6 @@ def _loss(value: Any) -> float:
     return float(np.asarray(value.asnumpy(), dtype=np.float64).reshape(-1)[0])
 
 
-def _where(exc: BaseException, root: str) -> str:
-    return f"{first_line(exc)}{generated_line(exc, root)}"
-
-
 def run_step(ms: Any, job: dict[str, Any], root: str) -> dict[str, Any]:
     """Build, then run one training step; see the module docstring."""
     res: dict[str, Any] = {"key": job["key"], "status": "fail", "error": None,
@@ -70,11 +60,9 @@ def run_step(ms: Any, job: dict[str, Any], root: str) -> dict[str, Any]:
         step = import_module(job["module"], root)
         step.model.set_train(True)
     except Exception as exc:  # the generated code's failure is the result
-        res["error"] = f"building the step: {_where(exc, root)}"
+        res["error"] = f"building the step: {failure(exc, root)}"
         return res
-    candidates = input_candidates(job["inputs"])
-    for other in job.get("alternatives") or ():
-        candidates += input_candidates(other)
+    candidates = job_candidates(job)
     inputs, error = None, ""
     shape: tuple[int, ...] = ()
     for arrays in candidates:
@@ -84,7 +72,7 @@ def run_step(ms: Any, job: dict[str, Any], root: str) -> dict[str, Any]:
             shape, inputs = tuple(int(d) for d in out.shape), tensors
             break
         except Exception as exc:  # this input does not fit: try the next one
-            error = error or _where(exc, root)
+            error = error or failure(exc, root)
     if inputs is None:
         res["error"] = f"the model did not run on any input tried: {error}"
         return res
@@ -95,7 +83,7 @@ def run_step(ms: Any, job: dict[str, Any], root: str) -> dict[str, Any]:
             label = ms.Tensor(array)
             break
         except Exception as exc:  # these labels do not fit the loss: try the next ones
-            error = _where(exc, root)
+            error = failure(exc, root)
     if label is None or before is None:
         res["error"] = f"computing the loss: {error or 'no label fits'}"
         return res
@@ -106,7 +94,7 @@ def run_step(ms: Any, job: dict[str, Any], root: str) -> dict[str, Any]:
         _loss(step.train_step(*inputs, label))
         after = _loss(step.forward_fn(*inputs, label)[0])
     except Exception as exc:
-        res["error"] = f"the training step: {_where(exc, root)}"
+        res["error"] = f"the training step: {failure(exc, root)}"
         return res
     res["loss_after"] = after
     changed = sum(not np.array_equal(o, p.asnumpy()) for o, p in zip(old, params, strict=True))
