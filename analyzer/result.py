@@ -72,6 +72,7 @@ class SkeletonResult:
     synthesized: str = ""  # constructor arguments msready made up: ``dim=16, heads=2``
     input_shape: str = ""  # the input the Cell ran with: ``(2, 3, 32, 32)``
     output_shape: str = ""  # the first output's shape in PyNative
+    ran_inside: str = ""  # the parent Cell it ran in, when it found no input of its own
 
 
 @dataclass(frozen=True, slots=True)

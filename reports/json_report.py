@@ -103,7 +103,7 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
              "cell_file": s.cell_file, "pynative": s.pynative, "graph": s.graph,
              "error": s.error, "max_abs_diff": s.max_abs_diff, "status": s.status,
              "synthesized": s.synthesized, "input_shape": s.input_shape,
-             "output_shape": s.output_shape}
+             "output_shape": s.output_shape, "ran_inside": s.ran_inside}
             for s in result.skeletons
         ],
         "train_steps": [

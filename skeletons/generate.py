@@ -155,8 +155,7 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
             res = _result(gen, plan, out_dir, run, outcomes.get(plan.torch_class),
                           result.target)
             results.append(res)
-            gen.status[plan.name] = _status_line(
-                res, (outcomes.get(plan.torch_class) or {}).get("inside"))
+            gen.status[plan.name] = _status_line(res)
             weights = (outcomes.get(plan.torch_class) or {}).get("weights")
             if weights:
                 gen.weights[plan.name] = weights
@@ -170,17 +169,23 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
 
 
 def _borrow_from_parents(plans: dict[str, Plan], outcomes: dict[str, dict[str, Any]]) -> None:
-    """A Cell with no constructor arguments of its own (a block built by a helper) that
-    ran inside a passing parent Cell takes the parent's result, saying so."""
+    """A Cell that could not run on its own (no constructor arguments, or no input it
+    accepts) but was called by a parent Cell that passed takes the parent's result, with
+    the input the parent gave it: the same generated class ran, with real arguments."""
     for cls, plan in plans.items():
-        if plan.reason is None or cls in outcomes:
+        own = outcomes.get(cls)
+        alone = plan.reason is not None and own is None
+        no_input = own is not None and own.get("pynative") != "pass" \
+            and own.get("input_fits") is False and plan.guessed
+        if not (alone or no_input):
             continue
-        parents = sorted(p for p, o in outcomes.items() if cls in o.get("contains", ())
-                         and o.get("pynative") == "pass")
+        parents = sorted(p for p, o in outcomes.items() if o.get("pynative") == "pass"
+                         and cls in (o.get("ran") or {}))
         if parents:
             parent = outcomes[parents[0]]
             outcomes[cls] = {"pynative": parent.get("pynative"), "graph": parent.get("graph"),
-                             "error": parent.get("error"), "inside": parents[0]}
+                             "error": parent.get("error"), "inside": parents[0],
+                             "input_shape": parent["ran"][cls]}
             plan.reason = None
 
 
@@ -271,10 +276,11 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
                           float(diff) if diff is not None else None,
                           status="pass" if pynative == "pass" else "fail",
                           synthesized=synthesized, input_shape=shape,
-                          output_shape=str(outcome.get("output_shape") or ""))
+                          output_shape=str(outcome.get("output_shape") or ""),
+                          ran_inside=str(outcome.get("inside") or ""))
 
 
-def _status_line(res: SkeletonResult, inside: str | None = None) -> str:
+def _status_line(res: SkeletonResult) -> str:
     made_up = f" (synthesized: {res.synthesized})" if res.synthesized else ""
     if res.pynative == "skipped":
         return f"{res.status or 'skipped'}{made_up}: {res.error}"
@@ -284,8 +290,8 @@ def _status_line(res: SkeletonResult, inside: str | None = None) -> str:
     if res.output_shape:
         text += f" -> {res.output_shape}"
     text += made_up
-    if inside:
-        text += f" (run inside {inside.rsplit('.', 1)[-1]})"
+    if res.ran_inside:
+        text += f" (run inside {res.ran_inside.rsplit('.', 1)[-1]})"
     if res.max_abs_diff is not None:
         text += f", max |torch - mindspore| = {res.max_abs_diff:.3g}"
     return f"{text}: {res.error}" if res.error else text

@@ -257,3 +257,53 @@ def test_a_config_passed_to_the_base_constructor_gets_the_fields_the_base_reads(
     cell = cells["Classifier"]
     assert (cell.status, cell.output_shape) == ("pass", "(2, 10)")
     assert "input_size=" in cell.synthesized and "num_classes=10" in cell.synthesized
+
+
+PARENT_FEEDS_CHILD = '''\
+import torch
+from torch import nn
+
+
+class Pool(nn.Module):
+    def forward(self, x, mask):
+        return (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
+
+
+class Encoder(nn.Module):
+    def __init__(self, vocab=100, dim=24):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.pool = Pool()
+        self.out = nn.Linear(dim, 2)
+
+    def forward(self, tokens):
+        mask = (tokens > 0).float()
+        return self.out(self.pool(self.embed(tokens), mask))
+'''
+
+
+def test_a_child_with_no_input_of_its_own_is_proven_by_the_parent_that_calls_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Nothing in Pool gives the size of x or how mask matches it: every guess fails
+    # alone. Encoder runs and calls it with an embedding and a mask: Pool takes that run
+    # and the input the parent gave it.
+    out, cells = run_cells(tmp_path, {"net.py": PARENT_FEEDS_CHILD})
+    encoder, pool = cells["Encoder"], cells["Pool"]
+    assert (encoder.status, encoder.input_shape, encoder.ran_inside) == ("pass", "(2, 8) int",
+                                                                         "")
+    assert (pool.status, pool.pynative, pool.graph) == ("pass", "pass", "pass")
+    assert (pool.input_shape, pool.ran_inside) == ("(2, 8, 24), (2, 8)", "net.Encoder")
+    assert "# msready: Pool: PyNative pass, GRAPH_MODE pass, input (2, 8, 24), (2, 8) " \
+           "(run inside Encoder)\n" in (out / "net.py").read_text()
+
+
+def test_a_child_the_parent_never_calls_stays_unverified(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Built but not called in this forward: nothing proves it.
+    source = PARENT_FEEDS_CHILD.replace("self.out(self.pool(self.embed(tokens), mask))",
+                                        "self.out(self.embed(tokens).mean(1))")
+    _, cells = run_cells(tmp_path, {"net.py": source})
+    assert cells["Encoder"].status == "pass"
+    pool = cells["Pool"]
+    assert (pool.status, pool.ran_inside) == ("unverified", "")
+    assert pool.error is not None and pool.error.startswith("no input it accepts was found")
