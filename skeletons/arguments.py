@@ -70,6 +70,36 @@ _OBJECT_NAMES = re.compile(
     r"(backbone|model|net|network|module|encoder|decoder|head|block|layer|fn|func|"
     r"function|callback|loss|criterion|optimizer|tokenizer|transform|act_layer|norm_layer|"
     r"activation|act|norm|teacher|student|base|wrapped|inner|body|trunk)", re.IGNORECASE)
+# Norm and activation factories (``norm_layer``, ``act_layer``, ``activation``): a layer
+# that keeps its input stands in, from a file written next to the Cells.
+_LAYER_FACTORY_NAMES = re.compile(
+    r"(act|activation|nonlinearity|non_linearity|norm)(_?(layer|fn|func|class|cls|type|"
+    r"module))?", re.IGNORECASE)
+SYNTHESIZED_MODULE = "msready_synthesized"
+KEEP_SHAPE = ConfigValue(SYNTHESIZED_MODULE, "keep_shape", (), is_class=True)
+SYNTHESIZED_SOURCE = '''"""Values msready made up for constructor arguments nothing in the scanned
+repository gives. A Cell built with one says so in its status line (``synthesized:``)."""
+
+from mindspore import Tensor, nn
+
+
+class KeepShape(nn.Cell):
+    """Stands in for a norm or activation layer: returns its input."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def construct(self, x, *args):
+        return x
+
+
+def keep_shape(*args, **kwargs):
+    """A norm / activation factory (``norm_layer(dim)``, ``act_layer(inplace=True)``) or
+    function (``act(x)``): a layer that keeps its input, or the input itself."""
+    if args and isinstance(args[0], Tensor):
+        return args[0]
+    return KeepShape()
+'''
 _COMPILED = tuple((re.compile(rf"(?:{pattern})", re.IGNORECASE), value)
                   for pattern, value in _BY_NAME)
 
@@ -130,6 +160,9 @@ def _chains_to_tree(chains: Sequence[tuple[str, ...]]) -> dict[str, object]:
 
 def synthesize(name: str, usage: Usage) -> object:
     """A small valid value for a parameter nothing in the repository gives a value."""
+    if _LAYER_FACTORY_NAMES.fullmatch(name) and not (usage.fields or usage.keys
+                                                     or usage.stored):
+        return KEEP_SHAPE
     if usage.called or usage.stored or _OBJECT_NAMES.fullmatch(name):
         return UNKNOWN
     if usage.fields:
@@ -352,6 +385,8 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
 def describe(synthesized: dict[str, object]) -> str:
     """``in_channels=3, num_heads=2`` (configuration objects by their fields)."""
     def show(value: object) -> str:
+        if isinstance(value, ConfigValue) and value.is_class:
+            return value.name
         if isinstance(value, ConfigValue):
             return "{" + ", ".join(f"{k}={show(v)}" for k, v in value.fields) + "}"
         return repr(value)

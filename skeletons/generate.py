@@ -20,7 +20,7 @@ from msready.analyzer.findings import Category, Finding
 from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.skeletons import adapters, runner
-from msready.skeletons.arguments import describe
+from msready.skeletons.arguments import KEEP_SHAPE, SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
 from msready.skeletons.inputs import InputSpec
 from msready.skeletons.shapes import Plan, Planner
@@ -141,6 +141,9 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
         gen.plans = [plans[c.qualname] for c in file.classes if c.qualname in plans]
         generated.append(gen)
     _write_packages(out_dir, generated)
+    if any(value == KEEP_SHAPE for plan in plans.values() for value in plan.synthesized.values()):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"{SYNTHESIZED_MODULE}.py").write_text(SYNTHESIZED_SOURCE, encoding="utf-8")
     placed = {p.torch_class for gen in generated for p in gen.plans}
     elsewhere = [SkeletonResult(p.torch_class, p.path, p.line, "", "skipped", "skipped",
                                 NOTEBOOK if p.path.endswith(".ipynb") else "source text not kept")

@@ -132,11 +132,13 @@ def test_argparse_defaults_are_read_from_add_argument_calls() -> None:
 
 def test_a_sequence_parameter_gets_a_tuple_and_a_called_one_nothing() -> None:
     init = cst.parse_statement(
-        "def __init__(self, layers, act):\n"
-        "    self.stages = [make(n) for n in layers]\n    self.act = act()\n")
+        "def __init__(self, layers, block, act):\n"
+        "    self.stages = [block(n) for n in layers]\n    self.act = act()\n")
     assert isinstance(init, cst.FunctionDef)
     assert arguments.synthesize("layers", arguments.usage("layers", init)) == (1, 1, 1, 1)
-    assert arguments.synthesize("act", arguments.usage("act", init)) is arguments.UNKNOWN
+    assert arguments.synthesize("block", arguments.usage("block", init)) is arguments.UNKNOWN
+    # a norm or activation factory: a layer that keeps its input stands in
+    assert arguments.synthesize("act", arguments.usage("act", init)) is arguments.KEEP_SHAPE
 
 
 def test_a_torch_computed_constant_other_files_import_stays_importable(tmp_path: Path) -> None:
@@ -307,3 +309,50 @@ def test_a_child_the_parent_never_calls_stays_unverified(
     pool = cells["Pool"]
     assert (pool.status, pool.ran_inside) == ("unverified", "")
     assert pool.error is not None and pool.error.startswith("no input it accepts was found")
+
+
+NORM_AND_ACTIVATION_FACTORIES = '''\
+from torch import nn
+
+
+def get_norm(norm, channels):
+    if isinstance(norm, str):
+        norm = {"BN": nn.BatchNorm2d}[norm]
+    return norm(channels)
+
+
+class Stem(nn.Module):
+    def __init__(self, w_in, w_out, norm, activation_class):
+        super().__init__()
+        self.conv = nn.Conv2d(w_in, w_out, 3, stride=2, padding=1, bias=False)
+        self.bn = get_norm(norm, w_out)
+        self.af = activation_class()
+
+    def forward(self, x):
+        return self.af(self.bn(self.conv(x)))
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim, act_layer, norm_layer):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, dim * 2)
+        self.act = act_layer(inplace=True)
+        self.norm = norm_layer(dim * 2)
+        self.fc2 = nn.Linear(dim * 2, dim)
+
+    def forward(self, x):
+        return self.fc2(self.norm(self.act(self.fc1(x))))
+'''
+
+
+def test_norm_and_activation_factories_nobody_gives_are_synthesized_as_layers_that_keep_shape(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"blocks.py": NORM_AND_ACTIVATION_FACTORIES})
+    stem, mlp = cells["Stem"], cells["Mlp"]
+    assert (stem.status, stem.graph, stem.output_shape) == ("pass", "pass", "(2, 16, 8, 8)")
+    assert stem.synthesized == ("w_in=16, w_out=16, norm=keep_shape, "
+                                "activation_class=keep_shape")
+    assert (mlp.status, mlp.graph, mlp.output_shape) == ("pass", "pass", "(2, 16)")
+    assert mlp.synthesized == "dim=16, act_layer=keep_shape, norm_layer=keep_shape"
+    # the stand-in is written next to the Cells, for the user to read
+    assert "def keep_shape(*args, **kwargs):" in (out / "msready_synthesized.py").read_text()
