@@ -137,6 +137,14 @@ def import_module(name: str, root: str) -> Any:
     return own
 
 
+def attribute_path(module: Any, path: str) -> Any:
+    """``Outer.Inner`` of a module: a class nested in a class."""
+    value = module
+    for name in path.split("."):
+        value = getattr(value, name)
+    return value
+
+
 def _first_output(value: Any) -> Any:
     while isinstance(value, (tuple, list)) and value:
         value = value[0]
@@ -150,7 +158,7 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
     ms.set_context(mode=ms.PYNATIVE_MODE)
     try:
         module = import_module(job["module"], root)
-        cell = getattr(module, job["name"])(**build_kwargs(job["kwargs"]))
+        cell = attribute_path(module, job["name"])(**build_kwargs(job["kwargs"]))
         cell.set_train(False)
         res["weights"] = weight_map(cell)
     except Exception as exc:  # the generated code's failure is the result

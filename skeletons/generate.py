@@ -306,7 +306,8 @@ def _specs(specs: list[InputSpec | None]) -> list[dict[str, Any] | None]:
 
 
 def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
-    return {"key": plan.torch_class, "module": plan.module, "name": plan.name,
+    nested = plan.torch_class.removeprefix(f"{plan.module}.")  # ``Outer.Inner``
+    return {"key": plan.torch_class, "module": plan.module, "name": nested,
             "kwargs": {k: to_json(v) for k, v in plan.kwargs.items()},
             "compare": str(compare) if compare else None,
             "inputs": _specs(plan.inputs),

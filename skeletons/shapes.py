@@ -207,6 +207,11 @@ class Planner(ConstructorFinder):
         module = file.module if file else cls.rsplit(".", 1)[0]
         path = file.path if file else ""
         plan = Plan(cls, fact.name, module, path, fact.span.line)
+        owner = cls.rsplit(".", 1)[0]
+        if owner in self.model.functions:
+            plan.reason = (f"defined inside the function {owner.rsplit('.', 1)[-1]}(): only "
+                           "that function can build it; its translation is in the Cell file")
+            return plan
         if self.model.find_method(cls, "forward") is None and self.torch_base(cls) is None:
             plan.reason = "no forward method: nothing to run"
             return plan

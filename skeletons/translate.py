@@ -101,6 +101,7 @@ class CellTransformer(cst.CSTTransformer):
         self._layer_bases: list[str | None] = []  # per enclosing class: its torch layer base
         self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
         self._functions: list[str] = []  # names of the enclosing functions
+        self._scope: list[str] = []  # enclosing classes and functions, outermost first
         # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layer it holds there
         self._narrowed: list[dict[str, str]] = []
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
@@ -439,7 +440,8 @@ class CellTransformer(cst.CSTTransformer):
         self._type_tests |= {n for b in node.bases for n in m.findall(b, m.Attribute()
                                                                       | m.Name())
                              if isinstance(n, (cst.Attribute, cst.Name))}
-        qualname = f"{self.file.module}.{node.name.value}"
+        qualname = ".".join([self.file.module, *self._scope, node.name.value])
+        self._scope.append(node.name.value)
         self._classes.append(qualname in self.model.module_classes)
         self._class_names.append(qualname)
         self._layer_bases.append(self._layer_base(node))
@@ -464,6 +466,7 @@ class CellTransformer(cst.CSTTransformer):
     def leave_ClassDef(self, original_node: cst.ClassDef,
                        updated_node: cst.ClassDef) -> cst.ClassDef:
         self._class_names.pop()
+        self._scope.pop()
         self._layer_bases.pop()
         if self._classes.pop():
             self.cells.append(updated_node.name.value)
@@ -489,6 +492,7 @@ class CellTransformer(cst.CSTTransformer):
                           updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self._tuples.pop()
         self._functions.pop()
+        self._scope.pop()
         if self._classes and self._classes[-1] and updated_node.name.value == "forward":
             return updated_node.with_changes(name=cst.Name("construct"))
         return updated_node
@@ -624,6 +628,7 @@ class CellTransformer(cst.CSTTransformer):
         self._names_not_values.add(node.name)
         self._tuples.append(set())
         self._functions.append(node.name.value)
+        self._scope.append(node.name.value)
         return True
 
     def _named_tuple(self, node: cst.BaseExpression) -> bool:

@@ -4,6 +4,7 @@ scan the folder, build the Cells, run them in PyNative and GRAPH_MODE on CPU."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,51 @@ def test_block_built_only_by_a_helper_runs_with_synthesized_arguments(
     assert code.startswith("# msready: BasicBlock: PyNative pass, GRAPH_MODE pass, input "
                            "(2, 16, 16, 16) -> (2, 16, 16, 16) (synthesized: inplanes=16, "
                            "planes=16)\n")
+
+
+NESTED = '''\
+from torch import nn
+
+
+def build(width):
+    class Local(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(width, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    return Local()
+
+
+class Outer(nn.Module):
+    class Inner(nn.Module):
+        def __init__(self, dim=8):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    def __init__(self):
+        super().__init__()
+        self.inner = Outer.Inner()
+
+    def forward(self, x):
+        return self.inner(x)
+'''
+
+
+def test_a_class_nested_in_a_class_runs_and_one_inside_a_function_says_why_not(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    out, cells = run_cells(tmp_path, {"local.py": NESTED})
+    assert (cells["Inner"].status, cells["Inner"].graph) == ("pass", "pass")
+    assert (cells["Outer"].status, cells["Outer"].graph) == ("pass", "pass")
+    local = cells["Local"]
+    assert (local.status, local.error) == (
+        "unverified", "defined inside the function build(): only that function can build "
+                      "it; its translation is in the Cell file")
+    code = (out / "local.py").read_text()
+    assert code.count("def construct(self, x):") == 3  # the nested classes' forward too
