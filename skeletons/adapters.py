@@ -34,6 +34,10 @@ VALUE_ADAPTED = {f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)}
 
 KEYWORDS = "torch_kwargs"
 LAYER = "torch_layer"
+# A torch name left in a Cell (no MindSpore form for the target) reads as this stand-in:
+# the file imports, and only the code that reaches the name fails, saying which it is.
+TORCH_LEFT = "torch"
+LEFT_IN_CELL = "has no MindSpore form for this target and is left in the Cell"
 
 # One source for the three convolution adapters; ``{d}`` is the dimension.
 _CONV = '''
@@ -135,6 +139,30 @@ def torch_kwargs(kwargs, renames, accepted=None, dropped=()):
             continue
         out[key] = value
     return out
+''',
+    TORCH_LEFT: f'''
+class TorchLeftInCell:
+    """A torch name the Cell keeps because MindSpore has no form of it for this target
+    (see the TODO(msready MS100) lines): reading it works, calling it fails and says
+    which name it is."""
+
+    def __init__(self, path):
+        self._path = path
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return TorchLeftInCell(f"{{self._path}}.{{name}}")
+
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError(f"{{self._path}} {LEFT_IN_CELL} (see its TODO(msready "
+                                  "MS100) line)")
+
+    def __repr__(self):
+        return self._path
+
+
+torch = TorchLeftInCell("torch")
 ''',
     STAND_IN: '''
 class _UnavailableType(type):

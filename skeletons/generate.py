@@ -267,9 +267,6 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
         return skipped("unverified", "no input it accepts was found (no layer or forward "
                                      f"code gives its shape; tried {len(plan.alternatives) + 1}"
                                      f" guesses): {error}", shape)
-    if error and "name 'torch' is not defined" in error:
-        error += (" (a torch API with no MindSpore equivalent for this target is left in "
-                  "the Cell: see its TODO(msready MS100) lines)")
     if error and target != "cpu" and any(k in error for k in _KERNEL_MISSING):
         error += (f" (the Cell uses {target} APIs and ran on this machine's CPU; "
                   "scan with --target cpu to check a CPU version)")
@@ -332,6 +329,9 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
             _write_sources(result, torch_root)
         texts: dict[str, str] = {}
         for gen in generated:
+            # One status line per Cell now, the same number as the final file has, so
+            # the lines errors name are the lines the user reads.
+            gen.status = {plan.name: "running" for plan in gen.plans}
             gen.out.parent.mkdir(parents=True, exist_ok=True)
             gen.out.write_text(render(result, gen), encoding="utf-8")
             texts[gen.out.relative_to(out_dir).as_posix()] = gen.body
