@@ -237,4 +237,37 @@ def torch_roll(input, shifts, dims=None):
                              input.narrow(dim, 0, size - shift)), dim)
     return input
 ''',
+    "einops_pack": '''
+def einops_pack(tensors, pattern):
+    """einops.pack: the axes at ``*`` of every tensor flattened into one and the tensors
+    joined along it; also the shapes of those axes, for einops_unpack."""
+    names = pattern.split()
+    before, after = names.index("*"), len(names) - names.index("*") - 1
+    shapes, flat = [], []
+    for t in tensors:
+        shape = tuple(t.shape)
+        middle = shape[before:len(shape) - after]
+        size = 1
+        for d in middle:
+            size *= d
+        shapes.append(middle)
+        flat.append(t.reshape(shape[:before] + (size,) + shape[len(shape) - after:]))
+    return ops.cat(flat, before), shapes
+''',
+    "einops_unpack": '''
+def einops_unpack(tensor, shapes, pattern):
+    """einops.unpack: ``tensor`` split along the ``*`` axis into the pieces einops_pack
+    joined, each with the shape of its axes restored."""
+    before = pattern.split().index("*")
+    shape = tuple(tensor.shape)
+    out, start = [], 0
+    for middle in shapes:
+        size = 1
+        for d in middle:
+            size *= d
+        piece = tensor.narrow(before, start, size)
+        out.append(piece.reshape(shape[:before] + tuple(middle) + shape[before + 1:]))
+        start += size
+    return out
+''',
 }

@@ -13,6 +13,7 @@ import pytest
 from mindspore import ops
 
 from msready.analyzer.scan import ScanOptions, scan
+from msready.skeletons import compositions
 from msready.skeletons.einops import PatternError, function_source
 from msready.skeletons.generate import build_skeletons
 
@@ -68,3 +69,60 @@ def test_an_einops_vit_runs_in_both_modes(tmp_path: Path) -> None:
     assert "import einops" not in code and "from einops" not in code
     assert "EinopsLayer(einops_0, p1=patch_size, p2=patch_size)" in code
     assert not [f for f in result.findings if f.rule == "MS100"]
+
+
+PACKED = '''\
+from einops import pack, unpack
+from torch import nn
+
+
+def pack_one(t, pattern):
+    return pack([t], pattern)
+
+
+class Mixer(nn.Module):
+    """Mixes the positions of a (B, C, H, W) map: pattern strings pass through helpers."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Conv2d(dim, dim, 1)
+        self.mix = nn.Linear(dim, dim)
+
+    def forward(self, x, context):
+        x = self.proj(x).permute(0, 2, 3, 1)
+        x, ps = pack_one(x, "b * c")
+        both, shapes = pack([x, context], "b * c")
+        both = self.mix(both)
+        x, context = unpack(both, shapes, "b * c")
+        x, = unpack(x, ps, "b * c")
+        return x.permute(0, 3, 1, 2) + context.mean()
+'''
+
+
+def test_pack_and_unpack_read_their_pattern_when_they_run(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    out, cells = run_cells(tmp_path, {"mixer.py": PACKED})
+    mixer = cells["Mixer"]
+    assert (mixer.status, mixer.graph) == ("pass", "pass"), mixer.error
+    assert (mixer.input_shape, mixer.output_shape) == ("(2, 8, 8, 8), (2, 8, 8, 8)",
+                                                       "(2, 8, 8, 8)")
+    code = (out / "mixer.py").read_text()
+    assert "both, shapes = einops_pack([x, context], \"b * c\")" in code
+    assert "x, context = einops_unpack(both, shapes, \"b * c\")" in code
+
+
+def test_pack_then_unpack_gives_back_each_tensor() -> None:
+    namespace: dict[str, Any] = {"ops": ops}
+    exec(compositions.SOURCES["einops_pack"] + compositions.SOURCES["einops_unpack"],
+         namespace)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((2, 7, 5)).astype(np.float32)
+    packed, shapes = namespace["einops_pack"]([mindspore.Tensor(a), mindspore.Tensor(b)],
+                                              "b * c")
+    assert (tuple(packed.shape), shapes) == ((2, 19, 5), [(3, 4), (7,)])
+    expected = np.concatenate([a.reshape(2, 12, 5), b], axis=1)
+    np.testing.assert_array_equal(packed.asnumpy(), expected)
+    back = namespace["einops_unpack"](packed, shapes, "b * c")
+    np.testing.assert_array_equal(back[0].asnumpy(), a)
+    np.testing.assert_array_equal(back[1].asnumpy(), b)
