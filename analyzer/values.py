@@ -76,6 +76,9 @@ class Atom:
     # may make a mask but never a data-dependent condition on its own.
     guess: bool = False
     layout: str = ""  # TENSOR: "" (strided) or a sparse format ("coo", "csr", ...)
+    # CONST: the type of ``const`` ("int", "(bool,float)"): True == 1 == 1.0 in Python, and
+    # atoms that compare equal would be interned and joined as one.
+    const_type: str = ""
 
 
 Value = frozenset[Atom]
@@ -123,7 +126,13 @@ def const(value: object) -> Value:
         hash(value)
     except TypeError:
         return PYTHON
-    return one(Kind.CONST, const=value)
+    return one(Kind.CONST, const=value, const_type=_type_of(value))
+
+
+def _type_of(value: object) -> str:
+    if isinstance(value, tuple):
+        return f"({','.join(_type_of(v) for v in value)})"
+    return type(value).__name__
 
 
 def instance(cls: str) -> Value:

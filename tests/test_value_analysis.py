@@ -288,3 +288,18 @@ def test_a_network_moved_to_a_device_is_still_the_network() -> None:
         "    critic.eval()\n"
         "    return score(critic.float(), x)\n")
     assert "model.Critic.forward" in result.model.reachable("model.score")
+
+
+# ----- constants keep their type --------------------------------------------------------------
+
+def test_equal_constants_of_different_types_stay_apart() -> None:
+    # True == 1 == 1.0 and False == 0 == 0.0 in Python: a table keyed by the value alone
+    # would hand ``unsqueeze(1)`` the True met earlier, or Adam's ``betas=(0.0, 0.9)`` False.
+    from msready.analyzer.values import const, join
+
+    for a, b in ((True, 1), (1, 1.0), (False, 0.0), ((1, 0), (True, False))):
+        first, second = const(a), const(b)
+        assert first != second
+        [atom] = second
+        assert type(atom.const) is type(b) and atom.const == b
+        assert len(join(first, second)) == 2
