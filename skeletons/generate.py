@@ -172,24 +172,31 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
 
 
 def _borrow_from_parents(plans: dict[str, Plan], outcomes: dict[str, dict[str, Any]]) -> None:
-    """A Cell that could not run on its own (no constructor arguments, or no input it
-    accepts) but was called by a parent Cell that passed takes the parent's result, with
-    the input the parent gave it: the same generated class ran, with real arguments."""
+    """A Cell that could not run on its own but was called by a parent Cell that passed
+    takes the parent's result, with the input the parent gave it: the same generated
+    class ran, with the arguments the repository gives it. "Could not run on its own":
+    no constructor arguments, no input it accepts, or a failure with values msready made
+    up (synthesized arguments or a guessed input), which is kept as a note."""
     for cls, plan in plans.items():
         own = outcomes.get(cls)
-        alone = plan.reason is not None and own is None
-        no_input = own is not None and own.get("pynative") != "pass" \
-            and own.get("input_fits") is False and plan.guessed
-        if not (alone or no_input):
+        failed = own is not None and own.get("pynative") != "pass"
+        made_up = bool(plan.synthesized) or plan.guessed
+        if not ((plan.reason is not None and own is None) or (failed and made_up)):
             continue
-        parents = sorted(p for p, o in outcomes.items() if o.get("pynative") == "pass"
-                         and cls in (o.get("ran") or {}))
-        if parents:
-            parent = outcomes[parents[0]]
-            outcomes[cls] = {"pynative": parent.get("pynative"), "graph": parent.get("graph"),
-                             "error": parent.get("error"), "inside": parents[0],
-                             "input_shape": parent["ran"][cls]}
-            plan.reason = None
+        parents = sorted((o.get("graph") != "pass", p) for p, o in outcomes.items()
+                         if o.get("pynative") == "pass" and cls in (o.get("ran") or {}))
+        if not parents:
+            continue
+        name = parents[0][1]
+        parent = outcomes[name]
+        note = None
+        if failed and own is not None and own.get("input_fits") is not False:
+            values = describe(plan.synthesized) or f"input {own.get('input_shape')}"
+            note = f"alone, with values msready made up ({values}): {own.get('error')}"
+        outcomes[cls] = {"pynative": "pass", "graph": parent.get("graph"),
+                         "error": note or parent.get("error"), "inside": name,
+                         "input_shape": parent["ran"][cls]}
+        plan.reason = None
 
 
 def _plan(planner: Planner, cls: str) -> Plan:
@@ -240,7 +247,8 @@ def _missing_package(error: str | None, out_dir: Path) -> str | None:
 def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
             outcome: dict[str, Any] | None, target: str) -> SkeletonResult:
     cell_file = gen.out.relative_to(out_dir.parent).as_posix()
-    synthesized = describe(plan.synthesized)
+    # a Cell that ran inside its parent ran with the parent's values, none made up
+    synthesized = "" if (outcome or {}).get("inside") else describe(plan.synthesized)
 
     def skipped(status: str, error: str | None, shape: str = "") -> SkeletonResult:
         return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file, "skipped",

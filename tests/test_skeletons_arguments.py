@@ -356,3 +356,46 @@ def test_norm_and_activation_factories_nobody_gives_are_synthesized_as_layers_th
     assert mlp.synthesized == "dim=16, act_layer=keep_shape, norm_layer=keep_shape"
     # the stand-in is written next to the Cells, for the user to read
     assert "def keep_shape(*args, **kwargs):" in (out / "msready_synthesized.py").read_text()
+
+
+BUILT_FROM_A_DICT = '''\
+from torch import nn
+
+
+class Stage(nn.Module):
+    def __init__(self, in_chs, out_chs, norm_layer=None):
+        super().__init__()
+        self.norm = norm_layer(in_chs)
+        self.conv = nn.Conv2d(in_chs, out_chs, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(self.norm(x))
+
+
+class Net(nn.Module):
+    def __init__(self, widths=(8, 12)):
+        super().__init__()
+        self.stem = nn.Conv2d(3, widths[0], 3, padding=1)
+        args = dict(in_chs=widths[0], out_chs=widths[1], norm_layer=nn.BatchNorm2d)
+        self.stage = Stage(**args)
+
+    def forward(self, x):
+        return self.stage(self.stem(x))
+'''
+
+
+def test_a_child_that_fails_with_made_up_values_passes_inside_the_parent_that_builds_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Stage is built from a dict msready does not follow: alone it gets in_chs=16,
+    # out_chs=16 and norm_layer's default None, and fails. Net builds it with a norm
+    # layer and runs it: Stage passes with Net's values; its own failure is a note.
+    out, cells = run_cells(tmp_path, {"net.py": BUILT_FROM_A_DICT})
+    stage = cells["Stage"]
+    assert (stage.status, stage.graph, stage.ran_inside) == ("pass", "pass", "net.Net")
+    assert (stage.input_shape, stage.synthesized) == ("(2, 8, 16, 16)", "")
+    assert stage.error is not None and stage.error.startswith(
+        "alone, with values msready made up (in_chs=16, out_chs=16): building the Cell: "
+        "TypeError: 'NoneType' object is not callable")
+    line = int(stage.error.rsplit(":", 1)[1].rstrip(")"))
+    assert (out / "net.py").read_text().splitlines()[line - 1].strip() == \
+        "self.norm = norm_layer(in_chs)"
