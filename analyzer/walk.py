@@ -493,6 +493,18 @@ class FileWalker:
             if held:
                 self._classes[-1][1].setdefault(single.attr.value, set()).update(held)
 
+    def _added_module(self, node: cst.Call) -> None:
+        """``self.add_module("bn", nn.BatchNorm2d(c))`` holds like ``self.bn = ...``."""
+        assert isinstance(node.func, cst.Attribute)
+        if node.func.attr.value not in ("add_module", "register_module") \
+                or len(node.args) != 2 or not isinstance(node.args[0].value, cst.SimpleString) \
+                or not self._classes or self._functions[-1].class_qualname != self._classes[-1][0]:
+            return
+        name = node.args[0].value.evaluated_value
+        held = self._held_classes(node.args[1].value)
+        if isinstance(name, str) and name.isidentifier() and held:
+            self._classes[-1][1].setdefault(name, set()).update(held)
+
     def _held_classes(self, value: cst.BaseExpression) -> set[str]:
         """Classes an attribute holds: the class constructed, or those inside a container."""
         if isinstance(value, cst.Call):
@@ -657,6 +669,7 @@ class FileWalker:
             receiver = func.value
             if isinstance(receiver, cst.Name) and receiver.value == "self" and self._functions:
                 kind, target = CallKind.SELF_METHOD, func.attr.value
+                self._added_module(node)
             elif (isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)
                   and receiver.func.value == "super"):
                 kind, target = CallKind.SUPER, func.attr.value

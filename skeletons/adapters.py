@@ -33,6 +33,7 @@ ADAPTED = {
 VALUE_ADAPTED = {f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)}
 
 KEYWORDS = "torch_kwargs"
+ADD_MODULE = "torch_add_module"
 LAYER = "torch_layer"
 # A torch name left in a Cell (no MindSpore form for the target) reads as this stand-in:
 # the file imports, and only the code that reaches the name fails, saying which it is.
@@ -163,6 +164,13 @@ class TorchLeftInCell:
 
 
 torch = TorchLeftInCell("torch")
+''',
+    ADD_MODULE: '''
+def torch_add_module(sequential, name, cell):
+    """nn.Sequential.add_module on a SequentialCell: the layer is held under ``name``
+    and runs after the others (SequentialCell runs its ``cell_list``)."""
+    sequential.insert_child_to_cell(name, cell)
+    sequential.cell_list = list(sequential._cells.values())
 ''',
     STAND_IN: '''
 class _UnavailableType(type):

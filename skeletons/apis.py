@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from msready.analyzer.apitable import ApiEntry, import_object, load_table
+from msready.analyzer.repo import RepositoryModel
 
 # Where the same relative name is looked for when the table has no entry (longest prefix
 # first), per backend family. Mirrors the table builder's candidates for GPU / CPU.
@@ -133,6 +134,11 @@ def canonical(name: str) -> str:
     if name.startswith("torch.nn.functional."):
         return name
     return name
+
+
+def inherits(model: RepositoryModel, cls: str, torch_name: str) -> bool:
+    """True when a repository class derives from the torch class ``torch_name``."""
+    return any(canonical(base) == torch_name for base in model.external_bases(cls))
 
 
 def short_name(api: str) -> str:

@@ -200,6 +200,10 @@ class Planner(ConstructorFinder):
                 return spec
         return None
 
+    def _sequential(self, cls: str) -> bool:
+        """True for a subclass of nn.Sequential: it runs what it holds, in order."""
+        return apis.inherits(self.model, cls, "torch.nn.Sequential")
+
     def plan(self, cls: str) -> Plan:
         """Everything needed to run the Cell generated for ``cls``."""
         fact = self.model.classes[cls]
@@ -212,7 +216,8 @@ class Planner(ConstructorFinder):
             plan.reason = (f"defined inside the function {owner.rsplit('.', 1)[-1]}(): only "
                            "that function can build it; its translation is in the Cell file")
             return plan
-        if self.model.find_method(cls, "forward") is None and self.torch_base(cls) is None:
+        if self.model.find_method(cls, "forward") is None and self.torch_base(cls) is None \
+                and not self._sequential(cls):
             plan.reason = "no forward method: nothing to run"
             return plan
         resolved = self.constructor_arguments(cls)

@@ -893,6 +893,11 @@ class CellTransformer(cst.CSTTransformer):
         assert isinstance(func, cst.Attribute)
         if self.model.find_method(self._class_names[-1], func.attr.value) is not None:
             return None
+        if func.attr.value in ("add_module", "register_module") and len(call.args) == 2 \
+                and apis.inherits(self.model, self._class_names[-1], "torch.nn.Sequential"):
+            # a Sequential subclass adding to itself: the layer runs in order too
+            return cst.Call(cst.Name(adapters.ADD_MODULE), [cst.Arg(cst.Name("self")),
+                                                             *call.args])
         return cell_method(func.value, func.attr.value, list(call.args))
 
     def _layer_call(self, call: cst.Call) -> cst.Call | None:

@@ -202,3 +202,30 @@ def test_inside_a_type_test_parameters_have_mindspores_names(
     text = "\n".join(lines(out, "layers.py"))
     assert "module.embedding_table.set_data(" in text  # isinstance(module, nn.Embedding)
     assert "module.gamma.set_data(" in text  # isinstance(module, nn.LayerNorm)
+
+
+SEQUENTIAL = '''\
+from torch import nn
+
+
+class ConvBn(nn.Sequential):
+    def __init__(self, a=4, b=8, bn_weight_init=1.0):
+        super().__init__()
+        self.add_module("c", nn.Conv2d(a, b, 3, padding=1, bias=False))
+        self.add_module("bn", nn.BatchNorm2d(b))
+        nn.init.constant_(self.bn.weight, bn_weight_init)
+        nn.init.constant_(self.bn.bias, 0)
+'''
+
+
+def test_a_sequential_subclass_runs_what_it_added_with_mindspores_parameter_names(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # No forward of its own: nn.Sequential's runs the layers in order. add_module holds
+    # a layer like an attribute, so self.bn.weight is read as MindSpore's gamma.
+    out, cells = run_cells(tmp_path, {"convbn.py": SEQUENTIAL})
+    cell = cells["ConvBn"]
+    assert (cell.status, cell.graph, cell.input_shape, cell.output_shape) == (
+        "pass", "pass", "(2, 4, 16, 16)", "(2, 8, 16, 16)")
+    text = (out / "convbn.py").read_text()
+    assert "self.bn.gamma.shape, self.bn.gamma.dtype))" in text
+    assert "self.bn.beta.set_data(" in text
