@@ -499,6 +499,9 @@ def init(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     tensor = _get(args, "tensor")
     if tensor is None or call.star:
         return generic(call, mapping)
+    while m.matches(tensor, m.Attribute(attr=m.Name("data"))):  # ``w.data`` fills ``w``
+        assert isinstance(tensor, cst.Attribute)
+        tensor = tensor.value
     if name == "uniform_":
         scale = _uniform_scale(args)
         if scale is None:  # U(a, b) off-centre: MindSpore's Uniform(scale) is [-scale, scale]

@@ -109,6 +109,11 @@ def module(init: str, forward: str = "return x") -> str:
      "self.fc.weight.set_data(mindspore.common.initializer.initializer("
      "mindspore.common.initializer.XavierUniform(gain=2), self.fc.weight.shape, "
      "self.fc.weight.dtype))"),
+    # ``.data`` shares the parameter's storage: filling it fills the Parameter
+    ("self.fc = nn.Linear(4, 4)\nnn.init.constant_(self.fc.bias.data, 0.0)",
+     "self.fc.bias.set_data(mindspore.common.initializer.initializer("
+     "mindspore.common.initializer.Constant(value=0.0), self.fc.bias.shape, "
+     "self.fc.bias.dtype))"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.normal_(self.fc.weight)",
      "mindspore.common.initializer.Normal(sigma=1.0)"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, -0.5, 0.5)",
