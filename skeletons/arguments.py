@@ -370,6 +370,12 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
         if best is None or len(got.missing) < len(best.missing):
             best = got
     assert best is not None
+    for name, value in list(best.kwargs.items()):
+        added = _missing_fields(value, usage_of(name).fields) if usage_of is not None else {}
+        if added:  # ``args`` from argparse, with fields a helper adds after parse_args
+            assert isinstance(value, ConfigValue)
+            best.kwargs[name] = _namespace({**dict(value.fields), **added})
+            best.synthesized[name] = _namespace(added)
     still: list[str] = []
     for name in best.missing:
         value = synthesize(name, usage_of(name)) if usage_of is not None else UNKNOWN
@@ -380,6 +386,18 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
             best.synthesized[name] = value
     best.missing = still
     return best
+
+
+def _missing_fields(value: object, chains: Sequence[tuple[str, ...]]) -> dict[str, object]:
+    """Synthesized values for the fields a constructor reads from a namespace and the
+    namespace lacks (only ``types.SimpleNamespace``: a configuration class has the
+    fields its class defines)."""
+    if not isinstance(value, ConfigValue) or (value.module, value.name) != NAMESPACE:
+        return {}
+    have = dict(value.fields)
+    wanted = [c for c in chains if c and c[0] not in have]
+    tree = _chains_to_tree(wanted)
+    return {k: v for k, v in tree.items() if v is not None}
 
 
 def describe(synthesized: dict[str, object]) -> str:

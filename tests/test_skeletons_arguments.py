@@ -399,3 +399,42 @@ def test_a_child_that_fails_with_made_up_values_passes_inside_the_parent_that_bu
     line = int(stage.error.rsplit(":", 1)[1].rstrip(")"))
     assert (out / "net.py").read_text().splitlines()[line - 1].strip() == \
         "self.norm = norm_layer(in_chs)"
+
+
+ARGS_COMPLETED_BY_A_HELPER = '''\
+import argparse
+
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--z_size", type=int, default=8)
+args = parser.parse_args()
+
+
+def load_dataset(args):
+    args.input_width = 12
+    return args
+
+
+class VAE(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.enc = nn.Linear(args.input_width, args.z_size)
+
+    def forward(self, x):
+        return self.enc(x)
+
+
+args = load_dataset(args)
+model = VAE(args)
+'''
+
+
+def test_fields_a_helper_adds_to_the_argparse_namespace_are_synthesized(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # z_size comes from its argparse default; input_width is set by load_dataset, which
+    # msready does not run: it is synthesized into the namespace, and said so.
+    _, cells = run_cells(tmp_path, {"train.py": ARGS_COMPLETED_BY_A_HELPER})
+    vae = cells["VAE"]
+    assert (vae.status, vae.graph, vae.output_shape) == ("pass", "pass", "(2, 8)")
+    assert vae.synthesized == "args={input_width=32}"
