@@ -72,9 +72,12 @@ _OBJECT_NAMES = re.compile(
     r"activation|act|norm|teacher|student|base|wrapped|inner|body|trunk)", re.IGNORECASE)
 # Norm and activation factories (``norm_layer``, ``act_layer``, ``activation``): a layer
 # that keeps its input stands in, from a file written next to the Cells.
+# A wrapped function or block (``Residual(fn)``, ``PreNorm(dim, fn)``) as well: it keeps
+# the shape of what it is given.
 _LAYER_FACTORY_NAMES = re.compile(
     r"(act|activation|nonlinearity|non_linearity|norm)(_?(layer|fn|func|class|cls|type|"
-    r"module))?", re.IGNORECASE)
+    r"module))?|fn|func|function|sublayer|wrapped|inner|body|module|layer|block",
+    re.IGNORECASE)
 SYNTHESIZED_MODULE = "msready_synthesized"
 KEEP_SHAPE = ConfigValue(SYNTHESIZED_MODULE, "keep_shape", (), is_class=True)
 SYNTHESIZED_SOURCE = '''"""Values msready made up for constructor arguments nothing in the scanned

@@ -516,6 +516,9 @@ def init(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     make = cst.Call(expr(_INIT + cls), call_args(init_args))
     value = cst.Call(expr(_INIT + "initializer"), [
         cst.Arg(make), cst.Arg(expr(f"{target}.shape")), cst.Arg(expr(f"{target}.dtype"))])
+    if isinstance(tensor, cst.Name):  # a local tensor (or parameter): written in place
+        data = cst.Call(cst.Attribute(value, cst.Name("init_data")), [])
+        return Rewrite("torch_assign_", [(None, tensor), (None, data)])
     return Rewrite(f"{target}.set_data", [(None, value)])
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import libcst as cst
+import libcst.matchers as m
 
 from msready.skeletons import apis
 from msready.skeletons.layers import ArgList, expr
@@ -107,7 +108,8 @@ _COMPUTED = {"zero_": "ops.zeros_like({x})", "fill_": "ops.full_like({x}, {args}
              "add_": "{x} + {args}", "sub_": "{x} - {args}", "mul_": "{x} * {args}",
              "div_": "{x} / {args}", "pow_": "{x} ** {args}", "neg_": "-{x}",
              "exp_": "ops.exp({x})", "sqrt_": "ops.sqrt({x})", "abs_": "ops.abs({x})",
-             "sigmoid_": "ops.sigmoid({x})", "tanh_": "ops.tanh({x})", "relu_": "ops.relu({x})"}
+             "sigmoid_": "ops.sigmoid({x})", "tanh_": "ops.tanh({x})", "relu_": "ops.relu({x})",
+             "copy_": "{args}"}
 _OPERATORS = ("add_", "sub_", "mul_", "div_", "pow_")  # one operand, written as an operator
 
 
@@ -122,6 +124,13 @@ def _fill(method: str) -> MethodFix:
     """``w.uniform_(-1, 1)`` -> ``torch_uniform_(w, -1, 1)``, ``w.zero_()`` ->
     ``torch_assign_(w, ops.zeros_like(w))``, ``x.mul_(s)`` -> ``torch_assign_(x, x * s)``."""
     def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+        while m.matches(receiver, m.Attribute(attr=m.Name("data"))):
+            assert isinstance(receiver, cst.Attribute)
+            receiver = receiver.value  # ``w.data`` shares the parameter's storage
+        if method == "copy_":  # the source tensor; ``non_blocking`` is about devices
+            args = [a for a in args if a[0] is None][:1]
+            if not args:
+                return None
         if method in _FILLS:
             rest = [cst.Arg(v, keyword=cst.Name(k) if k else None) for k, v in args]
             return cst.Call(cst.Name(_FILLS[method]), [cst.Arg(receiver), *rest])

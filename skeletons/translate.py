@@ -834,6 +834,7 @@ class CellTransformer(cst.CSTTransformer):
                 return updated_node.with_changes(func=kept)
             return self._torch_call(name, updated_node)
         fixed = (self._base_constructor(original_node, updated_node) or
+                 self._partial(original_node, updated_node) or
                  self._layer_call(updated_node) or self._cell_method(updated_node))
         if fixed is not None:
             return fixed
@@ -842,6 +843,30 @@ class CellTransformer(cst.CSTTransformer):
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _partial(self, original: cst.Call, call: cst.Call) -> cst.Call | None:
+        """``partial(torch.cat, dim=-1)`` -> ``partial(ops.cat, axis=-1)``: the keywords
+        bound ahead are the torch function's, spelled as its MindSpore target spells them
+        (a layer class gets an adapter that takes torch's keywords instead)."""
+        if self.qualify(original.func) != "functools.partial" or not original.args:
+            return None
+        name = self.qualify(original.args[0].value)
+        if not is_torch(name):
+            return None
+        assert name is not None
+        mapping = apis.lookup(apis.canonical(name), self.backend)
+        if mapping.api is None or isinstance(apis.ms_object(mapping.api), type):
+            return None
+        args = [call.args[0]]
+        for arg in call.args[1:]:
+            key = arg.keyword.value if arg.keyword is not None else None
+            if key is not None and key in mapping.dropped:
+                continue
+            if key is not None and key in mapping.renames:
+                arg = arg.with_changes(keyword=cst.Name(mapping.renames[key]))
+            args.append(arg)
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return call.with_changes(args=args)
 
     def _base_constructor(self, original: cst.Call, call: cst.Call) -> cst.Call | None:
         """``super().__init__(c, c, 3, 1, 0, dilation, groups, bias, device=d)`` in a subclass

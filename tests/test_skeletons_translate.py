@@ -114,6 +114,10 @@ def module(init: str, forward: str = "return x") -> str:
      "self.fc.bias.set_data(mindspore.common.initializer.initializer("
      "mindspore.common.initializer.Constant(value=0.0), self.fc.bias.shape, "
      "self.fc.bias.dtype))"),
+    # a local tensor has no set_data: it is written in place like torch's would be
+    ("w = torch.empty(8, 4)\nnn.init.kaiming_uniform_(w)\nself.w = nn.Parameter(w)",
+     "torch_assign_(w, mindspore.common.initializer.initializer("
+     "mindspore.common.initializer.HeUniform("),
     ("self.fc = nn.Linear(4, 4)\nnn.init.normal_(self.fc.weight)",
      "mindspore.common.initializer.Normal(sigma=1.0)"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, -0.5, 0.5)",
@@ -131,6 +135,7 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
 
 @pytest.mark.parametrize(("forward", "expected"), [
     ("return torch.cat([x, x], dim=1)", "ops.cat([x, x], axis=1)"),
+
     ("return torch.cat([x, x], 1)", "ops.cat([x, x], 1)"),
     ("return torch.zeros(2, 3) + torch.randn(2, 3)", "ops.zeros((2, 3)) + ops.randn(2, 3)"),
     ("return torch.ones(2, device=x.device, requires_grad=False)", "ops.ones(2)"),
@@ -163,6 +168,11 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("x.mul_(2)\nreturn x", "x = x * 2\n"),
     ("x.clamp_(min=0.0)\nreturn x", "x = ops.clamp(x, min=0.0)\n"),
     ("return x.add_(x + 1)", "return torch_assign_(x, x + (x + 1))"),
+    # through ``.data``, which shares the parameter's storage in torch
+    ("self.fc.weight.data.copy_(x, non_blocking=True)\nreturn x",
+     "torch_assign_(self.fc.weight, x)"),
+    ("self.fc.bias.data.zero_()\nreturn x",
+     "torch_assign_(self.fc.bias, ops.zeros_like(self.fc.bias))"),
 ])
 def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> None:
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))
@@ -362,3 +372,9 @@ def test_torchscript_decorators_are_dropped(tmp_path: Path) -> None:
     code = generated(tmp_path, body)
     assert "@" not in code.replace("# TODO(msready MS100): @torch.jit", "")
     assert "# TODO(msready MS100): @torch.jit.script removed: a TorchScript marker" in code
+
+
+def test_keywords_bound_by_partial_are_renamed_like_a_calls(tmp_path: Path) -> None:
+    code = generated(tmp_path, "from functools import partial\n\n\n" + module(
+        "self.join = partial(torch.cat, dim=-1)", "return self.join((x, x))"))
+    assert "self.join = partial(ops.cat, axis=-1)" in code
