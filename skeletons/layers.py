@@ -252,6 +252,25 @@ def convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     return Rewrite(func, _positional_first(args, order[:3]), todos)
 
 
+@handler("torch.nn.functional.conv1d", "torch.nn.functional.conv2d",
+         "torch.nn.functional.conv3d")
+def functional_convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """``F.conv2d(x, w, b, stride, padding, ...)``: a padding string ('same', 'valid') is
+    MindSpore's ``pad_mode``; a size needs ``pad_mode='pad'`` (one amount per axis, as in
+    torch: the functional form takes torch's padding, unlike the Conv2d layer)."""
+    order = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+    args = call.bound(order)
+    padding = _get(args, "padding")
+    args = _without(args, "padding")
+    if padding is not None and m.matches(padding, m.SimpleString()):
+        args.append(("pad_mode", padding))
+    elif not _is_zero(padding):
+        assert padding is not None
+        args += [("pad_mode", expr("'pad'")), ("padding", padding)]
+    return Rewrite(_target(call, mapping, "mindspore.ops." + call.torch.rsplit(".", 1)[1]),
+                   _positional_first(args, order[:3]))
+
+
 @handler("torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d")
 def batch_norm(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """BatchNorm: MindSpore's ``momentum`` weighs the running statistic (1 - torch's)."""

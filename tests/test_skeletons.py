@@ -287,3 +287,40 @@ def test_a_torch_name_with_no_mindspore_form_fails_only_where_it_is_reached(
     lines = (out / "nets.py").read_text().splitlines()
     line = int(synced.error.rsplit(":", 1)[1].rstrip(")"))
     assert lines[line - 1].strip() == "return norm(channels)"
+
+
+FUNCTIONAL_CONV = '''\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class C(nn.Module):
+    def __init__(self, c=16):
+        super().__init__()
+        self.stem = nn.Conv2d(3, c, 1)  # says what the Cell is fed
+        self.weight = nn.Parameter(torch.randn(c, c, 3, 3))
+
+    def forward(self, x):
+        x = self.stem(x)
+        a = F.conv2d(x, self.weight, padding='same')
+        b = F.conv2d(x, self.weight, None, 1, 1)
+        c = F.conv2d(x, self.weight, padding=(1, 1), groups=1)
+        return a + b + c
+'''
+
+
+def test_functional_convolution_padding_matches_torch(tmp_path: Path) -> None:
+    # 'same' is MindSpore's pad_mode; a size needs pad_mode='pad' and stays per axis
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "fc.py").write_text(FUNCTIONAL_CONV)
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    [cell] = build_skeletons(result, tmp_path / "out", run=True, compare_torch=True,
+                             cache=False)
+    assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
+    assert cell.max_abs_diff is not None and cell.max_abs_diff < 1e-3
+    code = (tmp_path / "out" / "fc.py").read_text()
+    assert "a = ops.conv2d(x, self.weight, pad_mode='same')" in code
+    assert "b = ops.conv2d(x, self.weight, None, stride=1, pad_mode='pad', padding=1)" in code
+    assert "c = ops.conv2d(x, self.weight, groups=1, pad_mode='pad', padding=(1, 1))" in code
