@@ -18,6 +18,7 @@ behind :func:`resolve` without the planner changing.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -117,6 +118,7 @@ class Usage:
     annotation: str | None = None  # ``int``, ``float``, ``bool``, ``str``, ``list``...
     keys: tuple[str, ...] = ()  # ``p["key"]`` reads
     stored: bool = False  # ``p.attr = ...``: an object the Cell's caller builds
+    length: int = 0  # the length ``p[5]`` and ``p[-6]`` need (0: no constant index)
 
 
 @dataclass(slots=True)
@@ -182,7 +184,7 @@ def synthesize(name: str, usage: Usage) -> object:
     if usage.indexed or usage.annotation in ("list", "tuple", "Sequence", "List", "Tuple"):
         item = guess if isinstance(guess, (int, float)) and not isinstance(guess, bool) \
             else WIDTH
-        return (item,) * 4
+        return (item,) * max(4, usage.length)
     if usage.annotation == "int" and not isinstance(guess, int):
         return WIDTH
     if guess is UNKNOWN and usage.annotation is None:
@@ -209,6 +211,7 @@ class _UsageVisitor(cst.CSTVisitor):
         self.called = False
         self.keys: list[str] = []
         self.stored = False
+        self.length = 0
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         if m.matches(node.target, m.Attribute(value=m.Name(self.name))) or m.findall(
@@ -237,6 +240,9 @@ class _UsageVisitor(cst.CSTVisitor):
                 self.keys.append(str(index.value.evaluated_value))
             else:
                 self.indexed = True
+                value = evaluate(index.value, {}) if isinstance(index, cst.Index) else None
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self.length = max(self.length, value + 1 if value >= 0 else -value)
         return True
 
     def visit_For(self, node: cst.For) -> bool:
@@ -273,7 +279,7 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
             annotation = ann.attr.value if isinstance(ann, cst.Attribute) else (
                 ann.value if isinstance(ann, cst.Name) else None)
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
-                 tuple(visitor.keys), visitor.stored)
+                 tuple(visitor.keys), visitor.stored, visitor.length)
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -349,7 +355,7 @@ def merge(first: Usage, other: Usage) -> Usage:
             fields.append(chain)
     return Usage(tuple(fields), first.indexed or other.indexed, first.called or other.called,
                  first.annotation or other.annotation, (*first.keys, *other.keys),
-                 first.stored or other.stored)
+                 first.stored or other.stored, max(first.length, other.length))
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],
@@ -380,15 +386,39 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
             best.kwargs[name] = _namespace({**dict(value.fields), **added})
             best.synthesized[name] = _namespace(added)
     still: list[str] = []
+    width = _width({name: best.kwargs.get(name, default) for name, default, _ in params})
     for name in best.missing:
         value = synthesize(name, usage_of(name)) if usage_of is not None else UNKNOWN
         if value is UNKNOWN:
             still.append(name)
         else:
+            value = _widened(value, width)
             best.kwargs[name] = value
             best.synthesized[name] = value
     best.missing = still
     return best
+
+
+# Parameters a width must divide into (``dim % dim_head == 0``, ``GroupNorm(groups, dim)``).
+_DIVISORS = re.compile(r"(dim_?head|head_?dim|head_size|num_heads|n_?heads?|heads|groups|"
+                       r"num_groups|group_size|gs)", re.IGNORECASE)
+
+
+def _width(values: dict[str, object]) -> int:
+    """The synthesized width: :data:`WIDTH`, or the least multiple of it that the class's
+    own head and group sizes divide (``dim_head=32`` -> 32), at most 128."""
+    width = WIDTH
+    for name, value in values.items():
+        if _DIVISORS.fullmatch(name) and isinstance(value, int) and not isinstance(value, bool) \
+                and 0 < value <= 128:
+            width = math.lcm(width, value)
+    return width if width <= 128 else WIDTH
+
+
+def _widened(value: object, width: int) -> object:
+    if isinstance(value, tuple):
+        return tuple(_widened(v, width) for v in value)
+    return width if value == WIDTH and type(value) is int else value
 
 
 def _missing_fields(value: object, chains: Sequence[tuple[str, ...]]) -> dict[str, object]:

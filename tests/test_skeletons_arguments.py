@@ -130,13 +130,34 @@ def test_argparse_defaults_are_read_from_add_argument_calls() -> None:
         "lr": 2e-4, "n_layers": 6, "cuda": False, "hidden_dim": None}
 
 
+def test_a_synthesized_sequence_is_as_long_as_its_constant_indexes_need() -> None:
+    init = cst.parse_statement(
+        "def __init__(self, levels, channels):\n"
+        "    self.last = make(channels[5], levels[-7])\n")
+    assert isinstance(init, cst.FunctionDef)
+    assert arguments.synthesize("channels", arguments.usage("channels", init)) == (16,) * 6
+    assert arguments.synthesize("levels", arguments.usage("levels", init)) == (1,) * 7
+
+
+def test_a_synthesized_width_is_divisible_by_the_classs_own_head_size() -> None:
+    # dim % dim_head must be 0: the width becomes the least multiple of 16 it divides
+    params = [("dim", None, True), ("dim_head", 32, False), ("groups", 8, False)]
+    got = arguments.resolve(params, [], {}, lambda name: arguments.Usage())
+    assert got.synthesized == {"dim": 32}
+    # past 128 the plain width is kept
+    params = [("dim", None, True), ("head_dim", 120, False)]
+    got = arguments.resolve(params, [], {}, lambda name: arguments.Usage())
+    assert got.synthesized == {"dim": 16}
+
+
 def test_a_sequence_parameter_gets_a_tuple_and_a_called_one_nothing() -> None:
     init = cst.parse_statement(
-        "def __init__(self, layers, block, act):\n"
-        "    self.stages = [block(n) for n in layers]\n    self.act = act()\n")
+        "def __init__(self, layers, backbone, act):\n"
+        "    self.stages = [backbone(n) for n in layers]\n    self.act = act()\n")
     assert isinstance(init, cst.FunctionDef)
     assert arguments.synthesize("layers", arguments.usage("layers", init)) == (1, 1, 1, 1)
-    assert arguments.synthesize("block", arguments.usage("block", init)) is arguments.UNKNOWN
+    assert arguments.synthesize("backbone", arguments.usage("backbone", init)) \
+        is arguments.UNKNOWN
     # a norm or activation factory: a layer that keeps its input stands in
     assert arguments.synthesize("act", arguments.usage("act", init)) is arguments.KEEP_SHAPE
 
