@@ -30,7 +30,8 @@ ADAPTED = {
 
 # torch layers whose MindSpore class needs converted arguments, as values only: a class
 # subclassing one gets its super().__init__ translated instead (``translate``).
-VALUE_ADAPTED = {f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)}
+VALUE_ADAPTED = {**{f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)},
+                 "torch.nn.GELU": "TorchGELU"}
 
 KEYWORDS = "torch_kwargs"
 ADD_MODULE = "torch_add_module"
@@ -234,6 +235,17 @@ TorchLayerNorm.__name__ = "LayerNorm"
 ''',
     **{f"TorchBatchNorm{d}d": _BATCH_NORM.replace("{d}", str(d)) for d in (1, 2, 3)},
     **{f"TorchConv{d}d": _CONV.replace("{d}", str(d)) for d in (1, 2, 3)},
+    "TorchGELU": '''
+class TorchGELU(nn.GELU):
+    """torch.nn.GELU's signature: exact unless ``approximate='tanh'`` (MindSpore's GELU
+    takes a bool and approximates by default)."""
+
+    def __init__(self, approximate="none"):
+        super().__init__(approximate=approximate == "tanh")
+
+
+TorchGELU.__name__ = "GELU"
+''',
     "TorchLinear": '''
 class TorchLinear(nn.Dense):
     """torch.nn.Linear's signature (``bias``) on MindSpore's Dense."""

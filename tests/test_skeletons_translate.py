@@ -14,7 +14,8 @@ from msready.skeletons import generate
 from msready.skeletons.generate import NOT_RUN, build_skeletons
 from msready.skeletons.translate import FileTranslation
 
-HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+HEADER = ("import functools\n\nimport torch\nimport torch.nn as nn\n"
+          "import torch.nn.functional as F\n\n\n")
 
 
 def generated(tmp_path: Path, body: str, target: str = "cpu", path: str = "example.py",
@@ -81,6 +82,9 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.n = nn.LayerNorm((4, 4), eps=1e-6)", "nn.LayerNorm((4, 4), epsilon=1e-6)"),
     ("self.g = nn.GELU()", "nn.GELU(approximate=False)"),
     ("self.g = nn.GELU(approximate='tanh')", "nn.GELU(approximate=True)"),
+    # as a value it is called later with torch's arguments: an adapter takes them
+    ("make = functools.partial(nn.GELU, approximate='tanh')\nself.g = make()",
+     "make = functools.partial(TorchGELU, approximate='tanh')"),
     ("self.p = nn.MaxPool2d(3)", "nn.MaxPool2d(kernel_size=3, stride=3)"),
     ("self.p = nn.AvgPool2d(2, stride=1, padding=1)",
      "nn.AvgPool2d(kernel_size=2, stride=1, padding=1, pad_mode='pad')"),
