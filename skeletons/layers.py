@@ -373,7 +373,10 @@ def gelu(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 def pooling(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """Pooling: torch's ``stride`` defaults to ``kernel_size`` (MindSpore's to 1), and a
     ``padding`` needs ``pad_mode='pad'``."""
-    args = call.bound(("kernel_size", "stride", "padding"))
+    order = ("kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode") \
+        if "Max" in call.torch else ("kernel_size", "stride", "padding", "ceil_mode",
+                                     "count_include_pad", "divisor_override")
+    args = call.bound(order)  # by name: MindSpore's third parameter is pad_mode
     kernel = _get(args, "kernel_size")
     if _get(args, "stride") is None and kernel is not None:
         args.append(("stride", kernel))

@@ -86,6 +86,10 @@ def module(init: str, forward: str = "return x") -> str:
     ("make = functools.partial(nn.GELU, approximate='tanh')\nself.g = make()",
      "make = functools.partial(TorchGELU, approximate='tanh')"),
     ("self.p = nn.MaxPool2d(3)", "nn.MaxPool2d(kernel_size=3, stride=3)"),
+    # every argument by name: MindSpore's third parameter is pad_mode, not padding
+    ("self.p = nn.MaxPool2d(3, 2, (0, 0), 1, False, True)",
+     "nn.MaxPool2d(kernel_size=3, stride=2, padding=(0, 0), dilation=1, "
+     "return_indices=False, ceil_mode=True)"),
     ("self.p = nn.AvgPool2d(2, stride=1, padding=1)",
      "nn.AvgPool2d(kernel_size=2, stride=1, padding=1, pad_mode='pad')"),
     ("self.s = nn.Sequential(nn.ReLU(), nn.Tanh())", "nn.SequentialCell([nn.ReLU(), nn.Tanh()])"),
