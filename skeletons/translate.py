@@ -774,11 +774,10 @@ class CellTransformer(cst.CSTTransformer):
         cls = self._class_names[-1]
         held = self.model.attribute_classes(cls, owner.attr.value) \
             if cls in self.model.classes else []
-        for target in held:
-            api = apis.lookup(apis.canonical(target.name), self.backend).api \
-                if target.kind == "external" else None
-            renames = {t: ms for ms, t in CELL_RENAMES.get((api or "").rsplit(".", 1)[-1],
-                                                           {}).items()}
+        for target in held:  # ``self.conv.weight``, ``self.conv.groups`` of a held layer
+            if target.kind != "external" or not is_torch(target.name):
+                continue
+            renames = _attribute_renames(apis.canonical(target.name), self.backend)
             if original.attr.value in renames:
                 return updated.with_changes(attr=cst.Name(renames[original.attr.value]))
         return updated

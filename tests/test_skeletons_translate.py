@@ -136,6 +136,9 @@ def module(init: str, forward: str = "return x") -> str:
      "self.e.embedding_table.set_data("),
     ("self.bn = nn.BatchNorm1d(4)\nself.bn.weight.requires_grad = False",
      "self.bn.gamma.requires_grad = False"),
+    # a held layer's settings by the MindSpore keyword they come from
+    ("self.conv = nn.Conv2d(4, 4, 3, groups=2)\nself.g = self.conv.groups",
+     "self.g = self.conv.group"),
 ])
 def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> None:
     assert expected in generated(tmp_path, module(init))
