@@ -13,7 +13,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.skeletons import compositions
-from msready.skeletons.layers import PADDING, PLACEMENT
+from msready.skeletons.layers import CONV_PADDING, PADDING, PLACEMENT
 
 # torch name -> the adapter's class name; the sources are below, one class each.
 # Stands in for names imported from a side library the Cell does not import.
@@ -109,13 +109,16 @@ TorchBatchNorm{d}d.__name__ = "BatchNorm{d}d"  # code that dispatches on torch's
 
 SOURCES = {
     LAYER: '''
-def torch_layer(cls, renames, accepted, dropped):
-    """A MindSpore layer class that takes torch's keywords (``act_layer(inplace=True)``
-    where ``act_layer`` is ``nn.ReLU``): they are renamed or left out, see torch_kwargs;
-    a list argument becomes the tuple MindSpore's constructors check for."""
+def torch_layer(cls, renames, accepted, dropped, order=()):
+    """A MindSpore layer class that takes torch's arguments (``act_layer(inplace=True)``
+    where ``act_layer`` is ``nn.ReLU``): positional ones are named by torch's ``order``,
+    then renamed or left out, see torch_kwargs; a list argument becomes the tuple
+    MindSpore's constructors check for."""
     class Layer(cls):
         def __init__(self, *args, **kwargs):
             args = [tuple(a) if isinstance(a, list) else a for a in args]
+            kwargs = {**dict(zip(order, args)), **kwargs}
+            args = args[len(order):]
             super().__init__(*args, **torch_kwargs(kwargs, renames, accepted, dropped))
 
     Layer.__name__ = Layer.__qualname__ = cls.__name__
@@ -128,6 +131,21 @@ def torch_padding(padding):
     if isinstance(padding, int):
         return padding
     return tuple(side for amount in padding for side in (amount, amount))
+''',
+    CONV_PADDING: '''
+def torch_conv_padding(padding):
+    """The keywords of ops.convNd for torch's ``padding`` known only at run time: a
+    string is the pad_mode; a size is padded ('pad'), one amount per axis (a MindSpore
+    layer's own both-sides padding is folded back when both sides agree)."""
+    if isinstance(padding, str):
+        return {"pad_mode": padding}
+    if isinstance(padding, (list, tuple)) and len(padding) == 4 \
+            and padding[0] == padding[1] and padding[2] == padding[3]:
+        padding = (padding[0], padding[2])
+    if padding == 0 or (isinstance(padding, (list, tuple)) and not any(padding)):
+        return {}
+    return {"pad_mode": "pad", "padding": tuple(padding)
+            if isinstance(padding, list) else padding}
 ''',
     KEYWORDS: '''
 def torch_kwargs(kwargs, renames, accepted=None, dropped=()):
@@ -310,11 +328,13 @@ def keywords_call(value: cst.BaseExpression, renames: dict[str, str],
 
 
 def layer_call(cls: cst.BaseExpression, renames: dict[str, str], accepted: frozenset[str],
-               dropped: frozenset[str]) -> cst.BaseExpression:
-    """``torch_layer(nn.ReLU, {...}, [...], (...))``: a layer class used as a value."""
+               dropped: frozenset[str], order: tuple[str, ...] = ()) -> cst.BaseExpression:
+    """``torch_layer(nn.ReLU, {...}, [...], (...), ('inplace',))``: a layer class used as
+    a value, with torch's positional parameter names."""
     call = keywords_call(cls, renames, accepted, dropped)
     assert isinstance(call, cst.Call)
-    return call.with_changes(func=cst.Name(LAYER))
+    extra = [cst.Arg(cst.parse_expression(repr(tuple(order))))] if order else []
+    return call.with_changes(func=cst.Name(LAYER), args=[*call.args, *extra])
 
 
 def used(module: cst.Module) -> list[cst.BaseStatement]:

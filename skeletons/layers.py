@@ -66,7 +66,8 @@ def handler(*names: str, any_target: bool = False) -> Callable[[Handler], Handle
 
 def call_args(args: ArgList) -> list[cst.Arg]:
     """libcst arguments, keywords written ``name=value`` without spaces."""
-    return [cst.Arg(value=v, keyword=cst.Name(k) if k else None,
+    return [cst.Arg(value=v, star="**") if k == "**" else  # ``**torch_kwargs(...)``
+            cst.Arg(value=v, keyword=cst.Name(k) if k else None,
                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
                     if k else cst.MaybeSentinel.DEFAULT) for k, v in args]
 
@@ -189,6 +190,9 @@ _CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding"
 # torch pads each spatial axis by one amount on both sides, ``(ph, pw)``; MindSpore's 2-D
 # and 3-D convolutions take an int or every side, ``(top, bottom, left, right)``.
 PADDING = "torch_padding"
+# The same for the functional form, whose padding is per axis as in torch: the keywords
+# ``pad_mode`` and ``padding`` from a value known only at run time.
+CONV_PADDING = "torch_conv_padding"
 
 
 def _both_sides(padding: cst.BaseExpression) -> cst.BaseExpression:
@@ -264,9 +268,13 @@ def functional_convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     args = _without(args, "padding")
     if padding is not None and m.matches(padding, m.SimpleString()):
         args.append(("pad_mode", padding))
-    elif not _is_zero(padding):
-        assert padding is not None
-        args += [("pad_mode", expr("'pad'")), ("padding", padding)]
+    elif padding is None or m.matches(padding, m.Integer() | m.Tuple(elements=[
+            m.ZeroOrMore(m.Element(m.Integer()))])):
+        if not _is_zero(padding):
+            assert padding is not None
+            args += [("pad_mode", expr("'pad'")), ("padding", padding)]
+    elif padding is not None:  # a string or a size, known when it runs
+        args.append(("**", cst.Call(cst.Name(CONV_PADDING), [cst.Arg(padding)])))
     return Rewrite(_target(call, mapping, "mindspore.ops." + call.torch.rsplit(".", 1)[1]),
                    _positional_first(args, order[:3]))
 

@@ -12,6 +12,7 @@ from typing import TypeVar
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.apitable import load_table
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import Finding
 from msready.analyzer.localvalues import is_torch_metadata
@@ -700,9 +701,10 @@ class CellTransformer(cst.CSTTransformer):
             "mindspore.nn.") and node not in self._type_tests else None
         if mapping.api is not None and accepted is not None and isinstance(
                 apis.ms_object(mapping.api), type):  # a layer built later, torch's keywords
+            entry = load_table().lookup(apis.canonical(name))
             self._replace[node] = adapters.layer_call(
                 expr(apis.short_name(mapping.api)), mapping.renames, accepted,
-                mapping.dropped)
+                mapping.dropped, entry.torch_params if entry is not None else ())
         elif mapping.api is not None:
             self._replace[node] = expr(apis.short_name(mapping.api))
         else:

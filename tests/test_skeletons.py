@@ -324,3 +324,17 @@ def test_functional_convolution_padding_matches_torch(tmp_path: Path) -> None:
     assert "a = ops.conv2d(x, self.weight, pad_mode='same')" in code
     assert "b = ops.conv2d(x, self.weight, None, stride=1, pad_mode='pad', padding=1)" in code
     assert "c = ops.conv2d(x, self.weight, groups=1, pad_mode='pad', padding=(1, 1))" in code
+
+
+def test_a_padding_known_only_at_run_time_gives_the_convolutions_keywords() -> None:
+    from msready.skeletons.adapters import SOURCES
+    namespace: dict[str, object] = {}
+    exec(SOURCES["torch_conv_padding"], namespace)
+    keywords = namespace["torch_conv_padding"]
+    assert callable(keywords)
+    assert keywords("same") == {"pad_mode": "same"}
+    assert keywords(0) == {} and keywords((0, 0)) == {}
+    assert keywords(2) == {"pad_mode": "pad", "padding": 2}
+    assert keywords([1, 2]) == {"pad_mode": "pad", "padding": (1, 2)}
+    # a MindSpore Conv2d's own (top, bottom, left, right), read back by a subclass
+    assert keywords((1, 1, 2, 2)) == {"pad_mode": "pad", "padding": (1, 2)}

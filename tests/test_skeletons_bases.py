@@ -150,8 +150,8 @@ def test_super_init_of_a_layer_subclass_is_translated_like_a_call_of_the_layer(
     assert ("super().__init__(cin, cout, k, stride=stride, dilation=dilation, "
             "pad_mode='valid', group=groups, has_bias=bias)") in text
     # the base's settings read by MindSpore's names
-    assert ("return ops.conv2d(x, w, self.bias, self.stride, padding=self.padding, "
-            "dilation=self.dilation, groups=self.group)") in text
+    assert ("return ops.conv2d(x, w, self.bias, stride=self.stride, dilation=self.dilation, "
+            "groups=self.group, **torch_conv_padding(self.padding))") in text
     assert cells["StdConv"].status == "pass"
 
 
@@ -229,3 +229,27 @@ def test_a_sequential_subclass_runs_what_it_added_with_mindspores_parameter_name
     text = (out / "convbn.py").read_text()
     assert "self.bn.gamma.shape, self.bn.gamma.dtype))" in text
     assert "self.bn.beta.set_data(" in text
+
+
+POSITIONAL_LAYER_ARGUMENTS = '''\
+from torch import nn
+
+
+class ConvMlp(nn.Module):
+    def __init__(self, c=4, act_layer=nn.ReLU, drop_layer=nn.Dropout):
+        super().__init__()
+        self.fc = nn.Conv2d(c, c, 1)
+        self.act = act_layer(True)  # inplace, by position
+        self.drop = drop_layer(0.0)  # p, by position
+
+    def forward(self, x):
+        return self.drop(self.act(self.fc(x)))
+'''
+
+
+def test_a_layer_class_passed_as_a_value_takes_torchs_positional_arguments(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # nn.ReLU(True) means inplace=True: named by torch's order, then left out
+    out, cells = run_cells(tmp_path, {"mlp.py": POSITIONAL_LAYER_ARGUMENTS})
+    assert (cells["ConvMlp"].status, cells["ConvMlp"].graph) == ("pass", "pass")
+    assert "('inplace',))" in (out / "mlp.py").read_text()
