@@ -191,8 +191,9 @@ def _borrow_from_parents(plans: dict[str, Plan], outcomes: dict[str, dict[str, A
         parent = outcomes[name]
         note = None
         if failed and own is not None and own.get("input_fits") is not False:
-            values = describe(plan.synthesized) or f"input {own.get('input_shape')}"
-            note = f"alone, with values msready made up ({values}): {own.get('error')}"
+            values = describe(plan.synthesized)
+            how = f", with values msready made up ({values})" if values else ""
+            note = f"alone{how}: {own.get('error')}"
         outcomes[cls] = {"pynative": "pass", "graph": parent.get("graph"),
                          "error": note or parent.get("error"), "inside": name,
                          "input_shape": parent["ran"][cls]}

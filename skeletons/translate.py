@@ -100,6 +100,9 @@ class CellTransformer(cst.CSTTransformer):
         self._type_tests: set[cst.CSTNode] = set()  # classes in isinstance() and bases
         self._compared: set[cst.CSTNode] = set()  # classes in isinstance() only
         self._layer_bases: list[str | None] = []  # per enclosing class: its torch layer base
+        # per enclosing class: the adapter it subclasses instead of its torch layer base,
+        # when its ``super().__init__(*args, **kwargs)`` passes torch's arguments on
+        self._adapter_bases: list[str | None] = []
         self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
         self._functions: list[str] = []  # names of the enclosing functions
         self._scope: list[str] = []  # enclosing classes and functions, outermost first
@@ -446,9 +449,23 @@ class CellTransformer(cst.CSTTransformer):
         self._classes.append(qualname in self.model.module_classes)
         self._class_names.append(qualname)
         self._layer_bases.append(self._layer_base(node))
+        self._adapter_bases.append(self._adapter_base(node, self._layer_bases[-1]))
         self._sequentials = set()
         self._names_not_values.add(node.name)
         return True
+
+    @staticmethod
+    def _adapter_base(node: cst.ClassDef, layer: str | None) -> str | None:
+        """The adapter with torch's signature a layer subclass derives from instead of
+        its layer, when it passes its own ``*args`` / ``**kwargs`` to the base: they
+        cannot be translated where they are written."""
+        adapter = adapters.VALUE_ADAPTED.get(layer or "")
+        if adapter is None:
+            return None
+        starred = m.Call(func=m.Attribute(value=m.Call(func=m.Name("super")),
+                                          attr=m.Name("__init__")),
+                         args=[m.ZeroOrMore(), m.Arg(star=m.MatchIfTrue(bool)), m.ZeroOrMore()])
+        return adapter if m.findall(node.body, starred) else None
 
     def _layer_base(self, node: cst.ClassDef) -> str | None:
         """The torch layer a class subclasses (``class StdConv2d(nn.Conv2d)``), when its
@@ -469,12 +486,17 @@ class CellTransformer(cst.CSTTransformer):
         self._class_names.pop()
         self._scope.pop()
         self._layer_bases.pop()
+        adapter = self._adapter_bases.pop()
         if self._classes.pop():
             self.cells.append(updated_node.name.value)
         # A base left as a torch name would stop the whole file from importing; so would a
         # class attribute.
         bases = [b.with_changes(value=expr("object")) if self._keeps_torch(b) else b
                  for b in updated_node.bases]
+        if adapter is not None:
+            bases = [b.with_changes(value=cst.Name(adapter)) if adapters.VALUE_ADAPTED.get(
+                apis.canonical(self.qualify(o.value) or "")) == adapter else b
+                for b, o in zip(bases, original_node.bases, strict=True)]
         body = [self._class_level(stmt) if isinstance(stmt, cst.SimpleStatementLine) else stmt
                 for stmt in updated_node.body.body]
         return updated_node.with_changes(bases=bases,
@@ -874,6 +896,8 @@ class CellTransformer(cst.CSTTransformer):
         of a torch layer: its MindSpore base takes MindSpore's signature, so the arguments
         are translated as a call of that torch layer would be (one mapping for both)."""
         base = self._layer_bases[-1] if self._layer_bases else None
+        if self._adapter_bases and self._adapter_bases[-1]:
+            return None  # the adapter base takes torch's arguments as they are
         if base is None or not m.matches(original.func, m.Attribute(
                 value=m.Call(func=m.Name("super")), attr=m.Name("__init__"))):
             return None
