@@ -161,6 +161,22 @@ def factory(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     return generic(call, mapping)
 
 
+@handler("torch.meshgrid")
+def meshgrid(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """torch.meshgrid takes the tensors one by one or as one list and indexes 'ij' by
+    default; ops.meshgrid takes them one by one and indexes 'xy' by default."""
+    if call.star or mapping.api is None:
+        return generic(call, mapping)
+    tensors = [v for k, v in call.args if k is None]
+    named = [(k, v) for k, v in call.args if k is not None]
+    if len(tensors) == 1 and isinstance(tensors[0], (cst.List, cst.Tuple)):
+        tensors = [e.value for e in tensors[0].elements]
+    if not any(k == "indexing" for k, _ in named):
+        named.append(("indexing", expr("'ij'")))
+    return Rewrite(_target(call, mapping, "mindspore.ops.meshgrid"),
+                   [*((None, v) for v in tensors), *named])
+
+
 # torch APIs returning a ``(values, indices)`` named tuple; MindSpore returns a plain
 # tuple, so ``.values`` / ``.indices`` become ``[0]`` / ``[1]``.
 NAMED_TUPLES = frozenset({"torch.topk", "torch.sort", "torch.kthvalue", "torch.mode",

@@ -146,6 +146,11 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
 
 @pytest.mark.parametrize(("forward", "expected"), [
     ("return torch.cat([x, x], dim=1)", "ops.cat([x, x], axis=1)"),
+    # one list or tensor by tensor, torch indexes 'ij' unless told: MindSpore's default
+    # is 'xy'
+    ("a, b = torch.meshgrid([x, x])\nreturn a", "a, b = ops.meshgrid(x, x, indexing='ij')"),
+    ("a, b = torch.meshgrid(x, x, indexing='xy')\nreturn a",
+     "a, b = ops.meshgrid(x, x, indexing='xy')"),
 
     ("return torch.cat([x, x], 1)", "ops.cat([x, x], 1)"),
     ("return torch.zeros(2, 3) + torch.randn(2, 3)", "ops.zeros((2, 3)) + ops.randn(2, 3)"),
