@@ -21,6 +21,11 @@ ANSWERS = {
     "torch.cuda.is_available": "False",
 }
 
+# torch's numeric constants, as Python literals (the table's advice is ``math.pi``; a
+# literal needs no import in the generated file).
+CONSTANTS = {"torch.pi": "3.141592653589793", "torch.e": "2.718281828459045",
+             "torch.inf": "float('inf')", "torch.nan": "float('nan')"}
+
 # TorchScript markers: eager code ignores them, and so does a Cell (MindSpore compiles
 # construct itself). Decorators are dropped; a typing marker leaves the value or type.
 SCRIPT_DECORATORS = frozenset({"torch.jit.ignore", "torch.jit.unused", "torch.jit.export",
@@ -40,6 +45,7 @@ COMPOSED = {
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
     **{f"torch.nn.InstanceNorm{d}d": "TorchInstanceNorm" for d in (1, 2, 3)},
+    "torch.nn.Unfold": "TorchUnfold",
     "torch.nn.modules.utils._ntuple": "torch_ntuple",
     **{f"torch.nn.modules.utils._{name}": f"torch_{name}"
        for name in ("single", "pair", "triple", "quadruple")},
@@ -195,6 +201,21 @@ class TorchReplicationPad(nn.Cell):
         sides = (self.padding,) * (2 * (x.ndim - 2)) if isinstance(self.padding, int) \
             else self.padding
         return ops.pad(x, sides, mode="replicate")
+''',
+    "TorchUnfold": '''
+class TorchUnfold(nn.Cell):
+    """torch.nn.Unfold: sliding blocks of a (N, C, H, W) input as columns, through
+    ops.unfold (the functional form, which MindSpore has on this target)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def construct(self, x):
+        return ops.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
 ''',
     "TorchInstanceNorm": '''
 class TorchInstanceNorm(nn.Cell):

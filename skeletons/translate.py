@@ -715,6 +715,10 @@ class CellTransformer(cst.CSTTransformer):
             self._replace[node] = expr(value_adapter)
             return False
         mapping = apis.lookup(apis.canonical(name), self.backend)
+        constant = compositions.CONSTANTS.get(apis.canonical(name))
+        if mapping.api is None and constant is not None:  # ``torch.pi``
+            self._replace[node] = expr(constant)
+            return False
         composed = compositions.COMPOSED.get(apis.canonical(name))
         if mapping.api is None and composed is not None and node not in self._compared:
             self._replace[node] = expr(composed)  # ``pad = nn.ReplicationPad2d`` on CPU

@@ -115,6 +115,14 @@ def test_instance_norm(composed: dict[str, Callable[..., Any]], affine: bool) ->
     _same(ms_layer(Tensor(x)), torch_layer(torch.tensor(x)).detach())
 
 
+def test_unfold(composed: dict[str, Callable[..., Any]]) -> None:
+    x = _array(2, 3, 6, 5)
+    _same(composed["TorchUnfold"](2, padding=1, stride=2)(Tensor(x)),
+          torch.nn.Unfold(2, padding=1, stride=2)(torch.tensor(x)))
+    _same(composed["TorchUnfold"]((3, 2))(Tensor(x)),
+          torch.nn.Unfold((3, 2))(torch.tensor(x)))
+
+
 def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(3, 5)
     _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),

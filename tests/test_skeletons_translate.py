@@ -146,6 +146,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
 
 @pytest.mark.parametrize(("forward", "expected"), [
     ("return torch.cat([x, x], dim=1)", "ops.cat([x, x], axis=1)"),
+    # torch's constants are Python numbers
+    ("return x * torch.pi + torch.inf", "return x * 3.141592653589793 + float('inf')"),
     # one list or tensor by tensor, torch indexes 'ij' unless told: MindSpore's default
     # is 'xy'
     ("a, b = torch.meshgrid([x, x])\nreturn a", "a, b = ops.meshgrid(x, x, indexing='ij')"),
