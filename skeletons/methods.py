@@ -159,6 +159,25 @@ CELL_METHODS: dict[str, str | None] = {
 }
 
 
+# torch.nn.Module methods no other common type has: translated on any receiver
+# (``module.named_children()`` in a helper that walks a network).
+NAMED_MODULE_METHODS = {"named_children": "name_cells().items", "named_modules": "cells_and_names",
+                        "named_parameters": "parameters_and_names"}
+
+
+def named_module_method(call: cst.Call) -> cst.BaseExpression | None:
+    """``m.named_children()`` -> ``m.name_cells().items()``, and the like."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in NAMED_MODULE_METHODS:
+        return None
+    if func.attr.value == "named_children" and call.args:
+        return None
+    receiver = cst.Module([]).code_for_node(func.value)
+    new = expr(f"{receiver}.{NAMED_MODULE_METHODS[func.attr.value]}")
+    assert isinstance(new, cst.Attribute)
+    return call.with_changes(func=new)
+
+
 # Module methods that mean the same on any held sub-Cell (``self.body.parameters()``).
 MODULE_METHODS = frozenset({"modules", "children", "named_modules", "parameters",
                             "named_parameters", "state_dict", "eval", "train"})

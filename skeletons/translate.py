@@ -35,6 +35,7 @@ from msready.skeletons.methods import (
     METHOD_FIXES,
     MODULE_METHODS,
     cell_method,
+    named_module_method,
     rename_keywords,
 )
 from msready.skeletons.statements import (
@@ -862,7 +863,8 @@ class CellTransformer(cst.CSTTransformer):
             return self._torch_call(name, updated_node)
         fixed = (self._base_constructor(original_node, updated_node) or
                  self._partial(original_node, updated_node) or
-                 self._layer_call(updated_node) or self._cell_method(updated_node))
+                 self._layer_call(updated_node) or self._cell_method(updated_node) or
+                 named_module_method(updated_node))
         if fixed is not None:
             return fixed
         span = self.parsed.span(original_node)

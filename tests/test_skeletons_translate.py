@@ -396,3 +396,14 @@ def test_keywords_bound_by_partial_are_renamed_like_a_calls(tmp_path: Path) -> N
     code = generated(tmp_path, "from functools import partial\n\n\n" + module(
         "self.join = partial(torch.cat, dim=-1)", "return self.join((x, x))"))
     assert "self.join = partial(ops.cat, axis=-1)" in code
+
+
+def test_distinct_module_methods_are_translated_on_any_receiver(tmp_path: Path) -> None:
+    # a helper walking a network: its argument is a Cell, whatever its name
+    code = generated(tmp_path, "def walk(module):\n"
+                               "    for name, child in module.named_children():\n"
+                               "        walk(child)\n"
+                               "    return dict(module.named_parameters())\n\n\n"
+                     + module("self.fc = nn.Linear(4, 4)\nwalk(self)"))
+    assert "for name, child in module.name_cells().items():" in code
+    assert "return dict(module.parameters_and_names())" in code
