@@ -177,6 +177,34 @@ def meshgrid(call: CallIn, mapping: apis.Mapping) -> Rewrite:
                    [*((None, v) for v in tensors), *named])
 
 
+def variance_args(args: ArgList) -> ArgList:
+    """torch's ``var`` / ``std`` arguments (``dim, unbiased, keepdim`` or ``correction``)
+    as MindSpore's ``axis, ddof, keepdims``; torch's default is unbiased (``ddof=1``),
+    MindSpore's ``ddof=0``."""
+    named = [(k or ("dim", "unbiased", "keepdim")[min(i, 2)], v)
+             for i, (k, v) in enumerate(args)]
+    out: ArgList = []
+    ddof: cst.BaseExpression = expr("1")
+    for key, value in named:
+        if key == "unbiased":
+            ddof = expr("1" if m.matches(value, m.Name("True")) else "0") if m.matches(
+                value, m.Name("True") | m.Name("False")) else expr(f"int({_code(value)})")
+        elif key == "correction":
+            ddof = value
+        else:
+            out.append(({"dim": "axis", "keepdim": "keepdims"}.get(key, key), value))
+    return [*out, ("ddof", ddof)]
+
+
+@handler("torch.var", "torch.std")
+def variance(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """``torch.var(x, dim, unbiased=False)`` -> ``ops.var(x, axis=dim, ddof=0)``."""
+    if call.star or mapping.api is None or not call.args:
+        return generic(call, mapping)
+    return Rewrite(_target(call, mapping, "mindspore.ops.var"),
+                   [call.args[0], *variance_args(list(call.args[1:]))])
+
+
 # torch APIs returning a ``(values, indices)`` named tuple; MindSpore returns a plain
 # tuple, so ``.values`` / ``.indices`` become ``[0]`` / ``[1]``.
 NAMED_TUPLES = frozenset({"torch.topk", "torch.sort", "torch.kthvalue", "torch.mode",

@@ -216,3 +216,14 @@ def test_fills_keep_the_parameter_and_its_dtype(
     assert values.std() > 0
     composed["torch_assign_"](weight, 2.0)
     assert (weight.asnumpy() == 2.0).all()
+
+
+def test_variance_with_torchs_defaults_matches_torch() -> None:
+    # what variance_args writes: torch is unbiased unless told, MindSpore's ddof is 0
+    from mindspore import ops
+    x = _array(2, 3, 4)
+    _same(ops.var(Tensor(x), axis=1, keepdims=True, ddof=1),
+          torch.tensor(x).var(1, keepdim=True))
+    _same(Tensor(x).std(axis=1, ddof=1), torch.tensor(x).std(1))
+    _same(Tensor(x).var(axis=(1, 2), keepdims=True, ddof=0),
+          torch.tensor(x).var(dim=(1, 2), unbiased=False, keepdim=True))

@@ -146,6 +146,12 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
 
 @pytest.mark.parametrize(("forward", "expected"), [
     ("return torch.cat([x, x], dim=1)", "ops.cat([x, x], axis=1)"),
+    # torch's var / std are unbiased unless told; MindSpore's ddof defaults to 0
+    ("return x.var(dim=(2, 3), unbiased=False, keepdim=True)",
+     "return x.var(axis=(2, 3), keepdims=True, ddof=0)"),
+    ("return x.std(1)", "return x.std(axis=1, ddof=1)"),
+    ("return torch.var(x, 1, keepdim=True)", "return ops.var(x, axis=1, keepdims=True, ddof=1)"),
+    ("return x.var(correction=0)", "return x.var(ddof=0)"),
     # torch's constants are Python numbers
     ("return x * torch.pi + torch.inf", "return x * 3.141592653589793 + float('inf')"),
     # one list or tensor by tensor, torch indexes 'ij' unless told: MindSpore's default
