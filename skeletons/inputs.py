@@ -74,11 +74,13 @@ def layer_input(torch_name: str, values: dict[str, object]) -> InputSpec | None:
 
 
 # Inputs tried when no layer says what a Module takes, in order: features, a (batch,
-# tokens, width) sequence, an image, a feature map, token indices. The width is the one
-# synthesized arguments use (:data:`msready.skeletons.arguments.WIDTH`).
+# tokens, width) sequence, an image, a feature map, token indices, a signal, and one
+# number per sample (a diffusion timestep). The width is the one synthesized arguments
+# use (:data:`msready.skeletons.arguments.WIDTH`).
 _GUESSES = (InputSpec((2, 16)), InputSpec((2, 8, 16)),
             InputSpec((2, 3, 32, 32), spatial=2), InputSpec((2, 16, 16, 16), spatial=2),
-            InputSpec((2, 8), "int64", 32), InputSpec((2, 16, 32), spatial=1))
+            InputSpec((2, 8), "int64", 32), InputSpec((2, 16, 32), spatial=1),
+            InputSpec((2,)))
 
 
 def _variants(spec: InputSpec) -> list[InputSpec]:

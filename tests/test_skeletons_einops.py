@@ -126,3 +126,32 @@ def test_pack_then_unpack_gives_back_each_tensor() -> None:
     back = namespace["einops_unpack"](packed, shapes, "b * c")
     np.testing.assert_array_equal(back[0].asnumpy(), a)
     np.testing.assert_array_equal(back[1].asnumpy(), b)
+
+
+TIMESTEP_EMBEDDING = '''\
+import math
+
+import torch
+from einops import rearrange
+from torch import nn
+
+
+class LearnedSinusoidalPosEmb(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.weights = nn.Parameter(torch.randn(dim // 2))
+
+    def forward(self, x):
+        x = rearrange(x, 'b -> b 1')
+        freqs = x * rearrange(self.weights, 'd -> 1 d') * 2 * math.pi
+        fouriered = torch.cat((freqs.sin(), freqs.cos()), dim=-1)
+        return torch.cat((x, fouriered), dim=-1)
+'''
+
+
+def test_a_timestep_embedding_is_fed_one_number_per_sample(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    _, cells = run_cells(tmp_path, {"emb.py": TIMESTEP_EMBEDDING})
+    cell = cells["LearnedSinusoidalPosEmb"]
+    assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
+    assert (cell.input_shape, cell.output_shape) == ("(2,)", "(2, 17)")
