@@ -83,6 +83,9 @@ _GUESSES = (InputSpec((2, 16)), InputSpec((2, 8, 16)),
             InputSpec((2,)))
 
 
+_FEATURES = _GUESSES[0]
+
+
 def _variants(spec: InputSpec) -> list[InputSpec]:
     """Other ranks of an input derived from a layer: ``(2, C)`` may be fed as a
     ``(2, 8, C)`` sequence, a ``(2, C, H, W)`` map as ``(2, H*W, C)`` tokens."""
@@ -107,4 +110,7 @@ def input_alternatives(spec: InputSpec | None, count: int) -> list[list[InputSpe
     for one in specs:
         extra: InputSpec | None = one if one.dtype == "float32" else None
         out.append([one, *[extra] * (max(count, 1) - 1)])
+    if count > 1:  # a feature map with a (batch, features) condition: ``conv(x, style)``
+        out += [[one, *[_FEATURES] * (count - 1)] for one in [spec, *specs]
+                if one is not None and len(one.shape) > 2 and one.dtype == "float32"]
     return out

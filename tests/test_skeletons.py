@@ -338,3 +338,34 @@ def test_a_padding_known_only_at_run_time_gives_the_convolutions_keywords() -> N
     assert keywords([1, 2]) == {"pad_mode": "pad", "padding": (1, 2)}
     # a MindSpore Conv2d's own (top, bottom, left, right), read back by a subclass
     assert keywords((1, 1, 2, 2)) == {"pad_mode": "pad", "padding": (1, 2)}
+
+
+MODULATED = '''\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ModulatedConv2d(nn.Module):
+    def __init__(self, in_channel, out_channel, kernel_size, style_dim):
+        super().__init__()
+        self.weight = nn.Parameter(
+            torch.randn(1, out_channel, in_channel, kernel_size, kernel_size))
+        self.modulation = nn.Linear(style_dim, in_channel)
+        self.padding = kernel_size // 2
+
+    def forward(self, input, style):
+        batch, in_channel, height, width = input.shape
+        style = self.modulation(style).view(batch, 1, in_channel, 1, 1)
+        weight = (self.weight * style).sum(0)
+        return F.conv2d(input, weight, padding=self.padding)
+'''
+
+
+def test_a_feature_map_with_a_condition_vector_is_among_the_inputs_tried(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    _, cells = run_cells(tmp_path, {"mod.py": MODULATED})
+    cell = cells["ModulatedConv2d"]
+    assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
+    assert cell.input_shape == "(2, 16, 16, 16), (2, 16)"
