@@ -227,3 +227,17 @@ def test_variance_with_torchs_defaults_matches_torch() -> None:
     _same(Tensor(x).std(axis=1, ddof=1), torch.tensor(x).std(1))
     _same(Tensor(x).var(axis=(1, 2), keepdims=True, ddof=0),
           torch.tensor(x).var(dim=(1, 2), unbiased=False, keepdim=True))
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_functional_convolutions_run_on_cpu_as_torchs(dims: int) -> None:
+    # the Cells call ops.conv1d / ops.conv3d on CPU although their docs list Ascend, GPU
+    from mindspore import ops
+    x = _array(2, 4, *(7,) * dims)
+    w = _array(6, 4, *(3,) * dims)
+    ms_conv = getattr(ops, f"conv{dims}d")
+    torch_conv = getattr(torch.nn.functional, f"conv{dims}d")
+    _same(ms_conv(Tensor(x), Tensor(w), pad_mode="pad", padding=1),
+          torch_conv(torch.tensor(x), torch.tensor(w), padding=1))
+    _same(ms_conv(Tensor(x), Tensor(w), stride=2), torch_conv(torch.tensor(x),
+                                                               torch.tensor(w), stride=2))

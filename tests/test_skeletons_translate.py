@@ -152,6 +152,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.std(1)", "return x.std(axis=1, ddof=1)"),
     ("return torch.var(x, 1, keepdim=True)", "return ops.var(x, axis=1, keepdims=True, ddof=1)"),
     ("return x.var(correction=0)", "return x.var(ddof=0)"),
+    # on CPU ops.conv1d runs although the table has no CPU target for it
+    ("return F.conv1d(x, x, padding=1)", "return ops.conv1d(x, x, pad_mode='pad', padding=1)"),
     # torch's constants are Python numbers
     ("return x * torch.pi + torch.inf", "return x * 3.141592653589793 + float('inf')"),
     # one list or tensor by tensor, torch indexes 'ij' unless told: MindSpore's default
@@ -280,6 +282,9 @@ def test_ascend_target_uses_the_table_target_with_torch_like_arguments(tmp_path:
     code = generated(tmp_path, module("self.c = nn.Conv2d(3, 8, 3, padding=1)"),
                      target="ascend")
     assert "self.c = mint.nn.Conv2d(3, 8, 3, padding=1)" in code
+    code = generated(tmp_path, module("pass", "return F.conv2d(x, x, padding='same')"),
+                     target="ascend")
+    assert "return mint.nn.functional.conv2d(x, x, padding='same')" in code
 
 
 def test_write_mode_marks_cells_not_run(tmp_path: Path) -> None:
