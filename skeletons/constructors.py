@@ -7,7 +7,7 @@ among them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import libcst as cst
@@ -196,7 +196,7 @@ class ConstructorFinder:
         if parsed is None:
             return {}
         hook = self.call_hook(file)
-        env = constants(parsed.module.body, call=hook)
+        env = constants(_with_main_block(parsed.module.body), call=hook)
         found = self.function_node(caller) if caller in self.model.functions else None
         body = found[0].body.body if found is not None and isinstance(
             found[0].body, cst.IndentedBlock) else ()
@@ -232,9 +232,10 @@ class ConstructorFinder:
                 return self._class_ref(call, file)
             name = self.qualify(call.func, file)
             resolved = self.model.resolve(name, file.module) if name else None
-            if resolved is None or resolved.kind != "class" or \
-                    resolved.name in self.model.module_classes:
+            if resolved is None or resolved.kind != "class":
                 return UNKNOWN
+            if resolved.name in self.model.module_classes:
+                return self._network(resolved.name, call, env, hook)
             fields = self.config_fields(resolved.name)
             if fields is None:
                 return UNKNOWN
@@ -248,6 +249,23 @@ class ConstructorFinder:
                 kwargs[key] = value
             return self._config(resolved.name, kwargs)
         return hook
+
+    def _network(self, cls: str, call: cst.Call, env: dict[str, object],
+                 hook: CallHook) -> object:
+        """``Unet(dim=64, dim_mults=(1, 2))`` passed to another Module's constructor
+        (``GaussianDiffusion(model, ...)``): the generated Cell built with those arguments
+        in the child, when every argument is known."""
+        sig = self._signature(cls, "__init__")
+        order = [n for n, _, _ in sig[0]] if sig else []
+        kwargs: dict[str, object] = {}
+        for i, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
+            value = evaluate(arg.value, env, hook)
+            if key is None or arg.star or value is UNKNOWN:
+                return UNKNOWN
+            kwargs[key] = value
+        module, _, short = cls.rpartition(".")
+        return ConfigValue(module, short, (), tuple(kwargs.items()))
 
     def _class_ref(self, node: cst.Name, file: FileResult) -> object:
         """A repository class named as a value (``ResNet(BasicBlock, [2, 2])``)."""
@@ -407,3 +425,18 @@ class ConstructorFinder:
                 env = constants(parsed.module.body, env, self.call_hook(file))
             self._module_envs[file.path] = env
         return dict(self._module_envs[file.path])
+
+
+def _with_main_block(body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """A module's statements with those of its ``if __name__ == "__main__":`` block in
+    place: a script's example (``model = Unet(dim=64)``) is where it builds its networks."""
+    out: list[cst.BaseStatement] = []
+    for stmt in body:
+        if isinstance(stmt, cst.If) and m.matches(stmt.test, m.Comparison(
+                left=m.Name("__name__"), comparisons=[m.ComparisonTarget(
+                    operator=m.Equal(), comparator=m.SimpleString())])) \
+                and isinstance(stmt.body, cst.IndentedBlock):
+            out.extend(stmt.body.body)
+        else:
+            out.append(stmt)
+    return out

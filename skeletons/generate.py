@@ -180,7 +180,9 @@ def _borrow_from_parents(plans: dict[str, Plan], outcomes: dict[str, dict[str, A
     for cls, plan in plans.items():
         own = outcomes.get(cls)
         failed = own is not None and own.get("pynative") != "pass"
-        made_up = bool(plan.synthesized) or plan.guessed
+        # synthesized arguments, or an input that is a guess (every input after the
+        # first is one: the same tensor again)
+        made_up = bool(plan.synthesized) or plan.guessed or len(plan.inputs) > 1
         if not ((plan.reason is not None and own is None) or (failed and made_up)):
             continue
         parents = sorted((o.get("graph") != "pass", p) for p, o in outcomes.items()

@@ -459,3 +459,52 @@ def test_fields_a_helper_adds_to_the_argparse_namespace_are_synthesized(
     vae = cells["VAE"]
     assert (vae.status, vae.graph, vae.output_shape) == ("pass", "pass", "(2, 8)")
     assert vae.synthesized == "args={input_width=32}"
+
+
+NETWORK_ARGUMENT = '''\
+import torch
+from torch import nn
+
+
+class Unet(nn.Module):
+    def __init__(self, dim, channels=3):
+        super().__init__()
+        self.channels = channels
+        self.inp = nn.Conv2d(channels, dim, 3, padding=1)
+        self.out = nn.Conv2d(dim, channels, 1)
+
+    def forward(self, x, t):
+        return self.out(self.inp(x)) * t.view(-1, 1, 1, 1)
+
+
+class GaussianDiffusion(nn.Module):
+    def __init__(self, model, image_size, timesteps=10):
+        super().__init__()
+        self.model = model
+        self.channels = self.model.channels
+        self.image_size = image_size
+        self.num_timesteps = timesteps
+
+    def forward(self, img):
+        t = torch.randint(0, self.num_timesteps, (img.shape[0],)).float()
+        noise = torch.randn_like(img)
+        return ((self.model(img + noise, t) - noise) ** 2).mean()
+
+
+if __name__ == "__main__":
+    model = Unet(dim=8)
+    diffusion = GaussianDiffusion(model, image_size=16, timesteps=100)
+'''
+
+
+def test_a_network_passed_to_another_is_built_from_the_scripts_example(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # The example under ``if __name__ == "__main__":`` builds Unet(dim=8) and hands it to
+    # GaussianDiffusion: its Cell gets the generated Unet, built with those arguments.
+    # Unet alone gets its timestep input wrong (a copy of the image); inside the
+    # diffusion it is called with one number per sample, and passes.
+    _, cells = run_cells(tmp_path, {"diffusion.py": NETWORK_ARGUMENT})
+    diffusion, unet = cells["GaussianDiffusion"], cells["Unet"]
+    assert (diffusion.status, diffusion.graph, diffusion.synthesized) == ("pass", "pass", "")
+    assert (unet.status, unet.ran_inside) == ("pass", "diffusion.GaussianDiffusion")
+    assert unet.input_shape.endswith(", (2,)")
