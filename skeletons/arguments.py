@@ -71,6 +71,9 @@ _OBJECT_NAMES = re.compile(
     r"(backbone|model|net|network|module|encoder|decoder|head|block|layer|fn|func|"
     r"function|callback|loss|criterion|optimizer|tokenizer|transform|act_layer|norm_layer|"
     r"activation|act|norm|teacher|student|base|wrapped|inner|body|trunk)", re.IGNORECASE)
+# Sequences of one size per spatial axis: a pair (height, width) when synthesized.
+_PAIR_NAMES = re.compile(r"(resolution|size|shape|grid|window)s?$", re.IGNORECASE)
+
 # Norm and activation factories (``norm_layer``, ``act_layer``, ``activation``): a layer
 # that keeps its input stands in, from a file written next to the Cells.
 # A wrapped function or block (``Residual(fn)``, ``PreNorm(dim, fn)``) as well: it keeps
@@ -119,6 +122,7 @@ class Usage:
     keys: tuple[str, ...] = ()  # ``p["key"]`` reads
     stored: bool = False  # ``p.attr = ...``: an object the Cell's caller builds
     length: int = 0  # the length ``p[5]`` and ``p[-6]`` need (0: no constant index)
+    unpacked: int = 0  # ``H, W = p``: exactly this many items
 
 
 @dataclass(slots=True)
@@ -184,7 +188,10 @@ def synthesize(name: str, usage: Usage) -> object:
     if usage.indexed or usage.annotation in ("list", "tuple", "Sequence", "List", "Tuple"):
         item = guess if isinstance(guess, (int, float)) and not isinstance(guess, bool) \
             else WIDTH
-        return (item,) * max(4, usage.length)
+        if usage.unpacked:  # ``H, W = p``
+            return (item,) * usage.unpacked
+        pair = _PAIR_NAMES.search(name) is not None  # ``img_size``: (height, width)
+        return (item,) * max(2 if pair else 4, usage.length)
     if usage.annotation == "int" and not isinstance(guess, int):
         return WIDTH
     if guess is UNKNOWN and usage.annotation is None:
@@ -212,6 +219,17 @@ class _UsageVisitor(cst.CSTVisitor):
         self.keys: list[str] = []
         self.stored = False
         self.length = 0
+        self.unpacked = 0
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        if m.matches(node.value, m.Name(self.name)) and len(node.targets) == 1 \
+                and isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+            target = node.targets[0].target
+            assert isinstance(target, (cst.Tuple, cst.List))
+            if not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                self.unpacked = len(target.elements)
+                self.indexed = True
+        return True
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         if m.matches(node.target, m.Attribute(value=m.Name(self.name))) or m.findall(
@@ -279,7 +297,7 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
             annotation = ann.attr.value if isinstance(ann, cst.Attribute) else (
                 ann.value if isinstance(ann, cst.Name) else None)
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
-                 tuple(visitor.keys), visitor.stored, visitor.length)
+                 tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked)
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -355,7 +373,8 @@ def merge(first: Usage, other: Usage) -> Usage:
             fields.append(chain)
     return Usage(tuple(fields), first.indexed or other.indexed, first.called or other.called,
                  first.annotation or other.annotation, (*first.keys, *other.keys),
-                 first.stored or other.stored, max(first.length, other.length))
+                 first.stored or other.stored, max(first.length, other.length),
+                 first.unpacked or other.unpacked)
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],

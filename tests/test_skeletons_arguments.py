@@ -139,6 +139,22 @@ def test_a_synthesized_sequence_is_as_long_as_its_constant_indexes_need() -> Non
     assert arguments.synthesize("levels", arguments.usage("levels", init)) == (1,) * 7
 
 
+def test_a_synthesized_sequence_unpacked_or_named_for_a_size_has_its_length() -> None:
+    init = cst.parse_statement(
+        "def __init__(self, input_resolution, dims, feat):\n"
+        "    self.h, self.w = input_resolution\n"
+        "    a, b, c = feat\n"
+        "    self.stages = [make(d) for d in dims]\n")
+    assert isinstance(init, cst.FunctionDef)
+    got = {name: arguments.synthesize(name, arguments.usage(name, init))
+           for name in ("input_resolution", "dims", "feat")}
+    assert got == {"input_resolution": (32, 32), "dims": (16,) * 4, "feat": (16,) * 3}
+    # ``img_size`` indexed but not unpacked: one size per spatial axis
+    index = cst.parse_statement("def __init__(self, img_size):\n    self.h = img_size[0]\n")
+    assert isinstance(index, cst.FunctionDef)
+    assert arguments.synthesize("img_size", arguments.usage("img_size", index)) == (32, 32)
+
+
 def test_a_synthesized_width_is_divisible_by_the_classs_own_head_size() -> None:
     # dim % dim_head must be 0: the width becomes the least multiple of 16 it divides
     params = [("dim", None, True), ("dim_head", 32, False), ("groups", 8, False)]
@@ -288,15 +304,20 @@ from torch import nn
 
 
 class Pool(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(dim))
+
     def forward(self, x, mask):
-        return (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
+        scores = x @ self.query + (mask - 1) * 1e9
+        return (scores.softmax(-1).unsqueeze(-1) * x).sum(1)
 
 
 class Encoder(nn.Module):
     def __init__(self, vocab=100, dim=24):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
-        self.pool = Pool()
+        self.pool = Pool(dim)
         self.out = nn.Linear(dim, 2)
 
     def forward(self, tokens):
@@ -307,9 +328,9 @@ class Encoder(nn.Module):
 
 def test_a_child_with_no_input_of_its_own_is_proven_by_the_parent_that_calls_it(
         tmp_path: Path, run_cells: CellRun) -> None:
-    # Nothing in Pool gives the size of x or how mask matches it: every guess fails
-    # alone. Encoder runs and calls it with an embedding and a mask: Pool takes that run
-    # and the input the parent gave it.
+    # Nothing in Pool gives the size of x (24, from its query) or how mask matches it:
+    # every guess fails alone. Encoder runs and calls it with an embedding and a mask:
+    # Pool takes that run and the input the parent gave it.
     out, cells = run_cells(tmp_path, {"net.py": PARENT_FEEDS_CHILD})
     encoder, pool = cells["Encoder"], cells["Pool"]
     assert (encoder.status, encoder.input_shape, encoder.ran_inside) == ("pass", "(2, 8) int",
