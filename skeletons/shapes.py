@@ -8,6 +8,7 @@ and containers with their arguments evaluated.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -235,14 +236,14 @@ class Planner(ConstructorFinder):
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
         plan.guessed = spec is None
-        plan.alternatives = input_alternatives(spec, len(required))
+        plan.alternatives = [timed(a, required) for a in input_alternatives(spec, len(required))]
         if spec is None:
             plan.inputs = plan.alternatives.pop(0)
             return plan
         # Further inputs: the same tensor (attention's query/key/value), or None beside
         # token indices (an RNN's initial state).
         extra: InputSpec | None = spec if spec.dtype == "float32" else None
-        plan.inputs = [spec, *[extra] * (len(required) - 1)]
+        plan.inputs = timed([spec, *[extra] * (len(required) - 1)], required)
         return plan
 
     def _forward_rank(self, cls: str, spec: InputSpec) -> InputSpec:
@@ -269,3 +270,19 @@ class Planner(ConstructorFinder):
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
         return spec
+
+
+# forward parameters that hold a time: first, an ODE function's scalar ``t`` (``forward(t,
+# x)``); after the data, one number per sample (a diffusion timestep).
+_TIME = re.compile(r"t|tt|time|times|timesteps?|ts|sigmas?|noise_levels?|log_snr",
+                   re.IGNORECASE)
+
+
+def timed(inputs: list[InputSpec | None], names: list[str]) -> list[InputSpec | None]:
+    """``inputs`` for the forward parameters ``names``, a time where a name says so."""
+    if len(names) < 2 or len(inputs) != len(names):
+        return inputs
+    if _TIME.fullmatch(names[0]):  # ``forward(t, x)``: the data moves one place on
+        return [InputSpec(()), *inputs[:-1]]
+    return [inputs[0], *(InputSpec((2,)) if _TIME.fullmatch(n) else spec
+                         for n, spec in zip(names[1:], inputs[1:], strict=True))]

@@ -369,3 +369,39 @@ def test_a_feature_map_with_a_condition_vector_is_among_the_inputs_tried(
     cell = cells["ModulatedConv2d"]
     assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
     assert cell.input_shape == "(2, 16, 16, 16), (2, 16)"
+
+
+TIMES = '''\
+import torch
+from torch import nn
+
+
+class ConcatConv2d(nn.Module):
+    def __init__(self, dim_in, dim_out, ksize=3, padding=1):
+        super().__init__()
+        self._layer = nn.Conv2d(dim_in + 1, dim_out, ksize, padding=padding)
+
+    def forward(self, t, x):
+        tt = torch.ones_like(x[:, :1, :, :]) * t
+        return self._layer(torch.cat([tt, x], 1))
+
+
+class TimeUnet(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.conv = nn.Conv2d(3, dim, 3, padding=1)
+
+    def forward(self, x, time):
+        return self.conv(x) * time.view(-1, 1, 1, 1)
+'''
+
+
+def test_a_time_parameter_gets_a_time(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # an ODE function's forward(t, x) takes a scalar first; a timestep after the data
+    # is one number per sample
+    _, cells = run_cells(tmp_path, {"ode.py": TIMES})
+    ode, unet = cells["ConcatConv2d"], cells["TimeUnet"]
+    assert (ode.status, ode.graph, ode.input_shape) == ("pass", "pass", "(), (2, 16, 16, 16)")
+    assert (unet.status, unet.graph, unet.input_shape) == ("pass", "pass", "(2, 3, 16, 16), (2,)")
