@@ -202,6 +202,35 @@ class TorchReplicationPad(nn.Cell):
             else self.padding
         return ops.pad(x, sides, mode="replicate")
 ''',
+    "torch_interpolate": '''
+def torch_interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                      recompute_scale_factor=None, antialias=False):
+    """torch.nn.functional.interpolate with a scale factor: MindSpore's ops.interpolate
+    takes none for a 4-D input, so the output size is computed as torch does (each
+    spatial size times its factor, rounded down)."""
+    if size is None and scale_factor is not None:
+        spatial = input.shape[2:]
+        scales = tuple(scale_factor) if isinstance(scale_factor, (list, tuple)) \
+            else (scale_factor,) * len(spatial)
+        size = tuple(int(d * s) for d, s in zip(spatial, scales))
+    return ops.interpolate(input, size=size, mode=mode, align_corners=align_corners)
+''',
+    "TorchUpsample": '''
+class TorchUpsample(nn.Cell):
+    """torch.nn.Upsample with a scale factor, through torch_interpolate."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.size = size
+        self.scale_factor = scale_factor
+        self.mode = mode
+        self.align_corners = align_corners
+
+    def construct(self, x):
+        return torch_interpolate(x, self.size, self.scale_factor, self.mode,
+                                 self.align_corners)
+''',
     "TorchUnfold": '''
 class TorchUnfold(nn.Cell):
     """torch.nn.Unfold: sliding blocks of a (N, C, H, W) input as columns, through

@@ -214,9 +214,19 @@ NAMED_TUPLE_FIELDS = {"values": 0, "indices": 1}
 
 
 @handler("torch.nn.Upsample", "torch.nn.functional.interpolate",
-         "torch.nn.functional.upsample")
+         "torch.nn.functional.upsample", any_target=True)
 def upsample(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """MindSpore's ``scale_factor`` must be a float (or a tuple of floats)."""
+    """MindSpore's ``scale_factor`` must be a float (or a tuple of floats), and for a 4-D
+    input it takes none at all: with a scale factor the output size is computed as torch
+    does, by ``torch_interpolate`` / ``TorchUpsample`` (``compositions``)."""
+    layer = call.torch == "torch.nn.Upsample"
+    order = ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor")
+    args = call.bound(order if layer else ("input", *order, "antialias"))
+    factor = _get(args, "scale_factor")
+    if not call.star and factor is not None and not m.matches(factor, m.Name("None")) \
+            and not (mapping.api or "").startswith("mindspore.mint."):
+        return Rewrite("TorchUpsample" if layer else "torch_interpolate",
+                       args if layer else _positional_first(args, ("input",)))
     rewrite = generic(call, mapping)
     fixed: ArgList = []
     for k, v in rewrite.args:

@@ -123,6 +123,19 @@ def test_unfold(composed: dict[str, Callable[..., Any]]) -> None:
           torch.nn.Unfold((3, 2))(torch.tensor(x)))
 
 
+@pytest.mark.parametrize(("shape", "factor", "mode"), [
+    ((2, 3, 5, 6), 2, "nearest"), ((2, 3, 5, 6), (2.0, 1.5), "bilinear"),
+    ((2, 3, 7), 3, "nearest")])
+def test_interpolate_with_a_scale_factor(composed: dict[str, Callable[..., Any]],
+                                         shape: tuple[int, ...], factor: Any,
+                                         mode: str) -> None:
+    x = _array(*shape)
+    _same(composed["torch_interpolate"](Tensor(x), scale_factor=factor, mode=mode),
+          torch.nn.functional.interpolate(torch.tensor(x), scale_factor=factor, mode=mode))
+    _same(composed["TorchUpsample"](scale_factor=factor, mode=mode)(Tensor(x)),
+          torch.nn.Upsample(scale_factor=factor, mode=mode)(torch.tensor(x)))
+
+
 def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(3, 5)
     _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),

@@ -104,8 +104,10 @@ def module(init: str, forward: str = "return x") -> str:
      "self.steps = Parameter(ops.zeros(1), requires_grad=False)"),
     ("self.register_buffer('mask', None)", "self.mask = None"),
     ("self.a = nn.Softmax(dim=1)", "nn.Softmax(axis=1)"),
+    # MindSpore's interpolate takes no scale factor for 4-D inputs: the size is computed
     ("self.up = nn.Upsample(scale_factor=2, mode='bilinear')",
-     "nn.Upsample(scale_factor=float(2), mode='bilinear')"),
+     "self.up = TorchUpsample(scale_factor=2, mode='bilinear')"),
+    ("self.up = nn.Upsample(size=(8, 8))", "self.up = nn.Upsample(size=(8, 8))"),
     ("self.fc = nn.Linear(4, 4)\nfor m in self.modules():\n    pass",
      "for m in [cell for _, cell in self.cells_and_names()]:"),
     ("self.fc = nn.Linear(4, 4)\nn = sum(p.numel() for p in self.parameters())",
@@ -154,6 +156,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.var(correction=0)", "return x.var(ddof=0)"),
     # on CPU ops.conv1d runs although the table has no CPU target for it
     ("return F.conv1d(x, x, padding=1)", "return ops.conv1d(x, x, pad_mode='pad', padding=1)"),
+    ("return F.interpolate(x, scale_factor=2.0, mode='nearest')",
+     "return torch_interpolate(x, scale_factor=2.0, mode='nearest')"),
     # torch's constants are Python numbers
     ("return x * torch.pi + torch.inf", "return x * 3.141592653589793 + float('inf')"),
     # one list or tensor by tensor, torch indexes 'ij' unless told: MindSpore's default
