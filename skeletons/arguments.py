@@ -123,6 +123,7 @@ class Usage:
     stored: bool = False  # ``p.attr = ...``: an object the Cell's caller builds
     length: int = 0  # the length ``p[5]`` and ``p[-6]`` need (0: no constant index)
     unpacked: int = 0  # ``H, W = p``: exactly this many items
+    tested: bool = False  # ``p is None``, ``if p:``, ``p or default``: None is expected
 
 
 @dataclass(slots=True)
@@ -220,6 +221,32 @@ class _UsageVisitor(cst.CSTVisitor):
         self.stored = False
         self.length = 0
         self.unpacked = 0
+        self.tested = False
+
+    def _is_self(self, node: cst.BaseExpression) -> bool:
+        return m.matches(node, m.Name(self.name))
+
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        if self._is_self(node.left) or any(self._is_self(c.comparator)
+                                           for c in node.comparisons):
+            self.tested = True
+        return True
+
+    def visit_If(self, node: cst.If) -> bool:
+        self.tested |= self._is_self(node.test)
+        return True
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        self.tested |= self._is_self(node.test)
+        return True
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
+        self.tested |= self._is_self(node.left) or self._is_self(node.right)
+        return True
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> bool:
+        self.tested |= isinstance(node.operator, cst.Not) and self._is_self(node.expression)
+        return True
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         if m.matches(node.value, m.Name(self.name)) and len(node.targets) == 1 \
@@ -297,7 +324,8 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
             annotation = ann.attr.value if isinstance(ann, cst.Attribute) else (
                 ann.value if isinstance(ann, cst.Name) else None)
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
-                 tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked)
+                 tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
+                 visitor.tested)
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -374,7 +402,7 @@ def merge(first: Usage, other: Usage) -> Usage:
     return Usage(tuple(fields), first.indexed or other.indexed, first.called or other.called,
                  first.annotation or other.annotation, (*first.keys, *other.keys),
                  first.stored or other.stored, max(first.length, other.length),
-                 first.unpacked or other.unpacked)
+                 first.unpacked or other.unpacked, first.tested or other.tested)
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],
@@ -386,10 +414,10 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
     best: Resolved | None = None
     for site in [*sites, {}]:
         got = Resolved()
-        for name, _default, required in params:
+        for name, default, required in params:
             if name in site:
                 got.kwargs[name] = site[name]
-            elif required:
+            elif required or (default is None and _needs_value(name, usage_of)):
                 config = from_config.get(name)
                 if config is not None:
                     got.kwargs[name] = config
@@ -438,6 +466,15 @@ def _widened(value: object, width: int) -> object:
     if isinstance(value, tuple):
         return tuple(_widened(v, width) for v in value)
     return width if value == WIDTH and type(value) is int else value
+
+
+def _needs_value(name: str, usage_of: Callable[[str], Usage] | None) -> bool:
+    """True for a parameter whose default is None but whose constructor reads or calls it
+    without testing for None first (``opt.load_size`` with ``opt=None``)."""
+    if usage_of is None:
+        return False
+    used = usage_of(name)
+    return not used.tested and bool(used.fields or used.called)
 
 
 def _missing_fields(value: object, chains: Sequence[tuple[str, ...]]) -> dict[str, object]:

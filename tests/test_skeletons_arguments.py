@@ -407,6 +407,7 @@ from torch import nn
 class Stage(nn.Module):
     def __init__(self, in_chs, out_chs, norm_layer=None):
         super().__init__()
+        assert in_chs != out_chs, "a stage changes the width"
         self.norm = norm_layer(in_chs)
         self.conv = nn.Conv2d(in_chs, out_chs, 3, padding=1)
 
@@ -429,18 +430,18 @@ class Net(nn.Module):
 def test_a_child_that_fails_with_made_up_values_passes_inside_the_parent_that_builds_it(
         tmp_path: Path, run_cells: CellRun) -> None:
     # Stage is built from a dict msready does not follow: alone it gets in_chs=16,
-    # out_chs=16 and norm_layer's default None, and fails. Net builds it with a norm
+    # out_chs=16, which its assertion refuses. Net builds it with 8 and 12 and a norm
     # layer and runs it: Stage passes with Net's values; its own failure is a note.
     out, cells = run_cells(tmp_path, {"net.py": BUILT_FROM_A_DICT})
     stage = cells["Stage"]
     assert (stage.status, stage.graph, stage.ran_inside) == ("pass", "pass", "net.Net")
     assert (stage.input_shape, stage.synthesized) == ("(2, 8, 16, 16)", "")
     assert stage.error is not None and stage.error.startswith(
-        "alone, with values msready made up (in_chs=16, out_chs=16): building the Cell: "
-        "TypeError: 'NoneType' object is not callable")
+        "alone, with values msready made up (in_chs=16, out_chs=16, norm_layer=keep_shape): "
+        "building the Cell: AssertionError: a stage changes the width")
     line = int(stage.error.rsplit(":", 1)[1].rstrip(")"))
     assert (out / "net.py").read_text().splitlines()[line - 1].strip() == \
-        "self.norm = norm_layer(in_chs)"
+        'assert in_chs != out_chs, "a stage changes the width"'
 
 
 ARGS_COMPLETED_BY_A_HELPER = '''\
@@ -522,10 +523,44 @@ def test_a_network_passed_to_another_is_built_from_the_scripts_example(
         tmp_path: Path, run_cells: CellRun) -> None:
     # The example under ``if __name__ == "__main__":`` builds Unet(dim=8) and hands it to
     # GaussianDiffusion: its Cell gets the generated Unet, built with those arguments.
-    # Unet alone gets its timestep input wrong (a copy of the image); inside the
-    # diffusion it is called with one number per sample, and passes.
     _, cells = run_cells(tmp_path, {"diffusion.py": NETWORK_ARGUMENT})
     diffusion, unet = cells["GaussianDiffusion"], cells["Unet"]
     assert (diffusion.status, diffusion.graph, diffusion.synthesized) == ("pass", "pass", "")
-    assert (unet.status, unet.ran_inside) == ("pass", "diffusion.GaussianDiffusion")
-    assert unet.input_shape.endswith(", (2,)")
+    # Unet alone: its time is one number per sample
+    assert (unet.status, unet.input_shape) == ("pass", "(2, 3, 16, 16), (2,)")
+
+
+NONE_DEFAULTS = '''\
+from torch import nn
+
+
+class Disc(nn.Module):
+    def __init__(self, input_nc=3, ndf=8, opt=None):
+        super().__init__()
+        self.size = opt.load_size
+        self.conv = nn.Conv2d(input_nc, ndf, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Stage(nn.Module):
+    def __init__(self, c=8, norm_layer=None, act=None):
+        super().__init__()
+        self.norm = norm_layer(c)
+        self.act = act() if act is not None else nn.Identity()
+        self.conv = nn.Conv2d(c, c, 1)
+
+    def forward(self, x):
+        return self.act(self.norm(self.conv(x)))
+'''
+
+
+def test_a_none_default_used_without_a_test_for_none_gets_a_synthesized_value(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # opt=None read as opt.load_size, norm_layer=None called: the default cannot build
+    # the Cell. act=None is tested before use: its default stays.
+    _, cells = run_cells(tmp_path, {"none.py": NONE_DEFAULTS})
+    disc, stage = cells["Disc"], cells["Stage"]
+    assert (disc.status, disc.synthesized) == ("pass", "opt={load_size=32}")
+    assert (stage.status, stage.synthesized) == ("pass", "norm_layer=keep_shape")
