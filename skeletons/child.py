@@ -8,6 +8,7 @@ is done, so a crash or a time-out loses only the Cell that caused it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -248,14 +249,23 @@ def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]]
         return tensors[0], True
     ms.set_context(mode=ms.PYNATIVE_MODE)
     for inputs in tensors:
-        try:
-            out = _first_output(cell(*inputs))
-            if hasattr(out, "asnumpy"):
-                out.asnumpy()
-            return inputs, True
-        except Exception:  # the size does not fit: try the next one
-            continue
+        # PyNative runs kernels asynchronously: an error of the candidate before may
+        # surface in this one's run, so a failure is flushed and the candidate tried again
+        for _ in range(2):
+            try:
+                out = _first_output(cell(*inputs))
+                if hasattr(out, "asnumpy"):
+                    out.asnumpy()
+                return inputs, True
+            except Exception:  # the size does not fit, or an earlier error surfaced
+                _flush(ms)
     return tensors[0], False
+
+
+def _flush(ms: Any) -> None:
+    """Wait for the kernels in flight, dropping the error one of them raises."""
+    with contextlib.suppress(Exception):  # the pending error belongs to the failed run
+        ms.runtime.synchronize()
 
 
 def _shape_text(inputs: list[Any]) -> str:
