@@ -26,6 +26,8 @@ ADAPTED = {
     "torch.nn.LayerNorm": "TorchLayerNorm",
     "torch.nn.Linear": "TorchLinear",
     "torch.nn.ModuleDict": "TorchModuleDict",
+    "torch.autograd.Function": "TorchFunction",
+    "torch.autograd.function.Function": "TorchFunction",
 }
 
 # torch layers whose MindSpore class needs converted arguments, as values only: a class
@@ -253,6 +255,35 @@ TorchLayerNorm.__name__ = "LayerNorm"
 ''',
     **{f"TorchBatchNorm{d}d": _BATCH_NORM.replace("{d}", str(d)) for d in (1, 2, 3)},
     **{f"TorchConv{d}d": _CONV.replace("{d}", str(d)) for d in (1, 2, 3)},
+    "TorchFunctionContext": '''
+class TorchFunctionContext:
+    """The ``ctx`` of a torch.autograd.Function's forward: it keeps what is saved."""
+
+    saved_tensors = ()
+    needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        pass
+
+    def mark_dirty(self, *tensors):
+        pass
+
+    def set_materialize_grads(self, value):
+        pass
+''',
+    "TorchFunction": '''
+class TorchFunction:
+    """torch.autograd.Function: ``apply`` runs the static ``forward`` with a context.
+    MindSpore differentiates that forward itself; the hand-written ``backward`` is kept
+    but not used (a Cell's ``bprop`` is MindSpore's place for it)."""
+
+    @classmethod
+    def apply(cls, *args):
+        return cls.forward(TorchFunctionContext(), *args)
+''',
     "TorchGELU": '''
 class TorchGELU(nn.GELU):
     """torch.nn.GELU's signature: exact unless ``approximate='tanh'`` (MindSpore's GELU

@@ -862,6 +862,7 @@ class CellTransformer(cst.CSTTransformer):
                 return updated_node.with_changes(func=kept)
             return self._torch_call(name, updated_node)
         fixed = (self._base_constructor(original_node, updated_node) or
+                 self._function_apply(original_node, updated_node) or
                  self._partial(original_node, updated_node) or
                  self._layer_call(updated_node) or self._cell_method(updated_node) or
                  named_module_method(updated_node))
@@ -872,6 +873,24 @@ class CellTransformer(cst.CSTTransformer):
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _function_apply(self, original: cst.Call, call: cst.Call) -> cst.Call | None:
+        """``SwishFn.apply(x)`` of a repository torch.autograd.Function ->
+        ``SwishFn.forward(TorchFunctionContext(), x)``: its forward, which MindSpore
+        differentiates itself (also in GRAPH_MODE, where a classmethod's ``cls`` is not)."""
+        if not m.matches(original.func, m.Attribute(attr=m.Name("apply"))):
+            return None
+        assert isinstance(original.func, cst.Attribute) and isinstance(call.func, cst.Attribute)
+        name = self.qualify(original.func.value)
+        resolved = self.model.resolve(name, self.file.module) if name else None
+        if resolved is None or resolved.name not in self.model.function_classes:
+            return None
+        context = cst.Arg(cst.Call(cst.Name("TorchFunctionContext"), []))
+        self._note("MS100", f"{resolved.name.rsplit('.', 1)[-1]}.backward is not used: "
+                            "MindSpore differentiates forward (a Cell's bprop keeps a "
+                            "hand-written gradient)")
+        return call.with_changes(func=call.func.with_changes(attr=cst.Name("forward")),
+                                 args=[context, *call.args])
 
     def _partial(self, original: cst.Call, call: cst.Call) -> cst.Call | None:
         """``partial(torch.cat, dim=-1)`` -> ``partial(ops.cat, axis=-1)``: the keywords
