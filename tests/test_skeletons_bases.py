@@ -304,3 +304,42 @@ def test_a_layer_subclass_passing_torch_arguments_through_derives_from_the_adapt
     assert "        super().__init__(*args, **kwargs)\n" in text
     # alone it has no arguments; inside Head it ran
     assert (cells["Conv2d"].status, cells["Conv2d"].ran_inside) == ("pass", "wrappers.Head")
+
+
+BLOCKS_OF_WRAPPED_CONVOLUTIONS = '''\
+import torch.nn.functional as F
+from torch import nn
+
+from wrappers import Conv2d
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, in_channels, out_channels, stride=1):
+        super().__init__()
+        self.conv1 = Conv2d(in_channels, out_channels, kernel_size=3, stride=stride,
+                            padding=1, bias=False)
+        self.conv2 = Conv2d(out_channels, out_channels, kernel_size=3, padding=1, bias=False)
+
+    def forward(self, x):
+        return F.relu(self.conv2(F.relu(self.conv1(x))))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = BasicBlock(24, 32)
+
+    def forward(self, x):
+        return self.block(x)
+'''
+
+
+def test_the_input_of_a_block_comes_from_the_torch_layer_a_wrapper_passes_arguments_to(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Conv2d(*args, **kwargs) hands its arguments to torch's Conv2d: in_channels=24 of
+    # BasicBlock's first wrapper says the block takes 24 channels
+    _, cells = run_cells(tmp_path, {"wrappers.py": PASSED_THROUGH,
+                                    "blocks.py": BLOCKS_OF_WRAPPED_CONVOLUTIONS})
+    block = cells["BasicBlock"]
+    assert (block.status, block.graph, block.input_shape, block.output_shape) == (
+        "pass", "pass", "(2, 24, 16, 16)", "(2, 32, 16, 16)")
