@@ -1011,6 +1011,9 @@ class CellTransformer(cst.CSTTransformer):
                                     f"{composed} (in this file) composes it from MindSpore "
                                     "primitives")
                 return call.with_changes(func=cst.Name(composed))
+        sized = self._sized_tensor(canonical, call)
+        if sized is not None:
+            return sized
         wrapper = WRAPPERS.get(canonical)
         if wrapper is not None and call.args and not call.args[0].star:
             rest = [a for a in call.args[1:]
@@ -1027,6 +1030,22 @@ class CellTransformer(cst.CSTTransformer):
             self._note("MS100", f"{name}: the table's rewrite of this call is invalid "
                                 f"({exc}); translate it by hand")
             return call.with_changes(func=kept)
+
+    @staticmethod
+    def _sized_tensor(canonical: str, call: cst.Call) -> cst.BaseExpression | None:
+        """``torch.Tensor(c_out, c_in, *kernel)``: torch's legacy constructor given sizes
+        makes a tensor of that shape (MindSpore's Tensor takes data): zeros of it."""
+        if canonical not in ("torch.Tensor", "torch.FloatTensor") or any(
+                a.keyword is not None for a in call.args):
+            return None
+        sizes = [a for a in call.args if a.star != "**"]
+        sized = len(sizes) > 1 or any(a.star == "*" for a in sizes) or (
+            len(sizes) == 1 and isinstance(sizes[0].value, (cst.Integer, cst.BinaryOperation)))
+        if not sized:
+            return None
+        shape = cst.Tuple([cst.StarredElement(a.value) if a.star == "*" else cst.Element(a.value)
+                           for a in sizes])
+        return cst.Call(expr("ops.zeros"), [cst.Arg(shape), cst.Arg(expr("mindspore.float32"))])
 
     def _mapped_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
         args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args

@@ -128,6 +128,11 @@ def module(init: str, forward: str = "return x") -> str:
     ("w = torch.empty(8, 4)\nnn.init.kaiming_uniform_(w)\nself.w = nn.Parameter(w)",
      "torch_assign_(w, mindspore.common.initializer.initializer("
      "mindspore.common.initializer.HeUniform("),
+    # the legacy constructor given sizes makes a tensor of that shape
+    ("k = (3, 3)\nself.w = nn.Parameter(torch.Tensor(8, 4, *k))",
+     "self.w = Parameter(ops.zeros((8, 4, *k), mindspore.float32))"),
+    ("self.b = nn.Parameter(torch.Tensor([0.5]))",
+     "self.b = Parameter(mindspore.Tensor([0.5]))"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.normal_(self.fc.weight)",
      "mindspore.common.initializer.Normal(sigma=1.0)"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, -0.5, 0.5)",
