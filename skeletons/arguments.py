@@ -124,6 +124,8 @@ class Usage:
     length: int = 0  # the length ``p[5]`` and ``p[-6]`` need (0: no constant index)
     unpacked: int = 0  # ``H, W = p``: exactly this many items
     tested: bool = False  # ``p is None``, ``if p:``, ``p or default``: None is expected
+    # attribute chains read from its items: ``p[0].channels``, ``[s.stride for s in p]``
+    item_fields: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(slots=True)
@@ -179,6 +181,9 @@ def synthesize(name: str, usage: Usage) -> object:
         return _namespace(_chains_to_tree(usage.fields))
     if usage.keys:
         return UNKNOWN
+    if usage.item_fields:  # a list of shape records: ``[s.channels for s in input_shape]``
+        item = _namespace(_chains_to_tree(usage.item_fields))
+        return (item,) * (usage.unpacked or max(4, usage.length))
     guess = by_name(name)
     if usage.annotation in ("bool",):
         return guess if isinstance(guess, bool) else False
@@ -222,6 +227,8 @@ class _UsageVisitor(cst.CSTVisitor):
         self.length = 0
         self.unpacked = 0
         self.tested = False
+        self.item_names: set[str] = set()  # loop variables over the parameter
+        self.item_fields: list[tuple[str, ...]] = []
 
     def _is_self(self, node: cst.BaseExpression) -> bool:
         return m.matches(node, m.Name(self.name))
@@ -265,6 +272,11 @@ class _UsageVisitor(cst.CSTVisitor):
         return True
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
+        item = _item_chain(node, self.name, self.item_names)
+        if item:
+            if item not in self.item_fields:
+                self.item_fields.append(item)
+            return False
         chain = _chain(node, self.name)
         if chain is None:
             return True
@@ -310,9 +322,26 @@ class _UsageVisitor(cst.CSTVisitor):
         return True
 
 
+def _item_chain(node: cst.Attribute, name: str, items: set[str]) -> tuple[str, ...]:
+    """``p[0].channels`` or ``s.channels`` with ``s`` an item of ``p``: ``("channels",)``."""
+    parts: list[str] = []
+    cur: cst.BaseExpression = node
+    while isinstance(cur, cst.Attribute):
+        parts.append(cur.attr.value)
+        cur = cur.value
+    if (isinstance(cur, cst.Subscript) and m.matches(cur.value, m.Name(name))) or (
+            isinstance(cur, cst.Name) and cur.value in items):
+        return tuple(reversed(parts))
+    return ()
+
+
 def usage(name: str, function: cst.FunctionDef) -> Usage:
     """How ``name`` (a parameter of ``function``) is used in the function body."""
     visitor = _UsageVisitor(name)
+    for loop in m.findall(function.body, m.For(iter=m.Name(name), target=m.Name())
+                          | m.CompFor(iter=m.Name(name), target=m.Name())):
+        assert isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name)
+        visitor.item_names.add(loop.target.value)
     function.body.visit(visitor)
     annotation = None
     for param in [*function.params.params, *function.params.kwonly_params,
@@ -325,7 +354,7 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                 ann.value if isinstance(ann, cst.Name) else None)
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
-                 visitor.tested)
+                 visitor.tested, tuple(visitor.item_fields))
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -402,7 +431,9 @@ def merge(first: Usage, other: Usage) -> Usage:
     return Usage(tuple(fields), first.indexed or other.indexed, first.called or other.called,
                  first.annotation or other.annotation, (*first.keys, *other.keys),
                  first.stored or other.stored, max(first.length, other.length),
-                 first.unpacked or other.unpacked, first.tested or other.tested)
+                 first.unpacked or other.unpacked, first.tested or other.tested,
+                 (*first.item_fields, *(f for f in other.item_fields
+                                        if f not in first.item_fields)))
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],
@@ -496,5 +527,7 @@ def describe(synthesized: dict[str, object]) -> str:
             return value.name
         if isinstance(value, ConfigValue):
             return "{" + ", ".join(f"{k}={show(v)}" for k, v in value.fields) + "}"
+        if isinstance(value, tuple) and any(isinstance(v, ConfigValue) for v in value):
+            return "(" + ", ".join(show(v) for v in value) + ")"
         return repr(value)
     return ", ".join(f"{k}={show(v)}" for k, v in synthesized.items())

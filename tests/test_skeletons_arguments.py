@@ -564,3 +564,29 @@ def test_a_none_default_used_without_a_test_for_none_gets_a_synthesized_value(
     disc, stage = cells["Disc"], cells["Stage"]
     assert (disc.status, disc.synthesized) == ("pass", "opt={load_size=32}")
     assert (stage.status, stage.synthesized) == ("pass", "norm_layer=keep_shape")
+
+
+SHAPE_RECORDS = '''\
+from torch import nn
+
+
+class RetinaHead(nn.Module):
+    def __init__(self, input_shape, num_classes, num_anchors=9):
+        super().__init__()
+        in_channels = [s.channels for s in input_shape]
+        assert len(set(in_channels)) == 1
+        self.stride = input_shape[0].stride
+        self.cls = nn.Conv2d(in_channels[0], num_anchors * num_classes, 3, padding=1)
+
+    def forward(self, x):
+        return self.cls(x)
+'''
+
+
+def test_a_list_of_shape_records_is_synthesized_from_the_fields_its_items_give(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"head.py": SHAPE_RECORDS})
+    head = cells["RetinaHead"]
+    assert (head.status, head.graph, head.output_shape) == ("pass", "pass", "(2, 90, 16, 16)")
+    record = "{channels=16, stride=1}"
+    assert head.synthesized == f"input_shape=({', '.join([record] * 4)}), num_classes=10"
