@@ -182,8 +182,8 @@ def synthesize(name: str, usage: Usage) -> object:
     if usage.keys:
         return UNKNOWN
     if usage.item_fields:  # a list of shape records: ``[s.channels for s in input_shape]``
-        item = _namespace(_chains_to_tree(usage.item_fields))
-        return (item,) * (usage.unpacked or max(4, usage.length))
+        record = _namespace(_chains_to_tree(usage.item_fields))
+        return (record,) * (usage.unpacked or max(4, usage.length))
     guess = by_name(name)
     if usage.annotation in ("bool",):
         return guess if isinstance(guess, bool) else False
