@@ -179,8 +179,11 @@ NAMED_MODULE_METHODS = {"named_children": "name_cells().items", "named_modules":
 
 
 def named_module_method(call: cst.Call) -> cst.BaseExpression | None:
-    """``m.named_children()`` -> ``m.name_cells().items()``, and the like."""
+    """``m.named_children()`` -> ``m.name_cells().items()``, ``m.modules()`` -> every Cell
+    under ``m``, and the like."""
     func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "modules" and not call.args:
+        return cell_method(func.value, "modules", [])
     if not isinstance(func, cst.Attribute) or func.attr.value not in NAMED_MODULE_METHODS:
         return None
     if func.attr.value == "named_children" and call.args:

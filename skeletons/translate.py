@@ -1014,6 +1014,13 @@ class CellTransformer(cst.CSTTransformer):
         sized = self._sized_tensor(canonical, call)
         if sized is not None:
             return sized
+        if canonical.endswith("_") and not canonical.endswith("__") and apis.lookup(
+                canonical, self.backend).api is None and apis.lookup(
+                    canonical[:-1], self.backend).api is not None and call.args:
+            # ``F.relu_(x)``: torch's in-place form, as the value it returns
+            self._note("MS100", f"{name} updates its input in place in torch; here its "
+                                "result is used and the input is left as it was")
+            return self._mapped_call(canonical[:-1], call)
         wrapper = WRAPPERS.get(canonical)
         if wrapper is not None and call.args and not call.args[0].star:
             rest = [a for a in call.args[1:]

@@ -163,6 +163,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return F.conv1d(x, x, padding=1)", "return ops.conv1d(x, x, pad_mode='pad', padding=1)"),
     ("return F.interpolate(x, scale_factor=2.0, mode='nearest')",
      "return torch_interpolate(x, scale_factor=2.0, mode='nearest')"),
+    # a functional in-place form with no MindSpore form: its result, said so
+    ("x = F.relu_(x)\nreturn x", "x = ops.relu(x)"),
     # torch's constants are Python numbers
     ("return x * torch.pi + torch.inf", "return x * 3.141592653589793 + float('inf')"),
     # one list or tensor by tensor, torch indexes 'ij' unless told: MindSpore's default
@@ -427,3 +429,8 @@ def test_distinct_module_methods_are_translated_on_any_receiver(tmp_path: Path) 
                      + module("self.fc = nn.Linear(4, 4)\nwalk(self)"))
     assert "for name, child in module.name_cells().items():" in code
     assert "return dict(module.parameters_and_names())" in code
+    code = generated(tmp_path, module("self.a = nn.Sequential(nn.Linear(4, 4))\n"
+                                      "for seq in [self.a]:\n"
+                                      "    for layer in seq.modules():\n"
+                                      "        pass"))
+    assert "for layer in [cell for _, cell in seq.cells_and_names()]:" in code
