@@ -332,6 +332,11 @@ class ConstructorFinder:
         if sig is None:
             return self._inherited(cls)
         params = sig[0]
+        if not any(required for _, _, required in params) and self.passes_through(cls) \
+                and self.torch_base(cls) is not None:
+            # ``__init__(self, *args, stats_mode="", **kwargs)`` hands the torch layer's
+            # arguments on: they are the layer's
+            return self._inherited(cls)
         configs = {name: self.config_for(cls, name) for name, _, required in params
                    if required}
         return arguments.resolve(params, list(self._sites(cls)), configs,
@@ -345,6 +350,16 @@ class ConstructorFinder:
                 if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1] in ORDERS:
                     return name
         return None
+
+    def passes_through(self, cls: str) -> bool:
+        """True when a torch layer subclass takes the layer's arguments as they are: no
+        constructor of its own, or one that hands on ``*args`` / ``**kwargs``."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return True
+        params = found[0].params
+        return isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None
 
     def _inherited(self, cls: str) -> arguments.Resolved:
         """Arguments of a class that keeps a torch layer's constructor (``class

@@ -101,7 +101,7 @@ class Planner(ConstructorFinder):
             spec = self.input_of(resolved.name, self.environment(resolved.name, sub_kwargs),
                                  depth + 1)
             base = self.torch_base(resolved.name)
-            if spec is None and base is not None and self._passes_through(resolved.name):
+            if spec is None and base is not None and self.passes_through(resolved.name):
                 # ``Conv2d(c_in, c_out, 3)`` of a wrapper that hands its arguments to
                 # torch's Conv2d: they are the torch layer's
                 spec = self._torch_layer_input(base, call, env)
@@ -110,16 +110,6 @@ class Planner(ConstructorFinder):
         if torch_name in _CONTAINERS:
             return None  # the layers inside are calls of their own, found next
         return self._torch_layer_input(torch_name, call, env)
-
-    def _passes_through(self, cls: str) -> bool:
-        """True when a torch layer subclass takes the layer's arguments as they are: no
-        constructor of its own, or one that hands on ``*args`` / ``**kwargs``."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
-        if found is None:
-            return True
-        params = found[0].params
-        return isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None
 
     def _torch_layer_input(self, torch_name: str, call: cst.Call,
                            env: dict[str, object]) -> InputSpec | None:

@@ -343,3 +343,24 @@ def test_the_input_of_a_block_comes_from_the_torch_layer_a_wrapper_passes_argume
     block = cells["BasicBlock"]
     assert (block.status, block.graph, block.input_shape, block.output_shape) == (
         "pass", "pass", "(2, 24, 16, 16)", "(2, 32, 16, 16)")
+
+
+PASSED_THROUGH_BATCH_NORM = '''\
+from torch import nn
+
+
+class NaiveSyncBatchNorm(nn.BatchNorm2d):
+    def __init__(self, *args, stats_mode="", **kwargs):
+        super().__init__(*args, **kwargs)
+        self._stats_mode = stats_mode
+
+    def forward(self, input):
+        return super().forward(input)
+'''
+
+
+def test_a_layer_subclass_handing_on_its_arguments_gets_the_layers_sizes(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"bn.py": PASSED_THROUGH_BATCH_NORM})
+    cell = cells["NaiveSyncBatchNorm"]
+    assert (cell.status, cell.graph, cell.synthesized) == ("pass", "pass", "num_features=16")
