@@ -59,6 +59,10 @@ _BUILTINS = frozenset(dir(builtins))
 # Packages a Cell may import besides MindSpore and the standard library.
 _KEPT = frozenset({"numpy", "mindspore", "__future__"})
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+# Tensor reductions whose ops function is the same operation (``ops.max`` is not: it
+# also returns indices): written as the function when keywords are passed.
+_FUNCTIONAL = frozenset({"amax", "amin", "sum", "prod", "all", "any", "logsumexp", "mean",
+                         "cumsum"})
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 SmallResult = (cst.BaseSmallStatement | cst.RemovalSentinel
                | cst.FlattenSentinel[cst.BaseSmallStatement])
@@ -1093,6 +1097,9 @@ class CellTransformer(cst.CSTTransformer):
             return call
         new = mapping.api.rsplit(".", 1)[1]
         call = call.with_changes(args=rename_keywords(call.args, mapping))
+        functional = self._functional_form(new, call)
+        if mapping.api.startswith("mindspore.Tensor.") and functional is not None:
+            return cst.Call(expr(f"ops.{new}"), [cst.Arg(func.value), *call.args])
         if mapping.api.startswith("mindspore.Tensor.") and new != method:
             return call.with_changes(func=func.with_changes(attr=cst.Name(new)))
         if not mapping.api.startswith("mindspore.Tensor.") and apis.ms_object(
@@ -1100,6 +1107,21 @@ class CellTransformer(cst.CSTTransformer):
             rest = [cst.Arg(func.value), *call.args]
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call
+
+
+    @staticmethod
+    def _functional_form(method: str, call: cst.Call) -> str | None:
+        """``ops.amax`` for ``x.amax(dims, keepdims=True)``: GRAPH_MODE compiles Tensor
+        methods through signatures that take some arguments by position only, while the
+        ops function takes them by name in both modes. Only for a call with keywords the
+        ops function accepts."""
+        keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+        if method not in _FUNCTIONAL or not keywords or any(a.star for a in call.args):
+            return None
+        accepted = apis.ms_keywords(f"mindspore.ops.{method}")
+        if accepted is None or not keywords <= accepted:
+            return None
+        return f"mindspore.ops.{method}"
 
 
 def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, backend: str,

@@ -277,7 +277,14 @@ def test_attribute_named_like_a_torch_function_is_kept(tmp_path: Path) -> None:
 def test_keyword_named_like_an_import_is_kept(tmp_path: Path) -> None:
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)",
                                       "return F.softmax(x, dim=1).sum(dim=1)"))
-    assert "ops.softmax(x, axis=1).sum(dim=1)" in code
+    assert "ops.sum(ops.softmax(x, axis=1), dim=1)" in code
+
+
+def test_a_reduction_with_keywords_is_written_as_the_ops_function(tmp_path: Path) -> None:
+    # GRAPH_MODE compiles x.amax(dims, keepdims=True) through a signature that takes
+    # keepdims by position only; ops.amax takes it by name in both modes
+    code = generated(tmp_path, module("pass", "return x.amax((2, 3), keepdim=True)"))
+    assert "return ops.amax(x, (2, 3), keepdims=True)" in code
 
 
 def test_non_module_classes_are_not_cells(tmp_path: Path) -> None:
