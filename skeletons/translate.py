@@ -111,6 +111,7 @@ class CellTransformer(cst.CSTTransformer):
         self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
         self._functions: list[str] = []  # names of the enclosing functions
         self._scope: list[str] = []  # enclosing classes and functions, outermost first
+        self._statement_values: set[cst.CSTNode] = set()  # expressions used as statements
         # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layer it holds there
         self._narrowed: list[dict[str, str]] = []
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
@@ -845,8 +846,20 @@ class CellTransformer(cst.CSTTransformer):
         return bool(self._classes and self._classes[-1] and self._functions
                     and self._functions[-1] == "forward")
 
+    def visit_Expr(self, node: cst.Expr) -> bool:
+        self._statement_values.add(node.value)
+        return True
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         new = self._call(original_node, updated_node)
+        if self._in_forward() and original_node not in self._statement_values and m.matches(
+                new, m.Call(func=m.Name("torch_assign_"), args=[m.Arg(m.Name()), m.Arg()])):
+            # ``return x.mul_(s)`` in forward: the value, in parentheses (GRAPH_MODE cannot
+            # write into a tensor that is not a Parameter); a statement is an assignment
+            assert isinstance(new, cst.Call)
+            value = new.args[1].value
+            return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) \
+                if isinstance(value, cst.BinaryOperation) and not value.lpar else value
         if updated_node.lpar and new is not updated_node and not getattr(new, "lpar", True):
             # ``assert(torch.cuda.is_available())``: the parentheses belong to the call
             new = new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)

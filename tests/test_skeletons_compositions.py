@@ -254,3 +254,27 @@ def test_functional_convolutions_run_on_cpu_as_torchs(dims: int) -> None:
           torch_conv(torch.tensor(x), torch.tensor(w), padding=1))
     _same(ms_conv(Tensor(x), Tensor(w), stride=2), torch_conv(torch.tensor(x),
                                                                torch.tensor(w), stride=2))
+
+
+IN_PLACE_IN_AN_EXPRESSION = '''\
+import torch.nn.functional as F
+from torch import nn
+
+
+class HardSwish(nn.Module):
+    def __init__(self, inplace=True):
+        super().__init__()
+        self.inplace = inplace
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = self.fc(x)
+        return x.mul_(F.relu6(x + 3.) / 6.) if self.inplace else x * F.relu6(x + 3.) / 6.
+'''
+
+
+def test_an_in_place_update_used_as_a_value_in_forward_compiles_in_graph_mode(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"act.py": IN_PLACE_IN_AN_EXPRESSION})
+    assert (cells["HardSwish"].status, cells["HardSwish"].graph) == ("pass", "pass")
+    assert "return (x * (ops.relu6(x + 3.) / 6.)) if self.inplace" in (out / "act.py").read_text()
