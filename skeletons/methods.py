@@ -68,6 +68,28 @@ METHOD_FIXES["var"] = _variance("var")
 METHOD_FIXES["std"] = _variance("std")
 
 
+@method_fix("expand")
+def expand(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.expand(b, -1, n)`` -> ``ops.broadcast_to(x, (b, -1, n))``: one shape, in
+    both modes (GRAPH_MODE compiles Tensor.expand with one size argument only)."""
+    sizes = [v for k, v in args if k is None]
+    if not sizes or any(k not in (None, "size") for k, _ in args):
+        return None
+    shape = sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], (cst.Integer,
+                                                                       cst.UnaryOperation)) \
+        else cst.Tuple([cst.Element(v) for v in sizes])
+    return cst.Call(expr("ops.broadcast_to"), [cst.Arg(receiver), cst.Arg(shape)])
+
+
+@method_fix("expand_as")
+def expand_as(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.expand_as(y)`` -> ``ops.broadcast_to(x, y.shape)``."""
+    if len(args) != 1 or args[0][0] not in (None, "other"):
+        return None
+    return cst.Call(expr("ops.broadcast_to"), [
+        cst.Arg(receiver), cst.Arg(cst.Attribute(args[0][1], cst.Name("shape")))])
+
+
 @method_fix("type_as")
 def type_as(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.type_as(y)`` -> ``x.astype(y.dtype)``."""

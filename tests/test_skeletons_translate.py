@@ -165,6 +165,10 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
      "return torch_interpolate(x, scale_factor=2.0, mode='nearest')"),
     # a functional in-place form with no MindSpore form: its result, said so
     ("x = F.relu_(x)\nreturn x", "x = ops.relu(x)"),
+    # one shape for broadcast_to, which GRAPH_MODE compiles (Tensor.expand takes one size)
+    ("return x[:, :1].expand(-1, 4)", "return ops.broadcast_to(x[:, :1], (-1, 4))"),
+    ("return x[:, :1].expand(x.shape)", "return ops.broadcast_to(x[:, :1], x.shape)"),
+    ("return x[:, :1].expand_as(x)", "return ops.broadcast_to(x[:, :1], x.shape)"),
     # torch's constants are Python numbers
     ("return x * torch.pi + torch.inf", "return x * 3.141592653589793 + float('inf')"),
     # one list or tensor by tensor, torch indexes 'ij' unless told: MindSpore's default
