@@ -868,6 +868,9 @@ class CellTransformer(cst.CSTTransformer):
     def _call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if original_node in self._replace:
             return self._replace[original_node]
+        mapped = self._map_lambda(updated_node)
+        if mapped is not None:
+            return mapped
         name = self.qualify(original_node.func)
         if name is not None and name.startswith("einops."):
             return self._einops(name, updated_node)
@@ -890,6 +893,22 @@ class CellTransformer(cst.CSTTransformer):
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _map_lambda(self, call: cst.Call) -> cst.BaseExpression | None:
+        """``map(lambda t: f(t, h=self.heads), qkv)`` in forward -> ``[f(t, h=self.heads)
+        for t in qkv]``: GRAPH_MODE's map takes no closure over free variables."""
+        if not self._in_forward() or not m.matches(call, m.Call(
+                func=m.Name("map"), args=[m.Arg(m.Lambda(), keyword=None),
+                                          m.Arg(keyword=None, star="")])):
+            return None
+        function = call.args[0].value
+        assert isinstance(function, cst.Lambda)
+        params = function.params
+        if len(params.params) != 1 or params.star_arg != cst.MaybeSentinel.DEFAULT \
+                or params.kwonly_params or params.star_kwarg or params.posonly_params:
+            return None
+        target = cst.Name(params.params[0].name.value)
+        return cst.ListComp(function.body, cst.CompFor(target, call.args[1].value))
 
     def _function_apply(self, original: cst.Call, call: cst.Call) -> cst.Call | None:
         """``SwishFn.apply(x)`` of a repository torch.autograd.Function ->

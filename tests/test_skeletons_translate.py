@@ -169,6 +169,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x[:, :1].expand(-1, 4)", "return ops.broadcast_to(x[:, :1], (-1, 4))"),
     ("return x[:, :1].expand(x.shape)", "return ops.broadcast_to(x[:, :1], x.shape)"),
     ("return x[:, :1].expand_as(x)", "return ops.broadcast_to(x[:, :1], x.shape)"),
+    # GRAPH_MODE's map takes no closure over free variables: a list comprehension
+    ("q, k = map(lambda t: t * self.fc.weight.sum(), (x, x))\nreturn q + k",
+     "q, k = [t * self.fc.weight.sum() for t in (x, x)]"),
     # torch's constants are Python numbers
     ("return x * torch.pi + torch.inf", "return x * 3.141592653589793 + float('inf')"),
     # one list or tensor by tensor, torch indexes 'ij' unless told: MindSpore's default
