@@ -520,6 +520,21 @@ def _missing_fields(value: object, chains: Sequence[tuple[str, ...]]) -> dict[st
     return {k: v for k, v in tree.items() if v is not None}
 
 
+def scaled(name: str, value: object, factor: int) -> object:
+    """A synthesized value with its widths (multiples of :data:`WIDTH`) ``factor`` times
+    wider, for a Cell that a made-up width does not suit (``GroupNorm(32, dim)``); sizes
+    of images and windows stay."""
+    if _PAIR_NAMES.search(name):
+        return value
+    if isinstance(value, tuple):
+        return tuple(scaled(name, v, factor) for v in value)
+    if isinstance(value, ConfigValue) and (value.module, value.name) == NAMESPACE:
+        return _namespace({k: scaled(k, v, factor) for k, v in value.fields})
+    if type(value) is int and value >= WIDTH and value % WIDTH == 0:
+        return value * factor
+    return value
+
+
 def describe(synthesized: dict[str, object]) -> str:
     """``in_channels=3, num_heads=2`` (configuration objects by their fields)."""
     def show(value: object) -> str:

@@ -149,6 +149,21 @@ def attribute_path(module: Any, path: str) -> Any:
     return value
 
 
+def _build(cls: Any, job: dict[str, Any]) -> tuple[Any, dict[str, Any], int]:
+    """The Cell built with the job's arguments, else with the first of its variants (wider
+    made-up sizes) that builds; the job to run it with and the variant's number (0: none).
+    When none builds, the first error is raised."""
+    try:
+        return cls(**build_kwargs(job["kwargs"])), job, 0
+    except Exception as first:
+        for number, variant in enumerate(job.get("variants") or (), start=1):
+            try:
+                return cls(**build_kwargs(variant["kwargs"])), {**job, **variant}, number
+            except Exception:  # this width does not suit it either
+                continue
+        raise first
+
+
 def _first_output(value: Any) -> Any:
     while isinstance(value, (tuple, list)) and value:
         value = value[0]
@@ -162,7 +177,7 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
     ms.set_context(mode=ms.PYNATIVE_MODE)
     try:
         module = import_module(job["module"], root)
-        cell = attribute_path(module, job["name"])(**build_kwargs(job["kwargs"]))
+        cell, job, res["variant"] = _build(attribute_path(module, job["name"]), job)
         cell.set_train(False)
         res["weights"] = weight_map(cell)
     except Exception as exc:  # the generated code's failure is the result

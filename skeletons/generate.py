@@ -250,8 +250,12 @@ def _missing_package(error: str | None, out_dir: Path) -> str | None:
 def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
             outcome: dict[str, Any] | None, target: str) -> SkeletonResult:
     cell_file = gen.out.relative_to(out_dir.parent).as_posix()
-    # a Cell that ran inside its parent ran with the parent's values, none made up
-    synthesized = "" if (outcome or {}).get("inside") else describe(plan.synthesized)
+    # a Cell that ran inside its parent ran with the parent's values, none made up; one
+    # built with wider made-up sizes says which
+    variant = int((outcome or {}).get("variant") or 0)
+    made_up = plan.variants[variant - 1].synthesized if 0 < variant <= len(plan.variants) \
+        else plan.synthesized
+    synthesized = "" if (outcome or {}).get("inside") else describe(made_up)
 
     def skipped(status: str, error: str | None, shape: str = "") -> SkeletonResult:
         return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file, "skipped",
@@ -319,7 +323,12 @@ def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
             "kwargs": {k: to_json(v) for k, v in plan.kwargs.items()},
             "compare": str(compare) if compare else None,
             "inputs": _specs(plan.inputs),
-            "alternatives": [] if compare else [_specs(a) for a in plan.alternatives]}
+            "alternatives": [] if compare else [_specs(a) for a in plan.alternatives],
+            "variants": [] if compare else [
+                {"kwargs": {k: to_json(v) for k, v in variant.kwargs.items()},
+                 "inputs": _specs(variant.inputs),
+                 "alternatives": [_specs(a) for a in variant.alternatives]}
+                for variant in plan.variants]}
 
 
 def _workers() -> int:

@@ -15,7 +15,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.facts import FileResult
-from msready.skeletons import apis
+from msready.skeletons import apis, arguments
 from msready.skeletons.constructors import ConstructorFinder
 from msready.skeletons.inputs import (
     ORDERS,
@@ -51,6 +51,18 @@ class Plan:
     synthesized: dict[str, object] = field(default_factory=dict)  # arguments made up
     alternatives: list[list[InputSpec | None]] = field(default_factory=list)  # inputs to try
     guessed: bool = False  # no layer or forward code gave the input: every input is a guess
+    # the same Cell with wider made-up sizes, tried when it cannot be built with the first
+    variants: list[Variant] = field(default_factory=list)
+
+
+@dataclass
+class Variant:
+    """Other constructor arguments to try, with the inputs they take."""
+
+    kwargs: dict[str, object]
+    synthesized: dict[str, object]
+    inputs: list[InputSpec | None]
+    alternatives: list[list[InputSpec | None]]
 
 
 class Planner(ConstructorFinder):
@@ -235,22 +247,34 @@ class Planner(ConstructorFinder):
                            "its instantiation sites, no default, and none can be synthesized "
                            "(it is called, or read as a string or by key)")
             return plan
-        spec = self.input_of(cls, self.environment(cls, resolved.kwargs))
-        base = self.torch_base(cls) if spec is None and resolved.synthesized else None
+        plan.inputs, plan.alternatives, plan.guessed = self._inputs(cls, plan.kwargs,
+                                                                    bool(plan.synthesized))
+        for factor in (2, 4):  # wider made-up sizes, for a width something must divide
+            synthesized = {k: arguments.scaled(k, v, factor) for k, v in plan.synthesized.items()}
+            if synthesized == plan.synthesized:
+                break
+            kwargs = {**plan.kwargs, **synthesized}
+            inputs, alternatives, _ = self._inputs(cls, kwargs, True)
+            plan.variants.append(Variant(kwargs, synthesized, inputs, alternatives))
+        return plan
+
+    def _inputs(self, cls: str, kwargs: dict[str, object], synthesized: bool
+                ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
+        """The first input to try for ``cls`` built with ``kwargs``, the others, and
+        whether every one is a guess."""
+        spec = self.input_of(cls, self.environment(cls, kwargs))
+        base = self.torch_base(cls) if spec is None and synthesized else None
         if base is not None:
-            spec = layer_input(base, resolved.kwargs)
+            spec = layer_input(base, kwargs)
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
-        plan.guessed = spec is None
-        plan.alternatives = [timed(a, required) for a in input_alternatives(spec, len(required))]
+        alternatives = [timed(a, required) for a in input_alternatives(spec, len(required))]
         if spec is None:
-            plan.inputs = plan.alternatives.pop(0)
-            return plan
+            return alternatives[0], alternatives[1:], True
         # Further inputs: the same tensor (attention's query/key/value), or None beside
         # token indices (an RNN's initial state).
         extra: InputSpec | None = spec if spec.dtype == "float32" else None
-        plan.inputs = timed([spec, *[extra] * (len(required) - 1)], required)
-        return plan
+        return timed([spec, *[extra] * (len(required) - 1)], required), alternatives, False
 
     def _forward_rank(self, cls: str, spec: InputSpec) -> InputSpec:
         """The input spec with the rank forward unpacks (``B, T, C = x.size()``): batch

@@ -590,3 +590,33 @@ def test_a_list_of_shape_records_is_synthesized_from_the_fields_its_items_give(
     assert (head.status, head.graph, head.output_shape) == ("pass", "pass", "(2, 90, 16, 16)")
     record = "{channels=16, stride=1}"
     assert head.synthesized == f"input_shape=({', '.join([record] * 4)}), num_classes=10"
+
+
+GROUPS_OF_32 = '''\
+from torch import nn
+
+
+def get_norm(norm, out_channels):
+    return {"GN": lambda c: nn.GroupNorm(32, c), "BN": nn.BatchNorm2d}[norm](out_channels)
+
+
+class ASPPConv(nn.Module):
+    def __init__(self, in_channels, out_channels, dilation):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=dilation,
+                              dilation=dilation)
+        self.norm = get_norm("GN", out_channels)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+'''
+
+
+def test_a_cell_that_a_made_up_width_does_not_suit_is_built_wider(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GroupNorm(32, 16) cannot be built: the Cell is tried again with the made-up widths
+    # twice as wide, and says which values it ran with
+    _, cells = run_cells(tmp_path, {"aspp.py": GROUPS_OF_32})
+    cell = cells["ASPPConv"]
+    assert (cell.status, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 32, 16, 16)")
+    assert cell.synthesized == "in_channels=3, out_channels=32, dilation=1"
