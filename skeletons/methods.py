@@ -144,7 +144,7 @@ _COMPUTED = {"zero_": "ops.zeros_like({x})", "fill_": "ops.full_like({x}, {args}
              "div_": "{x} / {args}", "pow_": "{x} ** {args}", "neg_": "-{x}",
              "exp_": "ops.exp({x})", "sqrt_": "ops.sqrt({x})", "abs_": "ops.abs({x})",
              "sigmoid_": "ops.sigmoid({x})", "tanh_": "ops.tanh({x})", "relu_": "ops.relu({x})",
-             "copy_": "{args}"}
+             "copy_": "({args})"}
 _OPERATORS = ("add_", "sub_", "mul_", "div_", "pow_")  # one operand, written as an operator
 
 

@@ -215,7 +215,10 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.add_(x + 1)", "return (x + (x + 1))"),
     # through ``.data``, which shares the parameter's storage in torch
     ("self.fc.weight.data.copy_(x, non_blocking=True)\nreturn x",
-     "torch_assign_(self.fc.weight, x)"),
+     "torch_assign_(self.fc.weight, (x))"),
+    # an argument written over several lines
+    ("self.fc.bias.copy_(self.fc.bias * 0.9 +\n                  x.mean() * 0.1)\nreturn x",
+     "torch_assign_(self.fc.bias, (self.fc.bias * 0.9 +\n"),
     ("self.fc.bias.data.zero_()\nreturn x",
      "torch_assign_(self.fc.bias, ops.zeros_like(self.fc.bias))"),
 ])
