@@ -434,11 +434,22 @@ def gelu(call: CallIn, mapping: apis.Mapping) -> Rewrite:
                    [("approximate", expr(approx))])
 
 
+# Pooling settings MindSpore accepts away from their default only with pad_mode='pad'.
+_POOL_DEFAULTS = (("dilation", "1"), ("return_indices", "False"), ("ceil_mode", "False"),
+                  ("count_include_pad", "True"), ("divisor_override", "None"))
+
+
+def _is_default(node: cst.BaseExpression | None, default: str) -> bool:
+    """Absent, or written as the literal ``default``."""
+    return node is None or (isinstance(node, (cst.Name, cst.Integer)) and node.value == default)
+
+
 @handler("torch.nn.MaxPool1d", "torch.nn.MaxPool2d", "torch.nn.MaxPool3d",
          "torch.nn.AvgPool1d", "torch.nn.AvgPool2d", "torch.nn.AvgPool3d")
 def pooling(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """Pooling: torch's ``stride`` defaults to ``kernel_size`` (MindSpore's to 1), and a
-    ``padding`` needs ``pad_mode='pad'``."""
+    ``padding`` or any other setting away from its default (``ceil_mode``, ``dilation``,
+    ``count_include_pad``…) needs ``pad_mode='pad'``: MindSpore refuses them otherwise."""
     order = ("kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode") \
         if "Max" in call.torch else ("kernel_size", "stride", "padding", "ceil_mode",
                                      "count_include_pad", "divisor_override")
@@ -447,7 +458,8 @@ def pooling(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     if _get(args, "stride") is None and kernel is not None:
         args.append(("stride", kernel))
     padding = _get(args, "padding")
-    if not _is_zero(padding):
+    if not _is_zero(padding) or any(
+            not _is_default(_get(args, name), default) for name, default in _POOL_DEFAULTS):
         args.append(("pad_mode", expr("'pad'")))
     func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
     return Rewrite(func, args)

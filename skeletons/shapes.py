@@ -212,9 +212,8 @@ class Planner(ConstructorFinder):
             key = arg.keyword.value if arg.keyword else (params[i] if i < len(params) else None)
             if key is not None and not arg.star:
                 inner[key] = evaluate(arg.value, env)
-        for ret in m.findall(node.body, m.Return(value=m.Call())):
-            assert isinstance(ret, cst.Return) and isinstance(ret.value, cst.Call)
-            spec = self._layer_input(ret.value, file, inner, depth + 1)
+        for built in _returned_calls(node):
+            spec = self._layer_input(built, file, inner, depth + 1)
             if spec is not None:
                 return spec
         return None
@@ -300,6 +299,22 @@ class Planner(ConstructorFinder):
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
         return spec
+
+
+def _returned_calls(function: cst.FunctionDef) -> list[cst.Call]:
+    """The calls whose result ``function`` returns, in source order: ``return Conv(...)``,
+    and ``m = Conv(...)`` ... ``return m`` for a name it returns."""
+    calls: list[cst.Call] = []
+    for ret in m.findall(function.body, m.Return()):
+        assert isinstance(ret, cst.Return)
+        if isinstance(ret.value, cst.Call):
+            calls.append(ret.value)
+        elif isinstance(ret.value, cst.Name):
+            target = m.AssignTarget(m.Name(ret.value.value))
+            for assign in m.findall(function.body, m.Assign(targets=[target], value=m.Call())):
+                assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+                calls.append(assign.value)
+    return calls
 
 
 # forward parameters that hold a time: first, an ODE function's scalar ``t`` (``forward(t,

@@ -1094,6 +1094,12 @@ class CellTransformer(cst.CSTTransformer):
         args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args
                 if not a.star]
         star = any(a.star == "*" for a in call.args)
+        canonical = apis.canonical(name)
+        adapter = adapters.VALUE_ADAPTED.get(canonical) or adapters.ADAPTED.get(canonical)
+        if adapter is not None and any(a.star for a in call.args):
+            # ``nn.Conv2d(c_in, c_out, k, **kwargs)``: which torch arguments come is known
+            # only at run time; the adapter takes torch's signature and converts them then
+            return call.with_changes(func=cst.Name(adapter))
         rewrite = translate_call(CallIn(name, args, self.backend, star))
         for rule, reason in rewrite.todos:
             self._note(rule, reason)

@@ -441,3 +441,38 @@ def test_an_autograd_function_runs_its_forward_and_says_its_backward_is_unused(
     assert "return SwishAutoFn.forward(TorchFunctionContext(), x)" in text
     assert "# TODO(msready MS100): SwishAutoFn.backward is not used: MindSpore " \
            "differentiates forward" in text
+
+
+HELPER_BUILT = '''\
+from torch import nn
+
+
+def make_conv(in_chs, out_chs, kernel_size, **kwargs):
+    kwargs.setdefault("bias", False)
+    if kwargs.pop("depthwise", False):
+        layer = nn.Conv2d(in_chs, out_chs, kernel_size, groups=in_chs, **kwargs)
+    else:
+        layer = nn.Conv2d(in_chs, out_chs, kernel_size, **kwargs)
+    return layer
+
+
+class Stem(nn.Module):
+    def __init__(self, in_chs=6, out_chs=16):
+        super().__init__()
+        self.conv = make_conv(in_chs, out_chs, 3, padding=1)
+        self.pool = nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+'''
+
+
+def test_a_layer_a_helper_returns_through_a_variable_gives_the_input(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # make_conv returns ``layer``, a Conv2d taking 6 channels; the pooling rounds up
+    # (ceil_mode), which MindSpore accepts with pad_mode='pad' only
+    _, cells = run_cells(tmp_path, {"stem.py": HELPER_BUILT})
+    stem = cells["Stem"]
+    assert (stem.status, stem.graph) == ("pass", "pass"), stem.error
+    assert (stem.input_shape, stem.output_shape) == ("(2, 6, 16, 16)", "(2, 16, 8, 8)")
