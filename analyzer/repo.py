@@ -129,6 +129,16 @@ class RepositoryModel:
         resolved = self.resolve(full, module)
         return resolved.name if resolved is not None else full
 
+    def _package_binding(self, module: str) -> str | None:
+        """What a package's ``__init__`` binds under a submodule's name, when that is not
+        the submodule: after ``from .create_conv2d import create_conv2d`` the package's
+        ``create_conv2d`` is the function, as Python's import leaves it."""
+        package, _, leaf = module.rpartition(".")
+        init = self.modules.get(package)
+        bound = init.bindings.get(leaf) if init is not None and init.path.endswith(
+            "__init__.py") else None
+        return bound if bound and bound != module else None
+
     def _resolve(self, name: str, from_module: str, depth: int) -> Resolved | None:
         if depth > 20 or not name:
             return None
@@ -145,6 +155,9 @@ class RepositoryModel:
                 continue
             rest = parts[i:]
             if not rest:
+                shadow = self._package_binding(module)
+                if shadow is not None:
+                    return self._resolve(shadow, from_module, depth + 1)
                 return Resolved("module", module)
             full = ".".join([module, *rest])
             if full in self.functions:

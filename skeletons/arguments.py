@@ -441,12 +441,14 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
             usage_of: Callable[[str], Usage] | None) -> Resolved:
     """Constructor arguments for ``params`` (name, default, required): the instantiation
     site that leaves the fewest required parameters open, then configuration classes,
-    then synthesized values (recorded in :attr:`Resolved.synthesized`)."""
+    then synthesized values (recorded in :attr:`Resolved.synthesized`). A site's None
+    for a parameter the constructor calls or reads untested is no value: it is a parent's
+    own None default passed down, which the parent replaces before it gets here."""
     best: Resolved | None = None
     for site in [*sites, {}]:
         got = Resolved()
         for name, default, required in params:
-            if name in site:
+            if name in site and not (site[name] is None and _needs_value(name, usage_of)):
                 got.kwargs[name] = site[name]
             elif required or (default is None and _needs_value(name, usage_of)):
                 config = from_config.get(name)

@@ -28,6 +28,7 @@ from msready.skeletons.values import (
     CallHook,
     ConfigValue,
     attributes_read,
+    bound_names,
     class_fields,
     constants,
     evaluate,
@@ -389,7 +390,9 @@ class ConstructorFinder:
             return arguments.Usage()
         node, file = found
         got = arguments.usage(name, node)
-        if depth >= 4:
+        if depth >= 4 or name in bound_names(node.body):
+            # rebound (``norm_layer = get_norm(norm_layer)``): what the constructor hands
+            # on is no longer the parameter, so how others use it says nothing of it
             return got
         for call in m.findall(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
                                                       m.ZeroOrMore()])):

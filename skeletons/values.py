@@ -106,6 +106,9 @@ def constants(body: Sequence[cst.BaseStatement],
     out = dict(env or {})
     for stmt in body:
         if not isinstance(stmt, cst.SimpleStatementLine):
+            if forget:  # ``if norm_layer is None: norm_layer = LayerNorm``: it may change
+                for name in bound_names(stmt):
+                    out.pop(name, None)
             continue
         for small in stmt.body:
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
@@ -115,7 +118,65 @@ def constants(body: Sequence[cst.BaseStatement],
                     out[small.targets[0].target.value] = value
                 elif forget:
                     out.pop(small.targets[0].target.value, None)
+            elif forget:  # ``norm_layer, act = get_layers(norm_layer)``, ``n += 1``
+                for name in bound_names(small):
+                    out.pop(name, None)
     return out
+
+
+class _Binder(cst.CSTVisitor):
+    """Names a statement binds in its own scope (not inside functions or classes)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.Name):
+            self.names.add(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for element in node.elements:
+                self._target(element.value)
+        elif isinstance(node, cst.StarredElement):
+            self._target(node.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._target(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        return False
+
+
+def bound_names(node: cst.CSTNode) -> set[str]:
+    """The names ``node`` assigns in the scope it runs in."""
+    binder = _Binder()
+    node.visit(binder)
+    return binder.names
 
 
 def class_fields(node: cst.ClassDef) -> list[tuple[str, object]]:

@@ -108,6 +108,26 @@ def test_reexported_torch_alias_resolves_through_package_init(make_repo: MakeRep
     assert symbols["torch.nn.functional.gelu"].locations[0].path == "pkg/rel.py"
 
 
+def test_a_function_a_package_reexports_under_its_modules_name_is_the_function(
+        make_repo: MakeRepo) -> None:
+    # after ``from .make import make`` in the package, ``pkg.layers.make`` is the function,
+    # not the submodule of the same name: the path from forward goes through it
+    root = make_repo({
+        "pkg/__init__.py": "",
+        "pkg/layers/__init__.py": "from .make import make\n",
+        "pkg/layers/make.py": "import torch\n\ndef make(x):\n    return torch.nonzero(x)\n",
+        "pkg/net.py": "import torch.nn as nn\nfrom pkg.layers import make\n\n"
+                      "class Net(nn.Module):\n    def forward(self, x):\n"
+                      "        return make(x)\n",
+    })
+    model = scan(str(root), options=ScanOptions(jobs=1, cache=False)).model
+    assert model.resolve("pkg.layers.make") is not None
+    assert model.resolve("pkg.layers.make").kind == "function"  # type: ignore[union-attr]
+    assert model.resolve("pkg.layers.make.make").kind == "function"  # type: ignore[union-attr]
+    assert model.path_from_forward("pkg.layers.make.make") == ("pkg.net.Net.forward",
+                                                               "pkg.layers.make.make")
+
+
 def test_script_style_imports_resolve_inside_a_subfolder(make_repo: MakeRepo) -> None:
     root = make_repo({
         "project/models/net.py": "import torch.nn as nn\nfrom utils.ops import f\n\n"

@@ -620,3 +620,55 @@ def test_a_cell_that_a_made_up_width_does_not_suit_is_built_wider(
     cell = cells["ASPPConv"]
     assert (cell.status, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 32, 16, 16)")
     assert cell.synthesized == "in_channels=3, out_channels=32, dilation=1"
+
+
+NONE_PASSED_DOWN = '''\
+from torch import nn
+
+
+def norms(norm_layer):
+    return norm_layer or nn.LayerNorm, nn.LayerNorm
+
+
+class Block(nn.Module):
+    def __init__(self, dim, norm_layer=None):
+        super().__init__()
+        self.norm = norm_layer(dim)
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.fc(self.norm(x))
+
+
+class Stage(nn.Module):
+    def __init__(self, dim, norm_layer=None):
+        super().__init__()
+        self.block = Block(dim, norm_layer=norm_layer)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class Net(nn.Module):
+    def __init__(self, dim=16, norm_layer=None):
+        super().__init__()
+        norm_layer, head_norm = norms(norm_layer)
+        self.stage = Stage(dim, norm_layer=norm_layer)
+        self.head = head_norm(dim)
+
+    def forward(self, x):
+        return self.head(self.stage(x))
+'''
+
+
+def test_a_none_default_handed_down_to_a_block_that_calls_it_is_no_value_for_the_block(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Net replaces its None before building Stage (through a tuple it unpacks); Stage
+    # hands its own None default on to Block, which calls it: neither None is an argument,
+    # both get a layer that keeps the shape
+    _, cells = run_cells(tmp_path, {"nets.py": NONE_PASSED_DOWN})
+    assert {name: (c.status, c.synthesized) for name, c in cells.items()} == {
+        "Net": ("pass", ""),
+        "Stage": ("pass", "norm_layer=keep_shape"),
+        "Block": ("pass", "norm_layer=keep_shape"),
+    }
