@@ -95,6 +95,8 @@ class CellTransformer(cst.CSTTransformer):
             for c in file.calls if c.kind is CallKind.TENSOR_METHOD}
         self.findings = sorted(findings, key=lambda f: (f.location.line, f.location.column))
         self._used: set[int] = set()
+        # ``from torch._dynamo import is_compiling`` inside a function: name -> torch name
+        self._function_imports: dict[str, str] | None = None
         self._todos: list[list[Todo]] = [[]]
         self._classes: list[bool] = []  # is each enclosing class an nn.Module
         self._class_names: list[str] = []
@@ -144,7 +146,13 @@ class CellTransformer(cst.CSTTransformer):
         if self._stars and name.partition(".")[0] in self._local_names \
                 and name.partition(".")[0] not in self.file.bindings:
             return None  # a name the file binds itself, which no star import hides
-        return self.model.qualify(name, self.file.module)
+        qualified = self.model.qualify(name, self.file.module)
+        if qualified is None and self._function_imports is None:
+            self._function_imports = _function_torch_imports(self.parsed.module)
+        head, dot, rest = name.partition(".")
+        inner = self._function_imports.get(head) if qualified is None and \
+            self._function_imports else None
+        return inner + dot + rest if inner is not None else qualified
 
     def _note(self, rule: str, reason: str) -> None:
         self._todos[-1].append((rule, reason))
@@ -846,16 +854,25 @@ class CellTransformer(cst.CSTTransformer):
         return bool(self._classes and self._classes[-1] and self._functions
                     and self._functions[-1] == "forward")
 
+    def _run_by_forward(self) -> bool:
+        """In a forward, or in a function the repository's call graph reaches from one
+        (``hard_swish(x)`` called by ``HardSwish.forward``): code GRAPH_MODE compiles."""
+        if self._in_forward():
+            return True
+        qualname = ".".join([self.file.module, *self._scope])
+        return bool(self._functions) and self.model.path_from_forward(qualname) is not None
+
     def visit_Expr(self, node: cst.Expr) -> bool:
         self._statement_values.add(node.value)
         return True
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         new = self._call(original_node, updated_node)
-        if self._in_forward() and original_node not in self._statement_values and m.matches(
-                new, m.Call(func=m.Name("torch_assign_"), args=[m.Arg(m.Name()), m.Arg()])):
-            # ``return x.mul_(s)`` in forward: the value, in parentheses (GRAPH_MODE cannot
-            # write into a tensor that is not a Parameter); a statement is an assignment
+        if self._run_by_forward() and original_node not in self._statement_values and \
+                m.matches(new, m.Call(func=m.Name("torch_assign_"), args=[m.Arg(), m.Arg()])):
+            # ``return x.mul_(s)`` in code forward runs: the value, in parentheses
+            # (GRAPH_MODE cannot write into a tensor that is not a Parameter); in forward
+            # itself a statement is an assignment
             assert isinstance(new, cst.Call)
             value = new.args[1].value
             return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) \
@@ -1169,3 +1186,23 @@ def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, bac
     module = parsed.module.visit(transformer)
     return FileTranslation(module.code, transformer.cells, transformer.all_todos,
                            list(transformer.dropped))
+
+
+def _function_torch_imports(module: cst.Module) -> dict[str, str]:
+    """Names bound by torch imports written inside functions (module-level ones are in the
+    file's bindings): the import goes with the other torch imports, its uses are
+    translated like those of a module-level import."""
+    out: dict[str, str] = {}
+    for function in m.findall(module, m.FunctionDef()):
+        for node in m.findall(function, m.ImportFrom()):
+            assert isinstance(node, cst.ImportFrom)
+            source = dotted(node.module) if node.module is not None and not node.relative \
+                else None
+            if not is_torch(source) or isinstance(node.names, cst.ImportStar):
+                continue
+            for alias in node.names:
+                local = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(local, cst.Name):
+                    out.setdefault(local.value, f"{source}.{dotted(alias.name)}")
+    return out
+

@@ -270,6 +270,23 @@ class HardSwish(nn.Module):
     def forward(self, x):
         x = self.fc(x)
         return x.mul_(F.relu6(x + 3.) / 6.) if self.inplace else x * F.relu6(x + 3.) / 6.
+
+
+def hard_sigmoid(x, inplace=False):
+    return x.add_(3.).clamp_(0., 6.).div_(6.) if inplace else F.relu6(x + 3.) / 6.
+
+
+def unused(x):
+    return x.mul_(2.)
+
+
+class HardSigmoid(nn.Module):
+    def __init__(self, inplace=True):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        return hard_sigmoid(x, self.inplace)
 '''
 
 
@@ -277,4 +294,10 @@ def test_an_in_place_update_used_as_a_value_in_forward_compiles_in_graph_mode(
         tmp_path: Path, run_cells: CellRun) -> None:
     out, cells = run_cells(tmp_path, {"act.py": IN_PLACE_IN_AN_EXPRESSION})
     assert (cells["HardSwish"].status, cells["HardSwish"].graph) == ("pass", "pass")
-    assert "return (x * (ops.relu6(x + 3.) / 6.)) if self.inplace" in (out / "act.py").read_text()
+    code = (out / "act.py").read_text()
+    assert "return (x * (ops.relu6(x + 3.) / 6.)) if self.inplace" in code
+    # the same in a function forward calls; one nothing runs from a forward keeps the update
+    assert (cells["HardSigmoid"].status, cells["HardSigmoid"].graph) == ("pass", "pass")
+    helper = code.split("def hard_sigmoid")[1].split("def unused")[0]
+    assert "torch_assign_" not in helper and "ops.clamp(" in helper
+    assert "return torch_assign_(x, x * 2.)" in code

@@ -215,6 +215,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # a call replaced by a value keeps the parentheses written around it
     ("assert(torch.jit.is_scripting() == False)\nassert(torch.cuda.is_available())\nreturn x",
      "assert(False)"),
+    # imported inside the function, answered the same way
+    ("from torch._dynamo import is_compiling\nif is_compiling():\n    x = x * 2\nreturn x",
+     "if False:"),
     # in-place updates: MindSpore's CPU kernels for them are missing or leave x unchanged
     ("x.mul_(2)\nreturn x", "x = x * 2\n"),
     ("x.clamp_(min=0.0)\nreturn x", "x = ops.clamp(x, min=0.0)\n"),
