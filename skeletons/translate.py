@@ -912,14 +912,30 @@ class CellTransformer(cst.CSTTransformer):
         return updated_node
 
     def _map_lambda(self, call: cst.Call) -> cst.BaseExpression | None:
-        """``map(lambda t: f(t, h=self.heads), qkv)`` in forward -> ``[f(t, h=self.heads)
-        for t in qkv]``: GRAPH_MODE's map takes no closure over free variables."""
-        if not self._in_forward() or not m.matches(call, m.Call(
-                func=m.Name("map"), args=[m.Arg(m.Lambda(), keyword=None),
+        """``map(lambda t: f(t, h=self.heads), qkv)`` in code forward runs -> ``[f(t,
+        h=self.heads) for t in qkv]``: GRAPH_MODE's map takes no closure over free
+        variables, nor a ``functools.partial``."""
+        if not self._run_by_forward() or not m.matches(call, m.Call(
+                func=m.Name("map"), args=[m.Arg(keyword=None, star=""),
                                           m.Arg(keyword=None, star="")])):
             return None
         function = call.args[0].value
-        assert isinstance(function, cst.Lambda)
+        if isinstance(function, cst.Call) and function.args and not any(
+                a.star for a in function.args) and function.args[0].keyword is None \
+                and self.qualify(function.func) == "functools.partial":
+            # ``map(partial(torch.cat, dim=-1), pairs)`` -> ``[ops.cat(item_, axis=-1) for
+            # item_ in pairs]``: the arguments bound ahead, then the item
+            bound = list(function.args[1:])
+            ahead = [a for a in bound if a.keyword is None]
+            item = cst.Name("item_")
+            args = [*ahead, cst.Arg(item), *[a for a in bound if a.keyword is not None]]
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i == len(args) - 1
+                    else a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(
+                        " "))) for i, a in enumerate(args)]
+            return cst.ListComp(cst.Call(function.args[0].value, args),
+                                cst.CompFor(item, call.args[1].value))
+        if not isinstance(function, cst.Lambda):
+            return None
         params = function.params
         if len(params.params) != 1 or params.star_arg != cst.MaybeSentinel.DEFAULT \
                 or params.kwonly_params or params.star_kwarg or params.posonly_params:

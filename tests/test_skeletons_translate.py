@@ -238,6 +238,14 @@ def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> Non
     assert expected in code
 
 
+def test_map_of_a_partial_in_forward_is_a_list_comprehension(tmp_path: Path) -> None:
+    # GRAPH_MODE's map takes no functools.partial: the bound arguments, then the item
+    code = generated(tmp_path, "import functools\n" + module(
+        "self.fc = nn.Linear(4, 4)",
+        "a, b = map(functools.partial(torch.cat, dim=-1), ((x, x), (x, x)))\nreturn a + b"))
+    assert "a, b = [ops.cat(item_, axis=-1) for item_ in ((x, x), (x, x))]" in code
+
+
 def test_torch_imports_go_and_mindspore_imports_come(tmp_path: Path) -> None:
     code = generated(tmp_path, "import math\n" + module("self.fc = nn.Linear(4, 4)"))
     assert "import torch" not in code
