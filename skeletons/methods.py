@@ -99,6 +99,18 @@ def type_as(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression |
                     [cst.Arg(cst.Attribute(args[0][1], cst.Name("dtype")))])
 
 
+@method_fix("type")
+def tensor_type(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.type(torch.float32)`` -> ``x.astype(mindspore.float32)`` (MindSpore's
+    ``Tensor.type`` does not compile in GRAPH_MODE); ``x.type()`` and a type name
+    (``'torch.FloatTensor'``) stay."""
+    values = [v for k, v in args if k in (None, "dtype")]
+    if len(values) != 1 or isinstance(values[0], (cst.SimpleString, cst.ConcatenatedString,
+                                                  cst.FormattedString)):
+        return None
+    return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(values[0])])
+
+
 @method_fix("detach")
 def detach(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.detach()`` -> ``ops.stop_gradient(x)``."""

@@ -204,6 +204,10 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.detach()", "ops.stop_gradient(x)"),
     ("return x.transpose(1, 2)", "ops.swapaxes(x, 1, 2)"),
     ("return x.permute(0, 2, 1).contiguous()", "x.permute(0, 2, 1).contiguous()"),
+    # Tensor.type does not compile in GRAPH_MODE; a type name stays as written
+    ("t = x.dtype\nreturn x.type(torch.float32).type(t)",
+     "return x.astype(mindspore.float32).astype(t)"),
+    ("return x.type('torch.FloatTensor')", "return x.type('torch.FloatTensor')"),
     ("return torch.zeros(2, dtype=torch.float32)", "dtype=mindspore.float32"),
     ("top = torch.topk(x, 2)\nreturn top.values + top.indices", "return top[0] + top[1]"),
     ("return x.max(dim=1).indices", "return x.max(dim=1)[1]"),
