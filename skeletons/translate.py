@@ -95,6 +95,7 @@ class CellTransformer(cst.CSTTransformer):
             for c in file.calls if c.kind is CallKind.TENSOR_METHOD}
         self.findings = sorted(findings, key=lambda f: (f.location.line, f.location.column))
         self._used: set[int] = set()
+        self._lambdas = 0  # lambdas a constructor passes on, written alone on a line
         # ``from torch._dynamo import is_compiling`` inside a function: name -> torch name
         self._function_imports: dict[str, str] | None = None
         self._todos: list[list[Todo]] = [[]]
@@ -190,8 +191,24 @@ class CellTransformer(cst.CSTTransformer):
         return changed
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
-                                  updated_node: cst.SimpleStatementLine) -> cst.BaseStatement:
-        return self._attach(original_node, updated_node, whole=True)
+                                  updated_node: cst.SimpleStatementLine
+                                  ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
+        attached = self._attach(original_node, updated_node, whole=True)
+        if not (self._classes and self._classes[-1] and self._functions
+                and self._functions[-1] == "__init__"):
+            return attached
+        # ``Lambda(lambda x: x.mean(...))`` in a constructor: GRAPH_MODE finds a lambda
+        # by its source line and parses only one written alone on its line
+        hoist = _LambdaHoist(self._lambdas)
+        stmt = attached.visit(hoist)
+        if not hoist.hoisted or not isinstance(stmt, cst.SimpleStatementLine):
+            return attached
+        self._lambdas += len(hoist.hoisted)
+        lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))],
+                                                     value)])
+                 for name, value in hoist.hoisted]
+        lines[0] = lines[0].with_changes(leading_lines=stmt.leading_lines)
+        return cst.FlattenSentinel([*lines, stmt.with_changes(leading_lines=())])
 
     def on_leave(self, original_node: NodeT, updated_node: NodeT
                  ) -> NodeT | cst.RemovalSentinel | cst.FlattenSentinel[NodeT]:
@@ -1221,4 +1238,36 @@ def _function_torch_imports(module: cst.Module) -> dict[str, str]:
                 if isinstance(local, cst.Name):
                     out.setdefault(local.value, f"{source}.{dotted(alias.name)}")
     return out
+
+
+class _LambdaHoist(cst.CSTTransformer):
+    """Lambdas passed as arguments, outside comprehensions and other lambdas (whose
+    variables they may read), replaced by names ``lambda_<n>``; :attr:`hoisted` holds
+    each name and its lambda."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.hoisted: list[tuple[str, cst.Lambda]] = []
+        self._inner = 0
+
+    _NESTED = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self._NESTED):
+            self._inner += 1
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: NodeT, updated_node: NodeT
+                 ) -> NodeT | cst.RemovalSentinel | cst.FlattenSentinel[NodeT]:
+        result = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, self._NESTED):
+            self._inner -= 1
+        return result
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        if self._inner or not isinstance(updated_node.value, cst.Lambda):
+            return updated_node
+        name = f"lambda_{self.start + len(self.hoisted) + 1}"
+        self.hoisted.append((name, updated_node.value))
+        return updated_node.with_changes(value=cst.Name(name))
 

@@ -301,3 +301,49 @@ def test_an_in_place_update_used_as_a_value_in_forward_compiles_in_graph_mode(
     helper = code.split("def hard_sigmoid")[1].split("def unused")[0]
     assert "torch_assign_" not in helper and "ops.clamp(" in helper
     assert "return torch_assign_(x, x * 2.)" in code
+
+
+LAMBDA_LAYER = '''\
+from torch import nn
+
+
+class Lambda(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.pool = nn.Sequential(nn.ReLU(), Lambda(lambda x: x.mean(dim=[2, 3])))
+        self.head = Lambda(lambda x: x * 2.0)
+
+    def forward(self, x):
+        return self.head(self.pool(self.conv(x)))
+
+
+class Scales(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleList([Lambda(lambda x: x * s) for s in (1.0, 2.0)])
+
+    def forward(self, x):
+        return self.heads[0](x) + self.heads[1](x)
+'''
+
+
+def test_a_lambda_a_constructor_passes_on_is_written_alone_on_its_line(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE finds a lambda by its source line and parses it only when it is alone
+    # there; a lambda inside a comprehension reads the loop variable and stays in place
+    out, cells = run_cells(tmp_path, {"net.py": LAMBDA_LAYER})
+    assert (cells["Net"].status, cells["Net"].graph) == ("pass", "pass"), cells["Net"].error
+    code = (out / "net.py").read_text()
+    assert "        lambda_1 = lambda x: x.mean(" in code
+    assert "Lambda(lambda_1)" in code and "        lambda_2 = lambda x: x * 2.0\n" in code
+    assert "[Lambda(lambda x: x * s) for s in (1.0, 2.0)]" in code
