@@ -269,11 +269,60 @@ class Planner(ConstructorFinder):
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
         alternatives = [timed(a, required) for a in input_alternatives(spec, len(required))]
         if spec is None:
+            # no layer says it: the class's own width and the rank its forward or its
+            # name gives come first (``EvoNorm2d(num_features=32)`` -> (2, 32, 16, 16))
+            guided = [timed([g, *[g] * (len(required) - 1)], required)
+                      for g in self._guided_guesses(cls, kwargs)]
+            alternatives = [*guided, *[a for a in alternatives if a not in guided]]
             return alternatives[0], alternatives[1:], True
         # Further inputs: the same tensor (attention's query/key/value), or None beside
         # token indices (an RNN's initial state).
         extra: InputSpec | None = spec if spec.dtype == "float32" else None
         return timed([spec, *[extra] * (len(required) - 1)], required), alternatives, False
+
+    def _guided_guesses(self, cls: str, kwargs: dict[str, object]) -> list[InputSpec]:
+        """Inputs shaped by the class's first width parameter (``num_features``,
+        ``dim``...) in the rank its forward asserts (``x.dim() == 4``) or its name says
+        (``...2d``), else in the usual ranks; none without a width."""
+        sig = self._signature(cls, "__init__")
+        width = next((v for n, _, _ in (sig[0] if sig else []) if _WIDTH_NAMES.fullmatch(n)
+                      for v in [kwargs.get(n)] if type(v) is int and 0 < v <= 1024), None)
+        if width is None:
+            return []
+        candidates = {4: InputSpec((2, width, 16, 16), spatial=2),
+                      3: InputSpec((2, 8, width)), 2: InputSpec((2, width))}
+        rank = self._asserted_rank(cls)
+        named = _RANK_IN_NAME.search(cls.rsplit(".", 1)[-1])
+        if rank is None and named is not None:
+            rank = int(named.group(1)) + 2
+            if rank == 3:
+                candidates[3] = InputSpec((2, width, 32), spatial=1)
+        if rank in candidates:
+            return [candidates[rank]]
+        return [candidates[4], candidates[3], candidates[2]] if rank is None else []
+
+    def _asserted_rank(self, cls: str) -> int | None:
+        """The rank ``forward`` checks its input for: ``x.dim() == 4``, ``x.ndim == 3``,
+        ``len(x.shape) == 4``."""
+        qualname = self.model.find_method(cls, "forward")
+        found = self.function_node(qualname) if qualname else None
+        if found is None:
+            return None
+        node, _ = found
+        params = [*node.params.posonly_params, *node.params.params][1:]
+        if not params:
+            return None
+        x = m.Name(params[0].name.value)
+        rank_of = m.Call(func=m.Attribute(value=x, attr=m.Name("dim") | m.Name("ndimension")),
+                         args=[]) | m.Attribute(value=x, attr=m.Name("ndim")) | m.Call(
+            func=m.Name("len"), args=[m.Arg(m.Attribute(value=x, attr=m.Name("shape")))])
+        for test in m.findall(node.body, m.Comparison(
+                left=rank_of, comparisons=[m.ComparisonTarget(m.Equal(), m.Integer())])):
+            assert isinstance(test, cst.Comparison)
+            target = test.comparisons[0].comparator
+            assert isinstance(target, cst.Integer)
+            return int(target.value)
+        return None
 
     def _forward_rank(self, cls: str, spec: InputSpec) -> InputSpec:
         """The input spec with the rank forward unpacks (``B, T, C = x.size()``): batch
@@ -299,6 +348,14 @@ class Planner(ConstructorFinder):
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
         return spec
+
+
+# Constructor parameters that give a Module's width (its input channels or features).
+_WIDTH_NAMES = re.compile(r"num_features|num_channels|channels|in_chs|in_channels|chs|dim|"
+                          r"in_dim|in_features|in_planes|inplanes|embed_dim|d_model|"
+                          r"hidden_size|n_embd|width|c_in|ch_in|nc", re.IGNORECASE)
+# ``EvoNorm2dB0``, ``BnActConv2d``, ``MedianPool2d``: the rank a class's name says.
+_RANK_IN_NAME = re.compile(r"([123])[dD](?![a-z])")
 
 
 def _returned_calls(function: cst.FunctionDef) -> list[cst.Call]:

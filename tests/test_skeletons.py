@@ -476,3 +476,36 @@ def test_a_layer_a_helper_returns_through_a_variable_gives_the_input(
     stem = cells["Stem"]
     assert (stem.status, stem.graph) == ("pass", "pass"), stem.error
     assert (stem.input_shape, stem.output_shape) == ("(2, 6, 16, 16)", "(2, 16, 8, 8)")
+
+
+NO_LAYER_GIVES_THE_INPUT = '''\
+import torch
+from torch import nn
+
+
+class GroupScale2d(nn.Module):
+    def __init__(self, num_features, groups=32, eps=1e-5):
+        super().__init__()
+        self.groups = groups
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(num_features))
+
+    def forward(self, x):
+        assert x.dim() == 4, "expected 4D input"
+        B, C, H, W = x.shape
+        assert C % self.groups == 0
+        g = x.reshape(B, self.groups, -1)
+        g = g / (g.std(dim=-1, keepdim=True) + self.eps)
+        return g.reshape(B, C, H, W) * self.weight.view(1, -1, 1, 1)
+'''
+
+
+def test_an_input_no_layer_gives_takes_the_class_width_in_the_rank_forward_checks(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # num_features is made up a multiple of groups (32); forward asserts 4 dimensions:
+    # the input tried first is (2, 32, 16, 16), still a guess (no layer gave it)
+    _, cells = run_cells(tmp_path, {"norm.py": NO_LAYER_GIVES_THE_INPUT})
+    cell = cells["GroupScale2d"]
+    assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
+    assert (cell.synthesized, cell.input_shape) == ("num_features=32", "(2, 32, 16, 16)")
