@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fix_forms  # (the sibling module: samples and the child's helpers)
 
 from msready.analyzer.apitable import ApiEntry, call_pattern
+from msready.analyzer.conversion import plan_call
 from msready.analyzer.facts import CallKind, CallSite
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.scan import analyze_bytes
 from msready.rules.api_mapping import shown_fix, torch_calls
-from msready.rules.api_rewrite import plan_call
 
 
 @dataclass
