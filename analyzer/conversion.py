@@ -232,6 +232,8 @@ def plan_call(call: Call, entry: ApiEntry, backend: str,
     whole = _whole_call(plan)
     todos = tuple(i.message for i in plan.issues if i.todo)
     if whole is not None:
+        # the whole-call handler consumes the arguments (``uniform_``'s a and b)
+        todos = tuple(i.message for i in plan.issues if i.todo and i.kind != "arguments")
         # One finding explains the whole rewrite: the per-argument notes fold into it.
         details = [i.message.rstrip(".") for i in plan.issues if i.kind != "arguments"]
         message = " ".join([_usage(entry, backend)] + [d + "." for d in details])

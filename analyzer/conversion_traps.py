@@ -50,7 +50,7 @@ def _padding(plan: Plan, diff: ParamDiff) -> None:
     if arg.is_literal and isinstance(arg.literal, tuple) and len(arg.literal) in (2, 3):
         doubled = tuple(v for v in arg.literal for _ in (0, 1))
         plan.values["padding"] = repr(doubled)  # MindSpore pads (before, after) per axis
-    elif not arg.is_literal and plan.options.cell and not plan.api.endswith("1d"):
+    elif not arg.is_literal and plan.options.cell and "1d" not in plan.api:
         # an int or a (ph, pw) tuple, known when the Cell runs
         plan.values["padding"] = f"{RUNTIME_PADDING}({arg.text})"
     plan.keyword.add("padding")
