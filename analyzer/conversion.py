@@ -83,9 +83,8 @@ def _defaults(plan: Plan, diffs: tuple[ParamDiff, ...]) -> None:
 
 def _arguments(plan: Plan, diffs: tuple[ParamDiff, ...]) -> None:
     missing = {d.torch: d for d in diffs if d.kind == "missing"}
-    for diff in diffs:
-        if diff.kind == "renamed" and diff.mindspore:
-            plan.names.setdefault(diff.torch, diff.mindspore)
+    for torch_name, ms_name in plan.entry.renames(plan.backend).items():
+        plan.names.setdefault(torch_name, ms_name)
     ms_positional = positional_params(plan.entry.target(plan.backend).params)
     if plan.call.kind is CallKind.TENSOR_METHOD and plan.entry.becomes_function(plan.backend):
         ms_positional = ms_positional[1:]  # the tensor itself is the first argument

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 import libcst.matchers as m
 
-from msready.analyzer.apitable import load_table
+from msready.analyzer.apitable import load_table, synonym
 from msready.analyzer.conversion import CELL, TorchCall, neutral_arg, plan_call
 from msready.analyzer.conversion_plan import RUNTIME_PADDING
 from msready.analyzer.facts import Arg
@@ -128,7 +128,7 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
     known = apis.ms_keywords(mapping.api)
     if known is not None:  # what the table missed, measured on the installed MindSpore
-        args = [((apis.synonym(k, known) or k) if k else k, v) for k, v in args]
+        args = [((synonym(k, known) or k) if k else k, v) for k, v in args]
         todos += [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
                   for k, _ in args if k and k not in known and k not in PLACEMENT]
         args = [(k, v) for k, v in args if k is None or k in known]

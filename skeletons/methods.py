@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.apitable import synonym
 from msready.skeletons import apis
 from msready.skeletons.layers import ArgList, call_args, expr, variance_args
 
@@ -248,7 +249,7 @@ def rename_keywords(args: Sequence[cst.Arg], mapping: apis.Mapping) -> list[cst.
     for arg in args:
         key = arg.keyword.value if arg.keyword else None
         if key is not None:
-            new = mapping.renames.get(key) or apis.synonym(key, known)
+            new = mapping.renames.get(key) or synonym(key, known)
             if new:
                 arg = arg.with_changes(keyword=cst.Name(new))
         out.append(arg)
