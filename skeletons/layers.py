@@ -17,7 +17,7 @@ import libcst.matchers as m
 from msready.analyzer.apitable import load_table, synonym
 from msready.analyzer.conversion import CELL, TorchCall, neutral_arg, plan_call
 from msready.analyzer.conversion_plan import RUNTIME_PADDING
-from msready.analyzer.facts import Arg
+from msready.analyzer.facts import Arg, CallKind
 from msready.skeletons import apis
 
 ArgList = list[tuple[str | None, cst.BaseExpression]]
@@ -181,25 +181,6 @@ def meshgrid(call: CallIn, mapping: apis.Mapping) -> Rewrite:
                    [*((None, v) for v in tensors), *named])
 
 
-def variance_args(args: ArgList) -> ArgList:
-    """torch's ``var`` / ``std`` arguments (``dim, unbiased, keepdim`` or ``correction``)
-    as MindSpore's ``axis, ddof, keepdims``; torch's default is unbiased (``ddof=1``),
-    MindSpore's ``ddof=0``."""
-    named = [(k or ("dim", "unbiased", "keepdim")[min(i, 2)], v)
-             for i, (k, v) in enumerate(args)]
-    out: ArgList = []
-    ddof: cst.BaseExpression = expr("1")
-    for key, value in named:
-        if key == "unbiased":
-            ddof = expr("1" if m.matches(value, m.Name("True")) else "0") if m.matches(
-                value, m.Name("True") | m.Name("False")) else expr(f"int({_code(value)})")
-        elif key == "correction":
-            ddof = value
-        else:
-            out.append(({"dim": "axis", "keepdim": "keepdims"}.get(key, key), value))
-    return [*out, ("ddof", ddof)]
-
-
 # torch APIs returning a ``(values, indices)`` named tuple; MindSpore returns a plain
 # tuple, so ``.values`` / ``.indices`` become ``[0]`` / ``[1]``.
 NAMED_TUPLES = frozenset({"torch.topk", "torch.sort", "torch.kthvalue", "torch.mode",
@@ -328,6 +309,25 @@ def one_engine(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     out: ArgList = [("**" if a.star == "**" else a.keyword.value if a.keyword else None,
                      a.value) for a in node.args]
     return Rewrite(_code(node.func), out, [("MS100", f"{call.torch}: {t}") for t in plan.todos])
+
+
+# Tensor methods converted by the engine, as ``x.var(...)`` with the receiver's code.
+ENGINE_METHODS = frozenset({"var", "std"})
+
+
+def engine_method(method: str, receiver: cst.BaseExpression, args: ArgList,
+                  backend: str) -> cst.BaseExpression | None:
+    """``x.var(1, unbiased=False)`` as the engine writes it (``x.var(1, ddof=0)``), None
+    when the engine has no call to give."""
+    entry = load_table().lookup(f"torch.Tensor.{method}")
+    if entry is None or method not in ENGINE_METHODS or entry.target(backend).api is None:
+        return None
+    call = TorchCall(tuple(_engine_arg(k, v) for k, v in args), CallKind.TENSOR_METHOD,
+                     _code(receiver))
+    try:
+        return cst.parse_expression(plan_call(call, entry, backend, options=CELL).rewrite)
+    except cst.ParserSyntaxError:
+        return None
 
 
 @handler("torch.nn.Embedding")

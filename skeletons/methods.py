@@ -11,7 +11,7 @@ import libcst.matchers as m
 
 from msready.analyzer.apitable import synonym
 from msready.skeletons import apis
-from msready.skeletons.layers import ArgList, call_args, expr, variance_args
+from msready.skeletons.layers import ArgList, expr
 
 # Tensor methods whose MindSpore spelling is not a same-name method.
 MethodFix = Callable[[cst.BaseExpression, ArgList], cst.BaseExpression | None]
@@ -54,19 +54,6 @@ def device(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | 
     if dtype is None:
         return receiver
     return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
-
-
-def _variance(method: str) -> MethodFix:
-    """``x.var(dim, unbiased=False, keepdim=True)`` -> ``x.var(axis=dim, keepdims=True,
-    ddof=0)``: see :func:`msready.skeletons.layers.variance_args`."""
-    def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
-        return cst.Call(cst.Attribute(receiver, cst.Name(method)),
-                        call_args(variance_args(args)))
-    return fix
-
-
-METHOD_FIXES["var"] = _variance("var")
-METHOD_FIXES["std"] = _variance("std")
 
 
 @method_fix("expand")

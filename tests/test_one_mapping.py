@@ -17,7 +17,7 @@ import pytest
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.scan import analyze_bytes
 from msready.rules.api_mapping import planned_calls
-from msready.skeletons.layers import CallIn, Rewrite, call_args, translate_call
+from msready.skeletons.layers import CallIn, Rewrite, call_args, engine_method, translate_call
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
@@ -98,6 +98,19 @@ SAME = [
 def test_the_fix_and_the_cell_write_the_same_call(torch_call: str, mindspore_call: str) -> None:
     assert fix_text(torch_call) == mindspore_call
     assert cell_text(torch_call) == mindspore_call
+
+
+@pytest.mark.parametrize(("torch_call", "mindspore_call"), [
+    ("x.var(1, unbiased=False)", "x.var(1, ddof=0)"),
+    ("x.std(dim=(2, 3), keepdim=True)", "x.std(axis=(2, 3), keepdims=True, ddof=1)"),
+])
+def test_tensor_methods_too(torch_call: str, mindspore_call: str) -> None:
+    assert fix_text(torch_call) == mindspore_call
+    node = cst.parse_expression(torch_call)
+    assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+    args = [(a.keyword.value if a.keyword else None, a.value) for a in node.args]
+    cell = engine_method(node.func.attr.value, node.func.value, args, "cpu")
+    assert cell is not None and cst.Module([]).code_for_node(cell) == mindspore_call
 
 
 # Initialisers: the same initializer object on both sides; the Fix is written after
@@ -194,3 +207,8 @@ def test_a_variable_track_running_stats_is_not_guessed() -> None:
 def test_the_legacy_unbiased_flag_is_not_passed_twice() -> None:
     for text in (fix_text("torch.var(x, 1, False)"), cell_text("torch.var(x, 1, False)")):
         assert text == "ops.var(x, 1, ddof=0)"
+    # (the MS1xx rules leave ``x.var(1, False)`` alone: two positional arguments are not
+    # torch's documented method signature, so the receiver may be no tensor)
+    cell = engine_method("var", cst.Name("x"), [(None, cst.Integer("1")),
+                                               (None, cst.Name("False"))], "cpu")
+    assert cell is not None and cst.Module([]).code_for_node(cell) == "x.var(1, ddof=0)"

@@ -161,7 +161,7 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # torch's var / std are unbiased unless told; MindSpore's ddof defaults to 0
     ("return x.var(dim=(2, 3), unbiased=False, keepdim=True)",
      "return x.var(axis=(2, 3), keepdims=True, ddof=0)"),
-    ("return x.std(1)", "return x.std(axis=1, ddof=1)"),
+    ("return x.std(1)", "return x.std(1, ddof=1)"),
     ("return torch.var(x, 1, keepdim=True)", "return ops.var(x, 1, keepdims=True, ddof=1)"),
     ("return x.var(correction=0)", "return x.var(ddof=0)"),
     # on CPU ops.conv1d runs although the table has no CPU target for it
