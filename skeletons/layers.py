@@ -275,7 +275,7 @@ ENGINE_APIS = (
     *(f"torch.nn.{kind}Pool{d}d" for kind in ("Max", "Avg") for d in (1, 2, 3)),
     "torch.nn.Dropout", *(f"torch.nn.Dropout{d}d" for d in (1, 2, 3)),
     "torch.nn.LayerNorm", "torch.nn.GELU", "torch.nn.Linear", "torch.nn.LSTM", "torch.nn.GRU",
-    "torch.nn.RNN", "torch.var", "torch.std",
+    "torch.nn.RNN", "torch.var", "torch.std", "torch.full",
 )
 ENGINE_INITS = tuple(f"torch.nn.init.{name}" for name in (
     "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",

@@ -91,6 +91,8 @@ SAME = [
     ("torch.var(x, dim=1, keepdim=True)", "ops.var(x, axis=1, keepdims=True, ddof=1)"),
     ("torch.std(x, 0, True)", "ops.std(x, 0, ddof=1)"),  # the legacy (dim, unbiased) form
     ("torch.std(x)", "ops.std(x, ddof=1)"),
+    # creation: MindSpore takes one shape tuple, and gives integers for a float fill value
+    ("torch.full((2, 3), 1.5)", "ops.full((2, 3), 1.5, dtype=mindspore.float32)"),
 ]
 
 
