@@ -2,8 +2,11 @@
 
 The general path is table-driven (:mod:`msready.skeletons.apis`): the target API, keyword
 renames, dropped keywords. The torch APIs whose translation needs more than renames
-(defaults that differ, semantics that invert, arguments that move) have a named handler
-in :data:`HANDLERS`.
+(defaults that differ, semantics that invert, arguments that move) are converted by the
+engine that writes the ``Fix:`` text of the MS1xx findings
+(:mod:`msready.analyzer.conversion`, :data:`ENGINE_APIS`, :func:`engine_method`), in its
+Cell form; :data:`HANDLERS` keeps the Cell-only forms (containers, adapters the Cell
+defines for values known only at run time, wrappers).
 """
 
 from __future__ import annotations

@@ -99,6 +99,11 @@ def instantiate(text: str, call: CallSite, entry: ApiEntry) -> dict[str, Any] | 
     for arg in call.args:
         if not arg.is_literal:
             mapping[_norm(arg.text)] = f"v{index}"
+            # an initialiser fills ``w`` for ``w.data`` (the engine writes ``w.set_data``)
+            stripped = _norm(arg.text)
+            while stripped.endswith(".data"):
+                stripped = stripped.removesuffix(".data")
+                mapping.setdefault(stripped, f"v{index}")
             index += 1
     if call.receiver and call.kind is CallKind.TENSOR_METHOD:
         mapping[_norm(call.receiver)] = "x"
