@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import tomllib
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
@@ -111,6 +112,16 @@ class ApiEntry:
     def params_for(self, backend: str) -> tuple[ParamDiff, ...]:
         """The parameter differences that hold on ``backend``."""
         return tuple(p for p in self.params if p.applies_to(backend))
+
+    def renames(self, backend: str) -> dict[str, str]:
+        """torch keyword -> MindSpore keyword on ``backend`` (the ``renamed`` differences):
+        the one list the ``Fix:`` text and the Cells rename by."""
+        return {p.torch: p.mindspore for p in self.params_for(backend)
+                if p.kind == "renamed" and p.mindspore}
+
+    def dropped(self, backend: str) -> frozenset[str]:
+        """The torch parameters MindSpore does not have on ``backend``."""
+        return frozenset(p.torch for p in self.params_for(backend) if p.kind == "missing")
 
     def status_for(self, backend: str) -> str:
         """``missing`` without a target on ``backend``; ``differs`` with parameter
@@ -302,6 +313,24 @@ def load_proofs() -> dict[tuple[str, str, str], Proof]:
 def proof_for(api: str, backend: str, call: CallSite) -> Proof | None:
     """The proof of this call's pattern for ``api`` on ``backend``, or None (never run)."""
     return load_proofs().get((api, backend, call_pattern(call)))
+
+
+@lru_cache(maxsize=1)
+def param_synonyms() -> dict[str, tuple[str, ...]]:
+    """torch keyword -> the MindSpore names it is often renamed to, in order: the
+    ``[param_synonyms]`` of ``analyzer/data/overrides.toml``, which the table builder
+    matched signatures with; the Cells use them for APIs the table does not know."""
+    ref = resources.files("msready.analyzer").joinpath("data/overrides.toml")
+    data = tomllib.loads(ref.read_text(encoding="utf-8")).get("param_synonyms", {})
+    return {str(k): tuple(str(v) for v in vs) for k, vs in data.items()}
+
+
+def synonym(key: str, known: frozenset[str] | set[str] | None) -> str | None:
+    """The MindSpore spelling of torch keyword ``key`` for an API accepting ``known``
+    keywords, when ``key`` itself is not among them (``dim`` -> ``axis``)."""
+    if known is None or key in known:
+        return None
+    return next((s for s in param_synonyms().get(key, ()) if s in known), None)
 
 
 def import_object(dotted: str) -> Any:

@@ -4,7 +4,7 @@ Each call to a torch API is looked up in the table (``msready.analyzer.apitable`
 to an API with no MindSpore target on the backend is MS101; a call that exercises a
 parameter difference is MS102 (semantics), MS103 (a differing default the call relies
 on) or MS104 (renamed, reordered or missing parameters). The three share one rewrite of
-the call (:func:`msready.rules.api_rewrite.plan_call`), so every finding on a call suggests
+the call (:func:`msready.analyzer.conversion.plan_call`), so every finding on a call suggests
 the same complete MindSpore code. That code is shown only when its call pattern ran on
 MindSpore's CPU and equalled torch (``analyzer/data/fix_proofs.json``, written by
 ``tools/fix_forms.py``); otherwise the suggestion says in words what was tried.
@@ -27,11 +27,11 @@ from functools import lru_cache
 import numpy
 
 from msready.analyzer.apitable import ApiEntry, load_table, proof_for
+from msready.analyzer.conversion import RECEIVER, CallPlan, Issue, plan_call, rank, short
 from msready.analyzer.facts import CallKind, CallSite
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.rules import idioms
-from msready.rules.api_rewrite import RECEIVER, CallPlan, Issue, plan_call, rank, short
 from msready.rules.base import RepoRule
 from msready.rules.sparse_flow import MATMUL_APIS
 

@@ -1,20 +1,27 @@
 """Where a torch API goes in MindSpore, for one backend: the API table first, then a
 measured fallback (the same relative name in the installed MindSpore) while the table
-does not know the API. Also the keyword renames a call needs."""
+does not know the API. Also the keyword renames a call needs: the table's own
+(:meth:`~msready.analyzer.apitable.ApiEntry.renames`, the list the ``Fix:`` text renames by)
+and, for APIs the table does not know, the synonyms the table was built with
+(:func:`~msready.analyzer.apitable.synonym`)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import inspect
-import tomllib
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from importlib import resources
 from types import ModuleType
 from typing import Any
 
-from msready.analyzer.apitable import ApiEntry, import_object, load_table
+from msready.analyzer.apitable import (
+    ApiEntry,
+    import_object,
+    load_table,
+    param_synonyms,
+    synonym,
+)
 from msready.analyzer.repo import RepositoryModel
 
 # Where the same relative name is looked for when the table has no entry (longest prefix
@@ -27,21 +34,6 @@ _FALLBACK: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("torch.linalg.", ("mindspore.ops.",)),
     ("torch.", ("mindspore.ops.", "mindspore.")),
 )
-@lru_cache(maxsize=1)
-def synonyms() -> dict[str, tuple[str, ...]]:
-    """torch keyword -> the MindSpore names it is often renamed to, in order: the API
-    table's own ``[param_synonyms]`` (``analyzer/data/overrides.toml``), read, not copied."""
-    ref = resources.files("msready.analyzer").joinpath("data/overrides.toml")
-    data = tomllib.loads(ref.read_text(encoding="utf-8")).get("param_synonyms", {})
-    return {str(k): tuple(str(v) for v in vs) for k, vs in data.items()}
-
-
-def synonym(key: str, known: frozenset[str] | set[str] | None) -> str | None:
-    """The MindSpore spelling of torch keyword ``key`` for an API accepting ``known``
-    keywords, when ``key`` itself is not among them (``dim`` -> ``axis``)."""
-    if known is None or key in known:
-        return None
-    return next((s for s in synonyms().get(key, ()) if s in known), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +68,8 @@ def _signature_names(obj: Any) -> set[str] | None:
 
 def _from_entry(entry: ApiEntry, backend: str) -> Mapping:
     target = entry.target(backend)
-    params = [p for p in entry.params
-              if not getattr(p, "backends", ()) or backend in getattr(p, "backends", ())]
-    renames = {p.torch: p.mindspore for p in params if p.kind == "renamed" and p.mindspore}
-    dropped = frozenset(p.torch for p in params if p.kind == "missing")
-    return Mapping(entry.torch, target.api, renames, dropped, target.platforms,
-                   entry.suggestion or entry.notes)
+    return Mapping(entry.torch, target.api, entry.renames(backend), entry.dropped(backend),
+                   target.platforms, entry.suggestion or entry.notes)
 
 
 def _fallback(name: str) -> Mapping:
@@ -95,7 +83,7 @@ def _fallback(name: str) -> Mapping:
                 continue
             names = _signature_names(obj)
             renames = {} if names is None else {
-                old: new for old in synonyms() if (new := synonym(old, names)) is not None}
+                old: new for old in param_synonyms() if (new := synonym(old, names)) is not None}
             return Mapping(name, base + rest, renames, from_table=False,
                            note="same name in the installed MindSpore (not in the API table)")
         break

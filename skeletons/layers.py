@@ -2,8 +2,11 @@
 
 The general path is table-driven (:mod:`msready.skeletons.apis`): the target API, keyword
 renames, dropped keywords. The torch APIs whose translation needs more than renames
-(defaults that differ, semantics that invert, arguments that move) have a named handler
-in :data:`HANDLERS`.
+(defaults that differ, semantics that invert, arguments that move) are converted by the
+engine that writes the ``Fix:`` text of the MS1xx findings
+(:mod:`msready.analyzer.conversion`, :data:`ENGINE_APIS`, :func:`engine_method`), in its
+Cell form; :data:`HANDLERS` keeps the Cell-only forms (containers, adapters the Cell
+defines for values known only at run time, wrappers).
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.apitable import load_table, synonym
+from msready.analyzer.conversion import CELL, TorchCall, neutral_arg, plan_call
+from msready.analyzer.conversion_plan import RUNTIME_PADDING
+from msready.analyzer.facts import Arg, CallKind
 from msready.skeletons import apis
 
 ArgList = list[tuple[str | None, cst.BaseExpression]]
@@ -124,7 +131,7 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
     known = apis.ms_keywords(mapping.api)
     if known is not None:  # what the table missed, measured on the installed MindSpore
-        args = [((apis.synonym(k, known) or k) if k else k, v) for k, v in args]
+        args = [((synonym(k, known) or k) if k else k, v) for k, v in args]
         todos += [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
                   for k, _ in args if k and k not in known and k not in PLACEMENT]
         args = [(k, v) for k, v in args if k is None or k in known]
@@ -177,34 +184,6 @@ def meshgrid(call: CallIn, mapping: apis.Mapping) -> Rewrite:
                    [*((None, v) for v in tensors), *named])
 
 
-def variance_args(args: ArgList) -> ArgList:
-    """torch's ``var`` / ``std`` arguments (``dim, unbiased, keepdim`` or ``correction``)
-    as MindSpore's ``axis, ddof, keepdims``; torch's default is unbiased (``ddof=1``),
-    MindSpore's ``ddof=0``."""
-    named = [(k or ("dim", "unbiased", "keepdim")[min(i, 2)], v)
-             for i, (k, v) in enumerate(args)]
-    out: ArgList = []
-    ddof: cst.BaseExpression = expr("1")
-    for key, value in named:
-        if key == "unbiased":
-            ddof = expr("1" if m.matches(value, m.Name("True")) else "0") if m.matches(
-                value, m.Name("True") | m.Name("False")) else expr(f"int({_code(value)})")
-        elif key == "correction":
-            ddof = value
-        else:
-            out.append(({"dim": "axis", "keepdim": "keepdims"}.get(key, key), value))
-    return [*out, ("ddof", ddof)]
-
-
-@handler("torch.var", "torch.std")
-def variance(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """``torch.var(x, dim, unbiased=False)`` -> ``ops.var(x, axis=dim, ddof=0)``."""
-    if call.star or mapping.api is None or not call.args:
-        return generic(call, mapping)
-    return Rewrite(_target(call, mapping, "mindspore.ops.var"),
-                   [call.args[0], *variance_args(list(call.args[1:]))])
-
-
 # torch APIs returning a ``(values, indices)`` named tuple; MindSpore returns a plain
 # tuple, so ``.values`` / ``.indices`` become ``[0]`` / ``[1]``.
 NAMED_TUPLES = frozenset({"torch.topk", "torch.sort", "torch.kthvalue", "torch.mode",
@@ -237,25 +216,12 @@ def upsample(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     return rewrite
 
 
-_CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
-               "groups", "bias", "padding_mode")
-
-
 # torch pads each spatial axis by one amount on both sides, ``(ph, pw)``; MindSpore's 2-D
 # and 3-D convolutions take an int or every side, ``(top, bottom, left, right)``.
-PADDING = "torch_padding"
+PADDING = RUNTIME_PADDING
 # The same for the functional form, whose padding is per axis as in torch: the keywords
 # ``pad_mode`` and ``padding`` from a value known only at run time.
 CONV_PADDING = "torch_conv_padding"
-
-
-def _both_sides(padding: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(padding, cst.Tuple):
-        sides = [e.value for e in padding.elements for _ in range(2)]
-        return cst.Tuple([cst.Element(v) for v in sides])
-    if isinstance(padding, cst.Integer):
-        return padding
-    return cst.Call(cst.Name(PADDING), [cst.Arg(padding)])  # known only at run time
 
 
 @handler(*(f"torch.nn.{kind}Pad{d}d" for kind in ("Reflection", "Replication", "Zero",
@@ -272,42 +238,6 @@ def padding_layer(call: CallIn, mapping: apis.Mapping) -> Rewrite:
             first = expr(f"tuple({text}) if isinstance({text}, list) else {text}")
         rewrite.args[0] = (None, first)
     return rewrite
-
-
-@handler("torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.ConvTranspose1d",
-         "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d")
-def convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """Conv: ``padding`` needs ``pad_mode='pad'`` (MindSpore defaults to 'same'), ``bias``
-    becomes ``has_bias`` (default False in MindSpore), ``groups`` becomes ``group``."""
-    order: tuple[str, ...] = _CONV_ORDER
-    if "Transpose" in call.torch:
-        order = (*_CONV_ORDER[:5], "output_padding", "groups", "bias", "dilation",
-                 "padding_mode")
-    name = call.torch.rsplit(".", 1)[1].replace("ConvTranspose", "Conv") + (
-        "Transpose" if "Transpose" in call.torch else "")
-    func = _target(call, mapping, f"mindspore.nn.{name}")
-    args = call.bound(order)
-    todos: list[tuple[str, str]] = []
-    padding = _get(args, "padding")
-    mode = _get(args, "padding_mode")
-    args = _without(args, "padding", "padding_mode", "bias", "groups")
-    if padding is not None and m.matches(padding, m.SimpleString()):
-        args.append(("pad_mode", padding))
-    elif _is_zero(padding):
-        args.append(("pad_mode", expr("'valid'")))
-    else:
-        assert padding is not None
-        args += [("pad_mode", expr("'pad'")),
-                 ("padding", _both_sides(padding) if "1d" not in call.torch else padding)]
-    if mode is not None and not m.matches(mode, m.SimpleString("'zeros'") | m.SimpleString(
-            '"zeros"')):
-        todos.append(("MS100", "padding_mode other than 'zeros': pad the input with ops.pad"))
-    groups = _get(call.bound(order), "groups")
-    if groups is not None:
-        args.append(("group", groups))
-    bias = _get(call.bound(order), "bias")
-    args.append(("has_bias", bias if bias is not None else expr("True")))
-    return Rewrite(func, _positional_first(args, order[:3]), todos)
 
 
 @handler("torch.nn.functional.conv1d", "torch.nn.functional.conv2d",
@@ -337,44 +267,70 @@ def functional_convolution(call: CallIn, mapping: apis.Mapping) -> Rewrite:
                    _positional_first(args, order[:3]))
 
 
-@handler("torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d")
-def batch_norm(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """BatchNorm: MindSpore's ``momentum`` weighs the running statistic (1 - torch's)."""
-    args = call.bound(("num_features", "eps", "momentum", "affine", "track_running_stats"))
-    func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
-    momentum = _get(args, "momentum")
-    todos: list[tuple[str, str]] = []
-    tracked = _get(args, "track_running_stats")
-    args = _without(args, "momentum", "track_running_stats")
-    if momentum is not None:
-        if m.matches(momentum, m.Name("None")):
-            todos.append(("MS100", "momentum=None (cumulative average) has no MindSpore form"))
-        else:
-            args.append(("momentum", expr(f"1 - {cst.Module([]).code_for_node(momentum)}")))
-    if tracked is not None and not m.matches(tracked, m.Name("True")):
-        args.append(("use_batch_statistics", expr("True")))
-    return Rewrite(func, _positional_first(args, ("num_features",)), todos)
+# The torch APIs converted by the one mapping engine (:mod:`msready.analyzer.conversion`),
+# the same code that writes the ``Fix:`` of their MS1xx findings: a Cell gets the same
+# MindSpore call, in the engine's Cell form (``Options(cell=True)``: adapters for values
+# known only at run time, qualified initialisers, TODOs for what cannot be carried over).
+ENGINE_APIS = (
+    *(f"torch.nn.BatchNorm{d}d" for d in (1, 2, 3)),
+    *(f"torch.nn.Conv{d}d" for d in (1, 2, 3)),
+    *(f"torch.nn.ConvTranspose{d}d" for d in (1, 2, 3)),
+    *(f"torch.nn.{kind}Pool{d}d" for kind in ("Max", "Avg") for d in (1, 2, 3)),
+    "torch.nn.Dropout", *(f"torch.nn.Dropout{d}d" for d in (1, 2, 3)),
+    "torch.nn.LayerNorm", "torch.nn.GELU", "torch.nn.Linear", "torch.nn.LSTM", "torch.nn.GRU",
+    "torch.nn.RNN", "torch.var", "torch.std", "torch.full",
+)
+ENGINE_INITS = tuple(f"torch.nn.init.{name}" for name in (
+    "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
+    "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "uniform_"))
 
 
-@handler("torch.nn.Linear")
-def linear(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """Linear -> Dense: ``in_features``/``out_features`` -> ``in_channels``/``out_channels``,
-    ``bias`` -> ``has_bias``."""
-    args = call.bound(("in_features", "out_features", "bias"))
-    args = _rename(args, {"in_features": "in_channels", "out_features": "out_channels",
-                          "bias": "has_bias"})
-    return Rewrite(_target(call, mapping, "mindspore.nn.Dense"),
-                   _positional_first(args, ("in_channels", "out_channels")))
+def _engine_arg(key: str | None, value: cst.BaseExpression) -> Arg:
+    if key == "**":
+        return neutral_arg(None, _code(value), "**")
+    return neutral_arg(key, _code(value))
 
 
-@handler("torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.Dropout3d")
-def dropout(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """Dropout: MindSpore's first positional argument is ``keep_prob``; pass ``p=`` by name."""
-    args = _without(call.bound(("p", "inplace")), "inplace")
-    if _get(args, "p") is None:
-        args.append(("p", expr("0.5")))
-    func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
-    return Rewrite(func, args)
+@handler(*ENGINE_APIS)
+@handler(*ENGINE_INITS, any_target=True)
+def one_engine(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """The engine's conversion: the arguments go in as code text, the rewrite comes back
+    parsed; the table's generic form where the engine has no call to give (no table entry,
+    no target, an unpacked ``*args``, a rewrite in words)."""
+    entry = load_table().lookup(call.torch)
+    if entry is None or call.star or mapping.api is None or (
+            not call.args and call.torch in ENGINE_INITS):  # no tensor to initialise
+        return generic(call, mapping)
+    args = tuple(_engine_arg(k, v) for k, v in call.args)
+    plan = plan_call(TorchCall(args), entry, call.backend, options=CELL)
+    try:
+        node = cst.parse_expression(plan.rewrite)
+    except cst.ParserSyntaxError:
+        return generic(call, mapping)
+    if not isinstance(node, cst.Call) or any(a.star == "*" for a in node.args):
+        return generic(call, mapping)
+    out: ArgList = [("**" if a.star == "**" else a.keyword.value if a.keyword else None,
+                     a.value) for a in node.args]
+    return Rewrite(_code(node.func), out, [("MS100", f"{call.torch}: {t}") for t in plan.todos])
+
+
+# Tensor methods converted by the engine, as ``x.var(...)`` with the receiver's code.
+ENGINE_METHODS = frozenset({"var", "std"})
+
+
+def engine_method(method: str, receiver: cst.BaseExpression, args: ArgList,
+                  backend: str) -> cst.BaseExpression | None:
+    """``x.var(1, unbiased=False)`` as the engine writes it (``x.var(1, ddof=0)``), None
+    when the engine has no call to give."""
+    entry = load_table().lookup(f"torch.Tensor.{method}")
+    if entry is None or method not in ENGINE_METHODS or entry.target(backend).api is None:
+        return None
+    call = TorchCall(tuple(_engine_arg(k, v) for k, v in args), CallKind.TENSOR_METHOD,
+                     _code(receiver))
+    try:
+        return cst.parse_expression(plan_call(call, entry, backend, options=CELL).rewrite)
+    except cst.ParserSyntaxError:
+        return None
 
 
 @handler("torch.nn.Embedding")
@@ -390,79 +346,6 @@ def embedding(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     args = _rename(args, {"num_embeddings": "vocab_size", "embedding_dim": "embedding_size"})
     return Rewrite(_target(call, mapping, "mindspore.nn.Embedding"),
                    _positional_first(args, ("vocab_size", "embedding_size")), todos)
-
-
-@handler("torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN")
-def recurrent(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """LSTM/GRU/RNN: ``bias`` -> ``has_bias``; ``proj_size`` has no MindSpore form."""
-    order = ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
-             "bidirectional")
-    args = call.bound(order)
-    todos = [("MS100", "proj_size has no MindSpore argument")
-             for k, _ in args if k == "proj_size"]
-    args = _rename(_without(args, "proj_size"), {"bias": "has_bias"})
-    func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
-    return Rewrite(func, _positional_first(args, ("input_size", "hidden_size")), todos)
-
-
-@handler("torch.nn.LayerNorm")
-def layer_norm(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """LayerNorm: ``normalized_shape`` is a tuple, ``eps`` -> ``epsilon`` (default 1e-7 in
-    MindSpore, so torch's 1e-5 is written out), ``elementwise_affine`` has no form."""
-    args = call.bound(("normalized_shape", "eps", "elementwise_affine", "bias"))
-    shape = _get(args, "normalized_shape")
-    eps = _get(args, "eps")
-    todos = [("MS100", "elementwise_affine=False: freeze gamma/beta instead")
-             for k, v in args if k == "elementwise_affine" and not m.matches(v, m.Name("True"))]
-    out: ArgList = []
-    if shape is not None:
-        text = cst.Module([]).code_for_node(shape)
-        out.append((None, shape if m.matches(shape, m.Tuple() | m.List())
-                    else expr(f"tuple({text}) if isinstance({text}, (list, tuple)) "
-                              f"else ({text},)")))
-    out.append(("epsilon", eps if eps is not None else expr("1e-5")))
-    return Rewrite(_target(call, mapping, "mindspore.nn.LayerNorm"), out, todos)
-
-
-@handler("torch.nn.GELU")
-def gelu(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """GELU: MindSpore approximates with tanh by default; torch is exact unless told."""
-    value = _get(call.bound(("approximate",)), "approximate")
-    approx = "False" if value is None or m.matches(value, m.SimpleString("'none'") |
-                                                   m.SimpleString('"none"')) else "True"
-    return Rewrite(_target(call, mapping, "mindspore.nn.GELU"),
-                   [("approximate", expr(approx))])
-
-
-# Pooling settings MindSpore accepts away from their default only with pad_mode='pad'.
-_POOL_DEFAULTS = (("dilation", "1"), ("return_indices", "False"), ("ceil_mode", "False"),
-                  ("count_include_pad", "True"), ("divisor_override", "None"))
-
-
-def _is_default(node: cst.BaseExpression | None, default: str) -> bool:
-    """Absent, or written as the literal ``default``."""
-    return node is None or (isinstance(node, (cst.Name, cst.Integer)) and node.value == default)
-
-
-@handler("torch.nn.MaxPool1d", "torch.nn.MaxPool2d", "torch.nn.MaxPool3d",
-         "torch.nn.AvgPool1d", "torch.nn.AvgPool2d", "torch.nn.AvgPool3d")
-def pooling(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """Pooling: torch's ``stride`` defaults to ``kernel_size`` (MindSpore's to 1), and a
-    ``padding`` or any other setting away from its default (``ceil_mode``, ``dilation``,
-    ``count_include_pad``…) needs ``pad_mode='pad'``: MindSpore refuses them otherwise."""
-    order = ("kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode") \
-        if "Max" in call.torch else ("kernel_size", "stride", "padding", "ceil_mode",
-                                     "count_include_pad", "divisor_override")
-    args = call.bound(order)  # by name: MindSpore's third parameter is pad_mode
-    kernel = _get(args, "kernel_size")
-    if _get(args, "stride") is None and kernel is not None:
-        args.append(("stride", kernel))
-    padding = _get(args, "padding")
-    if not _is_zero(padding) or any(
-            not _is_default(_get(args, name), default) for name, default in _POOL_DEFAULTS):
-        args.append(("pad_mode", expr("'pad'")))
-    func = _target(call, mapping, "mindspore.nn." + call.torch.rsplit(".", 1)[1])
-    return Rewrite(func, args)
 
 
 @handler("torch.nn.Sequential")
@@ -552,74 +435,6 @@ def attention_call(args: ArgList) -> tuple[ArgList, list[tuple[str, str]]]:
     """MindSpore's MultiheadAttention returns a 1-tuple for ``need_weights=False`` where
     torch returns ``(output, None)``; keep the weights so the unpacking still works."""
     return [(k, v) for k, v in args if k != "need_weights"], []
-
-
-_INIT = "mindspore.common.initializer."
-# torch.nn.init function -> (positional order, MindSpore initializer, torch keyword ->
-# initializer keyword, torch defaults written out where MindSpore's differ).
-_INITS: dict[str, tuple[tuple[str, ...], str, dict[str, str], dict[str, str]]] = {
-    "normal_": (("tensor", "mean", "std"), "Normal", {"mean": "mean", "std": "sigma"},
-                {"std": "1.0"}),
-    "trunc_normal_": (("tensor", "mean", "std", "a", "b"), "TruncatedNormal",
-                      {"mean": "mean", "std": "sigma", "a": "a", "b": "b"}, {"std": "1.0"}),
-    "constant_": (("tensor", "val"), "Constant", {"val": "value"}, {}),
-    "zeros_": (("tensor",), "Zero", {}, {}),
-    "ones_": (("tensor",), "One", {}, {}),
-    "xavier_uniform_": (("tensor", "gain"), "XavierUniform", {"gain": "gain"}, {}),
-    "xavier_normal_": (("tensor", "gain"), "XavierNormal", {"gain": "gain"}, {}),
-    "kaiming_uniform_": (("tensor", "a", "mode", "nonlinearity"), "HeUniform",
-                         {"a": "negative_slope", "mode": "mode",
-                          "nonlinearity": "nonlinearity"}, {}),
-    "kaiming_normal_": (("tensor", "a", "mode", "nonlinearity"), "HeNormal",
-                        {"a": "negative_slope", "mode": "mode",
-                         "nonlinearity": "nonlinearity"}, {}),
-    "orthogonal_": (("tensor", "gain"), "Orthogonal", {"gain": "gain"}, {}),
-    "uniform_": (("tensor", "a", "b"), "Uniform", {}, {}),
-}
-
-
-def _uniform_scale(args: ArgList) -> cst.BaseExpression | None:
-    """``uniform_(t, -s, s)`` -> ``s``: MindSpore's Uniform is symmetric around 0."""
-    low, high = _get(args, "a"), _get(args, "b")
-    if low is None or high is None:
-        return None
-    if m.matches(low, m.UnaryOperation(operator=m.Minus())) and isinstance(
-            low, cst.UnaryOperation) and _code(low.expression) == _code(high):
-        return high
-    return None
-
-
-@handler(*(f"torch.nn.init.{name}" for name in _INITS), any_target=True)
-def init(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """``nn.init.xavier_uniform_(w)`` -> ``w.set_data(initializer(XavierUniform(), w.shape,
-    w.dtype))``: MindSpore initialises a Parameter by replacing its data."""
-    name = call.torch.rsplit(".", 1)[1]
-    order, cls, renames, defaults = _INITS[name]
-    args = call.bound(order)
-    tensor = _get(args, "tensor")
-    if tensor is None or call.star:
-        return generic(call, mapping)
-    while m.matches(tensor, m.Attribute(attr=m.Name("data"))):  # ``w.data`` fills ``w``
-        assert isinstance(tensor, cst.Attribute)
-        tensor = tensor.value
-    if name == "uniform_":
-        scale = _uniform_scale(args)
-        if scale is None:  # U(a, b) off-centre: MindSpore's Uniform(scale) is [-scale, scale]
-            return Rewrite("torch_uniform_", [(None, tensor), *[
-                (k, v) for k, v in args if k in ("a", "b")]])
-        init_args: ArgList = [("scale", scale)]
-    else:
-        init_args = [(renames[k], v) for k, v in args if k in renames]
-        given = {k for k, _ in args}
-        init_args += [(renames[k], expr(v)) for k, v in defaults.items() if k not in given]
-    target = _code(tensor)
-    make = cst.Call(expr(_INIT + cls), call_args(init_args))
-    value = cst.Call(expr(_INIT + "initializer"), [
-        cst.Arg(make), cst.Arg(expr(f"{target}.shape")), cst.Arg(expr(f"{target}.dtype"))])
-    if isinstance(tensor, cst.Name):  # a local tensor (or parameter): written in place
-        data = cst.Call(cst.Attribute(value, cst.Name("init_data")), [])
-        return Rewrite("torch_assign_", [(None, tensor), (None, data)])
-    return Rewrite(f"{target}.set_data", [(None, value)])
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.apitable import synonym
 from msready.skeletons import apis
-from msready.skeletons.layers import ArgList, call_args, expr, variance_args
+from msready.skeletons.layers import ArgList, expr
 
 # Tensor methods whose MindSpore spelling is not a same-name method.
 MethodFix = Callable[[cst.BaseExpression, ArgList], cst.BaseExpression | None]
@@ -53,19 +54,6 @@ def device(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | 
     if dtype is None:
         return receiver
     return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
-
-
-def _variance(method: str) -> MethodFix:
-    """``x.var(dim, unbiased=False, keepdim=True)`` -> ``x.var(axis=dim, keepdims=True,
-    ddof=0)``: see :func:`msready.skeletons.layers.variance_args`."""
-    def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
-        return cst.Call(cst.Attribute(receiver, cst.Name(method)),
-                        call_args(variance_args(args)))
-    return fix
-
-
-METHOD_FIXES["var"] = _variance("var")
-METHOD_FIXES["std"] = _variance("std")
 
 
 @method_fix("expand")
@@ -260,7 +248,7 @@ def rename_keywords(args: Sequence[cst.Arg], mapping: apis.Mapping) -> list[cst.
     for arg in args:
         key = arg.keyword.value if arg.keyword else None
         if key is not None:
-            new = mapping.renames.get(key) or apis.synonym(key, known)
+            new = mapping.renames.get(key) or synonym(key, known)
             if new:
                 arg = arg.with_changes(keyword=cst.Name(new))
         out.append(arg)

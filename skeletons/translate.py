@@ -22,12 +22,14 @@ from msready.analyzer.repo import RepositoryModel
 from msready.skeletons import adapters, apis, arguments, compositions, einops, module_level
 from msready.skeletons.layers import (
     CALL_FIXES,
+    ENGINE_METHODS,
     NAMED_TUPLE_FIELDS,
     NAMED_TUPLES,
     WRAPPER_TODO,
     WRAPPERS,
     CallIn,
     call_args,
+    engine_method,
     expr,
     translate_call,
 )
@@ -1173,6 +1175,12 @@ class CellTransformer(cst.CSTTransformer):
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
         method = func.attr.value
+        if method in ENGINE_METHODS and not any(a.star for a in call.args):
+            converted = engine_method(method, func.value, [
+                (a.keyword.value if a.keyword else None, a.value) for a in call.args],
+                self.backend)
+            if converted is not None:
+                return converted
         fix = METHOD_FIXES.get(method)
         if fix is not None and not any(a.star for a in call.args):
             fixed = fix(func.value, [(a.keyword.value if a.keyword else None, a.value)

@@ -10,6 +10,7 @@ import ast
 import pytest
 
 from msready.analyzer.apitable import load_table
+from msready.analyzer.conversion import plan_call
 from msready.analyzer.findings import Confidence, Finding
 from msready.analyzer.parse import parse_text
 from msready.analyzer.repo import RepositoryModel
@@ -22,7 +23,6 @@ from msready.rules.api_mapping import (
     ApiSemanticsDiffer,
     torch_calls,
 )
-from msready.rules.api_rewrite import plan_call
 
 RULES = (ApiMissing, ApiSemanticsDiffer, ApiDefaultDiffers, ApiArgumentsDiffer)
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"

@@ -147,8 +147,8 @@ def test_super_init_of_a_layer_subclass_is_translated_like_a_call_of_the_layer(
     out, cells = built
     text = lines(out, "layers.py")
     # positional torch arguments bound by name, padding 0 -> 'valid', device dropped
-    assert ("super().__init__(cin, cout, k, stride=stride, dilation=dilation, "
-            "pad_mode='valid', group=groups, has_bias=bias)") in text
+    assert ("super().__init__(cin, cout, k, stride, padding=0, dilation=dilation, "
+            "group=groups, has_bias=bias, pad_mode='pad')") in text
     # the base's settings read by MindSpore's names
     assert ("return ops.conv2d(x, w, self.bias, stride=self.stride, dilation=self.dilation, "
             "groups=self.group, **torch_conv_padding(self.padding))") in text

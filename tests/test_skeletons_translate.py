@@ -38,16 +38,16 @@ def module(init: str, forward: str = "return x") -> str:
 
 @pytest.mark.parametrize(("init", "expected"), [
     ("self.c = nn.Conv2d(3, 8, 3, padding=1)",
-     "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=1, has_bias=True)"),
+     "nn.Conv2d(3, 8, 3, padding=1, pad_mode='pad', has_bias=True)"),
     ("self.c = nn.Conv2d(3, 8, kernel_size=5)",
-     "nn.Conv2d(3, 8, 5, pad_mode='valid', has_bias=True)"),
+     "nn.Conv2d(3, 8, kernel_size=5, pad_mode='valid', has_bias=True)"),
     ("self.c = nn.Conv2d(3, 8, 3, 1, 'same', bias=False, groups=1)",
-     "nn.Conv2d(3, 8, 3, stride=1, pad_mode='same', group=1, has_bias=False)"),
+     "nn.Conv2d(3, 8, 3, 1, has_bias=False, group=1, pad_mode='same')"),
     # torch pads each axis on both sides; MindSpore takes every side
     ("self.c = nn.Conv2d(3, 8, (3, 1), padding=(1, 0))",
-     "nn.Conv2d(3, 8, (3, 1), pad_mode='pad', padding=(1, 1, 0, 0), has_bias=True)"),
+     "nn.Conv2d(3, 8, (3, 1), padding=(1, 1, 0, 0), pad_mode='pad', has_bias=True)"),
     ("pad = 1\nself.c = nn.Conv2d(3, 8, 3, padding=pad)",
-     "nn.Conv2d(3, 8, 3, pad_mode='pad', padding=torch_padding(pad), has_bias=True)"),
+     "nn.Conv2d(3, 8, 3, padding=torch_padding(pad), pad_mode='pad', has_bias=True)"),
     # a padding layer takes an int or a tuple in MindSpore, a list too in torch
     ("self.pad = nn.ReflectionPad2d([1, 1, 2, 2])", "nn.ReflectionPad2d((1, 1, 2, 2))"),
     ("sizes = [1, 1, 2, 2]\nself.pad = nn.ZeroPad2d(sizes)",
@@ -64,41 +64,42 @@ def module(init: str, forward: str = "return x") -> str:
     # a dtype known only at run time may be None, torch's way of asking for the default
     ("dtype = None\nself.fc = nn.Linear(4, 4, dtype=dtype)", "self.fc = nn.Dense(4, 4)"),
     ("self.c = nn.Conv1d(4, 4, 3, padding=2, padding_mode='reflect')",
-     "TODO(msready MS100): padding_mode other than 'zeros'"),
-    ("self.bn = nn.BatchNorm2d(8, momentum=0.01)", "nn.BatchNorm2d(8, momentum=1 - 0.01)"),
+     "TODO(msready MS100): torch.nn.Conv1d: MindSpore has no `padding_mode`"),
+    ("self.bn = nn.BatchNorm2d(8, momentum=0.01)", "nn.BatchNorm2d(8, momentum=0.99)"),
+    ("m = 0.01\nself.bn = nn.BatchNorm2d(8, momentum=m)", "nn.BatchNorm2d(8, momentum=1 - (m))"),
     ("self.bn = nn.BatchNorm1d(8)", "nn.BatchNorm1d(8)"),
     ("self.bn = nn.BatchNorm2d(8, track_running_stats=False)",
      "nn.BatchNorm2d(8, use_batch_statistics=True)"),
     ("self.fc = nn.Linear(4, 2, bias=False)", "nn.Dense(4, 2, has_bias=False)"),
-    ("self.fc = nn.Linear(in_features=4, out_features=2)", "nn.Dense(4, 2)"),
+    ("self.fc = nn.Linear(in_features=4, out_features=2)",
+     "nn.Dense(in_channels=4, out_channels=2)"),
     ("self.d = nn.Dropout(0.2)", "nn.Dropout(p=0.2)"),
-    ("self.d = nn.Dropout()", "nn.Dropout(p=0.5)"),
+    ("self.d = nn.Dropout()", "nn.Dropout()"),  # keep_prob=0.5 is p=0.5
     ("self.e = nn.Embedding(100, 16, padding_idx=0)", "nn.Embedding(100, 16, padding_idx=0)"),
     ("self.e = nn.Embedding(100, 16, sparse=True)", "TODO(msready MS301)"),
     ("self.r = nn.LSTM(8, 16, 2, bias=False, batch_first=True)",
-     "nn.LSTM(8, 16, num_layers=2, has_bias=False, batch_first=True)"),
-    ("self.n = nn.LayerNorm(16)", "nn.LayerNorm(tuple(16) if isinstance(16, (list, tuple)) "
-                                  "else (16,), epsilon=1e-5)"),
-    ("self.n = nn.LayerNorm((4, 4), eps=1e-6)", "nn.LayerNorm((4, 4), epsilon=1e-6)"),
+     "nn.LSTM(8, 16, 2, has_bias=False, batch_first=True)"),
+    ("self.n = nn.LayerNorm(16)", "nn.LayerNorm((16,), epsilon=1e-05)"),
+    ("d = 16\nself.n = nn.LayerNorm(d)",
+     "nn.LayerNorm(tuple(d) if isinstance(d, (list, tuple)) else (d,), epsilon=1e-05)"),
+    ("self.n = nn.LayerNorm((4, 4), eps=1e-6)",
+     "nn.LayerNorm((4, 4), epsilon=1e-06, begin_norm_axis=-2, begin_params_axis=-2)"),
     ("self.g = nn.GELU()", "nn.GELU(approximate=False)"),
     ("self.g = nn.GELU(approximate='tanh')", "nn.GELU(approximate=True)"),
     # as a value it is called later with torch's arguments: an adapter takes them
     ("make = functools.partial(nn.GELU, approximate='tanh')\nself.g = make()",
      "make = functools.partial(TorchGELU, approximate='tanh')"),
-    ("self.p = nn.MaxPool2d(3)", "nn.MaxPool2d(kernel_size=3, stride=3)"),
-    # every argument by name: MindSpore's third parameter is pad_mode, not padding
+    ("self.p = nn.MaxPool2d(3)", "nn.MaxPool2d(3, stride=3)"),
+    # by name from the third: MindSpore's third parameter is pad_mode, not padding; and
+    # ceil_mode needs pad_mode='pad' (MindSpore refuses it otherwise)
     ("self.p = nn.MaxPool2d(3, 2, (0, 0), 1, False, True)",
-     "nn.MaxPool2d(kernel_size=3, stride=2, padding=(0, 0), dilation=1, "
-     "return_indices=False, ceil_mode=True, pad_mode='pad')"),
+     "nn.MaxPool2d(3, 2, padding=(0, 0), dilation=1, return_indices=False, ceil_mode=True, "
+     "pad_mode='pad')"),
     # ceil_mode, dilation, count_include_pad away from their default need pad_mode='pad'
-    ("self.p = nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)",
-     "nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True, pad_mode='pad')"),
-    ("self.p = nn.AvgPool2d(3, 2, count_include_pad=False)",
-     "nn.AvgPool2d(kernel_size=3, stride=2, count_include_pad=False, pad_mode='pad')"),
-    ("self.p = nn.MaxPool2d(3, 2, ceil_mode=False)",
-     "nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=False)"),
+    ("self.p = nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)", "pad_mode='pad'"),
+    ("self.p = nn.AvgPool2d(3, 2, count_include_pad=False)", "pad_mode='pad'"),
     ("self.p = nn.AvgPool2d(2, stride=1, padding=1)",
-     "nn.AvgPool2d(kernel_size=2, stride=1, padding=1, pad_mode='pad')"),
+     "nn.AvgPool2d(2, stride=1, padding=1, pad_mode='pad')"),
     ("self.s = nn.Sequential(nn.ReLU(), nn.Tanh())", "nn.SequentialCell([nn.ReLU(), nn.Tanh()])"),
     ("self.s = nn.Sequential(*[nn.ReLU() for _ in range(2)])",
      "nn.SequentialCell(*[nn.ReLU() for _ in range(2)])"),
@@ -163,8 +164,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # torch's var / std are unbiased unless told; MindSpore's ddof defaults to 0
     ("return x.var(dim=(2, 3), unbiased=False, keepdim=True)",
      "return x.var(axis=(2, 3), keepdims=True, ddof=0)"),
-    ("return x.std(1)", "return x.std(axis=1, ddof=1)"),
-    ("return torch.var(x, 1, keepdim=True)", "return ops.var(x, axis=1, keepdims=True, ddof=1)"),
+    ("return x.std(1)", "return x.std(1, ddof=1)"),
+    ("return torch.var(x, 1, keepdim=True)", "return ops.var(x, 1, keepdims=True, ddof=1)"),
     ("return x.var(correction=0)", "return x.var(ddof=0)"),
     # on CPU ops.conv1d runs although the table has no CPU target for it
     ("return F.conv1d(x, x, padding=1)", "return ops.conv1d(x, x, pad_mode='pad', padding=1)"),

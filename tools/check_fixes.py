@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fix_forms  # (the sibling module: samples and the child's helpers)
 
 from msready.analyzer.apitable import ApiEntry, call_pattern
+from msready.analyzer.conversion import plan_call
 from msready.analyzer.facts import CallKind, CallSite
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.scan import analyze_bytes
 from msready.rules.api_mapping import shown_fix, torch_calls
-from msready.rules.api_rewrite import plan_call
 
 
 @dataclass
@@ -99,6 +99,11 @@ def instantiate(text: str, call: CallSite, entry: ApiEntry) -> dict[str, Any] | 
     for arg in call.args:
         if not arg.is_literal:
             mapping[_norm(arg.text)] = f"v{index}"
+            # an initialiser fills ``w`` for ``w.data`` (the engine writes ``w.set_data``)
+            stripped = _norm(arg.text)
+            while stripped.endswith(".data"):
+                stripped = stripped.removesuffix(".data")
+                mapping.setdefault(stripped, f"v{index}")
             index += 1
     if call.receiver and call.kind is CallKind.TENSOR_METHOD:
         mapping[_norm(call.receiver)] = "x"

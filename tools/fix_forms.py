@@ -1,6 +1,6 @@
 """Prove the MS1xx rewrites by running them: a ``Fix:`` is code only when it ran.
 
-A rewrite (:func:`msready.rules.api_rewrite.plan_call`) depends on the API, the backend and
+A rewrite (:func:`msready.analyzer.conversion.plan_call`) depends on the API, the backend and
 the *pattern* of the call (:func:`msready.analyzer.apitable.call_pattern`: method or
 function, the kinds of the positional arguments, the keywords and their kinds). For every
 pattern the MS1xx rules meet in a set of sources (the bundled example, the snippets of the
@@ -33,11 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import api_probe  # (the sibling module: the child's comparison helpers)
 
 from msready.analyzer.apitable import ApiEntry, call_pattern
+from msready.analyzer.conversion import plan_call
 from msready.analyzer.facts import CallSite
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.scan import analyze_bytes
 from msready.rules.api_mapping import torch_calls
-from msready.rules.api_rewrite import plan_call
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMS_FILE = ROOT / "analyzer" / "data" / "fix_forms.json"
