@@ -18,6 +18,7 @@ behind :func:`resolve` without the planner changing.
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -398,6 +399,27 @@ def argparse_defaults(module: cst.Module, env: dict[str, object] | None = None
         if value is UNKNOWN:
             value = None
         out[dest] = value
+    return out
+
+
+# ``args.input_type = 'binary'``: a field set on a parsed namespace, by the names scripts
+# give it, with a literal value.
+_NAMESPACE_FIELD = re.compile(
+    r"^[ \t]*(?:args|opt|opts|hparams|FLAGS)\.([A-Za-z_]\w*)[ \t]*=[ \t]*([^=\n#][^\n#]*)",
+    re.MULTILINE)
+
+
+def namespace_assignments(text: str) -> dict[str, object]:
+    """Fields a file's code sets on a parsed namespace with a literal, first value kept."""
+    out: dict[str, object] = {}
+    for match in _NAMESPACE_FIELD.finditer(text):
+        try:
+            value = ast.literal_eval(match.group(2).strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, list):
+            value = tuple(value)
+        out.setdefault(match.group(1), value)
     return out
 
 

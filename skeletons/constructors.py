@@ -45,6 +45,7 @@ class ConstructorFinder:
         self._parsed: dict[str, Parsed | None] = {}
         self._active: set[str] = set()
         self._argparse: dict[str, object] | None = None
+        self._assigned: dict[str, object] | None = None  # ``args.x = <literal>`` anywhere
         self._module_envs: dict[str, dict[str, object]] = {}
         # memos: instantiations per class, argument values per class, usages per parameter
         self._instantiations: dict[str, list[ResolvedCall]] | None = None
@@ -213,7 +214,7 @@ class ConstructorFinder:
         parsed = self.parsed(file.path)
         own = arguments.argparse_defaults(parsed.module) if parsed is not None else {}
         if own:
-            return own
+            return {**self._namespace_assignments(), **own}
         if self._argparse is None:
             self._argparse = {}
             for other in self.model.modules.values():
@@ -224,7 +225,21 @@ class ConstructorFinder:
                 if tree is not None:
                     for key, value in arguments.argparse_defaults(tree.module).items():
                         self._argparse.setdefault(key, value)
+            if self._argparse:
+                self._argparse = {**self._namespace_assignments(), **self._argparse}
         return self._argparse
+
+    def _namespace_assignments(self) -> dict[str, object]:
+        """Fields the repository's code sets on the parsed namespace with a literal
+        (``args.input_type = 'binary'`` in a data loader): the first value each gets."""
+        if self._assigned is None:
+            self._assigned = {}
+            for other in self.model.modules.values():
+                text = self.result.sources.get((other.path, None))
+                if text is not None:
+                    for key, value in arguments.namespace_assignments(text).items():
+                        self._assigned.setdefault(key, value)
+        return self._assigned
 
     def call_hook(self, file: FileResult) -> CallHook:
         """Evaluates ``SomeConfig(n_layer=2)`` in ``file`` to a configuration object."""

@@ -456,16 +456,24 @@ args = parser.parse_args()
 
 def load_dataset(args):
     args.input_width = 12
+    args.input_type = 'binary'
     return args
 
 
 class VAE(nn.Module):
     def __init__(self, args):
         super().__init__()
-        self.enc = nn.Linear(args.input_width, args.z_size)
+        self.enc = nn.Linear(args.input_width, args.hidden)
+        self.dec = nn.Linear(args.hidden, args.z_size)
+        if args.input_type == 'binary':
+            self.out = nn.Sigmoid()
+        elif args.input_type == 'multinomial':
+            self.out = nn.Softmax(dim=-1)
+        else:
+            raise ValueError(args.input_type)
 
     def forward(self, x):
-        return self.enc(x)
+        return self.out(self.dec(self.enc(x)))
 
 
 args = load_dataset(args)
@@ -475,12 +483,14 @@ model = VAE(args)
 
 def test_fields_a_helper_adds_to_the_argparse_namespace_are_synthesized(
         tmp_path: Path, run_cells: CellRun) -> None:
-    # z_size comes from its argparse default; input_width is set by load_dataset, which
-    # msready does not run: it is synthesized into the namespace, and said so.
+    # z_size comes from its argparse default; input_width and input_type are the
+    # literals load_dataset sets on the namespace; nothing sets hidden: it is
+    # synthesized into the namespace, and said so.
     _, cells = run_cells(tmp_path, {"train.py": ARGS_COMPLETED_BY_A_HELPER})
     vae = cells["VAE"]
-    assert (vae.status, vae.graph, vae.output_shape) == ("pass", "pass", "(2, 8)")
-    assert vae.synthesized == "args={input_width=32}"
+    assert (vae.status, vae.graph) == ("pass", "pass"), vae.error
+    assert (vae.input_shape, vae.output_shape) == ("(2, 12)", "(2, 8)")
+    assert vae.synthesized == "args={hidden=16}"
 
 
 NETWORK_ARGUMENT = '''\
