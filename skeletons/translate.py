@@ -816,9 +816,7 @@ class CellTransformer(cst.CSTTransformer):
         subclass of a torch layer, ``self.groups`` -> ``self.group`` as well."""
         if isinstance(original.value, cst.Name) and original.value.value != "self":
             layer = self._narrowed_layer(original.value.value)  # inside isinstance(m, X)
-            mapping = apis.lookup(layer, self.backend) if layer else None
-            renames = {t: ms for ms, t in CELL_RENAMES.get(
-                (mapping.api or "").rsplit(".", 1)[-1], {}).items()} if mapping else {}
+            renames = _attribute_renames(layer, self.backend) if layer else {}
             new = renames.get(original.attr.value)
             return updated.with_changes(attr=cst.Name(new)) if new else updated
         if not self._class_names:

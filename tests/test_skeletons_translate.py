@@ -251,6 +251,22 @@ def test_map_of_a_partial_in_forward_is_a_list_comprehension(tmp_path: Path) -> 
     assert "a, b = [ops.cat(item_, axis=-1) for item_ in ((x, x), (x, x))]" in code
 
 
+def test_a_layer_narrowed_by_isinstance_reads_its_mindspore_attribute_names(
+        tmp_path: Path) -> None:
+    # ``m`` is a Conv2d inside the elif: ``groups`` is MindSpore's ``group``; an Embedding's
+    # ``weight`` is its ``embedding_table``; an attribute both spell alike stays
+    code = generated(tmp_path, module(
+        "self.c = nn.Conv2d(4, 4, 3, groups=2)\nself.apply(self._init)") + (
+        "\n    def _init(self, m):\n"
+        "        if isinstance(m, nn.Embedding):\n"
+        "            nn.init.normal_(m.weight)\n"
+        "        elif isinstance(m, nn.Conv2d):\n"
+        "            fan_out = m.kernel_size[0] * m.out_channels // m.groups\n"
+        "            nn.init.normal_(m.weight, std=fan_out ** -0.5)\n"))
+    assert "fan_out = m.kernel_size[0] * m.out_channels // m.group\n" in code
+    assert "m.embedding_table" in code
+
+
 def test_torch_imports_go_and_mindspore_imports_come(tmp_path: Path) -> None:
     code = generated(tmp_path, "import math\n" + module("self.fc = nn.Linear(4, 4)"))
     assert "import torch" not in code
