@@ -230,6 +230,7 @@ class _UsageVisitor(cst.CSTVisitor):
         self.tested = False
         self.item_names: set[str] = set()  # loop variables over the parameter
         self.item_fields: list[tuple[str, ...]] = []
+        self.aliases: set[str] = set()  # ``self.<alias> = <the parameter>``
 
     def _is_self(self, node: cst.BaseExpression) -> bool:
         return m.matches(node, m.Name(self.name))
@@ -303,13 +304,19 @@ class _UsageVisitor(cst.CSTVisitor):
                     self.length = max(self.length, value + 1 if value >= 0 else -value)
         return True
 
+    def _is_sequence(self, node: cst.BaseExpression) -> bool:
+        """The parameter, or the attribute it was stored in (``self.strides = strides``)."""
+        return self._is_self(node) or (
+            isinstance(node, cst.Attribute) and m.matches(node.value, m.Name("self"))
+            and node.attr.value in self.aliases)
+
     def visit_For(self, node: cst.For) -> bool:
-        if m.matches(node.iter, m.Name(self.name)):
+        if self._is_sequence(node.iter):
             self.indexed = True
         return True
 
     def visit_CompFor(self, node: cst.CompFor) -> bool:
-        if m.matches(node.iter, m.Name(self.name)):
+        if self._is_sequence(node.iter):
             self.indexed = True
         return True
 
@@ -318,7 +325,7 @@ class _UsageVisitor(cst.CSTVisitor):
             self.called = True
         if m.matches(node.func, m.Name("len") | m.Name("zip") | m.Name("enumerate")
                      | m.Name("list") | m.Name("tuple") | m.Name("sum")) and any(
-                m.matches(a.value, m.Name(self.name)) for a in node.args):
+                self._is_sequence(a.value) for a in node.args):
             self.indexed = True
         return True
 
@@ -339,6 +346,12 @@ def _item_chain(node: cst.Attribute, name: str, items: set[str]) -> tuple[str, .
 def usage(name: str, function: cst.FunctionDef) -> Usage:
     """How ``name`` (a parameter of ``function``) is used in the function body."""
     visitor = _UsageVisitor(name)
+    for assign in m.findall(function.body, m.Assign(
+            targets=[m.AssignTarget(m.Attribute(value=m.Name("self")))], value=m.Name(name))):
+        assert isinstance(assign, cst.Assign)
+        target = assign.targets[0].target
+        assert isinstance(target, cst.Attribute)
+        visitor.aliases.add(target.attr.value)
     for loop in m.findall(function.body, m.For(iter=m.Name(name), target=m.Name())
                           | m.CompFor(iter=m.Name(name), target=m.Name())):
         assert isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name)

@@ -155,6 +155,21 @@ def test_a_synthesized_sequence_unpacked_or_named_for_a_size_has_its_length() ->
     assert arguments.synthesize("img_size", arguments.usage("img_size", index)) == (32, 32)
 
 
+def test_a_parameter_stored_on_self_and_measured_there_is_a_sequence() -> None:
+    # ``len(self.strides)``: strides is a sequence although the parameter itself is only
+    # stored; ``self.dim = dim`` read as a number stays a number
+    init = cst.parse_statement(
+        "def __init__(self, strides, dim):\n"
+        "    self.strides = strides\n"
+        "    self.dim = dim\n"
+        "    self.levels = len(self.strides)\n"
+        "    self.proj = make(self.dim * 2)\n")
+    assert isinstance(init, cst.FunctionDef)
+    got = {name: arguments.synthesize(name, arguments.usage(name, init))
+           for name in ("strides", "dim")}
+    assert got == {"strides": (16,) * 4, "dim": 16}
+
+
 def test_a_synthesized_width_is_divisible_by_the_classs_own_head_size() -> None:
     # dim % dim_head must be 0: the width becomes the least multiple of 16 it divides
     params = [("dim", None, True), ("dim_head", 32, False), ("groups", 8, False)]
