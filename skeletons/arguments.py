@@ -127,6 +127,7 @@ class Usage:
     tested: bool = False  # ``p is None``, ``if p:``, ``p or default``: None is expected
     # attribute chains read from its items: ``p[0].channels``, ``[s.stride for s in p]``
     item_fields: tuple[tuple[str, ...], ...] = ()
+    type_tested: bool = False  # ``isinstance(p, float)``: more than one kind is expected
 
 
 @dataclass(slots=True)
@@ -186,12 +187,12 @@ def synthesize(name: str, usage: Usage) -> object:
         record = _namespace(_chains_to_tree(usage.item_fields))
         return (record,) * (usage.unpacked or max(4, usage.length))
     guess = by_name(name)
-    if usage.annotation in ("bool",):
-        return guess if isinstance(guess, bool) else False
-    if usage.annotation in ("float",):
-        return float(guess) if isinstance(guess, (int, float)) else 1.0
     if usage.annotation in ("str",):
         return UNKNOWN
+    if usage.annotation in ("bool",) and not usage.indexed:
+        return guess if isinstance(guess, bool) else False
+    if usage.annotation in ("float",) and not usage.indexed:
+        return float(guess) if isinstance(guess, (int, float)) else 1.0
     if usage.indexed or usage.annotation in ("list", "tuple", "Sequence", "List", "Tuple"):
         item = guess if isinstance(guess, (int, float)) and not isinstance(guess, bool) \
             else WIDTH
@@ -231,6 +232,7 @@ class _UsageVisitor(cst.CSTVisitor):
         self.item_names: set[str] = set()  # loop variables over the parameter
         self.item_fields: list[tuple[str, ...]] = []
         self.aliases: set[str] = set()  # ``self.<alias> = <the parameter>``
+        self.type_tested = False
 
     def _is_self(self, node: cst.BaseExpression) -> bool:
         return m.matches(node, m.Name(self.name))
@@ -323,6 +325,9 @@ class _UsageVisitor(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> bool:
         if m.matches(node.func, m.Name(self.name)):
             self.called = True
+        if m.matches(node, m.Call(func=m.Name("isinstance"), args=[m.Arg(m.Name(self.name)),
+                                                                   m.ZeroOrMore()])):
+            self.type_tested = True  # more than one kind is expected
         if m.matches(node.func, m.Name("len") | m.Name("zip") | m.Name("enumerate")
                      | m.Name("list") | m.Name("tuple") | m.Name("sum")) and any(
                 self._is_sequence(a.value) for a in node.args):
@@ -368,7 +373,7 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                 ann.value if isinstance(ann, cst.Name) else None)
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
-                 visitor.tested, tuple(visitor.item_fields))
+                 visitor.tested, tuple(visitor.item_fields), visitor.type_tested)
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -468,7 +473,8 @@ def merge(first: Usage, other: Usage) -> Usage:
                  first.stored or other.stored, max(first.length, other.length),
                  first.unpacked or other.unpacked, first.tested or other.tested,
                  (*first.item_fields, *(f for f in other.item_fields
-                                        if f not in first.item_fields)))
+                                        if f not in first.item_fields)),
+                 first.type_tested or other.type_tested)
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],
@@ -485,7 +491,8 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
         for name, default, required in params:
             if name in site and not (site[name] is None and _needs_value(name, usage_of)):
                 got.kwargs[name] = site[name]
-            elif required or (default is None and _needs_value(name, usage_of)):
+            elif required or (default is None and _needs_value(name, usage_of)) or (
+                    _indexed_scalar(default, name, usage_of)):
                 config = from_config.get(name)
                 if config is not None:
                     got.kwargs[name] = config
@@ -534,6 +541,17 @@ def _widened(value: object, width: int) -> object:
     if isinstance(value, tuple):
         return tuple(_widened(v, width) for v in value)
     return width if value == WIDTH and type(value) is int else value
+
+
+def _indexed_scalar(default: object, name: str,
+                    usage_of: Callable[[str], Usage] | None) -> bool:
+    """True for a number default the constructor indexes or iterates without testing
+    its type (``drop_path: float = 0.`` read as ``drop_path[i]``): the callers pass a
+    sequence, and the default cannot build the class."""
+    if usage_of is None or not isinstance(default, (int, float)) or isinstance(default, bool):
+        return False
+    used = usage_of(name)
+    return used.indexed and not (used.tested or used.type_tested or used.unpacked)
 
 
 def _needs_value(name: str, usage_of: Callable[[str], Usage] | None) -> bool:

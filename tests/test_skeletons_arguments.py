@@ -170,6 +170,23 @@ def test_a_parameter_stored_on_self_and_measured_there_is_a_sequence() -> None:
     assert got == {"strides": (16,) * 4, "dim": 16}
 
 
+def test_a_number_default_the_constructor_indexes_is_replaced_by_a_sequence() -> None:
+    # ``drop_path: float = 0.`` read as ``drop_path[i]``: the callers pass one rate per
+    # block, and the default cannot build the class; a default tested first stays
+    init = cst.parse_statement(
+        "def __init__(self, depth: int = 2, drop_path: float = 0., scale: float = 1.):\n"
+        "    for i in range(depth):\n"
+        "        make(drop_path=drop_path[i])\n"
+        "    if isinstance(scale, float):\n"
+        "        scale = [scale] * depth\n"
+        "    self.s = scale[0]\n")
+    assert isinstance(init, cst.FunctionDef)
+    got = arguments.resolve([("depth", 2, False), ("drop_path", 0.0, False),
+                             ("scale", 1.0, False)], [], {},
+                            lambda name: arguments.usage(name, init))
+    assert (got.kwargs, got.missing) == ({"drop_path": (0.0,) * 4}, [])
+
+
 def test_a_synthesized_width_is_divisible_by_the_classs_own_head_size() -> None:
     # dim % dim_head must be 0: the width becomes the least multiple of 16 it divides
     params = [("dim", None, True), ("dim_head", 32, False), ("groups", 8, False)]
