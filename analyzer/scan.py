@@ -47,7 +47,7 @@ from msready.analyzer.score import compute_score
 from msready.analyzer.source import Source, SourceFile, open_source
 from msready.analyzer.walk import walk_file
 from msready.analyzer.whole import WholeScan, whole_key
-from msready.analyzer.workers import Lost, WorkerPool
+from msready.analyzer.workers import Lost, WorkerPool, few_collections
 from msready.rules.registry import file_rules, load_errors, repo_rules
 
 Progress = Callable[[int, int], None]
@@ -549,7 +549,7 @@ def rescore(result: ScanResult) -> None:
 def scan(spec: str, ref: str | None = None, options: ScanOptions | None = None,
          progress: Progress | None = None) -> ScanResult:
     """Scan a folder, file or git URL. Raises :class:`SourceError` for an unusable source."""
-    with open_source(spec, ref) as source:
+    with open_source(spec, ref) as source, few_collections():
         return scan_source(source, options or ScanOptions(), progress)
 
 

@@ -265,6 +265,17 @@ class FileWalker:
         self._collect_suppressions()
         return self.result
 
+    def release(self) -> None:
+        """Drop the rules and analyses, which point back at the walker: without these
+        cycles the file's tree is freed as soon as the walk is done, not when the cyclic
+        garbage collector next runs."""
+        self._rules.clear()
+        self._visit.clear()
+        self._leave.clear()
+        self._functions.clear()
+        self._ancestors.clear()
+        self.values.release()
+
     def _dispatch(self, table: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]],
                   node: cst.CSTNode) -> None:
         handlers = table.get(type(node))
@@ -753,5 +764,9 @@ class FileWalker:
 
 def walk_file(path: str, parsed: Parsed, rules: Sequence[type[FileRule]]) -> FileResult:
     """Facts and file-rule findings for one parsed file."""
-    return FileWalker(path, parsed, rules).run()
+    walker = FileWalker(path, parsed, rules)
+    try:
+        return walker.run()
+    finally:
+        walker.release()
 
