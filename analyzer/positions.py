@@ -19,6 +19,7 @@ the spans are those of libcst's code generation, the syntactic span of each node
 from __future__ import annotations
 
 import ast
+import operator
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -175,6 +176,50 @@ def _source_descendants(value: object) -> Iterator[cst.CSTNode]:
             stack.extend(reversed([getattr(current, name) for name in order]))
 # Expressions whose ast extent includes brackets that libcst gives to their owner.
 _OWN_BRACKETS = (cst.Tuple, cst.GeneratorExp)
+
+
+# What :func:`_collect` keeps of each ast node type: the kinds it counts as and the
+# fields that may hold nodes; built on first sight of the type (non-node values too).
+_Shape = tuple[tuple[str, ...], tuple[str, ...]]
+_SHAPES: dict[type, _Shape] = {}
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_comment", "kind"})
+_START = operator.attrgetter("lineno", "col_offset")
+
+
+def _shape(kind: type) -> _Shape:
+    if not issubclass(kind, ast.AST) or kind is ast.Constant:  # a name, a value
+        return (), ()
+    kinds: tuple[str, ...] = ("call",) if kind is ast.Call else (
+        ("def", "stmt") if kind in (ast.FunctionDef, ast.AsyncFunctionDef) else
+        ("class", "stmt") if kind is ast.ClassDef else
+        ("stmt",) if issubclass(kind, ast.stmt) else ())
+    return kinds, tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+
+
+def _collect(tree: ast.AST) -> dict[str, list[ast.AST]]:
+    """The calls, functions, classes and statements of an ast tree, each parent before
+    its children (so that a stable sort by start keeps an outer call ``f(x)(y)`` before
+    the inner one, as a sort by start and then by end, longest first, does)."""
+    found: dict[str, list[ast.AST]] = {"call": [], "def": [], "class": [], "stmt": []}
+    shapes = _SHAPES
+    stack: list[object] = [tree]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        node = pop()
+        kind = type(node)
+        shape = shapes.get(kind)
+        if shape is None:
+            shape = shapes[kind] = _shape(kind)
+        kinds, fields = shape
+        for name in kinds:
+            found[name].append(node)  # type: ignore[arg-type]
+        for name in fields:
+            value = getattr(node, name)
+            if type(value) is list:
+                extend(reversed(value))
+            elif value is not None:
+                push(value)
+    return found
 
 
 def _sorted(nodes: list[ast.AST]) -> list[ast.AST]:
@@ -362,24 +407,8 @@ class Positions:
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 self.failed = True
                 return None
-            calls: list[ast.AST] = []
-            defs: list[ast.AST] = []
-            classes: list[ast.AST] = []
-            statements: list[ast.AST] = []
-            stmt = ast.stmt
-            for item in ast.walk(tree):
-                kind = type(item)
-                if kind is ast.Call:
-                    calls.append(item)
-                    continue
-                if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                    defs.append(item)
-                elif kind is ast.ClassDef:
-                    classes.append(item)
-                if isinstance(item, stmt):
-                    statements.append(item)
-            self._ast = {"call": _sorted(calls), "def": _sorted(defs), "class": _sorted(classes),
-                         "stmt": _sorted(statements)}
+            found = _collect(tree)
+            self._ast = {kind: sorted(nodes, key=_START) for kind, nodes in found.items()}
         return self._ast
 
     def _offset(self, line: int, col: int) -> int:
