@@ -16,7 +16,6 @@ from pathlib import Path
 from msready import __version__
 from msready.analyzer.apitable import load_table
 from msready.analyzer.checklist import build_checklist
-from msready.analyzer.checklist_source import text_facts
 from msready.analyzer.config import Config, load_config, suppressed_by_comment
 from msready.analyzer.configvalues import read_config_files
 from msready.analyzer.facts import CallKind, FileResult
@@ -137,7 +136,6 @@ def analyze_bytes(rel: str, data: bytes) -> FileResult:
         return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
                                                               _ORIGIN)])
     result.findings[:0] = [parse_error_finding(rel, f) for f in failures]
-    result.source_facts = text_facts(parsed, rel, module)
     return result
 
 

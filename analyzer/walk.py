@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from msready.analyzer.checklist_source import code_facts
+from msready.analyzer.configvalues import READ_NODES, ConfigReader
 from msready.analyzer.facts import (
     Arg,
     CallKind,
@@ -98,6 +100,9 @@ class FileWalker:
         self.values = LocalValues(self)
         self.module_env: dict[str, Expr] = {}
         self._class_attr_values: dict[str, list[tuple[str, Expr]]] = {}
+        # The checklist's configuration values are read in this same walk.
+        self._config: ConfigReader | None = ConfigReader(parsed, path, self.module,
+                                                         self._ancestors)
 
     @property
     def function_states(self) -> list[_FunctionState]:
@@ -263,6 +268,8 @@ class FileWalker:
         self.result.imports_torch = self.imports_torch
         self.result.classes = list(self._class_facts.values())
         self._collect_suppressions()
+        self.result.source_facts = code_facts(
+            self.parsed, self.path, None if self._config is None else self._config.values())
         return self.result
 
     def release(self) -> None:
@@ -275,6 +282,7 @@ class FileWalker:
         self._functions.clear()
         self._ancestors.clear()
         self.values.release()
+        self._config = None
 
     def _dispatch(self, table: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]],
                   node: cst.CSTNode) -> None:
@@ -335,6 +343,11 @@ class FileWalker:
             self._on_for(node)  # type: ignore[arg-type]
         elif kind is cst.WithItem:
             self._on_with_item(node)  # type: ignore[arg-type]
+        if kind in READ_NODES and self._config is not None:
+            try:
+                self._config.enter(node)
+            except RecursionError:  # nested too deeply: no checklist facts, as before
+                self._config = None
         if kind in self._visit:
             self._dispatch(self._visit, node)
 
@@ -342,6 +355,8 @@ class FileWalker:
         kind = type(node)
         if kind in self._leave:
             self._dispatch(self._leave, node)
+        if (kind is cst.FunctionDef or kind is cst.ClassDef) and self._config is not None:
+            self._config.leave(node)
         # An assignment binds its names once its right-hand side has been walked, so
         # that inside ``x = x.cuda()`` the name ``x`` still means the old value.
         if kind is cst.Assign:
