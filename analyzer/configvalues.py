@@ -172,8 +172,8 @@ _SCOPES = (cst.ClassDef, cst.FunctionDef)
 class ConfigReader:
     """Reads a file's configuration values as a walk in source order enters and leaves
     its nodes, keeping the class / function it is in. The file's one walk
-    (:class:`msready.analyzer.walk.FileWalker`) drives it; :func:`file_config_values`
-    drives it alone."""
+    (:class:`msready.analyzer.walk.FileWalker`) keeps the nodes it meets and feeds them
+    in once it is done; :func:`file_config_values` walks the tree for it."""
 
     def __init__(self, parsed: Parsed, path: str, module: str,
                  ancestors: list[cst.CSTNode] | None = None) -> None:
