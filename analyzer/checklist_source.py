@@ -152,19 +152,32 @@ def name_words(name: str) -> set[str]:
 def text_facts(parsed: Parsed, path: str, module: str) -> list[ConfigValue]:
     """The checklist facts of one parsed file (a module, or a notebook's joined cells).
 
-    The scan runs this per file in its worker processes and caches the result with the
-    file's other facts, so a warm re-scan does not read the tree again.
+    The scan gets the same facts from the file's one walk (:func:`code_facts`, with the
+    configuration values read during the walk) in its worker processes and caches them
+    with the file's other facts, so a warm re-scan does not read the tree again.
     """
     try:
+        values = file_config_values(parsed, path, module)
+    except RecursionError:  # nested too deeply: the file's other facts still count
+        return []
+    return code_facts(parsed, path, values)
+
+
+def code_facts(parsed: Parsed, path: str, values: list[ConfigValue] | None) -> list[ConfigValue]:
+    """The checklist facts of a file whose configuration ``values`` are read (None when
+    reading them failed, as for a file nested too deeply: no facts)."""
+    if values is None:
+        return []
+    try:
         tree = _Tree(parsed, path)
-        facts = file_config_values(parsed, path, module)
+        facts = list(values)
         # Both need a method or attribute of that name, and libcst keeps names as written.
         if "backward" in parsed.text:
             facts.extend(accumulation_facts(tree))
         if "param_groups" in parsed.text:
             facts.extend(lr_update_facts(tree))
         return facts
-    except RecursionError:  # nested too deeply: the file's other facts still count
+    except RecursionError:
         return []
 
 

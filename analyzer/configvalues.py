@@ -163,15 +163,34 @@ def node_text(parsed: Parsed, node: cst.CSTNode, ancestors: Sequence[cst.CSTNode
     return parsed.text[start:end]
 
 
-class _Reader:
-    """One pass over a parsed file, keeping the class / function it is in."""
+# The nodes :meth:`ConfigReader.enter` reads or keeps scope for; the others it skips.
+READ_NODES = frozenset({cst.ClassDef, cst.FunctionDef, cst.Assign, cst.AnnAssign, cst.Call,
+                        cst.Dict})
+_SCOPES = (cst.ClassDef, cst.FunctionDef)
 
-    def __init__(self, parsed: Parsed, path: str, module: str) -> None:
+
+class ConfigReader:
+    """Reads a file's configuration values as a walk in source order enters and leaves
+    its nodes, keeping the class / function it is in. The file's one walk
+    (:class:`msready.analyzer.walk.FileWalker`) keeps the nodes it meets and feeds them
+    in once it is done; :func:`file_config_values` walks the tree for it."""
+
+    def __init__(self, parsed: Parsed, path: str, module: str,
+                 ancestors: list[cst.CSTNode] | None = None) -> None:
         self.parsed = parsed
         self.path = path
         self.module = module
         self.out: list[ConfigValue] = []
-        self.ancestors: list[cst.CSTNode] = []  # the module down to the node walked
+        # The module down to the node walked (the driving walk's own list, when given).
+        self.ancestors: list[cst.CSTNode] = [] if ancestors is None else ancestors
+        self._scopes: list[tuple[str | None, str | None]] = [(None, None)]
+
+    def values(self) -> list[ConfigValue]:
+        """The values read (see :func:`file_config_values`)."""
+        out = self.out
+        settings = Counter(v.owner for v in out if v.kind == "attribute" and v.param)
+        return [replace(v, param="") if v.kind == "attribute" and v.owner and v.param
+                and not _config_class(v.owner, settings[v.owner]) else v for v in out]
 
     def text(self, node: cst.CSTNode) -> str:
         return node_text(self.parsed, node, self.ancestors)
@@ -217,40 +236,41 @@ class _Reader:
 
     # -- the walk --
 
-    def walk(self, node: cst.CSTNode, cls: str | None, fn: str | None) -> None:
-        self.ancestors.append(node)
-        self._walk(node, cls, fn)
-        self.ancestors.pop()
-
-    def _walk(self, node: cst.CSTNode, cls: str | None, fn: str | None) -> None:
-        if type(node) is cst.ClassDef:
+    def enter(self, node: cst.CSTNode) -> None:
+        """Read a node as the walk enters it (the ancestors end with it)."""
+        kind = type(node)
+        if kind not in READ_NODES:
+            return
+        cls, fn = self._scopes[-1]
+        if kind is cst.ClassDef:
+            assert isinstance(node, cst.ClassDef)
             inner = f"{cls or self.module}.{node.name.value}"
             self.ancestors.append(node.body)
             for stmt in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
                 self.class_field(stmt, inner)
             self.ancestors.pop()
-            for child in children(node):
-                self.walk(child, inner, None)
-            return
-        if type(node) is cst.FunctionDef:
-            for child in children(node):
-                self.walk(child, cls, node.name.value)
-            return
-        if type(node) is cst.Assign:
-            for target in node.targets:
-                self.assignment(target.target, node.value, node, cls, fn)
-        elif type(node) is cst.AnnAssign:
+            self._scopes.append((inner, None))
+        elif kind is cst.FunctionDef:
+            self._scopes.append((cls, node.name.value))  # type: ignore[attr-defined]
+        elif kind is cst.Assign:
+            for target in node.targets:  # type: ignore[attr-defined]
+                self.assignment(target.target, node.value, node, cls, fn)  # type: ignore[attr-defined]
+        elif kind is cst.AnnAssign:
+            assert isinstance(node, cst.AnnAssign)
             if node.value is not None and (fn is not None or cls is None):
                 self.assignment(node.target, node.value, node, cls, fn)
-        elif type(node) is cst.Call:
-            self.call(node)
-        elif type(node) is cst.Dict:
-            for element in node.elements:
+        elif kind is cst.Call:
+            self.call(node)  # type: ignore[arg-type]
+        else:
+            for element in node.elements:  # type: ignore[attr-defined]
                 if isinstance(element, cst.DictElement) and isinstance(element.key,
                                                                        cst.SimpleString):
                     self.add(_string(element.key), element.value, element.key, "dict")
-        for child in children(node):
-            self.walk(child, cls, fn)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        """Leave a node the walk entered."""
+        if isinstance(node, _SCOPES):
+            self._scopes.pop()
 
     def class_field(self, stmt: cst.BaseStatement, cls: str) -> None:
         """``lr: float = 0.1`` / ``EPOCHS = 300`` in a class body."""
@@ -395,11 +415,20 @@ def file_config_values(parsed: Parsed, path: str, module: str) -> list[ConfigVal
     ``self.<attr>`` values keep their training parameter only in configuration classes
     (:func:`_config_class`): ``self.seed = 1234`` in a sampler is object state.
     """
-    reader = _Reader(parsed, path, module)
-    reader.walk(parsed.module, None, None)
-    settings = Counter(v.owner for v in reader.out if v.kind == "attribute" and v.param)
-    return [replace(v, param="") if v.kind == "attribute" and v.owner and v.param
-            and not _config_class(v.owner, settings[v.owner]) else v for v in reader.out]
+    reader = ConfigReader(parsed, path, module)
+    ancestors = reader.ancestors
+    stack: list[tuple[cst.CSTNode, bool]] = [(parsed.module, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            reader.leave(node)
+            ancestors.pop()
+            continue
+        ancestors.append(node)
+        reader.enter(node)
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(children(node)))
+    return reader.values()
 
 
 # ----- config files the code loads ------------------------------------------------------

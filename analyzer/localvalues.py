@@ -95,6 +95,12 @@ class LocalValues:
         self._memo: dict[int, tuple[cst.BaseExpression, Expr]] = {}
         self._scratch: list[dict[str, Expr]] = []
 
+    def release(self) -> None:
+        """Let go of the walker and everything remembered (the file is done)."""
+        self._memo.clear()
+        self._scratch.clear()
+        del self.walker
+
     def forget(self) -> None:
         """Drop remembered results (when a function's walk ends)."""
         self._memo.clear()

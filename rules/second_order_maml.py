@@ -105,10 +105,11 @@ class MamlFlow(FileRule):
     def visit_Assign(self, node: cst.Assign) -> None:
         """Record ``fast = [w - lr * g ...]`` style updates: a subtraction of two named
         values (``gnorm - 1`` is a penalty term, not an update)."""
-        steps = [op for op in descendants(node.value)
-                 if isinstance(op, cst.BinaryOperation) and isinstance(op.operator, cst.Subtract)
-                 and _names(op.left) and _names(op.right)]
-        if self._flows and steps:
+        if not self._flows:  # module level: no function flow to record it in
+            return
+        steps = any(isinstance(op, cst.BinaryOperation) and isinstance(op.operator, cst.Subtract)
+                    and _names(op.left) and _names(op.right) for op in descendants(node.value))
+        if steps:
             bound = set().union(*(_target_names(t.target) for t in node.targets))
             self._flows[-1].updates.append((_names(node.value), bound))
 
