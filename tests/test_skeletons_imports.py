@@ -202,7 +202,10 @@ def test_torch_keywords_reach_mindspore_in_its_spelling(
         built: tuple[Path, dict[str, SkeletonResult]]) -> None:
     out, results = built
     code = "\n".join(lines(out, "keywords.py"))
-    assert "nn.Dense(dim, dim, has_bias=bias, **torch_kwargs(dd, {" in code
+    # a layer given torch keywords only at run time (``**dd``) is built by the adapter
+    # that takes torch's signature; a function gets them renamed and filtered
+    assert "self.fc = TorchLinear(dim, dim, bias=bias, **dd)" in code
+    assert "ops.ones((1, dim), **torch_kwargs(dd, {}, ['dtype', 'shape']," in code
     assert "act_layer=torch_layer(nn.ReLU, {}, ['self']," in code
     assert "isinstance(self.act, nn.ReLU)" in code  # a type test keeps the class itself
     assert results["Proj"].pynative == "pass" and results["Proj"].graph == "pass"
