@@ -95,9 +95,11 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.p = nn.MaxPool2d(3, 2, (0, 0), 1, False, True)",
      "nn.MaxPool2d(3, 2, padding=(0, 0), dilation=1, return_indices=False, ceil_mode=True, "
      "pad_mode='pad')"),
-    # ceil_mode, dilation, count_include_pad away from their default need pad_mode='pad'
+    # max pooling's ceil_mode, dilation, return_indices away from their default need
+    # pad_mode='pad'; average pooling takes ceil_mode and count_include_pad in any mode
     ("self.p = nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)", "pad_mode='pad'"),
-    ("self.p = nn.AvgPool2d(3, 2, count_include_pad=False)", "pad_mode='pad'"),
+    ("self.p = nn.AvgPool2d(3, 2, count_include_pad=False)",
+     "nn.AvgPool2d(3, 2, count_include_pad=False)\n"),
     ("self.p = nn.AvgPool2d(2, stride=1, padding=1)",
      "nn.AvgPool2d(2, stride=1, padding=1, pad_mode='pad')"),
     ("self.s = nn.Sequential(nn.ReLU(), nn.Tanh())", "nn.SequentialCell([nn.ReLU(), nn.Tanh()])"),
