@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 import libcst.matchers as m
 
-from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
+from msready.skeletons.values import UNKNOWN, ConfigValue, ListValue, evaluate
 
 __all__ = ["UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve", "synthesize"]
 
@@ -431,12 +431,15 @@ def namespace_assignments(text: str) -> dict[str, object]:
     """Fields a file's code sets on a parsed namespace with a literal, first value kept."""
     out: dict[str, object] = {}
     for match in _NAMESPACE_FIELD.finditer(text):
+        text = match.group(2).strip()
         try:
-            value = ast.literal_eval(match.group(2).strip())
+            value = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if isinstance(value, list):
-            value = tuple(value)
+            if "cuda.is_available()" not in text:
+                continue
+            value = False  # ``args.cuda = ... and torch.cuda.is_available()``: a CPU run
+        if isinstance(value, list):  # the code may compare it with a list
+            value = ListValue(value)
         out.setdefault(match.group(1), value)
     return out
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from msready.skeletons.values import OBJECT_KEY
+from msready.skeletons.values import LIST_KEY, OBJECT_KEY
 from msready.skeletons.weights import fit_shape, weight_map
 
 MARK = "@@msready "
@@ -113,6 +113,8 @@ def build_value(value: Any) -> Any:
         if value.get("class"):
             return cls
         return cls(**{k: build_value(v) for k, v in value["kwargs"].items()})
+    if isinstance(value, dict) and LIST_KEY in value:
+        return [build_value(v) for v in value[LIST_KEY]]
     if isinstance(value, list):
         return tuple(build_value(v) for v in value)
     return value

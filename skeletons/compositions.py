@@ -31,7 +31,10 @@ CONSTANTS = {"torch.pi": "3.141592653589793", "torch.e": "2.718281828459045",
 SCRIPT_DECORATORS = frozenset({"torch.jit.ignore", "torch.jit.unused", "torch.jit.export",
                                "torch.jit.script", "torch.jit.script_method",
                                "torch.jit.interface", "torch.jit._overload_method"})
-SCRIPT_VALUES = {"torch.jit.annotate": 1, "torch.jit.Attribute": 0}  # -> the argument kept
+SCRIPT_VALUES = {"torch.jit.annotate": 1, "torch.jit.Attribute": 0,  # -> the argument kept
+                 # and ``Variable(t)``, a tensor since torch 0.4 (MindSpore differentiates
+                 # functions, so requires_grad has nothing to mark)
+                 "torch.autograd.Variable": 0, "torch.autograd.variable.Variable": 0}
 SCRIPT_TYPES = frozenset({"torch.jit.Final"})  # ``Final[bool]`` -> ``bool``
 
 # torch API -> the function written into the generated file in its place.
@@ -46,6 +49,7 @@ COMPOSED = {
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
     **{f"torch.nn.InstanceNorm{d}d": "TorchInstanceNorm" for d in (1, 2, 3)},
     "torch.nn.Unfold": "TorchUnfold",
+    "torch.nn.Softplus": "TorchSoftplus",
     "torch.nn.modules.utils._ntuple": "torch_ntuple",
     **{f"torch.nn.modules.utils._{name}": f"torch_{name}"
        for name in ("single", "pair", "triple", "quadruple")},
@@ -245,6 +249,19 @@ class TorchUnfold(nn.Cell):
 
     def construct(self, x):
         return ops.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+''',
+    "TorchSoftplus": '''
+class TorchSoftplus(nn.Cell):
+    """torch.nn.Softplus: ops.softplus with torch's ``beta`` and ``threshold`` (MindSpore
+    has the function on this target, not the layer)."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def construct(self, x):
+        return ops.softplus(x, self.beta, self.threshold)
 ''',
     "TorchInstanceNorm": '''
 class TorchInstanceNorm(nn.Cell):

@@ -22,6 +22,15 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
 }
 CallHook = Callable[[cst.Call | cst.Name, dict[str, object]], object]
 OBJECT_KEY = "__msready_object__"
+LIST_KEY = "__msready_list__"
+
+
+class ListValue(tuple[object, ...]):
+    """A list literal of the repository (``args.input_size = [1, 28, 28]``): a tuple while
+    msready works with it (hashable), a list again in the Cell's run, where the code may
+    compare it with a list."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +57,8 @@ def to_json(value: object) -> object:
     """A constructor argument as JSON (configuration objects as rebuild instructions)."""
     if isinstance(value, ConfigValue):
         return value.to_json()
+    if isinstance(value, ListValue):
+        return {LIST_KEY: [to_json(v) for v in value]}
     if isinstance(value, tuple):
         return [to_json(v) for v in value]
     return value

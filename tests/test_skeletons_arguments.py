@@ -479,17 +479,23 @@ def test_a_child_that_fails_with_made_up_values_passes_inside_the_parent_that_bu
 ARGS_COMPLETED_BY_A_HELPER = '''\
 import argparse
 
+import torch
 from torch import nn
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--z_size", type=int, default=8)
+parser.add_argument("--no_cuda", action="store_true")
 args = parser.parse_args()
 
 
 def load_dataset(args):
     args.input_width = 12
     args.input_type = 'binary'
+    args.shape = [1, 12]
     return args
+
+
+args.cuda = not args.no_cuda and torch.cuda.is_available()
 
 
 class VAE(nn.Module):
@@ -497,6 +503,8 @@ class VAE(nn.Module):
         super().__init__()
         self.enc = nn.Linear(args.input_width, args.hidden)
         self.dec = nn.Linear(args.hidden, args.z_size)
+        if args.cuda or args.shape != [1, 12]:
+            raise ValueError("a CPU run of a list-valued shape")
         if args.input_type == 'binary':
             self.out = nn.Sigmoid()
         elif args.input_type == 'multinomial':
@@ -515,9 +523,10 @@ model = VAE(args)
 
 def test_fields_a_helper_adds_to_the_argparse_namespace_are_synthesized(
         tmp_path: Path, run_cells: CellRun) -> None:
-    # z_size comes from its argparse default; input_width and input_type are the
-    # literals load_dataset sets on the namespace; nothing sets hidden: it is
-    # synthesized into the namespace, and said so.
+    # z_size comes from its argparse default; input_width, input_type and shape (a list,
+    # compared with a list) are the literals load_dataset sets on the namespace; cuda is
+    # False on a CPU run; nothing sets hidden: it is synthesized into the namespace, and
+    # said so.
     _, cells = run_cells(tmp_path, {"train.py": ARGS_COMPLETED_BY_A_HELPER})
     vae = cells["VAE"]
     assert (vae.status, vae.graph) == ("pass", "pass"), vae.error

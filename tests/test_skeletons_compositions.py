@@ -115,6 +115,13 @@ def test_instance_norm(composed: dict[str, Callable[..., Any]], affine: bool) ->
     _same(ms_layer(Tensor(x)), torch_layer(torch.tensor(x)).detach())
 
 
+def test_softplus(composed: dict[str, Callable[..., Any]]) -> None:
+    x = _array(2, 3) * 30  # past the threshold too, where softplus is the identity
+    _same(composed["TorchSoftplus"]()(Tensor(x)), torch.nn.Softplus()(torch.tensor(x)))
+    _same(composed["TorchSoftplus"](beta=2, threshold=5)(Tensor(x)),
+          torch.nn.Softplus(beta=2, threshold=5)(torch.tensor(x)))
+
+
 def test_unfold(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(2, 3, 6, 5)
     _same(composed["TorchUnfold"](2, padding=1, stride=2)(Tensor(x)),

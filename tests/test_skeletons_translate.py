@@ -219,6 +219,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # TorchScript markers leave the value or the type
     ("y = torch.jit.annotate(List[int], [])\nreturn x", "y = []"),
     ("flag: torch.jit.Final[bool] = True\nreturn x", "flag: bool = True"),
+    # torch's legacy Variable wrapper is the tensor itself
+    ("return torch.autograd.Variable(x, requires_grad=False) + 1", "return x + 1"),
     # a call replaced by a value keeps the parentheses written around it
     ("assert(torch.jit.is_scripting() == False)\nassert(torch.cuda.is_available())\nreturn x",
      "assert(False)"),
