@@ -102,7 +102,7 @@ MAX_VALUE_TEXT = 80
 MIN_CLASS_SETTINGS = 3
 CONFIG_WORDS = frozenset({"exp", "experiment", "config", "cfg", "conf", "args", "opts",
                           "options", "hparams", "hyperparameters", "params", "settings", "recipe"})
-_ARGS_NAMES = frozenset({"args", "opt", "opts", "arguments", "flags", "FLAGS", "hparams",
+ARGS_NAMES = frozenset({"args", "opt", "opts", "arguments", "flags", "FLAGS", "hparams",
                          "hp", "params", "parsed", "config_args"})
 
 
@@ -558,7 +558,7 @@ class ConfigIndex:
             mine = [v for v in found if v.owner in classes and v.kind in ("attribute", "field")]
             if mine:
                 return min(mine, key=lambda v: classes.index(v.owner or ""))
-        if head in _ARGS_NAMES:
+        if head in ARGS_NAMES:
             options = [v for v in found if v.kind == "argparse"]
             if options:
                 return options[0]

@@ -18,7 +18,6 @@ behind :func:`resolve` without the planner changing.
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 import libcst.matchers as m
 
-from msready.skeletons.values import UNKNOWN, ConfigValue, ListValue, evaluate
+from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
 
 __all__ = ["UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve", "synthesize"]
 
@@ -60,6 +59,8 @@ _BY_NAME: tuple[tuple[str, object], ...] = (
     (r"(seq_?len(gth)?|block_?size|max_?len(gth)?|context(_length)?|n_?ctx|max_?seq_?len|"
      r"max_?position(_embeddings)?|n_?positions|num_?patches|length|window_?size)", 16),
     (r"ratio", 2.0),
+    # a Cell runs on the CPU: ``args.cuda`` (set from torch.cuda.is_available()) is False
+    (r"(cuda|use_cuda|gpu|use_gpu|on_gpu)", False),
     (r"(bias|affine|learnable|use_\w+|with_\w+|is_\w+|has_\w+|enable_\w+)", True),
     (r"(temperature|temp|gamma|alpha|beta|lr|weight|std|sigma)", 1.0),
     (r"(dims?|channels|chans|features|hidden(_size|_dim)?|embed(ding)?(_dim|_size)?|"
@@ -417,30 +418,6 @@ def argparse_defaults(module: cst.Module, env: dict[str, object] | None = None
         if value is UNKNOWN:
             value = None
         out[dest] = value
-    return out
-
-
-# ``args.input_type = 'binary'``: a field set on a parsed namespace, by the names scripts
-# give it, with a literal value.
-_NAMESPACE_FIELD = re.compile(
-    r"^[ \t]*(?:args|opt|opts|hparams|FLAGS)\.([A-Za-z_]\w*)[ \t]*=[ \t]*([^=\n#][^\n#]*)",
-    re.MULTILINE)
-
-
-def namespace_assignments(text: str) -> dict[str, object]:
-    """Fields a file's code sets on a parsed namespace with a literal, first value kept."""
-    out: dict[str, object] = {}
-    for match in _NAMESPACE_FIELD.finditer(text):
-        text = match.group(2).strip()
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            if "cuda.is_available()" not in text:
-                continue
-            value = False  # ``args.cuda = ... and torch.cuda.is_available()``: a CPU run
-        if isinstance(value, list):  # the code may compare it with a list
-            value = ListValue(value)
-        out.setdefault(match.group(1), value)
     return out
 
 

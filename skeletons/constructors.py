@@ -13,6 +13,7 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.configvalues import ARGS_NAMES
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed, parse_text
@@ -27,6 +28,7 @@ from msready.skeletons.values import (
     UNKNOWN,
     CallHook,
     ConfigValue,
+    ListValue,
     attributes_read,
     bound_names,
     class_fields,
@@ -231,14 +233,21 @@ class ConstructorFinder:
 
     def _namespace_assignments(self) -> dict[str, object]:
         """Fields the repository's code sets on the parsed namespace with a literal
-        (``args.input_type = 'binary'`` in a data loader): the first value each gets."""
+        (``args.input_type = 'binary'`` in a data loader): the first value each gets,
+        from the configuration values the scan read in every file. A list stays a list
+        in the Cell's run (the code may compare it with one)."""
         if self._assigned is None:
             self._assigned = {}
-            for other in self.model.modules.values():
-                text = self.result.sources.get((other.path, None))
-                if text is not None:
-                    for key, value in arguments.namespace_assignments(text).items():
-                        self._assigned.setdefault(key, value)
+            for file in self.result.files:
+                for setting in file.source_facts:
+                    head, dot, field = setting.name.partition(".")
+                    if setting.kind != "attribute" or setting.owner is not None or not dot \
+                            or "." in field or head not in ARGS_NAMES:
+                        continue
+                    value = setting.literal  # the reader keeps sequences as tuples
+                    if isinstance(value, tuple) and setting.value.startswith("["):
+                        value = ListValue(value)
+                    self._assigned.setdefault(field, value)
         return self._assigned
 
     def call_hook(self, file: FileResult) -> CallHook:

@@ -142,19 +142,25 @@ class Planner(ConstructorFinder):
         spec = self.forward_input(cls, env, depth) or self.first_layer(cls, env, depth)
         return self._forward_rank(cls, spec) if spec is not None else None
 
-    def forward_input(self, cls: str, env: dict[str, object], depth: int) -> InputSpec | None:
-        """The input of the first call in ``forward`` that takes the input directly: a
-        submodule (``self.conv(x)``) gives its layer's input, a torch function named
-        ``*2d`` gives the rank (channels from the first layer)."""
+    def _forward_input(self, cls: str) -> tuple[cst.FunctionDef, FileResult, str] | None:
+        """``cls``'s forward (its own or inherited), its file, and the name of its first
+        input parameter; None without a forward or an input."""
         qualname = self.model.find_method(cls, "forward")
         found = self.function_node(qualname) if qualname else None
         if found is None:
             return None
         node, file = found
         params = [*node.params.posonly_params, *node.params.params][1:]
-        if not params:
+        return (node, file, params[0].name.value) if params else None
+
+    def forward_input(self, cls: str, env: dict[str, object], depth: int) -> InputSpec | None:
+        """The input of the first call in ``forward`` that takes the input directly: a
+        submodule (``self.conv(x)``) gives its layer's input, a torch function named
+        ``*2d`` gives the rank (channels from the first layer)."""
+        found = self._forward_input(cls)
+        if found is None:
             return None
-        name = params[0].name.value
+        node, file, name = found
         for call in m.findall(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
                                                       m.ZeroOrMore()])):
             assert isinstance(call, cst.Call)
@@ -304,15 +310,11 @@ class Planner(ConstructorFinder):
     def _asserted_rank(self, cls: str) -> int | None:
         """The rank ``forward`` checks its input for: ``x.dim() == 4``, ``x.ndim == 3``,
         ``len(x.shape) == 4``."""
-        qualname = self.model.find_method(cls, "forward")
-        found = self.function_node(qualname) if qualname else None
+        found = self._forward_input(cls)
         if found is None:
             return None
-        node, _ = found
-        params = [*node.params.posonly_params, *node.params.params][1:]
-        if not params:
-            return None
-        x = m.Name(params[0].name.value)
+        node, _, name = found
+        x = m.Name(name)
         rank_of = m.Call(func=m.Attribute(value=x, attr=m.Name("dim") | m.Name("ndimension")),
                          args=[]) | m.Attribute(value=x, attr=m.Name("ndim")) | m.Call(
             func=m.Name("len"), args=[m.Arg(m.Attribute(value=x, attr=m.Name("shape")))])
@@ -327,15 +329,11 @@ class Planner(ConstructorFinder):
     def _forward_rank(self, cls: str, spec: InputSpec) -> InputSpec:
         """The input spec with the rank forward unpacks (``B, T, C = x.size()``): batch
         first, features last, 8 for each dimension in between."""
-        qualname = self.model.find_method(cls, "forward")
-        found = self.function_node(qualname) if qualname else None
-        if found is None or spec.dtype != "float32":
+        found = self._forward_input(cls) if spec.dtype == "float32" else None
+        if found is None:
             return spec
-        node, _ = found
-        params = [*node.params.posonly_params, *node.params.params][1:]
-        if not params:
-            return spec
-        x = m.Name(params[0].name.value)
+        node, _, name = found
+        x = m.Name(name)
         shape_of = m.Call(func=m.Attribute(value=x, attr=m.Name("size")), args=[]) | \
             m.Attribute(value=x, attr=m.Name("shape"))
         for assign in m.findall(node.body, m.Assign(targets=[m.AssignTarget(m.Tuple())],

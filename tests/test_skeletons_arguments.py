@@ -524,14 +524,14 @@ model = VAE(args)
 def test_fields_a_helper_adds_to_the_argparse_namespace_are_synthesized(
         tmp_path: Path, run_cells: CellRun) -> None:
     # z_size comes from its argparse default; input_width, input_type and shape (a list,
-    # compared with a list) are the literals load_dataset sets on the namespace; cuda is
-    # False on a CPU run; nothing sets hidden: it is synthesized into the namespace, and
-    # said so.
+    # compared with a list) are the literals load_dataset sets on the namespace; nothing
+    # sets hidden or cuda with a literal: they are synthesized into the namespace (cuda is
+    # False: a Cell runs on the CPU), and said so.
     _, cells = run_cells(tmp_path, {"train.py": ARGS_COMPLETED_BY_A_HELPER})
     vae = cells["VAE"]
     assert (vae.status, vae.graph) == ("pass", "pass"), vae.error
     assert (vae.input_shape, vae.output_shape) == ("(2, 12)", "(2, 8)")
-    assert vae.synthesized == "args={hidden=16}"
+    assert vae.synthesized == "args={hidden=16, cuda=False}"
 
 
 NETWORK_ARGUMENT = '''\
