@@ -1,6 +1,7 @@
 """Running generated Cells (and, on request, the original torch modules) in child
-processes: one child per generated file, with a time limit per Cell. A Cell that crashes
-the child or runs out of time is marked failed and the child restarts for the rest."""
+processes: one child per generated file, with a time and a memory limit per Cell. A Cell
+that crashes the child, runs out of time or holds more memory than its limit is marked
+failed and a new child runs the rest."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ from msready.skeletons.child import MARK
 
 CELL_TIMEOUT = 60.0
 STARTUP_TIMEOUT = 60.0  # importing MindSpore or torch in the child
+# A whole model built at full size can hold gigabytes; the machine running the scan must not
+# run out of memory for one Cell. MindSpore itself takes about half a gigabyte.
+CELL_MEMORY = 4 << 30
+_WATCH_EVERY = 0.2  # seconds between two looks at the child's resident memory
 
 
 def child_env() -> dict[str, str]:
@@ -41,8 +46,28 @@ def _drain(stream: Any, tail: deque[str]) -> None:
             tail.append(line.strip())
 
 
+def _resident(pid: int) -> int:
+    """Bytes of memory the process holds (its resident set), 0 when unknown."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _watch(proc: subprocess.Popen[str], limit: int, over: threading.Event) -> None:
+    """Stop ``proc`` when it holds more than ``limit`` bytes (Linux; elsewhere, nothing)."""
+    while proc.poll() is None:
+        if _resident(proc.pid) > limit:
+            over.set()
+            proc.kill()
+            return
+        over.wait(_WATCH_EVERY)
+
+
 def run_jobs(entry: str, job: dict[str, Any], cells: list[dict[str, Any]],
-             timeout: float = CELL_TIMEOUT) -> dict[str, dict[str, Any]]:
+             timeout: float = CELL_TIMEOUT,
+             memory: int = CELL_MEMORY) -> dict[str, dict[str, Any]]:
     """Run ``cells`` with the child module ``entry``; results by cell key, in any case."""
     results: dict[str, dict[str, Any]] = {}
     remaining = list(cells)
@@ -50,13 +75,15 @@ def run_jobs(entry: str, job: dict[str, Any], cells: list[dict[str, Any]],
         while remaining:
             job_file = Path(tmp) / "job.json"
             job_file.write_text(json.dumps({**job, "cells": remaining}), encoding="utf-8")
-            _run_child(entry, job_file, remaining, results, timeout, tmp)
+            _run_child(entry, job_file, remaining, results, (timeout, memory), tmp)
             remaining = [c for c in remaining if c["key"] not in results]
     return results
 
 
 def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
-               results: dict[str, dict[str, Any]], timeout: float, cwd: str) -> None:
+               results: dict[str, dict[str, Any]], limits: tuple[float, int],
+               cwd: str) -> None:
+    timeout, memory = limits
     proc = subprocess.Popen([sys.executable, "-m", entry, str(job_file)], cwd=cwd,
                             env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True, errors="replace")
@@ -64,6 +91,8 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
     tail: deque[str] = deque(maxlen=5)
     threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
     threading.Thread(target=_drain, args=(proc.stderr, tail), daemon=True).start()
+    over = threading.Event()
+    threading.Thread(target=_watch, args=(proc, memory, over), daemon=True).start()
     try:
         for i, cell in enumerate(cells):
             limit = timeout + (STARTUP_TIMEOUT if i == 0 else 0.0)
@@ -77,6 +106,9 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
                 proc.wait(timeout=10)
                 last = tail[-1] if tail else f"exit code {proc.returncode}"
                 error = f"the child process crashed ({last[:200]})"
+                if over.is_set():
+                    error = (f"stopped: it held more than {memory / (1 << 30):g} GiB of memory, "
+                             "the limit for one Cell's run")
             results[cell["key"]] = {"key": cell["key"], "pynative": "fail", "graph": "fail",
                                     "error": error}
             return

@@ -40,6 +40,13 @@ class Broken(nn.Cell):
         raise ValueError("bad constructor")
 
 
+class Hog(nn.Cell):
+    def construct(self, x):
+        import numpy
+        held = numpy.ones(3 << 27)  # 3 GiB of float64, every page written
+        return x + float(held[-1])
+
+
 class GraphOnlyFails(nn.Cell):
     def construct(self, x):
         try:
@@ -74,6 +81,18 @@ def test_crash_and_timeout_lose_only_their_own_cell(tmp_path: Path) -> None:
     assert (got["GraphOnlyFails"]["pynative"], got["GraphOnlyFails"]["graph"]) == (
         "pass", "fail")
     assert got["GraphOnlyFails"]["error"].startswith("GRAPH_MODE: ")
+
+
+def test_a_cell_that_holds_too_much_memory_is_stopped_and_the_next_one_runs(
+        tmp_path: Path) -> None:
+    (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("Good"), job("Hog"), job("Good", {"width": 4}) | {"key": "After"}],
+                          timeout=60, memory=2 << 30)
+    assert got["Hog"]["pynative"] == "fail"
+    assert got["Hog"]["error"] == ("stopped: it held more than 2 GiB of memory, the limit for "
+                                   "one Cell's run")
+    assert got["Good"]["pynative"] == got["After"]["pynative"] == "pass"
 
 
 def test_a_time_out_is_cached_but_a_child_that_could_not_start_is_not(tmp_path: Path) -> None:
