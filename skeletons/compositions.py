@@ -43,6 +43,7 @@ COMPOSED = {
     "torch.functional.einsum": "torch_einsum",
     "torch.nn.functional.normalize": "torch_normalize",
     "torch.nn.functional.layer_norm": "torch_layer_norm",
+    "torch.nn.functional.batch_norm": "torch_batch_norm",
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.roll": "torch_roll",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
@@ -54,6 +55,11 @@ COMPOSED = {
     **{f"torch.nn.modules.utils._{name}": f"torch_{name}"
        for name in ("single", "pair", "triple", "quadruple")},
 }
+
+# torch APIs whose MindSpore form takes fewer arguments than torch's (``ops.batch_norm``
+# needs running statistics, weight and bias; torch takes None for each): their calls use
+# the composition even though the table names a MindSpore form.
+NARROWER = frozenset({"torch.nn.functional.batch_norm"})
 
 SOURCES = {
     "torch_ntuple": '''
@@ -146,6 +152,32 @@ def torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         out = out * weight
     if bias is not None:
         out = out + bias
+    return out
+''',
+    "torch_batch_norm": '''
+def torch_batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+                     momentum=0.1, eps=1e-5):
+    """torch.nn.functional.batch_norm over every axis but the channels (axis 1). Training
+    normalizes by the batch's statistics and moves the running ones, when given, towards
+    them; otherwise the running statistics normalize. Weight and bias may be None."""
+    shape = (1, -1) + (1,) * (input.ndim - 2)
+    if training:
+        axes = (0,) + tuple(range(2, input.ndim))
+        mean = input.mean(axis=axes, keep_dims=True)
+        var = ((input - mean) ** 2).mean(axis=axes, keep_dims=True)
+        if running_mean is not None and running_var is not None:
+            count = input.size // input.shape[1]
+            torch_assign_(running_mean, running_mean * (1 - momentum)
+                          + mean.reshape(-1) * momentum)
+            torch_assign_(running_var, running_var * (1 - momentum)
+                          + var.reshape(-1) * (momentum * count / max(count - 1, 1)))
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    out = (input - mean) / ops.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
     return out
 ''',
     "torch_attention": '''

@@ -115,6 +115,21 @@ def transpose(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression
                                            cst.Arg(args[1][1])])
 
 
+def _extreme(which: str) -> MethodFix:
+    """``x.max(y)`` is torch's elementwise maximum when ``y`` is a tensor and a reduction over
+    a dimension when it is an int; MindSpore's ``Tensor.max`` takes only the second, and
+    ``mint.max`` both, as torch does (the same for ``min``)."""
+    def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+        if len(args) != 1 or args[0][0] is not None:
+            return None
+        return cst.Call(expr(f"mint.{which}"), [cst.Arg(receiver), cst.Arg(args[0][1])])
+    return fix
+
+
+method_fix("max")(_extreme("max"))
+method_fix("min")(_extreme("min"))
+
+
 @method_fix("split")
 def split(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.split(n, dim=d)`` -> ``ops.split(x, n, axis=d)``: MindSpore's ``Tensor.split``

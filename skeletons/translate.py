@@ -1085,6 +1085,8 @@ class CellTransformer(cst.CSTTransformer):
         position = compositions.SCRIPT_VALUES.get(canonical)
         if position is not None and len(call.args) > position:  # ``jit.annotate(T, v)``: v
             return call.args[position].value
+        if canonical in compositions.NARROWER:
+            return call.with_changes(func=cst.Name(compositions.COMPOSED[canonical]))
         if apis.lookup(canonical, self.backend).api is None:
             answer = compositions.ANSWERS.get(canonical)
             if answer is not None:  # ``torch.jit.is_scripting()``: eager code's answer

@@ -66,6 +66,30 @@ def test_normalize_and_layer_norm(composed: dict[str, Callable[..., Any]]) -> No
                                          torch.tensor(b)))
 
 
+@pytest.mark.parametrize("stats, affine, training", [
+    (False, False, True),  # the weight standardization of timm's StdConv: nothing but x
+    (True, True, True),  # a training step moves the running statistics
+    (True, True, False),
+    (True, False, False),
+])
+def test_batch_norm_with_or_without_statistics_and_affine(
+        composed: dict[str, Callable[..., Any]], stats: bool, affine: bool,
+        training: bool) -> None:
+    x, mean, var = _array(3, 4, 5, 2), _array(4), np.abs(_array(4)) + 0.5
+    w, b = _array(4), _array(4)
+    ms_stats = [mindspore.Parameter(Tensor(a.copy())) if stats else None for a in (mean, var)]
+    pt_stats = [torch.tensor(a.copy()) if stats else None for a in (mean, var)]
+    ms_affine = [Tensor(a) if affine else None for a in (w, b)]
+    pt_affine = [torch.tensor(a) if affine else None for a in (w, b)]
+    _same(composed["torch_batch_norm"](Tensor(x), *ms_stats, *ms_affine, training=training,
+                                       momentum=0.2),
+          torch.nn.functional.batch_norm(torch.tensor(x), *pt_stats, *pt_affine,
+                                         training=training, momentum=0.2))
+    for ms_stat, pt_stat in zip(ms_stats, pt_stats, strict=True):
+        if ms_stat is not None and pt_stat is not None:
+            _same(ms_stat, pt_stat)
+
+
 @pytest.mark.parametrize("options", [{}, {"is_causal": True}, {"scale": 0.5}, {"mask": True}])
 def test_scaled_dot_product_attention(composed: dict[str, Callable[..., Any]],
                                       options: dict[str, Any]) -> None:
@@ -187,6 +211,38 @@ def test_a_cell_using_them_runs(tmp_path: Path, run_cells: CellRun) -> None:
            "is_causal=False," in code
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16)")
+
+
+STANDARDIZED = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class StdConv(nn.Conv2d):
+    def __init__(self, cin=4, cout=8, eps=1e-6):
+        super().__init__(cin, cout, 3, padding=1)
+        self.eps = eps
+
+    def forward(self, x):
+        weight = F.batch_norm(self.weight.reshape(1, self.out_channels, -1), None, None,
+                              training=True, momentum=0., eps=self.eps).reshape_as(self.weight)
+        out = F.conv2d(x, weight, self.bias, self.stride, self.padding)
+        return out / out.max(out.abs().mean()) + out.min(1)[0].unsqueeze(1)
+'''
+
+
+def test_batch_norm_without_statistics_and_max_of_two_tensors_run(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"conv.py": STANDARDIZED})
+    code = [ln.strip() for ln in (out / "conv.py").read_text().splitlines()]
+    assert "weight = torch_batch_norm(self.weight.reshape(1, self.out_channels, -1), None, " \
+           "None," in code
+    # a tensor argument makes torch's max elementwise, an int a reduction: mint.max does both
+    assert "return out / mint.max(out, out.abs().mean()) + mint.min(out, 1)[0].unsqueeze(1)" \
+        in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16, 16)")
 
 
 INIT = '''\
