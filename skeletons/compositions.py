@@ -56,10 +56,12 @@ COMPOSED = {
        for name in ("single", "pair", "triple", "quadruple")},
 }
 
-# torch APIs whose MindSpore form takes fewer arguments than torch's (``ops.batch_norm``
-# needs running statistics, weight and bias; torch takes None for each): their calls use
-# the composition even though the table names a MindSpore form.
-NARROWER = frozenset({"torch.nn.functional.batch_norm"})
+# torch APIs whose MindSpore form needs arguments torch lets be left out or None
+# (``ops.batch_norm`` needs running statistics, weight and bias): torch's parameters in
+# order. A call that leaves one out, or passes None, uses the composition even though the
+# table names a MindSpore form.
+NARROWER = {"torch.nn.functional.batch_norm": ("input", "running_mean", "running_var",
+                                               "weight", "bias")}
 
 SOURCES = {
     "torch_ntuple": '''

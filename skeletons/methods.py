@@ -231,6 +231,20 @@ def named_module_method(call: cst.Call) -> cst.BaseExpression | None:
     return call.with_changes(func=new)
 
 
+def compiled_children(call: cst.Call) -> cst.BaseExpression | None:
+    """``m.children()`` / ``m.named_children()`` in code GRAPH_MODE compiles: the Cell's
+    own table of children, ``m._cells.values()`` / ``.items()`` (GRAPH_MODE cannot iterate
+    what ``cells()`` or ``name_cells()`` return; it iterates that table, in the same order)."""
+    func = call.func
+    if call.args or not m.matches(func, m.Attribute(attr=m.Name("children")
+                                                     | m.Name("named_children"))):
+        return None
+    assert isinstance(func, cst.Attribute)
+    which = "values" if func.attr.value == "children" else "items"
+    return cst.Call(cst.Attribute(cst.Attribute(func.value, cst.Name("_cells")),
+                                  cst.Name(which)), [])
+
+
 # Module methods that mean the same on any held sub-Cell (``self.body.parameters()``).
 MODULE_METHODS = frozenset({"modules", "children", "named_modules", "parameters",
                             "named_parameters", "state_dict", "eval", "train"})

@@ -37,6 +37,7 @@ from msready.skeletons.methods import (
     METHOD_FIXES,
     MODULE_METHODS,
     cell_method,
+    compiled_children,
     named_module_method,
     rename_keywords,
 )
@@ -97,7 +98,7 @@ class CellTransformer(cst.CSTTransformer):
             for c in file.calls if c.kind is CallKind.TENSOR_METHOD}
         self.findings = sorted(findings, key=lambda f: (f.location.line, f.location.column))
         self._used: set[int] = set()
-        self._lambdas = 0  # lambdas a constructor passes on, written alone on a line
+        self._hoisted = 0  # values written alone on a line before their statement (see _Hoist)
         # ``from torch._dynamo import is_compiling`` inside a function: name -> torch name
         self._function_imports: dict[str, str] | None = None
         self._todos: list[list[Todo]] = [[]]
@@ -196,16 +197,21 @@ class CellTransformer(cst.CSTTransformer):
                                   updated_node: cst.SimpleStatementLine
                                   ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
         attached = self._attach(original_node, updated_node, whole=True)
-        if not (self._classes and self._classes[-1] and self._functions
-                and self._functions[-1] == "__init__"):
+        if self._classes and self._classes[-1] and self._functions \
+                and self._functions[-1] == "__init__":
+            # ``Lambda(lambda x: x.mean(...))`` in a constructor: GRAPH_MODE finds a lambda
+            # by its source line and parses only one written alone on its line
+            hoist: _Hoist = _LambdaHoist(self._hoisted)
+        elif self._run_by_forward():
+            # ``torch.cat((x, h.pop()))``: in GRAPH_MODE a list's pop inside an expression
+            # gives the list and the value; alone on its line it gives the value
+            hoist = _PopHoist(self._hoisted)
+        else:
             return attached
-        # ``Lambda(lambda x: x.mean(...))`` in a constructor: GRAPH_MODE finds a lambda
-        # by its source line and parses only one written alone on its line
-        hoist = _LambdaHoist(self._lambdas)
         stmt = attached.visit(hoist)
         if not hoist.hoisted or not isinstance(stmt, cst.SimpleStatementLine):
             return attached
-        self._lambdas += len(hoist.hoisted)
+        self._hoisted += len(hoist.hoisted)
         lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))],
                                                      value)])
                  for name, value in hoist.hoisted]
@@ -918,8 +924,9 @@ class CellTransformer(cst.CSTTransformer):
         fixed = (self._base_constructor(original_node, updated_node) or
                  self._function_apply(original_node, updated_node) or
                  self._partial(original_node, updated_node) or
-                 self._layer_call(updated_node) or self._cell_method(updated_node) or
-                 named_module_method(updated_node))
+                 self._layer_call(updated_node) or
+                 (compiled_children(updated_node) if self._run_by_forward() else None) or
+                 self._cell_method(updated_node) or named_module_method(updated_node))
         if fixed is not None:
             return fixed
         span = self.parsed.span(original_node)
@@ -1085,7 +1092,7 @@ class CellTransformer(cst.CSTTransformer):
         position = compositions.SCRIPT_VALUES.get(canonical)
         if position is not None and len(call.args) > position:  # ``jit.annotate(T, v)``: v
             return call.args[position].value
-        if canonical in compositions.NARROWER:
+        if self._leaves_out(compositions.NARROWER.get(canonical, ()), call):
             return call.with_changes(func=cst.Name(compositions.COMPOSED[canonical]))
         if apis.lookup(canonical, self.backend).api is None:
             answer = compositions.ANSWERS.get(canonical)
@@ -1125,6 +1132,19 @@ class CellTransformer(cst.CSTTransformer):
             self._note("MS100", f"{name}: the table's rewrite of this call is invalid "
                                 f"({exc}); translate it by hand")
             return call.with_changes(func=kept)
+
+    @staticmethod
+    def _leaves_out(needed: tuple[str, ...], call: cst.Call) -> bool:
+        """True when ``call`` does not pass each of ``needed`` (torch's parameters in order),
+        or passes it None."""
+        given: dict[str, cst.BaseExpression] = {}
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                return False  # unknown: keep MindSpore's form
+            key = arg.keyword.value if arg.keyword else (needed[i] if i < len(needed) else "")
+            given[key] = arg.value
+        return any(name not in given or m.matches(given[name], m.Name("None"))
+                   for name in needed)
 
     @staticmethod
     def _sized_tensor(canonical: str, call: cst.Call) -> cst.BaseExpression | None:
@@ -1248,17 +1268,20 @@ def _function_torch_imports(module: cst.Module) -> dict[str, str]:
     return out
 
 
-class _LambdaHoist(cst.CSTTransformer):
-    """Lambdas passed as arguments, outside comprehensions and other lambdas (whose
-    variables they may read), replaced by names ``lambda_<n>``; :attr:`hoisted` holds
-    each name and its lambda."""
+class _Hoist(cst.CSTTransformer):
+    """Parts of a statement taken out to lines of their own, before it: outside
+    comprehensions, lambdas and conditional parts (which may not run, or read variables of
+    their own), each replaced by a new name; :attr:`hoisted` holds each name and its value."""
+
+    prefix = "value"
+    _NESTED: tuple[type[cst.CSTNode], ...] = (
+        cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
+        cst.BooleanOperation)
 
     def __init__(self, start: int) -> None:
         self.start = start
-        self.hoisted: list[tuple[str, cst.Lambda]] = []
+        self.hoisted: list[tuple[str, cst.BaseExpression]] = []
         self._inner = 0
-
-    _NESTED = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, self._NESTED):
@@ -1272,10 +1295,46 @@ class _LambdaHoist(cst.CSTTransformer):
             self._inner -= 1
         return result
 
+    def _take(self, value: cst.BaseExpression) -> cst.Name:
+        name = f"{self.prefix}_{self.start + len(self.hoisted) + 1}"
+        self.hoisted.append((name, value))
+        return cst.Name(name)
+
+
+class _LambdaHoist(_Hoist):
+    """Lambdas passed as arguments, named ``lambda_<n>``."""
+
+    prefix = "lambda"
+    _NESTED = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
     def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
         if self._inner or not isinstance(updated_node.value, cst.Lambda):
             return updated_node
-        name = f"lambda_{self.start + len(self.hoisted) + 1}"
-        self.hoisted.append((name, updated_node.value))
-        return updated_node.with_changes(value=cst.Name(name))
+        return updated_node.with_changes(value=self._take(updated_node.value))
 
+
+class _PopHoist(_Hoist):
+    """``name.pop(...)`` inside a larger expression, named ``popped_<n>``."""
+
+    prefix = "popped"
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        self._top = node.value  # ``y = h.pop()`` is already alone
+        return True
+
+    def visit_Expr(self, node: cst.Expr) -> bool:
+        self._top = node.value
+        return True
+
+    def visit_Return(self, node: cst.Return) -> bool:
+        self._top = node.value
+        return True
+
+    _top: cst.BaseExpression | None = None
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call
+                   ) -> cst.BaseExpression:
+        if self._inner or original_node is self._top or not m.matches(
+                updated_node.func, m.Attribute(value=m.Name(), attr=m.Name("pop"))):
+            return updated_node
+        return self._take(updated_node)

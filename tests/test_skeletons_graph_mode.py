@@ -1,0 +1,77 @@
+"""Python that runs eagerly but that GRAPH_MODE compiles differently: what the translation
+writes so the same Cell also compiles. Each example is generated and run in both modes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from msready.analyzer.result import SkeletonResult
+
+# ``run_cells`` (conftest): write files, scan, generate and run the Cells
+CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+
+SKIPS = '''\
+import torch
+import torch.nn as nn
+
+
+class UNet(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.downs = nn.ModuleList([nn.Conv2d(dim, dim, 3, padding=1) for _ in range(2)])
+        self.ups = nn.ModuleList([nn.Conv2d(dim * 2, dim, 3, padding=1) for _ in range(2)])
+
+    def forward(self, x):
+        skips = []
+        for down in self.downs:
+            x = down(x)
+            skips.append(x)
+        for up in self.ups:
+            x = up(torch.cat((x, skips.pop()), dim=1))
+        last = skips.pop() if skips else x
+        return x + last
+'''
+
+
+def test_a_pop_inside_an_expression_is_written_alone_on_its_line(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE's list.pop inside an expression gives (list, value); alone, the value
+    out, cells = run_cells(tmp_path, {"unet.py": SKIPS})
+    code = [ln.strip() for ln in (out / "unet.py").read_text().splitlines()]
+    assert code[code.index("popped_1 = skips.pop()") + 1] == \
+        "x = up(ops.cat((x, popped_1), axis=1))"
+    # a pop that may not run stays where it is
+    assert "last = skips.pop() if skips else x" in code
+    assert (cells["UNet"].pynative, cells["UNet"].graph) == ("pass", "pass")
+
+
+CHILDREN = '''\
+import torch.nn as nn
+
+
+class Stack(nn.Module):
+    def __init__(self, width=8, depth=3):
+        super().__init__()
+        for i in range(depth):
+            self.add_module(f"fc{i}", nn.Linear(width, width))
+        self.names = [name for name, _ in self.named_children()]
+
+    def forward(self, x):
+        for layer in self.children():
+            x = layer(x).relu()
+        for name, layer in self.named_children():
+            x = x + layer(x)
+        return x
+'''
+
+
+def test_children_iterated_in_forward_read_the_cells_table(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"stack.py": CHILDREN})
+    code = [ln.strip() for ln in (out / "stack.py").read_text().splitlines()]
+    assert "for layer in self._cells.values():" in code
+    assert "for name, layer in self._cells.items():" in code
+    # the constructor runs eagerly: MindSpore's own method
+    assert "self.names = [name for name, _ in self.name_cells().items()]" in code
+    assert (cells["Stack"].pynative, cells["Stack"].graph) == ("pass", "pass")
