@@ -552,6 +552,9 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef,
                           updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        if self._run_by_forward():
+            # GRAPH_MODE cannot write into a Cell's dict: a cache forward fills is dropped
+            updated_node = cst.ensure_type(updated_node.visit(_MemoDrop()), cst.FunctionDef)
         self._tuples.pop()
         self._functions.pop()
         self._scope.pop()
@@ -1338,3 +1341,67 @@ class _PopHoist(_Hoist):
                 updated_node.func, m.Attribute(value=m.Name(), attr=m.Name("pop"))):
             return updated_node
         return self._take(updated_node)
+
+
+class _MemoDrop(cst.CSTTransformer):
+    """A cache that forward fills, ``if k not in self.cache: self.cache[k] = value``, then
+    reads, ``self.cache[k]``: the value is computed into a local name, ``cached_<n>``, and
+    the later reads of the same block read that name. Eager code computes it once per key;
+    a Cell computes it each call, with the same result."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
+                            updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        body: list[cst.BaseStatement] = []
+        names: dict[str, cst.Name] = {}  # the code of ``self.cache[k]`` -> its local name
+        for stmt in updated_node.body:
+            if names:
+                visited = stmt.visit(_ReadsOf(names))
+                assert isinstance(visited, cst.BaseStatement)
+                stmt = visited
+            memo = self._memo(stmt)
+            if memo is None:
+                body.append(stmt)
+                continue
+            read, value = memo
+            assert isinstance(stmt, cst.If)
+            self.count += 1
+            names[read] = name = cst.Name(f"cached_{self.count}")
+            body.append(cst.SimpleStatementLine(
+                [cst.Assign([cst.AssignTarget(name)], value)], leading_lines=stmt.leading_lines))
+        return updated_node.with_changes(body=body)
+
+    @staticmethod
+    def _memo(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
+        """(the code of ``self.cache[k]``, the value) for a cache-filling ``if``."""
+        if not isinstance(stmt, cst.If) or stmt.orelse is not None or not m.matches(
+                stmt.test, m.Comparison(comparisons=[m.ComparisonTarget(m.NotIn())])):
+            return None
+        test = stmt.test
+        assert isinstance(test, cst.Comparison)
+        cache = test.comparisons[0].comparator
+        inner = stmt.body.body
+        if not m.matches(cache, m.Attribute(value=m.Name("self"))) or len(inner) != 1 \
+                or not m.matches(inner[0], m.SimpleStatementLine([m.Assign([m.AssignTarget(
+                    m.Subscript())])])):
+            return None
+        assign = cst.ensure_type(cst.ensure_type(inner[0], cst.SimpleStatementLine).body[0],
+                                 cst.Assign)
+        target = cst.ensure_type(assign.targets[0].target, cst.Subscript)
+        read = code(cst.Subscript(cache, [cst.SubscriptElement(cst.Index(test.left))]))
+        if code(target.with_changes(value=cache)) != read:
+            return None
+        return read, assign.value
+
+
+class _ReadsOf(cst.CSTTransformer):
+    """Reads of cache entries (by their code) replaced by local names."""
+
+    def __init__(self, names: dict[str, cst.Name]) -> None:
+        self.names = names
+
+    def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript
+                        ) -> cst.BaseExpression:
+        return self.names.get(code(updated_node), updated_node)

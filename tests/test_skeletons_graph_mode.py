@@ -75,3 +75,35 @@ def test_children_iterated_in_forward_read_the_cells_table(
     # the constructor runs eagerly: MindSpore's own method
     assert "self.names = [name for name, _ in self.name_cells().items()]" in code
     assert (cells["Stack"].pynative, cells["Stack"].graph) == ("pass", "pass")
+
+
+CACHE = '''\
+import torch
+import torch.nn as nn
+
+
+class Biased(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.bias = nn.Parameter(torch.zeros(dim))
+        self.cache = {}
+
+    def biases(self, device):
+        key = str(device)
+        if key not in self.cache:
+            self.cache[key] = self.bias * 2
+        return self.cache[key]
+
+    def forward(self, x):
+        return self.fc(x) + self.biases(x.device)
+'''
+
+
+def test_a_cache_forward_fills_becomes_a_local_value(tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE cannot write into a Cell's dict: the value is computed where it was cached
+    out, cells = run_cells(tmp_path, {"biased.py": CACHE})
+    code = [ln.strip() for ln in (out / "biased.py").read_text().splitlines()]
+    start = code.index("key = str(device)")
+    assert code[start + 1:start + 3] == ["cached_1 = self.bias * 2", "return cached_1"]
+    assert (cells["Biased"].pynative, cells["Biased"].graph) == ("pass", "pass")
