@@ -511,6 +511,9 @@ class CellTransformer(cst.CSTTransformer):
         MindSpore counterpart is a class that takes its own constructor arguments."""
         for base in node.bases:
             name = self.qualify(base.value)
+            if name is not None and not is_torch(name) and name in self.model.classes \
+                    and self.model.find_method(name, "__init__") is not None:
+                return None  # ``super().__init__`` runs this earlier base's constructor
             if not is_torch(name) or name in _MODULE_BASES:
                 continue
             assert name is not None

@@ -231,6 +231,38 @@ def test_a_sequential_subclass_runs_what_it_added_with_mindspores_parameter_name
     assert "self.bn.beta.set_data(" in text
 
 
+SEQUENTIAL_AFTER_A_HEAD = '''\
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self, *, loss_weight=1.0):
+        super().__init__()
+        self.loss_weight = loss_weight
+
+
+class ConvHead(Head, nn.Sequential):
+    def __init__(self, channels=4, *, num_classes=3, **kwargs):
+        super().__init__(**kwargs)
+        self.add_module("conv", nn.Conv2d(channels, channels, 3, padding=1))
+        self.add_module("predictor", nn.Conv2d(channels, num_classes, 1))
+
+    def forward(self, x):
+        for layer in self:
+            x = layer(x)
+        return x * self.loss_weight
+'''
+
+
+def test_super_init_runs_the_first_base_with_a_constructor_not_the_torch_layer(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Head comes first in ConvHead's method order: super().__init__ is Head's, which takes
+    # keywords; nn.Sequential's constructor is reached from Head's own super().__init__()
+    out, cells = run_cells(tmp_path, {"head.py": SEQUENTIAL_AFTER_A_HEAD})
+    assert "        super().__init__(**kwargs)" in (out / "head.py").read_text().splitlines()
+    assert (cells["ConvHead"].status, cells["ConvHead"].graph) == ("pass", "pass")
+
+
 POSITIONAL_LAYER_ARGUMENTS = '''\
 from torch import nn
 
