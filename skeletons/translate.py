@@ -867,6 +867,12 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> SmallResult:
         call = updated_node.value
+        if self._base_reinit(call):
+            # MindSpore's layer initializes its parameters when built, as torch's
+            # reset_parameters does, and has no such method
+            self._note("MS100", f"{code(call)} removed: the MindSpore layer initializes its "
+                                "parameters when it is built and has no reset_parameters")
+            return cst.Pass()
         if self._in_forward() and m.matches(call, m.Call(
                 func=m.Name("torch_assign_"), args=[m.Arg(m.Name()), m.Arg()])):
             # ``x.mul_(s)`` as a statement in forward: ``x = x * s`` (compiles in GRAPH_MODE;
@@ -878,6 +884,16 @@ class CellTransformer(cst.CSTTransformer):
             return updated_node
         assert isinstance(call, cst.Call)
         return buffer(call) or updated_node
+
+    def _base_reinit(self, call: cst.BaseExpression) -> bool:
+        """``super().reset_parameters()`` in a subclass of a torch layer whose MindSpore
+        class has no such method."""
+        base = self._layer_bases[-1] if self._layer_bases else None
+        if base is None or not m.matches(call, m.Call(func=m.Attribute(
+                value=m.Call(func=m.Name("super")), attr=m.Name("reset_parameters")))):
+            return False
+        api = apis.lookup(base, self.backend).api
+        return api is not None and not hasattr(apis.ms_object(api), "reset_parameters")
 
     def _in_forward(self) -> bool:
         return bool(self._classes and self._classes[-1] and self._functions
