@@ -579,13 +579,15 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_With(self, original_node: cst.With, updated_node: cst.With
                    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
-        names = [self._context(item.item) for item in original_node.items]
+        names = [self._context(item.item) or self._quiet_context(item) for item in
+                 original_node.items]
         if not names or None in names or not isinstance(updated_node.body, cst.IndentedBlock):
             return updated_node  # on_leave attaches the TODOs of a kept statement
         body = list(updated_node.body.body)
         self._todos.pop()
-        todos = [("MS100", f"{n}: " + (apis.lookup(apis.canonical(n), self.backend).note
-                                        or "no MindSpore context; the block runs as is"))
+        todos = [("MS100", f"{n}: " + (_QUIET_CONTEXTS.get(n) or apis.lookup(
+            apis.canonical(n), self.backend).note or "no MindSpore context; the block runs "
+                                                     "as is"))
                  for n in names if n]
         self.all_todos.extend(todos)
         first = body[0]
@@ -593,6 +595,16 @@ class CellTransformer(cst.CSTTransformer):
         if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             body[0] = first.with_changes(leading_lines=[*lines, *first.leading_lines])
         return cst.FlattenSentinel(body)
+
+    def _quiet_context(self, item: cst.WithItem) -> str | None:
+        """The name of a Python context that changes nothing a Cell computes
+        (``warnings.catch_warnings()``), in code GRAPH_MODE compiles, which takes no context
+        manager; None otherwise, or when ``as`` binds its value."""
+        if item.asname is not None or not isinstance(item.item, cst.Call) \
+                or not self._run_by_forward():
+            return None
+        name = self.qualify(item.item.func)
+        return name if name in _QUIET_CONTEXTS else None
 
     def _keeps_torch(self, node: cst.CSTNode) -> bool:
         """True when a translated expression still holds a torch name (no equivalent)."""
@@ -1360,6 +1372,16 @@ class _PopHoist(_Hoist):
                 updated_node.func, m.Attribute(value=m.Name(), attr=m.Name("pop"))):
             return updated_node
         return self._take(updated_node)
+
+
+# Python contexts that change only what is printed or nothing at all: in code GRAPH_MODE
+# compiles, their block runs without them.
+_QUIET_CONTEXTS = {
+    "warnings.catch_warnings": "GRAPH_MODE compiles no Python context manager; this one "
+                               "only changes which warnings are shown, so the block runs "
+                               "without it",
+    "contextlib.nullcontext": "a context that does nothing: the block runs without it",
+}
 
 
 class _MemoDrop(cst.CSTTransformer):
