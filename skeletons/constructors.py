@@ -187,13 +187,30 @@ class ConstructorFinder:
         parsed = self.parsed(file.path)
         if found is None or parsed is None or not isinstance(found[0].body, cst.IndentedBlock):
             return env
-        earlier = []
-        for stmt in found[0].body.body:
-            span = parsed.span(stmt)
-            if span is None or span.end_line >= line:
-                break
-            earlier.append(stmt)
-        return constants(earlier, env, self.call_hook(file), forget=True)
+        body: Sequence[cst.BaseStatement] = found[0].body.body
+        while True:
+            earlier, inside = [], None
+            for stmt in body:
+                span = parsed.span(stmt)
+                if span is None or span.end_line >= line:
+                    inside = stmt if span is not None and span.line <= line else None
+                    break
+                earlier.append(stmt)
+            env = constants(earlier, env, self.call_hook(file), forget=True)
+            # the call is inside an ``if`` / ``for`` / ``with`` / ``try``: the statements of
+            # its block before it ran too (``if pool is None: pool = 'token'`` then the call)
+            block = None if inside is None else next(
+                (b for b in _blocks(inside) if any(
+                    (sp := parsed.span(s)) is not None and sp.line <= line <= sp.end_line
+                    for s in b.body)), None)
+            if block is None or inside is None:
+                return env
+            # a loop variable takes each value in turn; ``with ... as name`` binds a value
+            header: list[cst.CSTNode] = [cst.AssignTarget(inside.target)] if isinstance(
+                inside, cst.For) else list(inside.items) if isinstance(inside, cst.With) else []
+            for name in {n for node in header for n in bound_names(node)}:
+                env.pop(name, None)
+            body = block.body
 
     def _function_environment(self, caller: str, file: FileResult) -> dict[str, object]:
         parsed = self.parsed(file.path)
@@ -481,4 +498,17 @@ def _with_main_block(body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatemen
             out.extend(stmt.body.body)
         else:
             out.append(stmt)
+    return out
+
+
+def _blocks(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
+    """The blocks of a compound statement: an ``if``'s body and its ``elif`` / ``else``
+    ones, a ``try``'s body, handlers, ``else`` and ``finally``, a loop's or ``with``'s body."""
+    out: list[cst.IndentedBlock] = []
+    for child in stmt.children:
+        if isinstance(child, cst.IndentedBlock):
+            out.append(child)
+        elif isinstance(child, (cst.If, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
+                                cst.Finally)):
+            out.extend(_blocks(child))
     return out

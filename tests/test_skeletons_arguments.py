@@ -299,6 +299,44 @@ def test_a_parameter_reassigned_before_the_instantiation_is_not_its_argument(
     assert (block.status, block.synthesized, block.input_shape) == ("pass", "", "(2, 8, 16, 16)")
 
 
+DEFAULT_SET_IN_A_BRANCH = '''\
+import torch.nn as nn
+
+
+class Pool(nn.Module):
+    def __init__(self, dim, pool_type='token'):
+        super().__init__()
+        assert pool_type in ('', 'token')
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8, global_pool=None, head_type='attn'):
+        super().__init__()
+        if head_type == 'attn':
+            if global_pool is None:
+                global_pool = 'token'
+            self.head = Pool(dim, pool_type=global_pool)
+        for i in range(2):
+            self.add_module(f"pool{i}", Pool(dim + i))
+
+    def forward(self, x):
+        return self.head(x)
+'''
+
+
+def test_a_parameter_reassigned_in_the_block_holding_the_instantiation_is_not_its_argument(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``global_pool`` is None when Net is called and 'token' when Pool is built, inside the
+    # ``if``: Pool keeps its own default rather than getting None
+    _, cells = run_cells(tmp_path, {"nets.py": DEFAULT_SET_IN_A_BRANCH})
+    pool = cells["Pool"]
+    assert (pool.status, pool.synthesized, pool.input_shape) == ("pass", "", "(2, 8)")
+
+
 CONFIG_TO_BASE = '''\
 import torch.nn as nn
 
