@@ -179,6 +179,181 @@ def _source_descendants(value: object) -> Iterator[cst.CSTNode]:
 # Expressions whose ast extent includes brackets that libcst gives to their owner.
 _OWN_BRACKETS = (cst.Tuple, cst.GeneratorExp)
 
+# Below a noted node, libcst's children and CPython's: for a parent type, the ast type it
+# stands for and, for each field of libcst's node, the field of the ast node that holds
+# the counterpart ("value" of ``cst.Attribute`` is ``ast.Attribute.value``). Parents with
+# lists of children are paired up in :func:`_step`.
+_STEPS: dict[type, tuple[type, dict[str, str]]] = {
+    cst.Expr: (ast.Expr, {"value": "value"}),
+    cst.AnnAssign: (ast.AnnAssign, {"target": "target", "annotation": "annotation",
+                                    "value": "value"}),
+    cst.AugAssign: (ast.AugAssign, {"target": "target", "value": "value"}),
+    cst.Return: (ast.Return, {"value": "value"}),
+    cst.If: (ast.If, {"test": "test"}),
+    cst.While: (ast.While, {"test": "test"}),
+    cst.For: (ast.For, {"target": "target", "iter": "iter"}),
+    cst.Assert: (ast.Assert, {"test": "test", "msg": "msg"}),
+    cst.Attribute: (ast.Attribute, {"value": "value"}),
+    cst.BinaryOperation: (ast.BinOp, {"left": "left", "right": "right"}),
+    cst.UnaryOperation: (ast.UnaryOp, {"expression": "operand"}),
+    cst.IfExp: (ast.IfExp, {"test": "test", "body": "body",
+                            "orelse": "orelse"}),
+    cst.Await: (ast.Await, {"expression": "value"}),
+    cst.Slice: (ast.Slice, {"lower": "lower", "upper": "upper",
+                            "step": "step"}),
+    cst.Lambda: (ast.Lambda, {"body": "body"}),
+}
+# Tokens a node's text starts with, for the check of a position read from ast.
+_OPENERS: dict[type, str] = {cst.List: "[", cst.ListComp: "[", cst.Dict: "{", cst.Set: "{",
+                             cst.DictComp: "{", cst.SetComp: "{", cst.Lambda: "lambda",
+                             cst.Await: "await"}
+
+
+def _first_token(node: cst.CSTNode) -> str | None:
+    """The text a node's syntactic span starts with, as far as cheaply known."""
+    while True:
+        kind = type(node)
+        if kind in LEAVES:
+            return node.value  # type: ignore[attr-defined,no-any-return]
+        opener = _OPENERS.get(kind)
+        if opener is not None:
+            return opener
+        if kind is cst.UnaryOperation:
+            return node.operator._get_token()  # type: ignore[attr-defined,no-any-return]
+        if kind in (cst.Attribute, cst.Subscript):
+            node = node.value  # type: ignore[attr-defined]
+        elif kind is cst.Call:
+            node = node.func  # type: ignore[attr-defined]
+        elif kind in (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison):
+            node = node.left  # type: ignore[attr-defined]
+        elif kind is cst.IfExp:
+            node = node.body  # type: ignore[attr-defined]
+        elif kind is cst.Tuple and node.elements:  # type: ignore[attr-defined]
+            first = node.elements[0]  # type: ignore[attr-defined]
+            if type(first) is not cst.Element:
+                return "*"
+            node = first.value
+        else:
+            return None
+        if node.lpar:  # type: ignore[attr-defined]
+            return "("
+
+
+def _whitespace(value: object) -> int | None:
+    """The length of a parenthesis' whitespace, when it is simple (one line)."""
+    return len(value.value) if type(value) is cst.SimpleWhitespace else None  # type: ignore[attr-defined]
+
+
+def _parameter(parent: cst.Parameters, child: cst.CSTNode, item: ast.AST) -> ast.AST | None:
+    """The ``ast.arg`` of a parameter, by its place among the function's parameters."""
+    if not isinstance(item, ast.arguments):
+        return None
+    pairs: list[tuple[object, object]] = [
+        *zip(parent.posonly_params, item.posonlyargs, strict=False),
+        *zip(parent.params, item.args, strict=False),
+        (parent.star_arg, item.vararg),
+        *zip(parent.kwonly_params, item.kwonlyargs, strict=False),
+        (parent.star_kwarg, item.kwarg)]
+    if (len(parent.posonly_params), len(parent.params), len(parent.kwonly_params)) != (
+            len(item.posonlyargs), len(item.args), len(item.kwonlyargs)):
+        return None
+    for param, arg in pairs:
+        if param is child:
+            return arg if isinstance(arg, ast.arg) else None
+    return None
+
+
+def _step(parent: cst.CSTNode, child: cst.CSTNode, item: ast.AST) -> ast.AST | None:
+    """The ast counterpart of ``child`` of ``parent``, whose counterpart is ``item``."""
+    kind = type(parent)
+    if kind is cst.Arg:  # the argument's value: the parent's counterpart already
+        return item if child is parent.value else None  # type: ignore[attr-defined]
+    if kind is cst.Element:
+        return item if child is parent.value else None  # type: ignore[attr-defined]
+    if kind is cst.ComparisonTarget:
+        return item if child is parent.comparator else None  # type: ignore[attr-defined]
+    if kind is cst.SubscriptElement:
+        return item if child is parent.slice else None  # type: ignore[attr-defined]
+    if kind is cst.Index:
+        return item if child is parent.value else None  # type: ignore[attr-defined]
+    if kind in (cst.Tuple, cst.List, cst.Set):
+        if not isinstance(item, (ast.Tuple, ast.List, ast.Set)):
+            return None
+        elements = parent.elements  # type: ignore[attr-defined]
+        for i, element in enumerate(elements):
+            if element is child and type(child) is cst.Element and len(item.elts) == len(
+                    elements):
+                return item.elts[i]
+        return None
+    if kind is cst.Comparison:
+        if not isinstance(item, ast.Compare):
+            return None
+        if child is parent.left:  # type: ignore[attr-defined]
+            return item.left
+        for i, target in enumerate(parent.comparisons):  # type: ignore[attr-defined]
+            if target is child and len(item.comparators) == len(parent.comparisons):  # type: ignore[attr-defined]
+                return item.comparators[i]
+        return None
+    if kind is cst.Subscript:
+        if not isinstance(item, ast.Subscript):
+            return None
+        if child is parent.value:  # type: ignore[attr-defined]
+            return item.value
+        elements = parent.slice  # type: ignore[attr-defined]
+        alone = len(elements) == 1 and elements[0].comma is cst.MaybeSentinel.DEFAULT
+        if alone and child is elements[0]:
+            return item.slice
+        if isinstance(item.slice, ast.Tuple) and len(item.slice.elts) == len(elements):
+            for i, element in enumerate(elements):
+                if element is child:
+                    return item.slice.elts[i]
+        return None
+    if kind is cst.Assign:
+        if not isinstance(item, ast.Assign):
+            return None
+        if child is parent.value:  # type: ignore[attr-defined]
+            return item.value
+        for i, target in enumerate(parent.targets):  # type: ignore[attr-defined]
+            if target is child and len(item.targets) == len(parent.targets):  # type: ignore[attr-defined]
+                return item.targets[i]
+        return None
+    if kind is cst.AssignTarget:
+        return item if child is parent.target else None  # type: ignore[attr-defined]
+    if kind is cst.Annotation:
+        return item if child is parent.annotation else None  # type: ignore[attr-defined]
+    if kind is cst.Call:
+        if not isinstance(item, ast.Call):
+            return None
+        if child is parent.func:  # type: ignore[attr-defined]
+            return item.func
+        for i, arg in enumerate(parent.args):  # type: ignore[attr-defined]
+            if arg is child:
+                return Positions._part(item, "arg", i)
+        return None
+    if kind is cst.If and child is parent.orelse:  # type: ignore[attr-defined]
+        orelse: list[ast.stmt] = getattr(item, "orelse", [])
+        return orelse[0] if len(orelse) == 1 and type(orelse[0]) is ast.If else None
+    if kind is cst.FunctionDef:
+        if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        if child is parent.params:  # type: ignore[attr-defined]
+            return item.args
+        return item.returns if child is parent.returns else None  # type: ignore[attr-defined]
+    if kind is cst.Parameters:
+        return _parameter(parent, child, item)  # type: ignore[arg-type]
+    if kind is cst.Param:  # its annotation; its default is noted with its function
+        if not isinstance(item, ast.arg) or child is not parent.annotation:  # type: ignore[attr-defined]
+            return None
+        return item.annotation
+    step = _STEPS.get(kind)
+    if step is None or not isinstance(item, step[0]):
+        return None
+    for name, field_name in step[1].items():
+        if getattr(parent, name) is child:
+            found = getattr(item, field_name)
+            return found if isinstance(found, ast.AST) else None
+    return None
+
 
 # What :func:`_collect` keeps of each ast node type: the kinds it counts as and the
 # fields that may hold nodes; built on first sight of the type (non-node values too).
@@ -240,6 +415,25 @@ def _head(node: cst.CSTNode) -> str | None:
             node = node.func
         else:
             return None
+
+
+def _path_to(top: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The nodes from below ``top`` down to ``node`` (None when it is not below ``top``
+    or sits in a block of statements, which have positions of their own)."""
+    stack: list[tuple[cst.CSTNode, int]] = [(top, 0)]
+    path: list[cst.CSTNode] = []
+    while stack:
+        current, level = stack.pop()
+        if level:
+            del path[level - 1:]
+            path.append(current)
+        if current is node:
+            return path
+        kind = type(current)
+        if kind is cst.IndentedBlock or kind is cst.SimpleStatementSuite:
+            continue
+        stack.extend((child, level + 1) for child in reversed(children(current)))
+    return None
 
 
 @dataclass
@@ -379,6 +573,10 @@ class Positions:
             noted = self._noted.get(id(owner))
             if noted is None or id(owner) in self._done:
                 continue
+            found = self._descend(owner, noted, node, ancestors, depth)
+            if found is not None:
+                self.spans[key] = found
+                return found
             if type(owner) is cst.Call:
                 self._regenerate(owner, ancestors[:depth])  # type: ignore[arg-type]
             elif noted[0] != "stmt" and noted[2] != "name":
@@ -452,8 +650,9 @@ class Positions:
         owner = owners[ordinal]
         if part == "name":
             return self._name(node, owner)
-        if part == "argnode":  # an argument with its keyword or star: regenerated
-            return None
+        if part == "argnode":  # an argument with its keyword or star
+            item = self._part(owner, part, index)
+            return None if item is None else self._argument(node, item)  # type: ignore[arg-type]
         if part == "keyword":  # ``k`` of ``k=v``, where CPython's keyword starts
             item = self._part(owner, part, index)
             if item is None:
@@ -467,6 +666,10 @@ class Positions:
                 self.failed = True
                 return None
             return found if isinstance(node, cst.Call) else None
+        if type(node) is cst.Tuple and len(node.lpar) == 1:  # type: ignore[attr-defined]
+            item = self._part(owner, part, index)
+            return None if item is None else self._inside_parentheses(
+                node, *self._extent(item))  # type: ignore[arg-type]
         if isinstance(node, _OWN_BRACKETS) or getattr(node, "lpar", None):
             return None
         item = self._part(owner, part, index)
@@ -478,6 +681,94 @@ class Positions:
             self.failed = True
             return None
         return found
+
+    def _anchor(self, owner: cst.CSTNode, noted: _Key) -> ast.AST | None:
+        """The ast counterpart of a noted node, for :meth:`_descend`."""
+        tree = self._tree()
+        kind, ordinal, part, index = noted
+        if tree is None or ordinal >= len(tree[kind]):
+            return None
+        item = tree[kind][ordinal]
+        if kind == "stmt" or part == "":
+            return item
+        if part in ("func", "receiver", "arg", "decorator", "base", "default"):
+            return self._part(item, part, index)
+        return None
+
+    def _descend(self, owner: cst.CSTNode, noted: _Key, node: cst.CSTNode,
+                 ancestors: Sequence[cst.CSTNode], depth: int) -> Offsets | None:
+        """The offsets of an expression below a noted node, read from the ast node found
+        by stepping down both trees along the path to it (the walk's ancestors, then a
+        search below the last of them); None where the trees cannot be paired up."""
+        if not isinstance(node, cst.BaseExpression) or isinstance(node, cst.GeneratorExp) or (
+                type(owner) is cst.If and depth and getattr(ancestors[depth - 1], "orelse",
+                                                            None) is owner):
+            return None  # an elif: its ast statement is found through its if
+        path = list(ancestors[depth + 1:])
+        if not path or path[-1] is not node:
+            below = _path_to(path[-1] if path else owner, node)
+            if below is None:
+                return None
+            path.extend(below)
+        item = self._anchor(owner, noted)
+        parent = owner
+        if type(owner) in _SIMPLE and path:  # a line of small statements
+            body = owner.body  # type: ignore[attr-defined]
+            first = path[0]
+            index = next((i for i, small in enumerate(body) if small is first), -1)
+            tree = self._ast
+            if index < 0 or tree is None or noted[1] + index >= len(tree["stmt"]):
+                return None
+            item, parent, path = tree["stmt"][noted[1] + index], first, path[1:]
+        for child in path:
+            if item is None:
+                return None
+            if type(parent) is cst.Attribute and child is parent.attr and child is node:
+                # ``b`` of ``a.b``: CPython's attribute ends with it
+                if not isinstance(item, ast.Attribute):
+                    return None
+                _, end = self._extent(item)
+                name = parent.attr.value
+                return (end - len(name), end) if self.text.startswith(name, end - len(name)) \
+                    else None
+            item = _step(parent, child, item)
+            parent = child
+        if item is None or not hasattr(item, "end_col_offset"):
+            return None
+        start, end = self._extent(item)
+        if type(node) is cst.Tuple and node.lpar:
+            return self._inside_parentheses(node, start, end)
+        if type(node) is cst.Tuple and not node.elements:
+            return None
+        token = _first_token(node)
+        if token is None or not self.text.startswith(token, start):
+            return None
+        return start, end
+
+    def _inside_parentheses(self, node: cst.Tuple, start: int, end: int) -> Offsets | None:
+        """A tuple in one pair of parentheses: CPython's extent takes them in, libcst's
+        span is inside them and the whitespace they own."""
+        if len(node.lpar) != 1 or self.text[start] != "(" or self.text[end - 1] != ")":
+            return None
+        after = _whitespace(node.lpar[0].whitespace_after)
+        before = _whitespace(node.rpar[0].whitespace_before)
+        if after is None or before is None or start + 1 + after > end - 1 - before:
+            return None
+        return start + 1 + after, end - 1 - before
+
+    def _argument(self, node: cst.Arg, item: ast.AST) -> Offsets | None:
+        """An argument with its star or keyword: CPython's ``Starred`` or ``keyword``
+        extent; a plain one: its value's, unless in parentheses."""
+        start, end = self._extent(item)
+        if node.star:
+            return (start, end) if self.text.startswith(node.star, start) else None
+        if node.keyword is not None:
+            return (start, end) if self.text.startswith(node.keyword.value, start) else None
+        value = node.value
+        if getattr(value, "lpar", None) or isinstance(value, _OWN_BRACKETS):
+            return None
+        first = _first_token(value)
+        return (start, end) if first is not None and self.text.startswith(first, start) else None
 
     def _fits_call(self, call: cst.Call, found: Offsets) -> bool:
         head = _head(call.func)

@@ -4,7 +4,9 @@ constant arguments, assignment targets, and what calling a torch API returns."""
 from __future__ import annotations
 
 import ast
+import collections.abc
 import dataclasses
+import typing
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from importlib import resources
@@ -51,12 +53,57 @@ def _is_node(value: object) -> bool:
     return known
 
 
+# How :func:`children` reads each field of a node type, from the field's declared type:
+_NODE, _OPTIONAL, _NODES, _ANY = range(4)  # a node; a node or None; nodes; look at it
+_PLANS: dict[type, tuple[tuple[str, int], ...]] = {}
+
+
+def _node_class(kind: object) -> bool:
+    return isinstance(kind, type) and issubclass(kind, cst.CSTNode)
+
+
+def _field_mode(declared: object) -> int | None:
+    """How a field declared as ``declared`` is read (None: it never holds a node)."""
+    if declared is str:
+        return None
+    origin, args = typing.get_origin(declared), typing.get_args(declared)
+    if origin is typing.Literal and all(isinstance(a, str) for a in args):
+        return None
+    if _node_class(declared):
+        return _NODE
+    if origin is typing.Union and all(_node_class(a) or a is type(None) for a in args):
+        return _OPTIONAL if type(None) in args else _NODE
+    if origin is collections.abc.Sequence and len(args) == 1 and (
+            _node_class(args[0]) or (typing.get_origin(args[0]) is typing.Union
+                                     and all(_node_class(a) for a in typing.get_args(args[0])))):
+        return _NODES
+    return _ANY
+
+
+def _plan(node_type: type) -> tuple[tuple[str, int], ...]:
+    plan = _PLANS.get(node_type)
+    if plan is None:
+        declared = {f.name: f.type for f in dataclasses.fields(node_type)}
+        modes = ((name, _field_mode(declared[name])) for name in _child_fields(node_type))
+        plan = _PLANS[node_type] = tuple((name, mode) for name, mode in modes if mode is not None)
+    return plan
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The syntactically meaningful children of a node, in source order."""
+    """The syntactically meaningful children of a node, in source order (read as each
+    field's declared type says: a field declared to hold nodes is not checked again)."""
+    plan = _PLANS.get(type(node)) or _plan(type(node))
     out: list[cst.CSTNode] = []
-    for name in _child_fields(type(node)):
+    for name, mode in plan:
         value = getattr(node, name)
-        if type(value) in (tuple, list):
+        if mode == _NODE:
+            out.append(value)
+        elif mode == _NODES:
+            out.extend(value)
+        elif mode == _OPTIONAL:
+            if value is not None:
+                out.append(value)
+        elif type(value) in (tuple, list):
             out.extend(item for item in value if _is_node(item))
         elif _is_node(value):
             out.append(value)

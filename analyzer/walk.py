@@ -55,7 +55,7 @@ from msready.analyzer.values import (
     apply,
     instance,
 )
-from msready.rules.base import FileRule, Rule
+from msready.rules.base import Calls, FileRule, Rule
 
 TORCH_ROOTS = ("torch", "torchvision")
 CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict"})
@@ -63,6 +63,75 @@ _SUPPRESS = re.compile(r"#\s*msready:\s*ignore(?:\[([^\]]*)\])?")
 _MAX_RECEIVER_TEXT = 60
 # Calls whose arguments say what the loss is: the value analysis keeps them.
 _LOSS_CALLS = frozenset({"torch.Tensor.backward", "torch.autograd.grad", "torch.autograd.backward"})
+
+
+# The node types whose entering the walk acts on (besides the rules' handlers).
+_ENTERED = frozenset({cst.Name, cst.Attribute, cst.Call, cst.Import, cst.ImportFrom,
+                      cst.FunctionDef, cst.ClassDef, cst.For, cst.WithItem})
+# The node types whose leaving the walk acts on (besides the rules' handlers).
+_LEFT = frozenset({cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.AugAssign,
+                   cst.Call, cst.Return})
+_Handler = tuple[FileRule, Callable[[cst.CSTNode], object]]
+_TENSOR = "torch.Tensor."
+
+
+class _CallIndex:
+    """The rules' ``visit_Call`` handlers by the calls they declare (:class:`Calls`): a
+    call is handed to those that name its callee, in the rules' order."""
+
+    def __init__(self, handlers: list[_Handler], declared: bool) -> None:
+        self.handlers = handlers
+        self.every: list[int] = []
+        self.targets: dict[str, list[int]] = {}
+        self.roots: dict[str, list[int]] = {}
+        self.apis: dict[str, list[int]] = {}
+        self.methods: dict[str, list[int]] = {}
+        self.prefixes: list[tuple[str, int]] = []
+        self.any_api: list[int] = []
+        self.starred: list[int] = []
+        for i, (rule, _) in enumerate(handlers):
+            calls = type(rule).calls() if declared else None
+            if calls is None:
+                self.every.append(i)
+                continue
+            self._add(calls, i)
+        self.selective = len(self.every) < len(handlers)
+
+    def _add(self, calls: Calls, i: int) -> None:
+        for table, names in ((self.targets, calls.targets), (self.roots, calls.roots),
+                             (self.apis, calls.apis), (self.methods, calls.methods)):
+            for name in names:
+                table.setdefault(name, []).append(i)
+        self.prefixes.extend((prefix, i) for prefix in calls.prefixes)
+        if calls.any_api:
+            self.any_api.append(i)
+        if calls.starred:
+            self.starred.append(i)
+
+    def select(self, node: cst.Call, target: str | None) -> list[_Handler]:
+        """The handlers to call for ``node``, whose callee is ``target``."""
+        if not self.selective:
+            return self.handlers
+        chosen = list(self.every)
+        if target is not None:
+            chosen += self.targets.get(target, ())
+            chosen += self.roots.get(target.split(".", 1)[0], ())
+            chosen += [i for prefix, i in self.prefixes if target.startswith(prefix)]
+            api: str | None = None
+            if target.startswith(_TENSOR):
+                api = target[len(_TENSOR):]
+            elif target.startswith("torch.") and target.count(".") == 1:
+                api = target[len("torch."):]
+            if api is not None:
+                chosen += self.any_api
+                chosen += self.apis.get(api, ())
+        func = node.func
+        if type(func) is cst.Attribute:
+            chosen += self.methods.get(func.attr.value, ())  # type: ignore[attr-defined]
+        if self.starred and any(arg.star for arg in node.args):
+            chosen += self.starred
+        handlers = self.handlers
+        return [handlers[i] for i in sorted(set(chosen))]
 
 
 @dataclasses.dataclass(slots=True)
@@ -78,7 +147,13 @@ class _FunctionState:
 
 
 class FileWalker:
-    """Walks one parsed file; implements :class:`msready.rules.base.FileContext`."""
+    """Walks one parsed file; implements :class:`msready.rules.base.FileContext`.
+
+    A call is handed to the rules whose declared :class:`Calls` name it (to every rule
+    with ``visit_Call`` when ``declared_calls`` is off, as the tests compare).
+    """
+
+    declared_calls = True
 
     def __init__(self, path: str, parsed: Parsed, rules: Sequence[type[FileRule]]) -> None:
         self.path = path
@@ -91,8 +166,9 @@ class FileWalker:
         self._classes: list[tuple[str, dict[str, set[str]], list[str]]] = []
         self._class_facts: dict[str, ClassFact] = {}
         self._rules = [rule(self) for rule in rules]
-        self._visit: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
-        self._leave: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]] = {}
+        self._visit: dict[type, list[_Handler]] = {}
+        self._leave: dict[type, list[_Handler]] = {}
+        self._calls = _CallIndex([], False)
         self._module_values: dict[str, cst.BaseExpression] = {}
         self._targets: dict[int, tuple[cst.Call, str | None]] = {}
         self._call_index: dict[int, int] = {}
@@ -252,17 +328,26 @@ class FileWalker:
                     if isinstance(node_type, type):
                         table = self._visit if attr[0] == "v" else self._leave
                         table.setdefault(node_type, []).append((rule, getattr(rule, attr)))
+        self._calls = _CallIndex(self._visit.get(cst.Call, []), self.declared_calls)
         module = self.parsed.module
         self._prebind(module)
-        stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+        # A node to enter, or (node,) to leave once its children are done.
+        stack: list[cst.CSTNode | tuple[cst.CSTNode]] = [module]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        enter, leave = self._enter, self._exit
         while stack:
-            node, leaving = stack.pop()
-            if leaving:
-                self._exit(node)
+            node = pop()
+            if type(node) is tuple:
+                leave(node[0])
                 continue
-            self._enter(node)
-            stack.append((node, True))
-            stack.extend((child, False) for child in reversed(children(node)))
+            enter(node)  # type: ignore[arg-type]
+            below = children(node)  # type: ignore[arg-type]
+            if below:
+                push((node,))  # type: ignore[arg-type]
+                below.reverse()
+                extend(below)
+            else:
+                leave(node)  # type: ignore[arg-type]
         self.result.bindings = {
             name: target for name, target in self.resolver.scopes[0].bindings.items() if target
         }
@@ -279,6 +364,7 @@ class FileWalker:
         self._rules.clear()
         self._visit.clear()
         self._leave.clear()
+        self._calls = _CallIndex([], False)
         self._functions.clear()
         self._ancestors.clear()
         self.values.release()
@@ -299,11 +385,12 @@ class FileWalker:
             return None
         return reader.values()
 
-    def _dispatch(self, table: dict[type, list[tuple[FileRule, Callable[[cst.CSTNode], object]]]],
-                  node: cst.CSTNode) -> None:
+    def _dispatch(self, table: dict[type, list[_Handler]], node: cst.CSTNode) -> None:
         handlers = table.get(type(node))
         if not handlers:
             return
+        if handlers is self._calls.handlers:  # the callee is resolved once, for all rules
+            handlers = self._calls.select(node, self.call_target(node))  # type: ignore[arg-type]
         for rule, handler in handlers:
             try:
                 handler(node)
@@ -321,6 +408,7 @@ class FileWalker:
                     table[kind] = kept
                 else:
                     del table[kind]
+        self._calls = _CallIndex(self._visit.get(cst.Call, []), self.declared_calls)
 
     def _rule_crashed(self, rule: FileRule, node: cst.CSTNode, exc: Exception) -> None:
         span = self.span(node) or Span(1, 1, 1, 1)
@@ -343,7 +431,9 @@ class FileWalker:
         kind = type(node)
         if kind in NOTED:  # positions are found by meeting these in source order
             self.parsed.positions.note(node)
-        if kind is cst.Name or kind is cst.Attribute:
+        if kind not in _ENTERED:
+            pass
+        elif kind is cst.Name or kind is cst.Attribute:
             self._on_reference(node)  # type: ignore[arg-type]
         elif kind is cst.Call:
             self._on_call(node)  # type: ignore[arg-type]
@@ -367,6 +457,9 @@ class FileWalker:
         kind = type(node)
         if kind in self._leave:
             self._dispatch(self._leave, node)
+        if kind not in _LEFT:
+            self._ancestors.pop()
+            return
         if kind is cst.FunctionDef or kind is cst.ClassDef:
             self._config_events.append((node, None))
         # An assignment binds its names once its right-hand side has been walked, so

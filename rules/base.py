@@ -13,6 +13,7 @@ scanned exactly as a repository would be.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
@@ -113,11 +114,49 @@ class Rule:
     INVALID: ClassVar[Sequence[Example]] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Calls:
+    """The calls a file rule's ``visit_Call`` acts on, declared so that the walk resolves
+    each call's callee once and hands the call only to the rules that name it.
+
+    A call is handed over when its callee (:meth:`FileContext.call_target`) is one of
+    ``targets``, starts with one of ``prefixes`` or has its first part in ``roots``; when
+    it is a torch API (``torch.X`` or ``torch.Tensor.X``) named in ``apis``, or any torch
+    API with ``any_api``; when the callee is an attribute named in ``methods``
+    (``x.cuda()``, whatever ``x`` is); or, with ``starred``, when an argument is unpacked
+    (``*a``, ``**k``). The declaration may name more calls than the rule acts on, never
+    fewer: a call it does not name must be one ``visit_Call`` ignores.
+    """
+
+    targets: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+    roots: frozenset[str] = frozenset()
+    apis: frozenset[str] = frozenset()
+    any_api: bool = False
+    methods: frozenset[str] = frozenset()
+    starred: bool = False
+
+    def __or__(self, other: Calls) -> Calls:
+        return Calls(self.targets | other.targets, (*self.prefixes, *other.prefixes),
+                     self.roots | other.roots, self.apis | other.apis,
+                     self.any_api or other.any_api, self.methods | other.methods,
+                     self.starred or other.starred)
+
+
 class FileRule(Rule):
-    """A rule that looks at one file's syntax tree, one node type at a time."""
+    """A rule that looks at one file's syntax tree, one node type at a time.
+
+    A rule with ``visit_Call`` says which calls it looks at with :meth:`calls`; without
+    that declaration it is handed every call.
+    """
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
+
+    @classmethod
+    def calls(cls) -> Calls | None:
+        """The calls ``visit_Call`` acts on (see :class:`Calls`); None for every call."""
+        return None
 
     def report(
         self,

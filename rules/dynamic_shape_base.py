@@ -8,7 +8,7 @@ from typing import ClassVar
 import libcst as cst
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
-from msready.rules.base import FileContext, FileRule
+from msready.rules.base import Calls, FileContext, FileRule
 from msready.rules.dynamic_shape_calls import receiver, torch_api
 from msready.rules.dynamic_shape_flow import Flow
 
@@ -55,6 +55,11 @@ class ApiRule(DynamicRule):
     """A rule triggered by calls of some torch APIs (functions or Tensor methods)."""
 
     APIS: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """The torch APIs in ``APIS``."""
+        return Calls(apis=cls.APIS)
 
     def visit_Call(self, node: cst.Call) -> None:
         api = torch_api(self.ctx, node)

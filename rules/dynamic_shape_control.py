@@ -25,7 +25,7 @@ from msready.analyzer.findings import (
 from msready.analyzer.names import dotted
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.values import Truth, t_or
-from msready.rules.base import FileRule, RepoRule
+from msready.rules.base import Calls, FileRule, RepoRule
 from msready.rules.dynamic_shape_base import DynamicRule, in_forward
 
 # Calls that only report a problem: a branch made of these changes no shape.
@@ -188,6 +188,11 @@ class PaddedSequence(FileRule):
         "        return rnn.pack_padded_sequence(x, lengths, batch_first=True)\n",
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """The padding helpers of ``_PAD_APIS``."""
+        return Calls(targets=_PAD_APIS)
+
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node)
         if target not in _PAD_APIS:
@@ -236,6 +241,11 @@ class VariableImageSize(FileRule):
         "import torchvision.transforms.v2 as T\n\n"
         "def make(size):\n    return T.Compose([T.ToTensor(), T.Resize(size=512)])\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """torchvision's transforms (``Compose``)."""
+        return Calls(prefixes=_TRANSFORMS)
 
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node) or ""

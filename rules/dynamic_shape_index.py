@@ -14,6 +14,7 @@ import libcst as cst
 
 from msready.analyzer.findings import Severity
 from msready.analyzer.values import VARLEN_TARGETS, Truth, t_and, t_not, t_or
+from msready.rules.base import Calls
 from msready.rules.dynamic_shape_base import ApiRule, DynamicRule, in_forward
 from msready.rules.dynamic_shape_calls import argument, receiver, torch_api
 
@@ -45,6 +46,11 @@ class VariableLengthIndex(DynamicRule):
         in_forward("        order = y.argsort(descending=True)\n        n = int(y.sum())\n"
                    "        top = order[:n]\n        return x[top]\n"),
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """The torch APIs in ``APIS``."""
+        return Calls(apis=cls.APIS)
 
     def visit_Call(self, node: cst.Call) -> None:
         api = torch_api(self.ctx, node)
@@ -118,6 +124,12 @@ class SegmentReduce(DynamicRule):
         in_forward("        return y.bincount()\n"),
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """torch_scatter, and the torch segment, bincount and scatter APIs."""
+        return Calls(roots=frozenset({"torch_scatter"}),
+                     apis=cls.SCATTER_APIS | {"segment_reduce", "bincount"})
+
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node) or ""
         if target.split(".")[0] == "torch_scatter":
@@ -184,6 +196,11 @@ class RandomSampling(DynamicRule):
         "        return x[idx]\n",
         in_forward("        n = int((y > 0).sum())\n        return x[torch.randperm(n)]\n"),
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """numpy / stdlib sampling, torch's multinomial and randperm."""
+        return Calls(targets=cls.FOREIGN, apis=frozenset({"multinomial", "randperm"}))
 
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node) or ""
@@ -332,6 +349,11 @@ class RuntimeSize(DynamicRule):
         in_forward("        counts = (y > 0).sum(1)\n        return x.split(counts.tolist())\n"),
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """The sized constructors of ``SIZES``."""
+        return Calls(targets=frozenset(cls.SIZES))
+
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node)
         spec = self.SIZES.get(target or "")
@@ -397,6 +419,11 @@ class NonMaxSuppression(DynamicRule):
         "class Net(nn.Module):\n    def forward(self, b, s, idx):\n"
         "        return box_ops.batched_nms(b, s, idx, 0.7)\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """The box selections of ``VARLEN_TARGETS``."""
+        return Calls(targets=VARLEN_TARGETS)
 
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node)

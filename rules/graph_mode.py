@@ -23,7 +23,7 @@ from msready.analyzer.findings import (
     Severity,
 )
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
-from msready.rules.base import RepoRule
+from msready.rules.base import Calls, RepoRule
 from msready.rules.graph_mode_flow import (
     GRAPH,
     GraphRule,
@@ -274,6 +274,11 @@ class PrintInGraph(GraphRule):
         "    def forward(self, x):\n        logging.info('forward')\n        return x\n",
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """``print`` and the logging / warnings libraries."""
+        return Calls(targets=frozenset({"builtins.print"}), roots=OUTPUT_ROOTS)
+
     def visit_Call(self, node: cst.Call) -> None:
         """Report Python output calls."""
         target = self.ctx.qualify(node.func)
@@ -443,6 +448,11 @@ class StarArgsInGraph(GraphRule):
         "    def forward(self, x, **kwargs):\n        return self.fc(x, **kwargs)\n",
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """Calls with an unpacked argument."""
+        return Calls(starred=True)
+
     def visit_Call(self, node: cst.Call) -> None:
         """Report `*args` / `**kwargs` of the enclosing function passed on."""
         fn = enclosing_function(self.ctx)
@@ -509,6 +519,11 @@ class SelfAttributeWrite(GraphRule):
         """Report `self.x: T = ...`."""
         if node.value is not None:
             self._check(node.target)
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """``setattr``."""
+        return Calls(targets=frozenset({"builtins.setattr"}))
 
     def visit_Call(self, node: cst.Call) -> None:
         """Report `setattr(self, ...)`."""

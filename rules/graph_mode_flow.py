@@ -18,7 +18,7 @@ import libcst.matchers as m
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
 from msready.analyzer.localvalues import FOREIGN_ROOTS as FOREIGN_LIBRARIES
 from msready.analyzer.values import Kind, is_foreign
-from msready.rules.base import FileContext, FileRule
+from msready.rules.base import Calls, FileContext, FileRule
 
 TORCH_ROOTS = frozenset({"torch", "torchvision"})
 # Tensor methods that return Python values (numbers, tuples, strings, bools of metadata).
@@ -141,11 +141,14 @@ def python_value(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> 
     return is_foreign(ctx.values.local(expr))
 
 
+DEVICE_MOVES = frozenset({"cuda", "cpu", "to"})
+
+
 def call_is_device_move(ctx: FileContext, call: cst.Call) -> str | None:
     """``cuda``/``cpu``/``to`` when ``call`` moves a tensor or a module between devices
     (``x.cuda()``, ``model.to(device)``); ``x.to(torch.float16)`` is a cast, not a move."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in ("cuda", "cpu", "to"):
+    if not isinstance(func, cst.Attribute) or func.attr.value not in DEVICE_MOVES:
         return None
     owner = ctx.qualify(func.value)
     if (owner is not None and not is_torch(owner)) or python_value(ctx, func.value):
@@ -224,6 +227,12 @@ class TensorToPython(GraphRule):
         "        n = int(torch.max(x))\n        return x[:, :n]\n",
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """``.item()`` / ``.tolist()`` / ``.numpy()`` on anything, casts and ``math``."""
+        return Calls(targets=cls.CASTS | {f"torch.Tensor.{m}" for m in cls.METHODS},
+                     roots=frozenset({"math"}), methods=cls.METHODS)
+
     def visit_Call(self, node: cst.Call) -> None:
         """Report conversions of tensors to Python values."""
         target = self.ctx.call_target(node)
@@ -283,6 +292,11 @@ class IsinstanceTensorInGraph(GraphRule):
         "        if isinstance(x, torch.Tensor):\n            x = [x]\n        return x\n",
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """``isinstance``."""
+        return Calls(targets=frozenset({"builtins.isinstance"}))
+
     def visit_Call(self, node: cst.Call) -> None:
         """Report isinstance checks against torch types."""
         if self.ctx.qualify(node.func) != "builtins.isinstance" or len(node.args) < 2:
@@ -327,6 +341,11 @@ class InplaceOpInGraph(GraphRule):
         "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
         "        acc = torch.zeros(3)\n        acc += x\n        return acc\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """Tensor methods."""
+        return Calls(prefixes=("torch.Tensor.",))
 
     def visit_Call(self, node: cst.Call) -> None:
         """Report in-place tensor methods."""
@@ -434,6 +453,11 @@ class DeviceMoveInGraph(GraphRule):
         "        mask = torch.ones(3).to(x.device)\n        return x.cuda() * mask\n",
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """``.cuda()`` / ``.cpu()`` / ``.to(...)`` on anything."""
+        return Calls(methods=DEVICE_MOVES)
+
     def visit_Call(self, node: cst.Call) -> None:
         """Report device moves."""
         move = call_is_device_move(self.ctx, node)
@@ -474,6 +498,12 @@ class TrainingStepInGraph(GraphRule):
         "        opt = torch.optim.SGD(self.parameters(), lr=0.1)\n        opt.step()\n"
         "        return x\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """Backward passes, and optimizer methods on anything."""
+        return Calls(targets=frozenset({"torch.Tensor.backward", "torch.autograd.backward"}),
+                     methods=cls.OPTIMIZER_METHODS)
 
     def visit_Call(self, node: cst.Call) -> None:
         """Report backward passes and optimizer updates."""

@@ -20,8 +20,8 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
-from msready.rules.base import FileContext, FileRule
-from msready.rules.graph_mode_flow import call_is_device_move, python_value
+from msready.rules.base import Calls, FileContext, FileRule
+from msready.rules.graph_mode_flow import DEVICE_MOVES, call_is_device_move, python_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +187,14 @@ class _IdiomRule(FileRule):
                     advice.suggestion, symbol=symbol, severity=severity,
                     confidence=confidence)
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """The table's names and prefixes of this rule, and its methods by name."""
+        mine = [name for name, advice in TABLE.items() if advice.rule == cls.id]
+        return Calls(targets=frozenset(n for n in mine if not n.endswith(".")),
+                     prefixes=tuple(n for n in mine if n.endswith(".")),
+                     methods=frozenset(n for n, a in METHODS.items() if a.rule == cls.id))
+
     def visit_Call(self, node: cst.Call) -> None:
         """Report table entries called here, and module/optimizer methods by name."""
         found = classify_call(self.ctx, node)
@@ -243,6 +251,11 @@ class DeviceHandling(_IdiomRule):
         "import torch\n\ndef run(model, x, device):\n    model.to(device)\n"
         "    return model(x.cuda()).cpu()\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """Device moves on anything, and the table's device APIs."""
+        return super().calls() | Calls(methods=DEVICE_MOVES)
 
     def visit_Call(self, node: cst.Call) -> None:
         """Report device moves, then torch device APIs."""
@@ -475,6 +488,11 @@ class TrainingStep(_IdiomRule):
         super().__init__(ctx)
         # (function, receiver text) of objects whose zero_grad() was called: optimizers.
         self._zeroed: set[tuple[str | None, str]] = set()
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """``step`` / ``zero_grad`` on anything, and the table's training-step APIs."""
+        return super().calls() | Calls(methods=frozenset({"step", "zero_grad"}))
 
     def visit_Call(self, node: cst.Call) -> None:
         """Report backward / zero_grad, and step() of an optimizer: one built from

@@ -18,9 +18,10 @@ import libcst.matchers as m
 
 from msready.analyzer.findings import CALLERS, Category, Confidence, Scope, Severity
 from msready.analyzer.values import Expr, Truth, t_and, t_not, t_or
-from msready.rules.base import FileContext, FileRule
+from msready.rules.base import Calls, FileContext, FileRule
 from msready.rules.dynamic_shape_calls import argument, receiver, torch_api
 from msready.rules.sparse_flow import (
+    CONSTRUCTORS,
     CONVERTERS,
     DENSE_GOES,
     FORMATS,
@@ -86,6 +87,11 @@ class SparseTensor(SparseRule):
         _IMPORTS + "def f(i, v):\n    return torch.sparse.FloatTensor(i, v)\n",
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """Sparse constructors, and the converter methods (``x.to_sparse()``)."""
+        return Calls(targets=frozenset(CONSTRUCTORS), methods=frozenset(CONVERTERS))
+
     def visit_Call(self, node: cst.Call) -> None:
         found = self.flow.constructor(node)
         if found is None:
@@ -128,6 +134,12 @@ class SparseMatmul(SparseRule):
         "    return torch.mm(a, x)\n",
         _IMPORTS + "def f(x, w):\n    s = w.to_sparse()\n    return s @ x\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """Sparse products, and the torch products on possibly sparse operands."""
+        return Calls(targets=MATMUL_APIS,
+                     apis=frozenset({"mm", "matmul", "bmm", "mv", "addmm", "spmm"}))
 
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node) or ""
@@ -187,6 +199,11 @@ class SparseInternals(SparseRule):
         _IMPORTS + "def f(adj):\n    return adj._indices()\n",
     )
     METHODS: ClassVar[frozenset[str]] = SPARSE_ONLY_METHODS | {"indices", "values", "to_dense"}
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """Methods named in ``METHODS``, on any receiver."""
+        return Calls(methods=cls.METHODS)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -259,6 +276,11 @@ class SparseEmbedding(SparseRule):
         "    return F.embedding(i, w, sparse=True)\n",
     )
 
+    @classmethod
+    def calls(cls) -> Calls:
+        """The embedding constructors of ``APIS``."""
+        return Calls(targets=cls.APIS)
+
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node)
         if target not in self.APIS:
@@ -297,6 +319,12 @@ class SparseOptimizer(SparseRule):
         "import torch\n\ndef make(p):\n    return torch.optim.SparseAdam(p, lr=1e-3)\n",
         "from torch.optim import SparseAdam\n\nopt = SparseAdam([], lr=0.1)\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """SparseAdam."""
+        return Calls(targets=frozenset({"torch.optim.SparseAdam",
+                                        "torch.optim.sparse_adam.SparseAdam"}))
 
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node)
@@ -352,6 +380,11 @@ class SparseOp(SparseRule):
         "    return a + torch.eye(n).to_sparse()\n",
         _IMPORTS + "def f(x):\n    s = x.to_sparse()\n    return torch.relu(s)\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """``torch.sparse.*`` and every torch API."""
+        return Calls(prefixes=("torch.sparse.",), any_api=True)
 
     def visit_Call(self, node: cst.Call) -> None:
         target = self.ctx.call_target(node) or ""
@@ -410,6 +443,11 @@ class SparseArgument(SparseRule):
         "    def forward(self, x, a):\n        s = a.to_sparse()\n"
         "        return self.layer(x, s)\n",
     )
+
+    @classmethod
+    def calls(cls) -> Calls:
+        """Every torch API."""
+        return Calls(any_api=True)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.function is None:
