@@ -7,6 +7,7 @@ among them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -381,8 +382,51 @@ class ConstructorFinder:
             return self._inherited(cls)
         configs = {name: self.config_for(cls, name) for name, _, required in params
                    if required}
-        return arguments.resolve(params, list(self._sites(cls)), configs,
-                                 lambda name: self.param_usage(cls, name))
+        resolved = arguments.resolve(params, list(self._sites(cls)), configs,
+                                     lambda name: self.param_usage(cls, name))
+        for name in [*resolved.missing, *(n for n, v in resolved.synthesized.items()
+                                          if v == arguments.KEEP_SHAPE)]:
+            block = self.annotated_class(cls, name)
+            if block is not None:  # ``block: Union[BasicBlock, Bottleneck]``
+                resolved.kwargs[name] = resolved.synthesized[name] = block
+                if name in resolved.missing:
+                    resolved.missing.remove(name)
+        return resolved
+
+    def annotated_class(self, cls: str, param: str) -> ConfigValue | None:
+        """The repository network class a constructor parameter's annotation names
+        (``block: Union[BasicBlock, Bottleneck]``, ``Type[Block]``) when the constructor
+        uses the parameter as a class: it never keeps it as a built network, and reads
+        only the class's own attributes (``block.expansion``)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return None
+        node, file = found
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        annotation = next((p.annotation for p in params if p.name.value == param), None)
+        usage = self.param_usage(cls, param)
+        if annotation is None or usage.stored:
+            return None
+        classes = []
+        for part in m.findall(annotation, m.Name() | m.Attribute()):
+            assert isinstance(part, (cst.Name, cst.Attribute))
+            target = self.qualify(part, file)
+            resolved = self.model.resolve(target, file.module) if target else None
+            if resolved is not None and resolved.kind == "class" \
+                    and resolved.name in self.model.module_classes:
+                classes.append(resolved.name)
+        # a class, not a network: ``Type[...]``, one of several classes, or used as a class
+        text = cst.Module([]).code_for_node(annotation.annotation)
+        if not (usage.called or usage.fields or len(classes) > 1
+                or re.search(r"\b(Type|type|Callable)\[", text)):
+            return None
+        for qualname in classes:
+            own = {name for name, _ in self.config_fields(qualname) or []}
+            if all(f[0] in own for f in usage.fields):
+                module, _, name = qualname.rpartition(".")
+                return ConfigValue(module, name, (), is_class=True)
+        return None
 
     def torch_base(self, cls: str) -> str | None:
         """The torch layer a repository class inherits its constructor from."""

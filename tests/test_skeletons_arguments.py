@@ -337,6 +337,66 @@ def test_a_parameter_reassigned_in_the_block_holding_the_instantiation_is_not_it
     assert (pool.status, pool.synthesized, pool.input_shape) == ("pass", "", "(2, 8)")
 
 
+BLOCK_CLASS = '''\
+from typing import Union
+
+import torch.nn as nn
+
+
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, inplanes, planes, stride=1):
+        super().__init__()
+        self.conv = nn.Conv2d(inplanes, planes * self.expansion, 3, stride, 1)
+
+    def forward(self, x):
+        return self.conv(x).relu()
+
+
+class Bottleneck(BasicBlock):
+    expansion = 4
+
+
+def make_stages(block_fn, channels, inplanes):
+    stages = []
+    for i, c in enumerate(channels):
+        stages.append(block_fn(inplanes, c, 2 if i else 1))
+        inplanes = c * block_fn.expansion
+    return nn.Sequential(*stages), inplanes
+
+
+class ResNet(nn.Module):
+    def __init__(self, block: Union[BasicBlock, Bottleneck], layers, in_chans=3):
+        super().__init__()
+        self.stem = nn.Conv2d(in_chans, 8, 3, padding=1)
+        self.stages, width = make_stages(block, [8, 16][:len(layers)], 8)
+        self.fc = nn.Linear(width, 10)
+
+    def forward(self, x):
+        return self.fc(self.stages(self.stem(x)).mean((2, 3)))
+
+
+class Wrapper(nn.Module):
+    def __init__(self, body: BasicBlock):
+        super().__init__()
+        self.body = body  # a built network: no class can stand in for it
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+
+def test_a_block_class_named_by_the_annotation_is_synthesized(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"resnet.py": BLOCK_CLASS})
+    resnet = cells["ResNet"]
+    assert (resnet.status, resnet.graph, resnet.synthesized) == (
+        "pass", "pass", "block=BasicBlock, layers=(1, 1, 1, 1)")
+    # a network it keeps is never given a class (here a layer that keeps shape stands in)
+    assert cells["Wrapper"].synthesized == "body=keep_shape"
+
+
 CONFIG_TO_BASE = '''\
 import torch.nn as nn
 
