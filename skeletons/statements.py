@@ -46,7 +46,8 @@ class FileTranslation:
 
 
 def buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
-    """``self.register_buffer("name", t)`` -> ``self.name = Parameter(t, requires_grad=False)``."""
+    """``self.register_buffer("name", t)`` -> ``self.name = Parameter(t, requires_grad=False)``
+    (None stays None)."""
     if len(call.args) < 2 or not m.matches(call.args[0].value, m.SimpleString()):
         return None
     name_node = call.args[0].value
@@ -59,6 +60,9 @@ def buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
     if m.matches(value, m.Name("None")):
         return cst.Assign([target], value)
     param = expr(f"Parameter({code(value)}, requires_grad=False)")
+    if m.matches(value, m.Name() | m.Attribute()):
+        # a variable may hold None, which torch keeps as a buffer and Parameter refuses
+        param = expr(f"None if {code(value)} is None else {code(param)}")
     return cst.Assign([target], param)
 
 

@@ -113,6 +113,9 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.register_buffer('steps', torch.zeros(1))",
      "self.steps = Parameter(ops.zeros(1), requires_grad=False)"),
     ("self.register_buffer('mask', None)", "self.mask = None"),
+    # a variable may hold None (``attn_mask = ... if shifted else None``): torch keeps it
+    ("mask = None\nself.register_buffer('mask', mask, persistent=False)",
+     "self.mask = None if mask is None else Parameter(mask, requires_grad=False)"),
     ("self.a = nn.Softmax(dim=1)", "nn.Softmax(axis=1)"),
     # MindSpore's interpolate takes no scale factor for 4-D inputs: the size is computed
     ("self.up = nn.Upsample(scale_factor=2, mode='bilinear')",
