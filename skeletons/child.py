@@ -7,12 +7,16 @@ is done, so a crash or a time-out loses only the Cell that caused it.
 """
 
 from __future__ import annotations
+import __future__
 
+import ast
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import json
 import sys
+import textwrap
 import traceback
 from pathlib import Path
 from typing import Any
@@ -144,11 +148,31 @@ def import_module(name: str, root: str) -> Any:
 
 
 def attribute_path(module: Any, path: str) -> Any:
-    """``Outer.Inner`` of a module: a class nested in a class."""
+    """``Outer.Inner`` of a module: a class nested in a class, or defined in a function
+    (``Test.test_trace.Model``), which is then built from its own lines (the planner
+    runs it only when it reads none of the function's local names)."""
     value = module
     for name in path.split("."):
-        value = getattr(value, name)
+        value = _class_in_function(module, value, name) if inspect.isfunction(value) \
+            else getattr(value, name)
     return value
+
+
+def _class_in_function(module: Any, function: Any, name: str) -> Any:
+    """The class ``name`` a function defines, executed on its own at module level: its
+    lines keep their numbers, so GRAPH_MODE finds their source."""
+    lines, first = inspect.getsourcelines(function)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    ast.increment_lineno(tree, first - 1)
+    found = next((node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                  and node.name == name), None)
+    if found is None:
+        raise AttributeError(f"{function.__name__}() defines no class {name}")
+    space = dict(vars(module))
+    code = compile(ast.Module([found], []), inspect.getsourcefile(function) or "<cell>", "exec",
+                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    exec(code, space)
+    return space[name]
 
 
 def _build(cls: Any, job: dict[str, Any]) -> tuple[Any, dict[str, Any], int]:

@@ -9,6 +9,7 @@ and containers with their arguments evaluated.
 from __future__ import annotations
 
 import re
+import symtable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -228,6 +229,30 @@ class Planner(ConstructorFinder):
         """True for a subclass of nn.Sequential: it runs what it holds, in order."""
         return apis.inherits(self.model, cls, "torch.nn.Sequential")
 
+    def _function_names_read(self, function: str, name: str) -> set[str] | None:
+        """The local names of ``function`` that its class ``name`` reads (none: the class
+        can be built on its own); None when that cannot be told."""
+        found = self.function_node(function)
+        if found is None:
+            return None
+        try:
+            table = symtable.symtable(cst.Module([]).code_for_node(found[0]), "<f>", "exec")
+        except SyntaxError:
+            return None
+        scope = next((t for t in table.get_children() if t.get_name() == found[0].name.value),
+                     None)
+        inner = next((t for t in scope.get_children() if t.get_name() == name
+                      and t.get_type() == "class"), None) if scope else None
+        if inner is None:
+            return None
+        free: set[str] = set()
+        pending = [inner]
+        while pending:
+            current = pending.pop()
+            free |= {s.get_name() for s in current.get_symbols() if s.is_free()}
+            pending.extend(current.get_children())
+        return free - {name, "__class__"}  # ``__class__``: what ``super()`` reads
+
     def plan(self, cls: str) -> Plan:
         """Everything needed to run the Cell generated for ``cls``."""
         fact = self.model.classes[cls]
@@ -237,9 +262,13 @@ class Planner(ConstructorFinder):
         plan = Plan(cls, fact.name, module, path, fact.span.line)
         owner = cls.rsplit(".", 1)[0]
         if owner in self.model.functions:
-            plan.reason = (f"defined inside the function {owner.rsplit('.', 1)[-1]}(): only "
-                           "that function can build it; its translation is in the Cell file")
-            return plan
+            local = self._function_names_read(owner, fact.name)
+            if local is None or local:
+                names = f" ({', '.join(sorted(local))})" if local else ""
+                plan.reason = (f"defined inside the function {owner.rsplit('.', 1)[-1]}() and "
+                               f"reads its local names{names}: only that function can build "
+                               "it; its translation is in the Cell file")
+                return plan
         if self.model.find_method(cls, "forward") is None and self.torch_base(cls) is None \
                 and not self._sequential(cls):
             plan.reason = "no forward method: nothing to run"

@@ -214,6 +214,18 @@ def build(width):
     return Local()
 
 
+def check():
+    class Probe(nn.Module):  # reads nothing of check(): built on its own
+        def __init__(self, dim=4):
+            super(Probe, self).__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    return Probe()(None)
+
+
 class Outer(nn.Module):
     class Inner(nn.Module):
         def __init__(self, dim=8):
@@ -232,7 +244,7 @@ class Outer(nn.Module):
 '''
 
 
-def test_a_class_nested_in_a_class_runs_and_one_inside_a_function_says_why_not(
+def test_nested_classes_run_unless_they_read_their_functions_names(
         tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
 ) -> None:
     out, cells = run_cells(tmp_path, {"local.py": NESTED})
@@ -240,10 +252,14 @@ def test_a_class_nested_in_a_class_runs_and_one_inside_a_function_says_why_not(
     assert (cells["Outer"].status, cells["Outer"].graph) == ("pass", "pass")
     local = cells["Local"]
     assert (local.status, local.error) == (
-        "unverified", "defined inside the function build(): only that function can build "
-                      "it; its translation is in the Cell file")
+        "unverified", "defined inside the function build() and reads its local names "
+                      "(width): only that function can build it; its translation is in the "
+                      "Cell file")
+    # a class a function defines but that reads none of its names is built from its lines
+    probe = cells["Probe"]
+    assert (probe.status, probe.graph, probe.input_shape) == ("pass", "pass", "(2, 4)")
     code = (out / "local.py").read_text()
-    assert code.count("def construct(self, x):") == 3  # the nested classes' forward too
+    assert code.count("def construct(self, x):") == 4  # the nested classes' forward too
 
 
 LEFT_IN_CELL = '''\
