@@ -1,7 +1,8 @@
 """Running generated Cells (and, on request, the original torch modules) in child
 processes: one child per generated file, with a time and a memory limit per Cell. A Cell
 that crashes the child, runs out of time or holds more memory than its limit is marked
-failed and a new child runs the rest."""
+failed and a new child runs the rest. The memory a child holds grows with the Cells it has
+run, so a Cell over the limit is only marked when it ran first in its child."""
 
 from __future__ import annotations
 
@@ -107,6 +108,8 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
                 last = tail[-1] if tail else f"exit code {proc.returncode}"
                 error = f"the child process crashed ({last[:200]})"
                 if over.is_set():
+                    if i > 0:  # what the Cells before it left may be the excess: a new
+                        return  # child runs it first
                     error = (f"stopped: it held more than {memory / (1 << 30):g} GiB of memory, "
                              "the limit for one Cell's run")
             results[cell["key"]] = {"key": cell["key"], "pynative": "fail", "graph": "fail",

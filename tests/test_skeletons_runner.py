@@ -86,6 +86,8 @@ def test_crash_and_timeout_lose_only_their_own_cell(tmp_path: Path) -> None:
 def test_a_cell_that_holds_too_much_memory_is_stopped_and_the_next_one_runs(
         tmp_path: Path) -> None:
     (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
+    # Hog runs second: its child is stopped, and a new child runs it first before it is
+    # marked (memory the Cells before it left is not counted against it)
     got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
                           [job("Good"), job("Hog"), job("Good", {"width": 4}) | {"key": "After"}],
                           timeout=60, memory=2 << 30)
