@@ -1392,6 +1392,16 @@ class _MemoDrop(cst.CSTTransformer):
 
     def __init__(self) -> None:
         self.count = 0
+        self.writes: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        # every subscript the function writes (``self.avg[k] = ...``, ``+=``): an entry
+        # written anywhere but in its filling ``if`` is state, such as a moving average
+        if not self.writes:
+            for target in m.findall(node.body, m.AssignTarget() | m.AugAssign()):
+                assert isinstance(target, (cst.AssignTarget, cst.AugAssign))
+                self.writes.append(code(target.target))
+        return True
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
                             updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
@@ -1407,6 +1417,9 @@ class _MemoDrop(cst.CSTTransformer):
                 body.append(stmt)
                 continue
             read, value = memo
+            if self.writes.count(read) > 1:  # written again: state, not a cache
+                body.append(stmt)
+                continue
             assert isinstance(stmt, cst.If)
             self.count += 1
             names[read] = name = cst.Name(f"cached_{self.count}")
@@ -1435,7 +1448,6 @@ class _MemoDrop(cst.CSTTransformer):
         if code(target.with_changes(value=cache)) != read:
             return None
         return read, assign.value
-
 
 class _ReadsOf(cst.CSTTransformer):
     """Reads of cache entries (by their code) replaced by local names."""

@@ -97,6 +97,20 @@ class Biased(nn.Module):
 
     def forward(self, x):
         return self.fc(x) + self.biases(x.device)
+
+
+class Averaged(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.averages = {}
+
+    def forward(self, x):
+        x = self.fc(x)
+        if 'x' not in self.averages:
+            self.averages['x'] = x.detach()
+        self.averages['x'] = self.averages['x'] * 0.9 + x.detach() * 0.1
+        return x - self.averages['x']
 '''
 
 
@@ -107,6 +121,9 @@ def test_a_cache_forward_fills_becomes_a_local_value(tmp_path: Path, run_cells: 
     start = code.index("key = str(device)")
     assert code[start + 1:start + 3] == ["cached_1 = self.bias * 2", "return cached_1"]
     assert (cells["Biased"].pynative, cells["Biased"].graph) == ("pass", "pass")
+    # an entry written again later is state (a moving average), not a cache: kept
+    assert "if 'x' not in self.averages:" in code
+    assert cells["Averaged"].pynative == "pass"
 
 
 QUIET = '''\
