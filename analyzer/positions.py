@@ -263,37 +263,38 @@ def _parameter(parent: cst.Parameters, child: cst.CSTNode, item: ast.AST) -> ast
     return None
 
 
+def _paired(child: cst.CSTNode, nodes: Sequence[cst.CSTNode],
+            items: Sequence[ast.AST]) -> ast.AST | None:
+    """The item at ``child``'s place among ``nodes``, when the two lists pair one to one."""
+    if len(nodes) != len(items):
+        return None
+    return next((found for node, found in zip(nodes, items, strict=True) if node is child),
+                None)
+
+
+# libcst wrappers whose ast counterpart is their parent's own (``Arg.value``: the
+# argument's value), by the field that holds the wrapped node.
+_SAME = {cst.Arg: "value", cst.Element: "value", cst.ComparisonTarget: "comparator",
+         cst.SubscriptElement: "slice", cst.Index: "value", cst.AssignTarget: "target",
+         cst.Annotation: "annotation"}
+
+
 def _step(parent: cst.CSTNode, child: cst.CSTNode, item: ast.AST) -> ast.AST | None:
     """The ast counterpart of ``child`` of ``parent``, whose counterpart is ``item``."""
     kind = type(parent)
-    if kind is cst.Arg:  # the argument's value: the parent's counterpart already
-        return item if child is parent.value else None  # type: ignore[attr-defined]
-    if kind is cst.Element:
-        return item if child is parent.value else None  # type: ignore[attr-defined]
-    if kind is cst.ComparisonTarget:
-        return item if child is parent.comparator else None  # type: ignore[attr-defined]
-    if kind is cst.SubscriptElement:
-        return item if child is parent.slice else None  # type: ignore[attr-defined]
-    if kind is cst.Index:
-        return item if child is parent.value else None  # type: ignore[attr-defined]
+    same = _SAME.get(kind)
+    if same is not None:
+        return item if child is getattr(parent, same) else None
     if kind in (cst.Tuple, cst.List, cst.Set):
-        if not isinstance(item, (ast.Tuple, ast.List, ast.Set)):
+        if not isinstance(item, (ast.Tuple, ast.List, ast.Set)) or type(child) is not cst.Element:
             return None
-        elements = parent.elements  # type: ignore[attr-defined]
-        for i, element in enumerate(elements):
-            if element is child and type(child) is cst.Element and len(item.elts) == len(
-                    elements):
-                return item.elts[i]
-        return None
+        return _paired(child, parent.elements, item.elts)  # type: ignore[attr-defined]
     if kind is cst.Comparison:
         if not isinstance(item, ast.Compare):
             return None
         if child is parent.left:  # type: ignore[attr-defined]
             return item.left
-        for i, target in enumerate(parent.comparisons):  # type: ignore[attr-defined]
-            if target is child and len(item.comparators) == len(parent.comparisons):  # type: ignore[attr-defined]
-                return item.comparators[i]
-        return None
+        return _paired(child, parent.comparisons, item.comparators)  # type: ignore[attr-defined]
     if kind is cst.Subscript:
         if not isinstance(item, ast.Subscript):
             return None
@@ -303,24 +304,14 @@ def _step(parent: cst.CSTNode, child: cst.CSTNode, item: ast.AST) -> ast.AST | N
         alone = len(elements) == 1 and elements[0].comma is cst.MaybeSentinel.DEFAULT
         if alone and child is elements[0]:
             return item.slice
-        if isinstance(item.slice, ast.Tuple) and len(item.slice.elts) == len(elements):
-            for i, element in enumerate(elements):
-                if element is child:
-                    return item.slice.elts[i]
-        return None
+        return _paired(child, elements, item.slice.elts) \
+            if isinstance(item.slice, ast.Tuple) else None
     if kind is cst.Assign:
         if not isinstance(item, ast.Assign):
             return None
         if child is parent.value:  # type: ignore[attr-defined]
             return item.value
-        for i, target in enumerate(parent.targets):  # type: ignore[attr-defined]
-            if target is child and len(item.targets) == len(parent.targets):  # type: ignore[attr-defined]
-                return item.targets[i]
-        return None
-    if kind is cst.AssignTarget:
-        return item if child is parent.target else None  # type: ignore[attr-defined]
-    if kind is cst.Annotation:
-        return item if child is parent.annotation else None  # type: ignore[attr-defined]
+        return _paired(child, parent.targets, item.targets)  # type: ignore[attr-defined]
     if kind is cst.Call:
         if not isinstance(item, ast.Call):
             return None

@@ -204,7 +204,7 @@ class ConstructorFinder:
                 (b for b in _blocks(inside) if any(
                     (sp := parsed.span(s)) is not None and sp.line <= line <= sp.end_line
                     for s in b.body)), None)
-            if block is None or inside is None:
+            if block is None:
                 return env
             # a loop variable takes each value in turn; ``with ... as name`` binds a value
             header: list[cst.CSTNode] = [cst.AssignTarget(inside.target)] if isinstance(

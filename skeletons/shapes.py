@@ -264,10 +264,11 @@ class Planner(ConstructorFinder):
         if owner in self.model.functions:
             local = self._function_names_read(owner, fact.name)
             if local is None or local:
-                names = f" ({', '.join(sorted(local))})" if local else ""
-                plan.reason = (f"defined inside the function {owner.rsplit('.', 1)[-1]}() and "
-                               f"reads its local names{names}: only that function can build "
-                               "it; its translation is in the Cell file")
+                reads = f" and reads its local names ({', '.join(sorted(local))})" \
+                    if local else ""
+                plan.reason = (f"defined inside the function {owner.rsplit('.', 1)[-1]}()"
+                               f"{reads}: only that function can build it; its translation "
+                               "is in the Cell file")
                 return plan
         if self.model.find_method(cls, "forward") is None and self.torch_base(cls) is None \
                 and not self._sequential(cls):

@@ -557,7 +557,8 @@ class CellTransformer(cst.CSTTransformer):
                           updated_node: cst.FunctionDef) -> cst.FunctionDef:
         if self._run_by_forward():
             # GRAPH_MODE cannot write into a Cell's dict: a cache forward fills is dropped
-            updated_node = cst.ensure_type(updated_node.visit(_MemoDrop()), cst.FunctionDef)
+            updated_node = cst.ensure_type(updated_node.visit(_MemoDrop(updated_node)),
+                                           cst.FunctionDef)
         self._tuples.pop()
         self._functions.pop()
         self._scope.pop()
@@ -1351,6 +1352,7 @@ class _PopHoist(_Hoist):
     """``name.pop(...)`` inside a larger expression, named ``popped_<n>``."""
 
     prefix = "popped"
+    _top: cst.BaseExpression | None = None  # the statement's whole value
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         self._top = node.value  # ``y = h.pop()`` is already alone
@@ -1363,8 +1365,6 @@ class _PopHoist(_Hoist):
     def visit_Return(self, node: cst.Return) -> bool:
         self._top = node.value
         return True
-
-    _top: cst.BaseExpression | None = None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call
                    ) -> cst.BaseExpression:
@@ -1390,18 +1390,13 @@ class _MemoDrop(cst.CSTTransformer):
     the later reads of the same block read that name. Eager code computes it once per key;
     a Cell computes it each call, with the same result."""
 
-    def __init__(self) -> None:
+    def __init__(self, function: cst.FunctionDef) -> None:
         self.count = 0
-        self.writes: list[str] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        # every subscript the function writes (``self.avg[k] = ...``, ``+=``): an entry
+        # every target the function writes (``self.avg[k] = ...``, ``+=``): an entry
         # written anywhere but in its filling ``if`` is state, such as a moving average
-        if not self.writes:
-            for target in m.findall(node.body, m.AssignTarget() | m.AugAssign()):
-                assert isinstance(target, (cst.AssignTarget, cst.AugAssign))
-                self.writes.append(code(target.target))
-        return True
+        self.writes = [code(t.target) for t in m.findall(function.body, m.AssignTarget()
+                                                           | m.AugAssign())
+                       if isinstance(t, (cst.AssignTarget, cst.AugAssign))]
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
                             updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
