@@ -12,10 +12,12 @@ import io
 import json
 import re
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst._nodes.base import CSTNode
 
 from msready.analyzer.findings import Span
 from msready.analyzer.positions import Positions
@@ -173,13 +175,38 @@ def too_large(text: str) -> ParseFailure | None:
                         suggestion=_TOO_LARGE_FIX)
 
 
+def _no_check(node: CSTNode) -> None:
+    """Stands for ``CSTNode.__post_init__`` while libcst's parser builds a tree."""
+
+
+@contextmanager
+def _parser_built() -> Iterator[None]:
+    """Skip libcst's per-node checks while its own parser builds the nodes.
+
+    Every libcst node checks its invariants when it is built (``__post_init__`` calls
+    ``_validate``): a guard for trees written by hand. A tree from the parser satisfies
+    them by construction, since the grammar already rejected what they reject, and the
+    checks cost about a sixth of a parse. Nodes built outside this block, such as the
+    Cells' translations, are checked as usual.
+    """
+    CSTNode.__post_init__ = _no_check  # type: ignore[method-assign, assignment]
+    try:
+        yield
+    finally:
+        CSTNode.__post_init__ = _CHECK  # type: ignore[method-assign]
+
+
+_CHECK = CSTNode.__post_init__
+
+
 def parse_text(text: str) -> Parsed | ParseFailure:
     """Parse decoded source text with libcst and compute node spans."""
     deep = too_large(text) or _too_deep(text)
     if deep is not None:
         return deep
     try:
-        module = cst.parse_module(text)
+        with _parser_built():
+            module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         first = str(exc.message).strip().splitlines()[0] if str(exc.message).strip() else "?"
         line, col = exc.raw_line, exc.raw_column + 1

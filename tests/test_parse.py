@@ -1,0 +1,43 @@
+"""Parsing a scanned file: libcst's parser builds the tree without its per-node checks,
+which guard hand-built trees, and every other node is still checked."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from msready.analyzer.parse import Parsed, ParseFailure, parse_text
+
+SOURCE = """\
+import torch
+from . import (layers)
+
+@torch.no_grad()
+def step(model, *batches, scale: float = 1.0, **options):
+    global seen
+    with (torch.autocast("cpu") as ctx, open(path) as f):
+        x = yield
+    out = [b[1:2, ::3] for b in batches if b is not None]
+    return lambda a=1, *r, k, **kw: (a, *r, f"{k!r:>{2}}")
+"""
+
+
+def test_the_tree_is_the_one_libcst_builds_with_its_checks() -> None:
+    parsed = parse_text(SOURCE)
+    assert isinstance(parsed, Parsed)
+    assert parsed.module.deep_equals(cst.parse_module(SOURCE))
+    assert parsed.module.code == SOURCE
+
+
+def test_nodes_built_after_a_parse_are_checked() -> None:
+    assert isinstance(parse_text(SOURCE), Parsed)
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")
+
+
+def test_nodes_built_after_a_syntax_error_are_checked() -> None:
+    failure = parse_text("def f(:\n    pass\n")
+    assert isinstance(failure, ParseFailure)
+    assert failure.message.startswith("syntax error")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")
