@@ -12,10 +12,33 @@ from functools import lru_cache
 from importlib import resources
 
 import libcst as cst
+import libcst.matchers as m
 
 _SKIP_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
                         "lines_after_decorators", "header", "footer", "equal", "colon", "dot",
-                        "lbracket", "rbracket", "lbrace", "rbrace", "star", "newline")
+                        "lbracket", "rbracket", "lbrace", "rbrace", "newline")
+# Token and whitespace fields the prefixes miss. (``star_arg`` and ``star_kwarg``, unlike
+# ``star``, hold the ``*args`` and ``**kwargs`` parameters.)
+_SKIP_FIELDS = frozenset({"star", "trailing_whitespace", "leading_whitespace", "first_line",
+                          "empty_lines", "last_line", "trailing_comma", "first_colon",
+                          "second_colon"})
+# Node types whose fields are declared in another order than they are written.
+_SOURCE_ORDER: dict[type, tuple[str, ...]] = {
+    cst.Arg: ("keyword", "value"),
+    cst.FunctionDef: ("decorators", "asynchronous", "name", "type_parameters", "params",
+                      "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    cst.ImportFrom: ("relative", "module", "names"),
+    cst.Parameters: ("posonly_params", "posonly_ind", "params", "star_arg", "kwonly_params",
+                     "star_kwarg"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
+    cst.For: ("asynchronous", "target", "iter", "body", "orelse"),
+    cst.CompFor: ("asynchronous", "target", "iter", "ifs", "inner_for_in"),
+    cst.With: ("asynchronous", "items", "body"),
+    cst.MatchCase: ("pattern", "guard", "body"),
+}
 MAX_ARG_TEXT = 200
 
 @lru_cache(maxsize=1)
@@ -33,10 +56,11 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     if names is None:
         names = tuple(
             f.name for f in dataclasses.fields(node_type)
-            if not f.name.startswith(_SKIP_FIELD_PREFIXES)
+            if not f.name.startswith(_SKIP_FIELD_PREFIXES) and f.name not in _SKIP_FIELDS
         )
-        if node_type in (cst.FunctionDef, cst.ClassDef):
-            names = ("decorators", *(n for n in names if n != "decorators"))
+        order = _SOURCE_ORDER.get(node_type)
+        if order:
+            names = tuple(sorted(names, key=lambda n: order.index(n) if n in order else len(order)))
         _FIELDS[node_type] = names
     return names
 
@@ -147,6 +171,62 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(reversed(children(current)))
+
+
+_HOOKS: dict[tuple[type, type], tuple[typing.Any, typing.Any]] = {}
+
+
+def _hooks(kind: type, name: str) -> tuple[typing.Any, typing.Any]:
+    """A visitor class's own ``visit_<name>`` and ``leave_<name>`` (None for libcst's
+    empty defaults)."""
+    found = []
+    for method in (f"visit_{name}", f"leave_{name}"):
+        own = getattr(kind, method, None)
+        found.append(None if own is getattr(cst.CSTVisitor, method, None) else own)
+    return found[0], found[1]
+
+
+def read_with(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """Run a visitor that only reads, like ``node.visit(visitor)`` but without rebuilding
+    the tree: its ``visit_<Type>`` and ``leave_<Type>`` methods see the nodes
+    :func:`children` gives, in source order, and a ``visit_<Type>`` that returns False
+    skips the node's children. Whitespace and punctuation nodes are not visited."""
+    kind = type(visitor)
+    stack: list[tuple[cst.CSTNode, bool]] = [(node, False)]
+    while stack:
+        current, leaving = stack.pop()
+        hooks = _HOOKS.get((kind, type(current)))
+        if hooks is None:
+            hooks = _HOOKS[kind, type(current)] = _hooks(kind, type(current).__name__)
+        enter, leave = hooks
+        if leaving:
+            leave(visitor, current)
+            continue
+        if enter is not None and enter(visitor, current) is False:
+            continue
+        if leave is not None:
+            stack.append((current, True))
+        stack.extend((child, False) for child in reversed(children(current)))
+
+
+def _matched_types(matcher: object) -> frozenset[type] | None:
+    """The node types a matcher can match (None: it does not say)."""
+    if isinstance(matcher, m.OneOf):
+        kinds = [_matched_types(option) for option in matcher.options]
+        return None if any(k is None for k in kinds) else frozenset().union(*kinds)  # type: ignore[arg-type]
+    kind = getattr(cst, type(matcher).__name__, None) if isinstance(matcher, m.BaseMatcherNode) \
+        else None
+    return frozenset({kind}) if isinstance(kind, type) and _node_class(kind) else None
+
+
+def find_all(node: cst.CSTNode, matcher: m.BaseMatcherNode | m.OneOf[m.BaseMatcherNode]
+             ) -> list[cst.CSTNode]:
+    """The nodes at or below ``node`` that ``matcher`` matches, as ``m.findall`` finds
+    them, without rebuilding the tree: only nodes of the types the matcher names are
+    tried."""
+    kinds = _matched_types(matcher)
+    return [n for n in descendants(node)
+            if (kinds is None or type(n) in kinds) and m.matches(n, matcher)]
 
 
 @lru_cache(maxsize=4096)

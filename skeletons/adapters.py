@@ -12,6 +12,7 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.syntax import find_all
 from msready.skeletons import compositions
 from msready.skeletons.layers import CONV_PADDING, PADDING, PLACEMENT
 
@@ -370,7 +371,7 @@ def layer_call(cls: cst.BaseExpression, renames: dict[str, str], accepted: froze
 
 def used(module: cst.Module) -> list[cst.BaseStatement]:
     """The adapter classes a generated module refers to, as statements."""
-    names = {n.value for n in m.findall(module, m.Name()) if isinstance(n, cst.Name)}
+    names = {n.value for n in find_all(module, m.Name()) if isinstance(n, cst.Name)}
     wanted = [name for name in SOURCES if name in names]
     for name in wanted:  # and what they use (torch_layer calls torch_kwargs)
         wanted += [other for other in SOURCES if other not in wanted

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.syntax import find_all, read_with
 from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
 
 __all__ = ["UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve", "synthesize"]
@@ -271,7 +272,7 @@ class _UsageVisitor(cst.CSTVisitor):
         return True
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
-        if m.matches(node.target, m.Attribute(value=m.Name(self.name))) or m.findall(
+        if m.matches(node.target, m.Attribute(value=m.Name(self.name))) or find_all(
                 node.target, m.Attribute(value=m.Name(self.name))):
             self.stored = True
         return True
@@ -352,17 +353,17 @@ def _item_chain(node: cst.Attribute, name: str, items: set[str]) -> tuple[str, .
 def usage(name: str, function: cst.FunctionDef) -> Usage:
     """How ``name`` (a parameter of ``function``) is used in the function body."""
     visitor = _UsageVisitor(name)
-    for assign in m.findall(function.body, m.Assign(
+    for assign in find_all(function.body, m.Assign(
             targets=[m.AssignTarget(m.Attribute(value=m.Name("self")))], value=m.Name(name))):
         assert isinstance(assign, cst.Assign)
         target = assign.targets[0].target
         assert isinstance(target, cst.Attribute)
         visitor.aliases.add(target.attr.value)
-    for loop in m.findall(function.body, m.For(iter=m.Name(name), target=m.Name())
+    for loop in find_all(function.body, m.For(iter=m.Name(name), target=m.Name())
                           | m.CompFor(iter=m.Name(name), target=m.Name())):
         assert isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name)
         visitor.item_names.add(loop.target.value)
-    function.body.visit(visitor)
+    read_with(function.body, visitor)
     annotation = None
     for param in [*function.params.params, *function.params.kwonly_params,
                   *function.params.posonly_params]:
@@ -398,7 +399,7 @@ def argparse_defaults(module: cst.Module, env: dict[str, object] | None = None
     every ``add_argument`` call in a file (a flag's default is False; a required option
     without a default gets a synthesized value from its name)."""
     out: dict[str, object] = {}
-    for call in m.findall(module, m.Call(func=m.Attribute(attr=m.Name("add_argument")))):
+    for call in find_all(module, m.Call(func=m.Attribute(attr=m.Name("add_argument")))):
         assert isinstance(call, cst.Call)
         dest = _option_dest(call)
         if dest is None or not dest.isidentifier():

@@ -20,6 +20,7 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel, Resolved, ResolvedCall
 from msready.analyzer.result import ScanResult
+from msready.analyzer.syntax import find_all
 from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
 from msready.skeletons.inputs import (
@@ -409,7 +410,7 @@ class ConstructorFinder:
         if annotation is None or usage.stored:
             return None
         classes = []
-        for part in m.findall(annotation, m.Name() | m.Attribute()):
+        for part in find_all(annotation, m.Name() | m.Attribute()):
             assert isinstance(part, (cst.Name, cst.Attribute))
             target = self.qualify(part, file)
             resolved = self.model.resolve(target, file.module) if target else None
@@ -479,7 +480,7 @@ class ConstructorFinder:
             # rebound (``norm_layer = get_norm(norm_layer)``): what the constructor hands
             # on is no longer the parameter, so how others use it says nothing of it
             return got
-        for call in m.findall(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
+        for call in find_all(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
                                                       m.ZeroOrMore()])):
             assert isinstance(call, cst.Call)
             if m.matches(call.func, m.Attribute(value=m.Call(func=m.Name("super")),

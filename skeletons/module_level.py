@@ -15,6 +15,7 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.syntax import find_all
 from msready.skeletons import adapters
 
 # Names the header of every generated file binds: calls through them are MindSpore's.
@@ -41,14 +42,14 @@ def _stdlib_pure(name: str) -> bool:
 
 def bound_names(node: cst.CSTNode) -> set[str]:
     """Names a statement or function body binds (assignment and loop targets, defs)."""
-    names = {n.value for t in m.findall(node, m.AssignTarget() | m.For() | m.CompFor()
+    names = {n.value for t in find_all(node, m.AssignTarget() | m.For() | m.CompFor()
                                          | m.AugAssign() | m.AnnAssign() | m.WithItem())
              for part in (getattr(t, "target", None), getattr(t, "asname", None))
              if part is not None
-             for n in m.findall(part, m.Name()) if isinstance(n, cst.Name)}
-    names |= {d.name.value for d in m.findall(node, m.FunctionDef() | m.ClassDef())
+             for n in find_all(part, m.Name()) if isinstance(n, cst.Name)}
+    names |= {d.name.value for d in find_all(node, m.FunctionDef() | m.ClassDef())
               if isinstance(d, (cst.FunctionDef, cst.ClassDef))}
-    names |= {p.name.value for p in m.findall(node, m.Param()) if isinstance(p, cst.Param)}
+    names |= {p.name.value for p in find_all(node, m.Param()) if isinstance(p, cst.Param)}
     return names
 
 
@@ -79,7 +80,7 @@ class Purity:
     def calls(self, node: cst.CSTNode, local: set[str]) -> bool:
         """True when every call inside ``node`` is pure; ``local`` are names bound by the
         surrounding code (parameters, loop variables, names kept earlier)."""
-        for call in m.findall(node, m.Call()):
+        for call in find_all(node, m.Call()):
             assert isinstance(call, cst.Call)
             if not self.callee(call.func, local):
                 return False
@@ -113,7 +114,7 @@ def simple(stmt: cst.CSTNode) -> bool:
     if isinstance(stmt, cst.SimpleStatementLine):
         return all(isinstance(s, _SMALL) for s in stmt.body)
     if isinstance(stmt, cst.If):
-        if m.findall(stmt.test, m.Name("__name__")):
+        if find_all(stmt.test, m.Name("__name__")):
             return False
         rest = stmt.orelse
         if isinstance(rest, cst.Else):

@@ -16,6 +16,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.facts import FileResult
+from msready.analyzer.syntax import find_all
 from msready.skeletons import apis, arguments
 from msready.skeletons.constructors import ConstructorFinder
 from msready.skeletons.inputs import (
@@ -82,7 +83,7 @@ class Planner(ConstructorFinder):
         if isinstance(node.body, cst.IndentedBlock):
             env = self_constants(node.body.body, env, self.call_hook(file))
         base = self.torch_base(cls)
-        for call in m.findall(node.body, m.Call()):
+        for call in find_all(node.body, m.Call()):
             assert isinstance(call, cst.Call)
             if base is not None and m.matches(call.func, _SUPER_INIT):
                 spec = self._torch_layer_input(base, call, env)  # builds the torch base
@@ -162,7 +163,7 @@ class Planner(ConstructorFinder):
         if found is None:
             return None
         node, file, name = found
-        for call in m.findall(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
+        for call in find_all(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
                                                       m.ZeroOrMore()])):
             assert isinstance(call, cst.Call)
             if m.matches(call.func, m.Attribute(value=m.Name("self"))):
@@ -189,7 +190,7 @@ class Planner(ConstructorFinder):
             if found is None:
                 continue
             node, file = found
-            for assign in m.findall(node.body, m.Assign(targets=[m.AssignTarget(
+            for assign in find_all(node.body, m.Assign(targets=[m.AssignTarget(
                     m.Attribute(value=m.Name("self"), attr=m.Name(attr)))], value=m.Call())):
                 assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
                 return assign.value, file
@@ -197,7 +198,7 @@ class Planner(ConstructorFinder):
 
     def _first_in(self, call: cst.Call, file: FileResult, env: dict[str, object],
                   depth: int) -> InputSpec | None:
-        for inner in m.findall(call, m.Call()):
+        for inner in find_all(call, m.Call()):
             assert isinstance(inner, cst.Call)
             spec = self._layer_input(inner, file, env, depth)
             if spec is not None:
@@ -348,7 +349,7 @@ class Planner(ConstructorFinder):
         rank_of = m.Call(func=m.Attribute(value=x, attr=m.Name("dim") | m.Name("ndimension")),
                          args=[]) | m.Attribute(value=x, attr=m.Name("ndim")) | m.Call(
             func=m.Name("len"), args=[m.Arg(m.Attribute(value=x, attr=m.Name("shape")))])
-        for test in m.findall(node.body, m.Comparison(
+        for test in find_all(node.body, m.Comparison(
                 left=rank_of, comparisons=[m.ComparisonTarget(m.Equal(), m.Integer())])):
             assert isinstance(test, cst.Comparison)
             target = test.comparisons[0].comparator
@@ -366,7 +367,7 @@ class Planner(ConstructorFinder):
         x = m.Name(name)
         shape_of = m.Call(func=m.Attribute(value=x, attr=m.Name("size")), args=[]) | \
             m.Attribute(value=x, attr=m.Name("shape"))
-        for assign in m.findall(node.body, m.Assign(targets=[m.AssignTarget(m.Tuple())],
+        for assign in find_all(node.body, m.Assign(targets=[m.AssignTarget(m.Tuple())],
                                                     value=shape_of)):
             assert isinstance(assign, cst.Assign)
             target = assign.targets[0].target
@@ -390,13 +391,13 @@ def _returned_calls(function: cst.FunctionDef) -> list[cst.Call]:
     """The calls whose result ``function`` returns, in source order: ``return Conv(...)``,
     and ``m = Conv(...)`` ... ``return m`` for a name it returns."""
     calls: list[cst.Call] = []
-    for ret in m.findall(function.body, m.Return()):
+    for ret in find_all(function.body, m.Return()):
         assert isinstance(ret, cst.Return)
         if isinstance(ret.value, cst.Call):
             calls.append(ret.value)
         elif isinstance(ret.value, cst.Name):
             target = m.AssignTarget(m.Name(ret.value.value))
-            for assign in m.findall(function.body, m.Assign(targets=[target], value=m.Call())):
+            for assign in find_all(function.body, m.Assign(targets=[target], value=m.Call())):
                 assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
                 calls.append(assign.value)
     return calls

@@ -10,6 +10,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.repo import TORCH_ROOTS
+from msready.analyzer.syntax import find_all
 from msready.skeletons.adapters import STAND_IN
 from msready.skeletons.arguments import argparse_defaults
 from msready.skeletons.layers import expr
@@ -75,7 +76,7 @@ def keep_top(stmt: cst.BaseStatement) -> bool:
     for small in stmt.body:
         if isinstance(small, (cst.Import, cst.ImportFrom)):
             continue
-        if isinstance(small, (cst.Assign, cst.AnnAssign)) and not m.findall(small, m.Call()):
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and not find_all(small, m.Call()):
             continue
         return False
     return True
@@ -131,7 +132,7 @@ def _bound_by(stmt: cst.BaseStatement) -> set[str]:
                     names.add((code(bound)).split(".")[0])
             elif isinstance(small, cst.Assign):
                 for target in small.targets:
-                    names |= {n.value for n in m.findall(target.target, m.Name())
+                    names |= {n.value for n in find_all(target.target, m.Name())
                               if isinstance(n, cst.Name)}
             elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
                 names.add(small.target.value)

@@ -22,6 +22,7 @@ import libcst.matchers as m
 from msready.analyzer.facts import CallKind
 from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
+from msready.analyzer.syntax import find_all
 from msready.analyzer.values import Expr
 from msready.skeletons import apis
 from msready.skeletons.training_values import (
@@ -163,7 +164,7 @@ class LoopReader(ValueReader):
             return None
         receiver = backward.call.receiver
         code = parsed.module.code_for_node
-        for assign in m.findall(parsed.module, m.Assign(targets=[m.AssignTarget(m.Tuple())],
+        for assign in find_all(parsed.module, m.Assign(targets=[m.AssignTarget(m.Tuple())],
                                                         value=m.Call())):
             assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
             target = assign.targets[0].target

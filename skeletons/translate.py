@@ -19,6 +19,7 @@ from msready.analyzer.localvalues import is_torch_metadata
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import RepositoryModel
+from msready.analyzer.syntax import find_all
 from msready.skeletons import adapters, apis, arguments, compositions, einops, module_level
 from msready.skeletons.layers import (
     CALL_FIXES,
@@ -351,14 +352,14 @@ class CellTransformer(cst.CSTTransformer):
                 kept = self._standard_constant(stmt)
                 new = kept or placeholder(stmt, self._imported)
                 if kept is None:  # later values built from these are dropped too
-                    self._dropped_names |= {n.value for n in m.findall(stmt, m.AssignTarget(
+                    self._dropped_names |= {n.value for n in find_all(stmt, m.AssignTarget(
                         m.Name())) if isinstance(n, cst.Name)} | {
-                        t.target.value for t in m.findall(stmt, m.AssignTarget())
+                        t.target.value for t in find_all(stmt, m.AssignTarget())
                         if isinstance(t, cst.AssignTarget) and isinstance(t.target, cst.Name)}
             if new is not None:
                 body.append(new)
         head: list[cst.BaseStatement] = adapters.used(updated_node.with_changes(body=body))
-        if any(m.findall(updated_node, m.Name("EinopsLayer"))):
+        if any(find_all(updated_node, m.Name("EinopsLayer"))):
             head += list(cst.parse_module(einops.LAYER_SOURCE.lstrip("\n")).body)
         for source in self.einops_functions:
             head += list(cst.parse_module(source).body)
@@ -394,7 +395,7 @@ class CellTransformer(cst.CSTTransformer):
         fallback = import_fallback(updated_node) if not self._classes and not self._tuples \
             and self._imports_dropped(original_node) else None
         if not fallback or any(self._foreign(n.value) for stmt in fallback
-                               for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)):
+                               for n in find_all(stmt, m.Name()) if isinstance(n, cst.Name)):
             return updated_node  # dropped with the file's other script code
         self._todos.pop()
         return cst.FlattenSentinel(fallback)
@@ -410,7 +411,7 @@ class CellTransformer(cst.CSTTransformer):
         """True for a ``try`` whose body imports torch or a side library."""
         if not isinstance(stmt, cst.Try):
             return False
-        for node in m.findall(stmt.body, m.Import() | m.ImportFrom()):
+        for node in find_all(stmt.body, m.Import() | m.ImportFrom()):
             if isinstance(node, cst.ImportFrom) and node.module is not None and \
                     not node.relative:
                 top = (dotted(node.module) or "").split(".")[0]
@@ -427,7 +428,7 @@ class CellTransformer(cst.CSTTransformer):
         """A statement using a name the file dropped (``_C.VERSION = 2`` after ``_C = CN()``
         went) or torch bound by a star import: it goes too."""
         return any(n.value in self._dropped_names or is_torch(n.value)
-                   for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name))
+                   for n in find_all(stmt, m.Name()) if isinstance(n, cst.Name))
 
     def _standard_constant(self, stmt: cst.BaseStatement) -> cst.BaseStatement | None:
         """A module-level statement safe to run when the Cell file is imported (see
@@ -480,7 +481,7 @@ class CellTransformer(cst.CSTTransformer):
     # ----- classes and methods --------------------------------------------------------
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self._type_tests |= {n for b in node.bases for n in m.findall(b, m.Attribute()
+        self._type_tests |= {n for b in node.bases for n in find_all(b, m.Attribute()
                                                                       | m.Name())
                              if isinstance(n, (cst.Attribute, cst.Name))}
         qualname = ".".join([self.file.module, *self._scope, node.name.value])
@@ -504,7 +505,7 @@ class CellTransformer(cst.CSTTransformer):
         starred = m.Call(func=m.Attribute(value=m.Call(func=m.Name("super")),
                                           attr=m.Name("__init__")),
                          args=[m.ZeroOrMore(), m.Arg(star=m.MatchIfTrue(bool)), m.ZeroOrMore()])
-        return adapter if m.findall(node.body, starred) else None
+        return adapter if find_all(node.body, starred) else None
 
     def _layer_base(self, node: cst.ClassDef) -> str | None:
         """The torch layer a class subclasses (``class StdConv2d(nn.Conv2d)``), when its
@@ -609,7 +610,7 @@ class CellTransformer(cst.CSTTransformer):
 
     def _keeps_torch(self, node: cst.CSTNode) -> bool:
         """True when a translated expression still holds a torch name (no equivalent)."""
-        return any(n in self._untranslated for n in m.findall(node, m.Attribute() | m.Name()))
+        return any(n in self._untranslated for n in find_all(node, m.Attribute() | m.Name()))
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
         """A default evaluated when the file is imported cannot keep a torch name."""
@@ -646,7 +647,7 @@ class CellTransformer(cst.CSTTransformer):
         self._call_funcs.add(node.func)
         if m.matches(node.func, m.Name("isinstance") | m.Name("issubclass")) and \
                 len(node.args) == 2:  # classes compared, not built: no adapter
-            self._compared |= {n for n in m.findall(node.args[1], m.Attribute() | m.Name())
+            self._compared |= {n for n in find_all(node.args[1], m.Attribute() | m.Name())
                                if isinstance(n, (cst.Attribute, cst.Name))}
             self._type_tests |= self._compared
         if m.matches(node.func, m.Name("hasattr")) and len(node.args) == 2 and \
@@ -738,7 +739,7 @@ class CellTransformer(cst.CSTTransformer):
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         """``ConvTranspose2d = torch.nn.ConvTranspose2d`` binds a name: the target stays."""
         if not isinstance(node.target, (cst.Attribute, cst.Subscript)):
-            self._names_not_values |= {n for n in m.findall(node.target, m.Name())
+            self._names_not_values |= {n for n in find_all(node.target, m.Name())
                                        if isinstance(n, cst.Name)}
         return True
 
@@ -1289,8 +1290,8 @@ def _function_torch_imports(module: cst.Module) -> dict[str, str]:
     file's bindings): the import goes with the other torch imports, its uses are
     translated like those of a module-level import."""
     out: dict[str, str] = {}
-    for function in m.findall(module, m.FunctionDef()):
-        for node in m.findall(function, m.ImportFrom()):
+    for function in find_all(module, m.FunctionDef()):
+        for node in find_all(function, m.ImportFrom()):
             assert isinstance(node, cst.ImportFrom)
             source = dotted(node.module) if node.module is not None and not node.relative \
                 else None
@@ -1394,7 +1395,7 @@ class _MemoDrop(cst.CSTTransformer):
         self.count = 0
         # every target the function writes (``self.avg[k] = ...``, ``+=``): an entry
         # written anywhere but in its filling ``if`` is state, such as a moving average
-        self.writes = [code(t.target) for t in m.findall(function.body, m.AssignTarget()
+        self.writes = [code(t.target) for t in find_all(function.body, m.AssignTarget()
                                                            | m.AugAssign())
                        if isinstance(t, (cst.AssignTarget, cst.AugAssign))]
 

@@ -14,6 +14,8 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.syntax import find_all, read_with
+
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
@@ -186,7 +188,7 @@ class _Binder(cst.CSTVisitor):
 def bound_names(node: cst.CSTNode) -> set[str]:
     """The names ``node`` assigns in the scope it runs in."""
     binder = _Binder()
-    node.visit(binder)
+    read_with(node, binder)
     return binder.names
 
 
@@ -208,7 +210,7 @@ def class_fields(node: cst.ClassDef) -> list[tuple[str, object]]:
 
 def attributes_read(node: cst.CSTNode, name: str) -> set[str]:
     """Attributes read from a name inside a node (``config.n_embd`` -> ``n_embd``)."""
-    found = m.findall(node, m.Attribute(value=m.Name(name)))
+    found = find_all(node, m.Attribute(value=m.Name(name)))
     return {a.attr.value for a in found if isinstance(a, cst.Attribute)}
 
 

@@ -1,13 +1,16 @@
 """``syntax.children`` reads each field as its declared type says; it gives the same
-children as looking at every value of every field."""
+children as looking at every value of every field, in the order they are written, without
+whitespace and punctuation. ``find_all`` and ``read_with`` walk them instead of libcst's
+visitors, which rebuild the tree, and find what those find."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import libcst as cst
+import libcst.matchers as m
 
-from msready.analyzer.syntax import _child_fields, children
+from msready.analyzer.syntax import _child_fields, children, descendants, find_all, read_with
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCE = """\
@@ -61,3 +64,64 @@ def test_children_are_those_of_every_field_value() -> None:
     assert _check(cst.parse_module(SOURCE)) > 100
     for path in sorted(FIXTURES.rglob("*.py")):
         _check(cst.parse_module(path.read_bytes()))
+
+
+def _source_order(module: cst.Module) -> None:
+    for node in descendants(module):
+        ours = children(node)
+        # libcst's own ``children`` is in source order, with whitespace and punctuation
+        written = [c for c in node.children if any(c is o for o in ours)]
+        assert [id(c) for c in written] == [id(c) for c in ours], type(node)
+        assert len(written) == len(ours), type(node)
+
+
+def test_children_come_in_the_order_they_are_written() -> None:
+    _source_order(cst.parse_module(SOURCE))
+    for path in sorted(FIXTURES.rglob("*.py")):
+        _source_order(cst.parse_module(path.read_bytes()))
+    call = cst.parse_expression("f(x, key=value)")
+    assert isinstance(call, cst.Call)
+    assert [type(c).__name__ for c in children(call.args[1])] == ["Name", "Name"]
+    assert children(call.args[1])[0] is call.args[1].keyword
+
+
+def test_star_parameters_are_children() -> None:
+    fn = cst.parse_statement("def f(a, *args, b, **kwargs): pass")
+    assert isinstance(fn, cst.FunctionDef)
+    names = [p.name.value for p in children(fn.params) if isinstance(p, cst.Param)]
+    assert names == ["a", "args", "b", "kwargs"]
+
+
+MATCHERS = [m.Name(), m.Call(), m.Param(), m.Name("a") | m.Attribute(), m.AssignTarget(),
+            m.Call(func=m.Name("open")), m.Comparison() | m.CompFor(), m.Arg(keyword=m.Name())]
+
+
+def test_find_all_finds_what_findall_finds_in_the_same_order() -> None:
+    module = cst.parse_module(SOURCE)
+    for matcher in MATCHERS:
+        assert find_all(module, matcher) == m.findall(module, matcher), matcher
+
+
+class _Reads(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.seen.append(node.value)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False  # its names are not read
+
+    def leave_Return(self, node: cst.Return) -> None:
+        self.seen.append("<return>")
+
+
+def test_read_with_runs_a_visitor_as_libcst_does() -> None:
+    module = cst.parse_module(SOURCE)
+    ours, libcsts = _Reads(), _Reads()
+    read_with(module, ours)
+    module.visit(libcsts)
+    assert ours.seen == libcsts.seen
+    small = _Reads()
+    read_with(cst.parse_module("def f(a):\n    return (lambda hidden: hidden)(a)\n"), small)
+    assert small.seen == ["f", "a", "a", "<return>"]
