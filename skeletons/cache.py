@@ -1,17 +1,22 @@
-"""Cell outcomes cached by what decides them: the text of every generated file the run
-can import, the job (constructor arguments, inputs), msready's own code and the installed
-MindSpore. A warm re-scan of an unchanged repository runs no Cell again."""
+"""Cell outcomes cached by what decides them: the text of the Cell's generated file and of
+every generated file it imports, the job (constructor arguments, inputs), the code that
+runs Cells and the installed MindSpore. A warm re-scan of an unchanged repository runs no
+Cell again, and a change to one file, or to msready's analysis, runs again only the Cells
+whose generated code it changed."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from msready.analyzer.scan import code_fingerprint, default_cache_dir
+from msready.analyzer.scan import default_cache_dir
+from msready.skeletons.values import OBJECT_KEY
 
 
 def _mindspore_version() -> str:
@@ -30,6 +35,72 @@ def _runner_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+def module_of(path: str) -> str:
+    """The module name of a generated file: ``a/b.py`` is ``a.b``, ``a/__init__.py`` is ``a``."""
+    parts = path.removesuffix(".py").split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: str, text: str) -> set[str] | None:
+    """The modules a generated file imports, with every package on the way (importing
+    ``a.b.c`` runs ``a`` and ``a.b`` first); None when that cannot be read from its
+    syntax (it does not parse, or it imports by name at run time)."""
+    if "importlib" in text or "__import__" in text:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    package = module_of(path).split(".")
+    if not path.endswith("__init__.py"):
+        package = package[:-1]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            stem = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            names.add(stem)
+            names.update(f"{stem}.{alias.name}" if stem else alias.name for alias in node.names)
+    return {".".join(n.split(".")[:i + 1]) for n in names if n for i in range(n.count(".") + 1)}
+
+
+def file_closures(tree: dict[str, str]) -> dict[str, set[str]]:
+    """For each generated module, the generated files its import runs (itself included).
+    A file whose imports cannot be read depends on the whole tree."""
+    paths = {module_of(path): path for path in tree}
+    direct = {module_of(path): imported(path, text) for path, text in tree.items()}
+    closures: dict[str, set[str]] = {}
+    for module in paths:
+        seen = {module}
+        stack = [module]
+        while stack:
+            names = direct[stack.pop()]
+            if names is None:
+                seen = set(paths)
+                break
+            for name in names & paths.keys() - seen:
+                seen.add(name)
+                stack.append(name)
+        closures[module] = {paths[name] for name in seen}
+    return closures
+
+
+def _objects(value: object) -> Iterator[str]:
+    """The modules of the classes and objects a job's arguments name (the child imports
+    them to build the arguments)."""
+    if isinstance(value, dict):
+        named = value.get(OBJECT_KEY)
+        if isinstance(named, list) and named:
+            yield str(named[0])
+        for item in value.values():
+            yield from _objects(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _objects(item)
+
+
 class CellCache:
     """Outcomes of Cell runs on disk, one small JSON file per key."""
 
@@ -37,16 +108,34 @@ class CellCache:
                  enabled: bool = True) -> None:
         self.enabled = enabled
         self.folder = (folder or default_cache_dir()) / "cells"
-        digest = hashlib.sha256(
-            f"{code_fingerprint()}|{_runner_fingerprint()}|{_mindspore_version()}".encode())
-        for path in sorted(tree):  # the generated files, by their path in the output
-            digest.update(f"\0{path}\0{tree[path]}".encode())
-        self.tree = digest.hexdigest()
+        self.base = f"{_runner_fingerprint()}|{_mindspore_version()}"
+        self.tree = tree
+        self._closures = file_closures(tree) if enabled else {}
+        self._digests: dict[frozenset[str], str] = {}
+
+    def _digest(self, modules: frozenset[str]) -> str:
+        """A hash of the generated files a Cell's run imports (every file when one of
+        ``modules`` is not a generated file)."""
+        digest = self._digests.get(modules)
+        if digest is None:
+            paths: set[str] = set()
+            for module in modules:
+                closure = self._closures.get(module)
+                if closure is None:
+                    paths = set(self.tree)
+                    break
+                paths |= closure
+            h = hashlib.sha256(self.base.encode())
+            for path in sorted(paths):
+                h.update(f"\0{path}\0{self.tree[path]}".encode())
+            digest = self._digests[modules] = h.hexdigest()
+        return digest
 
     def key(self, job: dict[str, Any]) -> str:
         """The key of one Cell run."""
         text = json.dumps(job, sort_keys=True, default=str)
-        return hashlib.sha256(f"{self.tree}|{text}".encode()).hexdigest()
+        modules = frozenset({str(job.get("module")), *_objects(job)})
+        return hashlib.sha256(f"{self._digest(modules)}|{text}".encode()).hexdigest()
 
     def get(self, job: dict[str, Any]) -> dict[str, Any] | None:
         """The cached outcome of ``job``, None when it has not run with this code."""
