@@ -10,8 +10,10 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from importlib import resources
 from types import ModuleType
 from typing import Any
 
@@ -138,9 +140,27 @@ def short_name(api: str) -> str:
     return api
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1)
+def _torch_orders() -> dict[str, tuple[str, ...]]:
+    """The packaged positional parameter names of torch's APIs (written by
+    tools/build_api_table.py from the torch it was built with)."""
+    text = resources.files("msready.analyzer").joinpath("data/torch_orders.json").read_text(
+        encoding="utf-8")
+    return {name: tuple(order) for name, order in json.loads(text).items()}
+
+
 def torch_order(name: str) -> tuple[str, ...] | None:
-    """The positional parameter names of a torch API, when torch is installed."""
+    """The positional parameter names of a torch API, None when unknown. They come from
+    msready's data, not from an installed torch, so a Cell is the same whether or not
+    torch is installed next to msready."""
+    return _torch_orders().get(name)
+
+
+def live_torch_order(name: str) -> tuple[str, ...] | None:
+    """The positional parameter names of a torch API, read from the installed torch
+    (what tools/build_api_table.py packages)."""
+    if not name.startswith("torch."):
+        return None
     try:
         obj: Any = importlib.import_module("torch")
         for attr in name.split(".")[1:]:
@@ -149,7 +169,7 @@ def torch_order(name: str) -> tuple[str, ...] | None:
         params = list(inspect.signature(target).parameters.values())
     except ValueError:  # a builtin: its docstring's first line holds the signature
         return _doc_order(obj)
-    except Exception:  # torch missing
+    except Exception:  # torch missing, or no such API
         return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds and p.name != "self")

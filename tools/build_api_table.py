@@ -824,6 +824,22 @@ def render(data: dict[str, Any], tensor_methods: list[str]) -> tuple[str, str]:
     return text + "\n ]\n}\n", methods
 
 
+def torch_orders(data: dict[str, Any]) -> str:
+    """``analyzer/data/torch_orders.json``: the positional parameter names of every torch
+    API in the table and of ``torch.distributions``, as the installed torch declares them;
+    the Cells name positional arguments with them."""
+    import torch.distributions
+
+    from msready.skeletons.apis import live_torch_order
+
+    names = {e["torch"] for e in [*data["entries"], *data["families"]]} | set(data["aliases"])
+    names |= {f"torch.distributions.{a}" for a in dir(torch.distributions)
+              if not a.startswith("_")}
+    orders = {n: order for n in sorted(names) if (order := live_torch_order(n)) is not None}
+    return "{\n" + ",\n".join(f" {json.dumps(n)}: {json.dumps(list(o))}"
+                               for n, o in orders.items()) + "\n}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Regenerate (or with ``--check`` verify) the packaged table files."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -835,14 +851,15 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore", DeprecationWarning)
     data, methods = build(probe=args.probe and not args.check)
     table_text, methods_text = render(data, methods)
-    table_file, methods_file = DATA / "api_table.json", DATA / "tensor_methods.txt"
+    files = {DATA / "api_table.json": table_text, DATA / "tensor_methods.txt": methods_text,
+             DATA / "torch_orders.json": torch_orders(data)}
     if args.check:
-        stale = [p.name for p, t in ((table_file, table_text), (methods_file, methods_text))
+        stale = [p.name for p, t in files.items()
                  if not p.is_file() or p.read_text(encoding="utf-8") != t]
         print("stale: " + ", ".join(stale) if stale else "up to date")
         return 1 if stale else 0
-    table_file.write_text(table_text, encoding="utf-8")
-    methods_file.write_text(methods_text, encoding="utf-8")
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
     counts = {s: sum(e["status"] == s for e in data["entries"])
               for s in ("consistent", "differs", "missing")}
     print(f"{len(data['entries'])} entries {counts}, {len(data['aliases'])} aliases")
