@@ -6,6 +6,8 @@ import importlib
 import importlib.util
 import inspect
 import re
+import subprocess
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -201,3 +203,15 @@ def test_every_tensor_method_and_dtype_has_an_entry() -> None:
     absent = [f"torch.Tensor.{m}" for m in methods if TABLE.lookup(f"torch.Tensor.{m}") is None]
     absent += [f"torch.{d}" for d in dtypes if TABLE.lookup(f"torch.{d}") is None]
     assert not absent, absent
+
+
+def test_torch_parameter_orders_do_not_need_torch_installed() -> None:
+    # a Cell names positional arguments the same way whether or not torch is installed
+    code = ("import sys\nsys.modules['torch'] = None  # importing torch now fails\n"
+            "from msready.skeletons.apis import torch_order\n"
+            "print(torch_order('torch.nn.Conv2d')[:3], torch_order('numpy.prod'),"
+            " 'torch' in [m for m in sys.modules if sys.modules[m] is not None])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split("\n")[0] == (
+        "('in_channels', 'out_channels', 'kernel_size') None False")
