@@ -30,7 +30,7 @@ def _runner_fingerprint() -> str:
     """A hash of the code that runs Cells (the child process and what it imports)."""
     digest = hashlib.sha256()
     folder = resources.files("msready.skeletons")
-    for name in ("child.py", "weights.py", "values.py", "runner.py"):
+    for name in ("child.py", "train_child.py", "weights.py", "values.py", "runner.py"):
         digest.update(folder.joinpath(name).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -112,6 +112,11 @@ class CellCache:
         self.tree = tree
         self._closures = file_closures(tree) if enabled else {}
         self._digests: dict[frozenset[str], str] = {}
+
+    def with_files(self, files: dict[str, str]) -> CellCache:
+        """The same cache over a tree with ``files`` added (the training steps, which
+        import the Cells)."""
+        return CellCache({**self.tree, **files}, self.folder.parent, self.enabled)
 
     def _digest(self, modules: frozenset[str]) -> str:
         """A hash of the generated files a Cell's run imports (every file when one of

@@ -141,16 +141,20 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
         gen.plans = [plans[c.qualname] for c in file.classes if c.qualname in plans]
         generated.append(gen)
     _write_packages(out_dir, generated)
+    # What the runs can import, by path under out_dir: it keys the cached outcomes.
+    tree = {gen.out.relative_to(out_dir).as_posix(): gen.body for gen in generated}
     if any(value == KEEP_SHAPE for plan in plans.values() for value in plan.synthesized.values()):
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / f"{SYNTHESIZED_MODULE}.py").write_text(SYNTHESIZED_SOURCE, encoding="utf-8")
+        tree[f"{SYNTHESIZED_MODULE}.py"] = SYNTHESIZED_SOURCE
     placed = {p.torch_class for gen in generated for p in gen.plans}
     elsewhere = [SkeletonResult(p.torch_class, p.path, p.line, "", "skipped", "skipped",
                                 NOTEBOOK if p.path.endswith(".ipynb") else "source text not kept")
                  for cls, p in plans.items() if cls not in placed]
     outcomes: dict[str, dict[str, Any]] = {}
     if run:
-        outcomes = _run(result, out_dir, generated, compare_torch, cache, cache_dir)
+        outcomes = _run(result, out_dir, generated, compare_torch,
+                        CellCache(tree, cache_dir, enabled=cache))
         _borrow_from_parents(plans, outcomes)
     results = list(elsewhere)
     for gen in generated:
@@ -167,7 +171,9 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
         if gen.weights:
             weights_file = gen.out.with_name(gen.out.name + ".weights.json")
             weights_file.write_text(json.dumps(gen.weights, indent=2) + "\n", encoding="utf-8")
-    result.train_steps = build_train_steps(result, out_dir, run, plans, results)
+    result.train_steps = build_train_steps(
+        result, out_dir, run, plans, results,
+        CellCache(tree, cache_dir, enabled=cache) if run else None)
     return results
 
 
@@ -338,8 +344,7 @@ def _workers() -> int:
 
 
 def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
-         compare_torch: bool, cache: bool = True,
-         cache_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+         compare_torch: bool, store: CellCache) -> dict[str, dict[str, Any]]:
     """Run every runnable Cell. Without a torch comparison, the Cells of all files are
     shared among a few workers, each importing MindSpore once; outcomes are cached."""
     outcomes: dict[str, dict[str, Any]] = {}
@@ -347,14 +352,12 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
         torch_root = Path(tmp) / "src"
         if compare_torch:
             _write_sources(result, torch_root)
-        texts: dict[str, str] = {}
         for gen in generated:
             # One status line per Cell now, the same number as the final file has, so
             # the lines errors name are the lines the user reads.
             gen.status = {plan.name: "running" for plan in gen.plans}
             gen.out.parent.mkdir(parents=True, exist_ok=True)
             gen.out.write_text(render(result, gen), encoding="utf-8")
-            texts[gen.out.relative_to(out_dir).as_posix()] = gen.body
         todo = [(i, gen) for i, gen in enumerate(generated)
                 if any(p.reason is None for p in gen.plans)]
         if compare_torch:
@@ -366,7 +369,6 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
                 for got in pool.map(one, todo):
                     outcomes.update(got)
             return outcomes
-        store = CellCache(texts, cache_dir, enabled=cache)
         jobs = [_job(p, None) for _, gen in todo for p in gen.plans if p.reason is None]
         pending = []
         for job in jobs:

@@ -274,8 +274,12 @@ def _write(result: ScanResult, step: Step, model: str, optimizer: str,
     write_step(step, status)
 
 
+def step_text(step: Step, status: str = "") -> str:
+    """A step's generated file, with ``status`` as its first line."""
+    return _template().render(status_line=status, **step.render_args)
+
+
 def write_step(step: Step, status: str) -> None:
     """(Re)write a step's file with its status line at the top."""
     step.out.parent.mkdir(parents=True, exist_ok=True)
-    text = _template().render(status_line=status, **step.render_args)
-    step.out.write_text(text, encoding="utf-8")
+    step.out.write_text(step_text(step, status), encoding="utf-8")

@@ -10,8 +10,9 @@ from typing import Any
 
 from msready.analyzer.result import ScanResult, SkeletonResult, TrainStepResult
 from msready.skeletons import runner
+from msready.skeletons.cache import CellCache
 from msready.skeletons.shapes import Plan
-from msready.skeletons.training_build import Step, prepare, write_step
+from msready.skeletons.training_build import Step, prepare, step_text, write_step
 
 NOT_RUN = "not run (--skeletons write)"
 STEP_TIMEOUT = 120.0
@@ -35,8 +36,10 @@ def _cell_problem(step: Step, cells: dict[str, SkeletonResult]) -> tuple[str, st
 
 
 def build_train_steps(result: ScanResult, out_dir: Path, run: bool, plans: dict[str, Plan],
-                      cells: list[SkeletonResult]) -> list[TrainStepResult]:
-    """Write a training step for every training loop, run them, return the results."""
+                      cells: list[SkeletonResult], store: CellCache | None = None,
+                      ) -> list[TrainStepResult]:
+    """Write a training step for every training loop, run them (outcomes cached in
+    ``store``, whose tree holds the Cells' generated files), return the results."""
     out_dir = out_dir.resolve()
     steps = prepare(result, out_dir, plans)
     if not steps:
@@ -61,13 +64,27 @@ def build_train_steps(result: ScanResult, out_dir: Path, run: bool, plans: dict[
             jobs.append({"key": key, "module": step.module, "inputs": specs[0],
                          "alternatives": specs[1:], "loss_kind": step.loss.kind})
     outcomes: dict[str, dict[str, Any]] = {}
-    if jobs:
+    if store is not None:
+        store = store.with_files({s.out.relative_to(out_dir).as_posix(): step_text(s)
+                                  for s in steps})
+    pending = []
+    for job in jobs:
+        hit = store.get(job) if store is not None else None
+        if hit is not None:
+            outcomes[job["key"]] = hit
+        else:
+            pending.append(job)
+    if pending:
         try:
-            outcomes = runner.run_jobs("msready.skeletons.train_child", {"root": str(out_dir)},
-                                       jobs, timeout=STEP_TIMEOUT)
+            outcomes.update(runner.run_jobs("msready.skeletons.train_child",
+                                            {"root": str(out_dir)}, pending,
+                                            timeout=STEP_TIMEOUT))
         except OSError as exc:
-            outcomes = {j["key"]: {"error": f"cannot start the child process: {exc}"}
-                        for j in jobs}
+            outcomes.update({j["key"]: {"error": f"cannot start the child process: {exc}"}
+                             for j in pending})
+        for job in pending:
+            if store is not None and job["key"] in outcomes:
+                store.put(job, outcomes[job["key"]])
     results = []
     for step in steps:
         res = _result(step, out_dir, verdicts.get(step.module), outcomes.get(step.module))

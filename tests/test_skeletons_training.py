@@ -399,6 +399,33 @@ def test_write_mode_writes_the_step_without_running_it(tmp_path: Path) -> None:
         "# msready: skipped: not run (--skeletons write)")
 
 
+def test_a_step_that_ran_is_read_from_the_cache_next_time(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    for rel in ("classifier/model.py", "classifier/train.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(REPOSITORY[rel], encoding="utf-8")
+    cache = tmp_path / "cache"
+
+    def build() -> TrainStepResult:
+        result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+        build_skeletons(result, tmp_path / "out" / "skeletons", run=True, compare_torch=False,
+                        cache_dir=cache)
+        [got] = result.train_steps
+        return got
+
+    first = build()
+    assert first.status == "pass", first.error
+    stored = [p for p in (cache / "cells").glob("*.json")
+              if "loss_before" in p.read_text(encoding="utf-8")]
+    assert len(stored) == 1
+    # the outcome msready reads next time is the stored one: mark it to tell
+    outcome = json.loads(stored[0].read_text(encoding="utf-8"))
+    stored[0].write_text(json.dumps({**outcome, "loss_after": 123.0}), encoding="utf-8")
+    again = build()
+    assert (again.status, again.loss_before, again.loss_after) == (
+        "pass", first.loss_before, 123.0)
+
+
 @pytest.mark.parametrize(("torch_name", "kwargs", "expected"), [
     ("torch.optim.SGD", {"lr": 0.1, "momentum": 0, "nesterov": False},
      "nn.SGD(model.trainable_params(), learning_rate=0.1, momentum=0.0, nesterov=False)"),
