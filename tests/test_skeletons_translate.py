@@ -106,6 +106,11 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.s = nn.Sequential(*[nn.ReLU() for _ in range(2)])",
      "nn.SequentialCell(*[nn.ReLU() for _ in range(2)])"),
     ("self.l = nn.ModuleList([nn.ReLU()])", "nn.CellList([nn.ReLU()])"),
+    # torch takes any iterable, CellList only a list
+    ("self.l = nn.ModuleList(nn.ReLU() for _ in range(2))",
+     "nn.CellList(list(nn.ReLU() for _ in range(2)))"),
+    ("layers = (nn.ReLU(), nn.Tanh())\nself.l = nn.ModuleList(layers)",
+     "nn.CellList(list(layers))"),
     ("self.m = nn.ModuleDict({'a': nn.ReLU()})", "TorchModuleDict({'a': nn.ReLU()})"),
     ("self.m = nn.ModuleDict({'h': nn.ModuleList([nn.ReLU()])})",
      "TorchModuleDict({'h': nn.CellList([nn.ReLU()])})"),
