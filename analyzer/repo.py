@@ -73,6 +73,7 @@ class RepositoryModel:
                 self.classes.setdefault(cls.qualname, cls)
                 self.class_module.setdefault(cls.qualname, f.module)
         self._resolve_cache: dict[tuple[str, str], Resolved | None] = {}
+        self._mro: dict[str, tuple[str, ...]] = {}
         self._provided: dict[str, object] = {}
         self.graph: nx.DiGraph = nx.DiGraph()
         self.calls: list[ResolvedCall] = []
@@ -195,8 +196,15 @@ class RepositoryModel:
             out.append(resolved or Resolved("unknown", base))
         return out
 
-    def mro(self, class_qualname: str) -> list[str]:
-        """The repository classes searched for attributes, the class itself first."""
+    def mro(self, class_qualname: str) -> tuple[str, ...]:
+        """The repository classes searched for attributes, the class itself first
+        (found once per class: the value analysis asks for it tens of thousands of times)."""
+        order = self._mro.get(class_qualname)
+        if order is None:
+            order = self._mro[class_qualname] = tuple(self._search_order(class_qualname))
+        return order
+
+    def _search_order(self, class_qualname: str) -> list[str]:
         order: list[str] = []
         stack = [class_qualname]
         while stack:
