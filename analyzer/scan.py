@@ -3,6 +3,7 @@ findings, API inventory and score, gathered into one :class:`ScanResult`."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -359,9 +360,11 @@ _UNREACHED = (" Nothing in this repository calls `{}` from a forward; this matte
 
 def load_repository_rules() -> None:
     """Import the repository rules and load the API table they read (done while the
-    worker processes start, which import the same on their side)."""
+    worker processes start, which import the same on their side). A table that cannot
+    be loaded fails later, where it is read, as it would without this."""
     repo_rules()
-    load_table()
+    with contextlib.suppress(Exception):
+        load_table()
 
 
 def decided_findings(model: RepositoryModel) -> Iterator[Finding]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+import pytest
+
 from msready.analyzer.scan import ScanOptions, analyze_files, read_files
 from msready.analyzer.source import SourceFile
 from msready.analyzer.workers import GC_THRESHOLD, few_collections
@@ -48,3 +50,16 @@ def test_meanwhile_does_not_run_without_a_pool(tmp_path: Path) -> None:
     analyze_files(files, read_files(files), ScanOptions(jobs=1, cache=False),
                   meanwhile=lambda: calls.append(1))
     assert calls == []
+
+
+def test_only_the_program_leaves_its_objects_to_the_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import msready.cli
+
+    frozen: list[int] = []
+    monkeypatch.setattr(msready.cli.gc, "freeze", lambda: frozen.append(1))
+    args = ["msready", "table", "lookup", "torch.nn.Conv2d"]
+    assert msready.cli.main(args[1:]) == 0  # called by code: nothing is frozen
+    assert frozen == []
+    monkeypatch.setattr(msready.cli.sys, "argv", args)
+    assert msready.cli.main() == 0  # run as the program
+    assert frozen == [1]
