@@ -81,7 +81,7 @@ def containment(model: RepositoryModel) -> nx.DiGraph:
     attribute, or the class's name in lower case when only ``__init__`` shows it)."""
     graph = nx.DiGraph()
     graph.add_nodes_from(model.module_classes)
-    self_calls: dict[str, list[str]] | None = None
+    self_calls = _self_calls(model)
     for cls in model.module_classes:
         for attr in sorted({a for c in model.mro(cls) for a, _ in model.classes[c].attributes}):
             for held in model.attribute_classes(cls, attr):
@@ -95,8 +95,6 @@ def containment(model: RepositoryModel) -> nx.DiGraph:
                 graph.add_edge(cls, part, attr=attr)
         built = [h for h in _built_in_init(model, cls) if not graph.has_edge(cls, h)]
         if built:
-            if self_calls is None:
-                self_calls = _self_calls(model)
             names = _self_names(model, cls, self_calls)
             for part in built:
                 words = name_words(model.classes[part].name)

@@ -201,7 +201,7 @@ class ValueAnalysis(Env):
         try:
             result = self._compute(expr)
         except BaseException:
-            del memo[expr]
+            del memo[expr]  # not computed: asked again, it is computed again
             raise
         finally:
             self._depth -= 1
