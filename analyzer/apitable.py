@@ -71,6 +71,9 @@ class Target:
     params: tuple[str, ...] = ()  # the target's parameter names, in positional order
 
 
+_NO_TARGET = Target(None)
+
+
 @dataclass(frozen=True, slots=True)
 class ApiEntry:
     """One torch API and what to write in MindSpore instead."""
@@ -103,7 +106,7 @@ class ApiEntry:
 
     def target(self, backend: str) -> Target:
         """The target for a backend (an empty target when none)."""
-        return self.targets.get(backend, Target(None))
+        return self.targets.get(backend, _NO_TARGET)
 
     def forms_for(self, backend: str) -> tuple[MeasuredForm, ...]:
         """The measured failing call forms that hold on ``backend``."""

@@ -128,9 +128,14 @@ def torch_references(model: RepositoryModel, accept: Callable[[str], bool]
 
 def torch_calls(model: RepositoryModel, accept: Callable[[str], bool]) -> list[ResolvedCall]:
     """Calls of external APIs ``accept`` takes, in source order."""
-    found = [rc for rc in model.calls
-             if rc.external is not None and rc.call.kind is CallKind.NAME and accept(rc.external)]
-    return sorted(found, key=lambda rc: (rc.file.path, rc.call.cell or 0, rc.call.span.line))
+    return [rc for rc in _external_calls(model) if accept(rc.external or "")]
+
+
+def _external_calls(model: RepositoryModel) -> list[ResolvedCall]:
+    """Every call of an external name, in source order (found once per repository)."""
+    return model.provide("checklist.external_calls", lambda: sorted(
+        (rc for rc in model.calls if rc.external is not None and rc.call.kind is CallKind.NAME),
+        key=lambda rc: (rc.file.path, rc.call.cell or 0, rc.call.span.line)))
 
 
 # ----- network structure ------------------------------------------------------------

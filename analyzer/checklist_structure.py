@@ -22,13 +22,27 @@ MAX_PARTS = 8
 MAX_OTHER_NETWORKS = 5
 
 
-def _self_names(model: RepositoryModel, cls: str) -> list[str]:
-    """Attribute names the class uses (``self.head(...)``, ``self.head = ...``)."""
+def _self_calls(model: RepositoryModel) -> dict[str, list[str]]:
+    """The targets of ``self.<name>(...)`` calls by every dotted prefix of the function
+    that makes them (so by the class a method, or a function nested in one, is in), in
+    the model's order of callers."""
+    found: dict[str, list[str]] = {}
+    for caller, calls in model.calls_by_caller.items():
+        targets = [rc.call.target for rc in calls
+                   if rc.call.kind in (CallKind.SELF_ATTR, CallKind.SELF_METHOD)]
+        if targets:
+            parts = caller.split(".")
+            for end in range(1, len(parts)):
+                found.setdefault(".".join(parts[:end]), []).extend(targets)
+    return found
+
+
+def _self_names(model: RepositoryModel, cls: str, self_calls: dict[str, list[str]],
+                ) -> list[str]:
+    """Attribute names the class uses (``self.head(...)``, ``self.head = ...``);
+    ``self_calls`` is :func:`_self_calls` of the model."""
     names = [a for c in model.mro(cls) for a, _ in model.classes[c].attributes]
-    prefix = cls + "."
-    names += [rc.call.target for caller, calls in model.calls_by_caller.items()
-              if caller.startswith(prefix) for rc in calls
-              if rc.call.kind in (CallKind.SELF_ATTR, CallKind.SELF_METHOD)]
+    names += self_calls.get(cls, [])
     return list(dict.fromkeys(names))
 
 
@@ -67,6 +81,7 @@ def containment(model: RepositoryModel) -> nx.DiGraph:
     attribute, or the class's name in lower case when only ``__init__`` shows it)."""
     graph = nx.DiGraph()
     graph.add_nodes_from(model.module_classes)
+    self_calls = _self_calls(model)
     for cls in model.module_classes:
         for attr in sorted({a for c in model.mro(cls) for a, _ in model.classes[c].attributes}):
             for held in model.attribute_classes(cls, attr):
@@ -80,7 +95,7 @@ def containment(model: RepositoryModel) -> nx.DiGraph:
                 graph.add_edge(cls, part, attr=attr)
         built = [h for h in _built_in_init(model, cls) if not graph.has_edge(cls, h)]
         if built:
-            names = _self_names(model, cls)
+            names = _self_names(model, cls, self_calls)
             for part in built:
                 words = name_words(model.classes[part].name)
                 attr = next((n for n in names if name_words(n) & words),

@@ -525,7 +525,7 @@ class ConfigIndex:
     """Every configuration value of a repository, queryable by key (module docstring)."""
 
     def __init__(self, values: Iterable[ConfigValue],
-                 bases: Callable[[str], list[str]] | None = None) -> None:
+                 bases: Callable[[str], Sequence[str]] | None = None) -> None:
         self._by_key: dict[str, list[ConfigValue]] = defaultdict(list)
         for value in dict.fromkeys(values):
             self._by_key[value.key].append(value)

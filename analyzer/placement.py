@@ -18,7 +18,7 @@ from its output inside the differentiated function. So a hazard matters most in:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,6 @@ HOST_CALLS = DIFFERENTIATE | frozenset({
     "torch.save", "torch.load", "builtins.print", "builtins.open", "builtins.input",
     "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 HOST_METHODS = frozenset({"zero_grad", "backward"})
-_VIRTUAL = "<roots>"
 
 
 class Placement:
@@ -82,18 +81,10 @@ class Placement:
     def graph_paths(self) -> dict[str, tuple[str, ...]]:
         """Every graph function with the shortest path to it from a forward or a loss."""
         model = self.model
-        graph = model.graph.copy()
         forwards = set(model.forward_roots())
         starts = [*sorted(forwards), *(r for r in self.loss_roots if r in model.functions)]
-        if not starts:
-            return {}
-        graph.add_edges_from((_VIRTUAL, r) for r in starts)
-        paths = nx.single_source_shortest_path(graph, _VIRTUAL)
         out: dict[str, tuple[str, ...]] = {}
-        for fn, path in paths.items():
-            if fn == _VIRTUAL:
-                continue
-            trail = tuple(path[1:])
+        for fn, trail in shortest_paths(model.graph, starts).items():
             # A network's forward is its own root; a loss function is reached from the
             # training step that differentiates it.
             step = self.loss_roots.get(trail[0]) if trail and trail[0] not in forwards else None
@@ -198,3 +189,26 @@ def _call_refs(expr: Any, values: Any, depth: int) -> Iterator[tuple[str, Any]]:
             bound = bind_argument(fact, rc.call, expr[2], offset)
             if bound is not None:
                 yield from _call_refs(bound, values, depth + 1)
+
+
+def shortest_paths(graph: nx.DiGraph, roots: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Every node some root reaches, with a shortest path to it from a root, found
+    breadth first with the roots in their order and each node's successors in the
+    graph's order: the paths networkx's ``single_source_shortest_path`` finds from a
+    node linked to every root, without copying the graph to add that node."""
+    paths: dict[str, tuple[str, ...]] = {}
+    level: list[str] = []
+    for root in roots:
+        if root not in paths:
+            paths[root] = (root,)
+            level.append(root)
+    successors = graph.succ
+    while level:
+        following = []
+        for node in level:
+            for found in successors.get(node, ()):
+                if found not in paths:
+                    paths[found] = (*paths[node], found)
+                    following.append(found)
+        level = following
+    return paths

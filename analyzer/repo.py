@@ -19,7 +19,7 @@ from typing import TypeVar, cast
 import networkx as nx
 
 from msready.analyzer.facts import CallKind, CallSite, ClassFact, FileResult, FunctionFact
-from msready.analyzer.placement import Placement
+from msready.analyzer.placement import Placement, shortest_paths
 from msready.analyzer.valueflow import ValueAnalysis
 
 TORCH_ROOTS = ("torch", "torchvision")
@@ -28,7 +28,6 @@ MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
 NOT_MODULE_PREFIXES = ("torch.nn.functional", "torch.nn.init", "torch.nn.utils",
                        "torch.nn.parameter", "torch.nn.Parameter")
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
-_ROOT = "<forward roots>"
 T = TypeVar("T")
 
 
@@ -73,6 +72,7 @@ class RepositoryModel:
                 self.classes.setdefault(cls.qualname, cls)
                 self.class_module.setdefault(cls.qualname, f.module)
         self._resolve_cache: dict[tuple[str, str], Resolved | None] = {}
+        self._mro: dict[str, tuple[str, ...]] = {}
         self._provided: dict[str, object] = {}
         self.graph: nx.DiGraph = nx.DiGraph()
         self.calls: list[ResolvedCall] = []
@@ -195,8 +195,15 @@ class RepositoryModel:
             out.append(resolved or Resolved("unknown", base))
         return out
 
-    def mro(self, class_qualname: str) -> list[str]:
-        """The repository classes searched for attributes, the class itself first."""
+    def mro(self, class_qualname: str) -> tuple[str, ...]:
+        """The repository classes searched for attributes, the class itself first
+        (found once per class: the value analysis asks for it tens of thousands of times)."""
+        order = self._mro.get(class_qualname)
+        if order is None:
+            order = self._mro[class_qualname] = tuple(self._search_order(class_qualname))
+        return order
+
+    def _search_order(self, class_qualname: str) -> list[str]:
         order: list[str] = []
         stack = [class_qualname]
         while stack:
@@ -357,13 +364,7 @@ class RepositoryModel:
     @cached_property
     def forward_paths(self) -> dict[str, tuple[str, ...]]:
         """Every function reachable from a forward, with the shortest path to it."""
-        graph = self.graph.copy()
-        roots = self.forward_roots()
-        graph.add_edges_from((_ROOT, r) for r in roots)
-        if not roots:
-            return {}
-        paths = nx.single_source_shortest_path(graph, _ROOT)
-        return {fn: tuple(path[1:]) for fn, path in paths.items() if fn != _ROOT}
+        return shortest_paths(self.graph, self.forward_roots())
 
     def path_from_forward(self, function_qualname: str | None) -> tuple[str, ...] | None:
         """The call path from a forward to a function, None when none reaches it."""

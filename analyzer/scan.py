@@ -3,6 +3,7 @@ findings, API inventory and score, gathered into one :class:`ScanResult`."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -221,9 +222,12 @@ def read_files(files: list[SourceFile]) -> dict[str, bytes | OSError]:
 
 def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
                   options: ScanOptions, progress: Progress | None = None,
-                  cache: Cache | None = None) -> tuple[list[FileResult], str | None]:
+                  cache: Cache | None = None, meanwhile: Callable[[], object] | None = None,
+                  ) -> tuple[list[FileResult], str | None]:
     """Per-file results for every file, from the cache or a pool of worker processes, and
-    a key for the whole set of files (None when some file could not be read)."""
+    a key for the whole set of files (None when some file could not be read).
+    ``meanwhile`` runs in this process while the worker processes start, when there are
+    any."""
     results: dict[str, FileResult] = {}
     whole = hashlib.sha256()
     complete = True
@@ -254,7 +258,11 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
     del todo
     outputs: Iterable[tuple[str, FileResult | Lost]]
     if jobs > 1 and len(items) >= _PARALLEL_MIN_FILES:
-        outputs = WorkerPool(analyze_safely, jobs).run(items)
+        pool = WorkerPool(analyze_safely, jobs)
+        pool.start()
+        if meanwhile is not None:
+            meanwhile()
+        outputs = pool.run(items)
     else:
         outputs = ((rel, analyze_safely(rel, data)) for rel, data in items)
     for rel, output in outputs:
@@ -348,6 +356,15 @@ _LOWER = {Severity.ERROR: Severity.WARNING, Severity.WARNING: Severity.INFO,
           Severity.INFO: Severity.INFO}
 _UNREACHED = (" Nothing in this repository calls `{}` from a forward; this matters if a "
               "network runs it.")
+
+
+def load_repository_rules() -> None:
+    """Import the repository rules and load the API table they read (done while the
+    worker processes start, which import the same on their side). A table that cannot
+    be loaded fails later, where it is read, as it would without this."""
+    repo_rules()
+    with contextlib.suppress(Exception):
+        load_table()
 
 
 def decided_findings(model: RepositoryModel) -> Iterator[Finding]:
@@ -446,7 +463,8 @@ def scan_source(source: Source, options: ScanOptions,
         whole.fill(result)
         result.sources = sources
         return result
-    results, done_key = analyze_files(files, contents, options, progress, cache)
+    results, done_key = analyze_files(files, contents, options, progress, cache,
+                                      meanwhile=load_repository_rules)
     del contents  # the bytes of every file are not needed any more
     model = RepositoryModel(results, target)
     # The repository rules' findings and the findings the value analysis decides depend on

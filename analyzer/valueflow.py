@@ -46,6 +46,7 @@ from msready.analyzer.values import (
 if TYPE_CHECKING:
     from msready.analyzer.repo import RepositoryModel, ResolvedCall
 
+_ABSENT: Any = object()
 MAX_DEPTH = 150
 TORCH_MODULES = ("torch.nn.", "torchvision.")
 MAX_STEPS = 400_000
@@ -60,8 +61,8 @@ class ValueAnalysis(Env):
         self.module = ""
         self.calls: dict[tuple[str, Any], ResolvedCall] = {}
         self.incoming: dict[str, list[tuple[ResolvedCall, int]]] = {}
-        self._memo: dict[Any, Value] = {}
-        self._busy: set[Any] = set()
+        # expression -> its value, or None while it is being computed (a recursion)
+        self._memo: dict[Any, Value | None] = {}
         self._depth = 0
         self._steps = 0
         self.resolved_by_value: dict[tuple[str, Any], tuple[str, ...]] = {}
@@ -188,22 +189,23 @@ class ValueAnalysis(Env):
         met again while it is being computed (recursion) contributes nothing."""
         if isinstance(expr, frozenset):
             return expr
-        memo = self._memo.get(expr)
-        if memo is not None:
-            return memo
-        if expr in self._busy:
-            return NOTHING
+        memo = self._memo
+        found = memo.get(expr, _ABSENT)
+        if found is not _ABSENT:
+            return NOTHING if found is None else found
         self._steps += 1
         if self._depth > MAX_DEPTH or self._steps > MAX_STEPS:
             return UNKNOWN
-        self._busy.add(expr)
+        memo[expr] = None
         self._depth += 1
         try:
             result = self._compute(expr)
+        except BaseException:
+            del memo[expr]  # not computed: asked again, it is computed again
+            raise
         finally:
-            self._busy.discard(expr)
             self._depth -= 1
-        self._memo[expr] = result
+        memo[expr] = result
         return result
 
     def assume_tensor_inputs(self, functions: Iterable[str]) -> None:
@@ -218,7 +220,7 @@ class ValueAnalysis(Env):
     def _compute(self, expr: tuple[Any, ...]) -> Value:
         head = expr[0]
         if head == "o":
-            operands = [self.value(e) for e in expr[3:]]
+            operands = [e if isinstance(e, frozenset) else self.value(e) for e in expr[3:]]
             return evaluate_op(expr, operands, self)
         if head == "p":
             return self.parameter(expr[1], expr[2])
@@ -245,7 +247,7 @@ class ValueAnalysis(Env):
             bound = bind_argument(fact, rc.call, name, offset)
             if bound is not None:
                 parts.append(self.value(bound))
-        default = dict(fact.defaults).get(name)
+        default = next((d for param, d in fact.defaults if param == name), None)
         if default is not None:
             parts.append(self.value(default))
         joined = join(*parts) if parts else UNKNOWN

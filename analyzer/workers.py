@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 from collections import deque
@@ -70,8 +71,12 @@ def resident_bytes() -> int:
 def few_collections() -> Iterator[None]:
     """Run a block with the cyclic garbage collector out of the way: the objects alive
     on entry (imported modules, tables) are frozen out of its passes and it runs after
-    :data:`GC_THRESHOLD` allocations instead of 700. Restored on exit."""
+    :data:`GC_THRESHOLD` allocations instead of 700. Restored on exit. Inside another
+    such block it changes nothing (the outer block restores)."""
     old = gc.get_threshold()
+    if old == GC_THRESHOLD:
+        yield
+        return
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
     try:
@@ -165,6 +170,13 @@ class WorkerPool(Generic[R]):
 
     work: Work[R]
     jobs: int
+
+    def start(self) -> None:
+        """Start the server the workers are forked from (where there is one) without
+        waiting for it, so that it imports the analyzer while the caller does other work;
+        :meth:`run` starts it otherwise."""
+        if isinstance(_context(), multiprocessing.context.ForkServerContext):
+            multiprocessing.forkserver.ensure_running()
 
     def run(self, items: list[tuple[str, bytes]]) -> Iterator[tuple[str, R | Lost]]:
         """(path, result) for every item as workers finish; (path, :class:`Lost`) for a

@@ -124,19 +124,28 @@ def planned_calls(repo: RepositoryModel) -> list[tuple[ResolvedCall, ApiEntry, C
 
 
 def _torch_calls(repo: RepositoryModel) -> Iterator[tuple[ResolvedCall, ApiEntry]]:
-    table = load_table()
     backend = _backend(repo)
+    checked: dict[str, tuple[ApiEntry, str] | None] = {}  # by symbol: many calls share one
     for rc in repo.calls:
         if rc.external is None or rc.call.kind not in (CallKind.NAME, CallKind.TENSOR_METHOD):
             continue
         if rc.external.split(".")[0] not in ("torch", "torchvision"):
             continue
-        entry = table.lookup(rc.external)
-        if entry is None or owned_by_idiom(entry.torch) or owned_by_idiom(rc.external):
+        if rc.external not in checked:
+            checked[rc.external] = _checked_entry(rc.external, backend)
+        found = checked[rc.external]
+        if found is None or looks_like_other_type(rc.call, found[0], found[1]):
             continue
-        if looks_like_other_type(rc.call, entry, entry.status_for(backend)):
-            continue
-        yield rc, entry
+        yield rc, found[0]
+
+
+def _checked_entry(symbol: str, backend: str) -> tuple[ApiEntry, str] | None:
+    """The table's entry for a torch API and its status on ``backend``; None when the
+    table does not know it or an idiom rule owns it."""
+    entry = load_table().lookup(symbol)
+    if entry is None or owned_by_idiom(entry.torch) or owned_by_idiom(symbol):
+        return None
+    return entry, entry.status_for(backend)
 
 
 def _backend(repo: RepositoryModel) -> str:

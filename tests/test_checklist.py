@@ -3,7 +3,10 @@ line, what the code does not show is "not found", and lookalikes stay out."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from msready.analyzer.checklist import NOT_FOUND, build_checklist
+from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.result import ChecklistItem, ScanResult
 from msready.analyzer.scan import scan_files
 
@@ -409,8 +412,10 @@ def test_a_failing_section_is_reported_not_raised() -> None:
     result.findings = [Finding("MS601", "device", Category.IDIOM, Severity.INFO, Confidence.HIGH,
                                Location("train.py", 33, 5, 33, 20), "torch.manual_seed", "m", "s")]
     prioritise(result)
-    result.model.calls.append(None)  # type: ignore[arg-type]  # a model msready cannot read
-    checklist = build_checklist(result)
+    files = result.files
+    model = RepositoryModel(files)
+    model.calls.append(None)  # type: ignore[arg-type]  # a model msready cannot read
+    checklist = build_checklist(replace(result, facts=lambda: (files, model)))
     failed = [c for c in checklist if c.item == "msready could not fill this section"]
     assert {c.section for c in failed} == {
         "Network structure", "Data pipeline and augmentation", "Learning-rate policy",
