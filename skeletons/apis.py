@@ -171,6 +171,13 @@ def live_torch_order(name: str) -> tuple[str, ...] | None:
         return _doc_order(obj)
     except Exception:  # torch missing, or no such API
         return None
+    if name.startswith("torch.nn.init.") and not name.endswith("_") and params and all(
+            p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        # torch's deprecated spellings (``nn.init.kaiming_normal``) take anything and
+        # call their in-place twin
+        twin = live_torch_order(name + "_")
+        if twin is not None:
+            return twin
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds and p.name != "self")
 

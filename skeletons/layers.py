@@ -280,9 +280,11 @@ ENGINE_APIS = (
     "torch.nn.LayerNorm", "torch.nn.GELU", "torch.nn.Linear", "torch.nn.LSTM", "torch.nn.GRU",
     "torch.nn.RNN", "torch.var", "torch.std", "torch.full",
 )
-ENGINE_INITS = tuple(f"torch.nn.init.{name}" for name in (
-    "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
-    "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "uniform_"))
+ENGINE_INITS = tuple(f"torch.nn.init.{name}{end}" for name in (
+    "normal", "constant", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+    "kaiming_normal", "orthogonal", "uniform") for end in ("_", "")) + tuple(
+    f"torch.nn.init.{name}" for name in ("trunc_normal_", "zeros_", "ones_"))
+# (the spellings without ``_`` are torch's deprecated aliases of the same functions)
 
 
 def _engine_arg(key: str | None, value: cst.BaseExpression) -> Arg:

@@ -137,6 +137,10 @@ def module(init: str, forward: str = "return x") -> str:
      "self.fc.weight.set_data(mindspore.common.initializer.initializer("
      "mindspore.common.initializer.XavierUniform(gain=2), self.fc.weight.shape, "
      "self.fc.weight.dtype))"),
+    # torch's deprecated spelling without ``_`` fills the tensor the same way
+    ("self.fc = nn.Linear(4, 4)\nnn.init.kaiming_normal(self.fc.weight)",
+     "self.fc.weight.set_data(mindspore.common.initializer.initializer("
+     "mindspore.common.initializer.HeNormal("),
     # ``.data`` shares the parameter's storage: filling it fills the Parameter
     ("self.fc = nn.Linear(4, 4)\nnn.init.constant_(self.fc.bias.data, 0.0)",
      "self.fc.bias.set_data(mindspore.common.initializer.initializer("

@@ -530,7 +530,12 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
     short = name.rsplit(".", 1)[1]
     torch_params = signature(torch_obj, short) if callable(torch_obj) else None
     if torch_params is not None and all(p[2] in ("var", "varkw") for p in torch_params):
-        torch_params = None  # (*args, **kwargs): nothing to compare or bind by position
+        # (*args, **kwargs): torch's deprecated spellings (``nn.init.kaiming_normal``)
+        # call their in-place twin, whose parameters they take; else nothing to compare
+        # or bind by position
+        deprecated = name.startswith("torch.nn.init.") and not name.endswith("_")
+        twin = import_object(name + "_") if deprecated else None
+        torch_params = signature(twin, short + "_") if callable(twin) else None
     ignored = frozenset([*ns.get("ignore_params", []), *override.get("ignore_params", [])])
     per_backend: dict[str, list[dict[str, Any]]] = {}
     forms: dict[str, list[Param] | None] = {}
