@@ -175,6 +175,9 @@ def too_large(text: str) -> ParseFailure | None:
                         suggestion=_TOO_LARGE_FIX)
 
 
+_CHECK = CSTNode.__post_init__
+
+
 def _no_check(node: CSTNode) -> None:
     """Stands for ``CSTNode.__post_init__`` while libcst's parser builds a tree."""
 
@@ -186,7 +189,7 @@ def _parser_built() -> Iterator[None]:
     Every libcst node checks its invariants when it is built (``__post_init__`` calls
     ``_validate``): a guard for trees written by hand. A tree from the parser satisfies
     them by construction, since the grammar already rejected what they reject, and the
-    checks cost about a sixth of a parse. Nodes built outside this block, such as the
+    checks cost about an eighth of a parse. Nodes built outside this block, such as the
     Cells' translations, are checked as usual.
     """
     CSTNode.__post_init__ = _no_check  # type: ignore[method-assign, assignment]
@@ -194,9 +197,6 @@ def _parser_built() -> Iterator[None]:
         yield
     finally:
         CSTNode.__post_init__ = _CHECK  # type: ignore[method-assign]
-
-
-_CHECK = CSTNode.__post_init__
 
 
 def parse_text(text: str) -> Parsed | ParseFailure:

@@ -156,6 +156,13 @@ def torch_order(name: str) -> tuple[str, ...] | None:
     return _torch_orders().get(name)
 
 
+def inplace_twin(name: str) -> str | None:
+    """The in-place function a deprecated ``torch.nn.init`` spelling calls
+    (``kaiming_normal`` -> ``kaiming_normal_``): it takes anything (``*args, **kwargs``),
+    so its parameters are the twin's."""
+    return f"{name}_" if name.startswith("torch.nn.init.") and not name.endswith("_") else None
+
+
 def live_torch_order(name: str) -> tuple[str, ...] | None:
     """The positional parameter names of a torch API, read from the installed torch
     (what tools/build_api_table.py packages)."""
@@ -171,13 +178,9 @@ def live_torch_order(name: str) -> tuple[str, ...] | None:
         return _doc_order(obj)
     except Exception:  # torch missing, or no such API
         return None
-    if name.startswith("torch.nn.init.") and not name.endswith("_") and params and all(
-            p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        # torch's deprecated spellings (``nn.init.kaiming_normal``) take anything and
-        # call their in-place twin
-        twin = live_torch_order(name + "_")
-        if twin is not None:
-            return twin
+    twin = inplace_twin(name)
+    if twin and params and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return live_torch_order(twin) or ()
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds and p.name != "self")
 

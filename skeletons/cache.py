@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
+from functools import lru_cache
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,8 @@ def module_of(path: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported(path: str, text: str) -> set[str] | None:
+@lru_cache(maxsize=8192)
+def imported(path: str, text: str) -> frozenset[str] | None:
     """The modules a generated file imports, with every package on the way (importing
     ``a.b.c`` runs ``a`` and ``a.b`` first); None when that cannot be read from its
     syntax (it does not parse, or it imports by name at run time)."""
@@ -63,7 +65,8 @@ def imported(path: str, text: str) -> set[str] | None:
             stem = ".".join([*base, *(node.module.split(".") if node.module else [])])
             names.add(stem)
             names.update(f"{stem}.{alias.name}" if stem else alias.name for alias in node.names)
-    return {".".join(n.split(".")[:i + 1]) for n in names if n for i in range(n.count(".") + 1)}
+    return frozenset(".".join(n.split(".")[:i + 1])
+                     for n in names if n for i in range(n.count(".") + 1))
 
 
 def file_closures(tree: dict[str, str]) -> dict[str, set[str]]:
@@ -110,7 +113,7 @@ class CellCache:
         self.folder = (folder or default_cache_dir()) / "cells"
         self.base = f"{_runner_fingerprint()}|{_mindspore_version()}"
         self.tree = tree
-        self._closures = file_closures(tree) if enabled else {}
+        self._closures: dict[str, set[str]] | None = None  # found on the first key
         self._digests: dict[frozenset[str], str] = {}
 
     def with_files(self, files: dict[str, str]) -> CellCache:
@@ -123,6 +126,8 @@ class CellCache:
         ``modules`` is not a generated file)."""
         digest = self._digests.get(modules)
         if digest is None:
+            if self._closures is None:
+                self._closures = file_closures(self.tree)
             paths: set[str] = set()
             for module in modules:
                 closure = self._closures.get(module)
@@ -152,6 +157,25 @@ class CellCache:
         except (OSError, ValueError):
             return None
         return value if isinstance(value, dict) else None
+
+    def split(self, jobs: list[dict[str, Any]]
+              ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+        """The cached outcomes of ``jobs`` by job key, and the jobs still to run."""
+        found: dict[str, dict[str, Any]] = {}
+        pending = []
+        for job in jobs:
+            hit = self.get(job)
+            if hit is not None:
+                found[job["key"]] = hit
+            else:
+                pending.append(job)
+        return found, pending
+
+    def keep(self, jobs: list[dict[str, Any]], outcomes: dict[str, dict[str, Any]]) -> None:
+        """Store the outcome of every job that has one."""
+        for job in jobs:
+            if job["key"] in outcomes:
+                self.put(job, outcomes[job["key"]])
 
     def put(self, job: dict[str, Any], outcome: dict[str, Any]) -> None:
         """Store an outcome, a time-out or a crash too (a big network compiles as slowly

@@ -151,10 +151,10 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     elsewhere = [SkeletonResult(p.torch_class, p.path, p.line, "", "skipped", "skipped",
                                 NOTEBOOK if p.path.endswith(".ipynb") else "source text not kept")
                  for cls, p in plans.items() if cls not in placed]
+    store = CellCache(tree, cache_dir, enabled=cache)
     outcomes: dict[str, dict[str, Any]] = {}
     if run:
-        outcomes = _run(result, out_dir, generated, compare_torch,
-                        CellCache(tree, cache_dir, enabled=cache))
+        outcomes = _run(result, out_dir, generated, compare_torch, store)
         _borrow_from_parents(plans, outcomes)
     results = list(elsewhere)
     for gen in generated:
@@ -171,9 +171,7 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
         if gen.weights:
             weights_file = gen.out.with_name(gen.out.name + ".weights.json")
             weights_file.write_text(json.dumps(gen.weights, indent=2) + "\n", encoding="utf-8")
-    result.train_steps = build_train_steps(
-        result, out_dir, run, plans, results,
-        CellCache(tree, cache_dir, enabled=cache) if run else None)
+    result.train_steps = build_train_steps(result, out_dir, run, plans, results, store)
     return results
 
 
@@ -370,13 +368,8 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
                     outcomes.update(got)
             return outcomes
         jobs = [_job(p, None) for _, gen in todo for p in gen.plans if p.reason is None]
-        pending = []
-        for job in jobs:
-            hit = store.get(job)
-            if hit is not None:
-                outcomes[job["key"]] = hit
-            else:
-                pending.append(job)
+        found, pending = store.split(jobs)
+        outcomes.update(found)
         batches = [pending[i::_workers()] for i in range(_workers())]
 
         def batch(cells: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -389,9 +382,7 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
         with ThreadPoolExecutor(max_workers=_workers()) as pool:
             for got in pool.map(batch, [b for b in batches if b]):
                 outcomes.update(got)
-        for job in pending:
-            if job["key"] in outcomes:
-                store.put(job, outcomes[job["key"]])
+        store.keep(pending, outcomes)
     return outcomes
 
 

@@ -36,8 +36,7 @@ def _cell_problem(step: Step, cells: dict[str, SkeletonResult]) -> tuple[str, st
 
 
 def build_train_steps(result: ScanResult, out_dir: Path, run: bool, plans: dict[str, Plan],
-                      cells: list[SkeletonResult], store: CellCache | None = None,
-                      ) -> list[TrainStepResult]:
+                      cells: list[SkeletonResult], store: CellCache) -> list[TrainStepResult]:
     """Write a training step for every training loop, run them (outcomes cached in
     ``store``, whose tree holds the Cells' generated files), return the results."""
     out_dir = out_dir.resolve()
@@ -63,17 +62,9 @@ def build_train_steps(result: ScanResult, out_dir: Path, run: bool, plans: dict[
             specs = _specs(step.plan)
             jobs.append({"key": key, "module": step.module, "inputs": specs[0],
                          "alternatives": specs[1:], "loss_kind": step.loss.kind})
-    outcomes: dict[str, dict[str, Any]] = {}
-    if store is not None:
-        store = store.with_files({s.out.relative_to(out_dir).as_posix(): step_text(s)
-                                  for s in steps})
-    pending = []
-    for job in jobs:
-        hit = store.get(job) if store is not None else None
-        if hit is not None:
-            outcomes[job["key"]] = hit
-        else:
-            pending.append(job)
+    store = store.with_files({s.out.relative_to(out_dir).as_posix(): step_text(s)
+                              for s in steps})
+    outcomes, pending = store.split(jobs)
     if pending:
         try:
             outcomes.update(runner.run_jobs("msready.skeletons.train_child",
@@ -82,9 +73,7 @@ def build_train_steps(result: ScanResult, out_dir: Path, run: bool, plans: dict[
         except OSError as exc:
             outcomes.update({j["key"]: {"error": f"cannot start the child process: {exc}"}
                              for j in pending})
-        for job in pending:
-            if store is not None and job["key"] in outcomes:
-                store.put(job, outcomes[job["key"]])
+        store.keep(pending, outcomes)
     results = []
     for step in steps:
         res = _result(step, out_dir, verdicts.get(step.module), outcomes.get(step.module))

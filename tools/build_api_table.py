@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import api_probe  # (the sibling module: call forms measured by execution)
 
 from msready.analyzer.apitable import import_object
+from msready.skeletons.apis import inplace_twin
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "analyzer" / "data"
@@ -530,11 +531,10 @@ def build_entry(name: str, torch_obj: Any, overrides: dict[str, Any],
     short = name.rsplit(".", 1)[1]
     torch_params = signature(torch_obj, short) if callable(torch_obj) else None
     if torch_params is not None and all(p[2] in ("var", "varkw") for p in torch_params):
-        # (*args, **kwargs): torch's deprecated spellings (``nn.init.kaiming_normal``)
-        # call their in-place twin, whose parameters they take; else nothing to compare
-        # or bind by position
-        deprecated = name.startswith("torch.nn.init.") and not name.endswith("_")
-        twin = import_object(name + "_") if deprecated else None
+        # (*args, **kwargs): a deprecated spelling takes its in-place twin's parameters;
+        # anything else has nothing to compare or bind by position
+        twin_name = inplace_twin(name)
+        twin = import_object(twin_name) if twin_name else None
         torch_params = signature(twin, short + "_") if callable(twin) else None
     ignored = frozenset([*ns.get("ignore_params", []), *override.get("ignore_params", [])])
     per_backend: dict[str, list[dict[str, Any]]] = {}
