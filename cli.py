@@ -16,9 +16,9 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -29,7 +29,7 @@ from msready.analyzer.scan import ScanOptions, rescore, scan
 from msready.analyzer.source import SourceError
 from msready.analyzer.workers import few_collections
 
-# format name -> (file written, reporter module with ``render(result) -> str``)
+# format name -> (file written, reporter module with ``write(result, text_file)``)
 FORMATS = {
     "html": ("report.html", "msready.reports.html"),
     "json": ("msready.json", "msready.reports.json_report"),
@@ -186,16 +186,29 @@ def _skeletons(result: ScanResult, out: Path, mode: str, compare: bool,
     rescore(result)
 
 
+def _write_report(path: Path, write: Callable[[ScanResult, TextIO], None],
+                  result: ScanResult) -> None:
+    """Stream one report into a temporary file beside ``path`` and put it in place when
+    complete: a failed write never leaves half a report behind."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        try:
+            with partial.open("w", encoding="utf-8") as handle:
+                write(result, handle)
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
 def _write_reports(result: ScanResult, out: Path, formats: Sequence[str]) -> list[str]:
     written = []
     for name in formats:
         filename, module_name = FORMATS[name]
         reporter = importlib.import_module(module_name)
         path = out / filename
-        try:
-            path.write_text(reporter.render(result), encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        _write_report(path, reporter.write, result)
         written.append(str(path))
     return written
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
@@ -34,6 +34,7 @@ MAX_CONTEXT = 12
 MAX_FILES = 25
 MAX_BLOCKERS = 12
 MAX_LOCATIONS = 8
+_BATCH = 256  # pieces of the rendered page written at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,3 +278,11 @@ def context(result: ScanResult) -> dict[str, Any]:
 def render(result: ScanResult) -> str:
     """``report.html`` text."""
     return _environment().get_template("report.html.j2").render(context(result))
+
+
+def write(result: ScanResult, out: TextIO) -> None:
+    """Write ``report.html`` as the template renders it, a few hundred pieces at a time,
+    without holding the whole page."""
+    stream = _environment().get_template("report.html.j2").stream(context(result))
+    stream.enable_buffering(_BATCH)
+    out.writelines(stream)

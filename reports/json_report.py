@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 from msready.analyzer.findings import Category, Finding, Severity
 from msready.analyzer.result import ApiLocation, ScanResult
 
 SCHEMA_VERSION = "1.0"
+_BATCH = 256  # rows encoded before they are written
 
 
 def finding_dict(finding: Finding, fingerprint: str | None = None) -> dict[str, Any]:
@@ -40,6 +43,14 @@ def finding_dict(finding: Finding, fingerprint: str | None = None) -> dict[str, 
 
 def to_dict(result: ScanResult) -> dict[str, Any]:
     """The whole result as plain JSON-ready data."""
+    return {key: list(value) if isinstance(value, Iterator) else value
+            for key, value in _parts(result).items()}
+
+
+def _parts(result: ScanResult) -> dict[str, Any]:
+    """The top-level keys of the result in order, each with its value: plain data, or an
+    iterator of rows made one at a time as they are read (the findings, the APIs), so
+    that :func:`write` never holds all of them at once."""
     by_category = {c.value: 0 for c in Category}
     by_severity = {s.value: 0 for s in Severity}
     for finding in result.findings:
@@ -77,9 +88,9 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
             "apis": {status: sum(1 for a in result.apis if a.status == status)
                      for status in ("consistent", "differs", "missing", "unknown")},
         },
-        "findings": [finding_dict(f, prints[f]) for f in result.findings],
-        "suppressed": [finding_dict(f, prints[f]) for f in result.suppressed],
-        "apis": [
+        "findings": (finding_dict(f, prints[f]) for f in result.findings),
+        "suppressed": (finding_dict(f, prints[f]) for f in result.suppressed),
+        "apis": (
             {
                 "symbol": api.symbol,
                 "count": api.count,
@@ -92,7 +103,7 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
                 ],
             }
             for api in result.apis
-        ],
+        ),
         "checklist": [
             {"item": c.item, "value": c.value, "path": c.path, "line": c.line,
              "section": c.section, "cell": c.cell}
@@ -118,13 +129,13 @@ def to_dict(result: ScanResult) -> dict[str, Any]:
              "cause": b.cause, "places": [_place(p) for p in b.places]}
             for b in result.blockers
         ],
-        "causes": [
+        "causes": (
             {"id": c.id, "rule": c.rule, "rule_name": c.rule_name,
              "category": c.category.value, "severity": c.severity.value, "runs": c.where,
              "symbol": c.symbol, "count": c.count, "graph_count": c.graph_count,
              "message": c.message, "fingerprints": [prints[f] for f in c.findings]}
             for c in result.causes
-        ],
+        ),
         "files": [
             {"path": w.path, "findings": w.findings, "errors": w.errors,
              "warnings": w.warnings, "infos": w.infos, "graph": w.graph, "cost": w.cost}
@@ -139,20 +150,43 @@ def _place(loc: ApiLocation) -> dict[str, Any]:
 
 
 def render(result: ScanResult) -> str:
-    """``msready.json`` text: one finding or API per line, so that it diffs well and is
-    written by the C encoder (an indented dump is several times slower on big results)."""
-    data = to_dict(result)
-    out = ["{"]
-    items = list(data.items())
-    for i, (key, value) in enumerate(items):
-        tail = "," if i < len(items) - 1 else ""
-        if isinstance(value, list) and value:
-            rows = ",\n".join(f"  {_compact(v)}" for v in value)
-            out.append(f"{json.dumps(key)}: [\n{rows}\n]{tail}")
+    """``msready.json`` text (what :func:`write` writes)."""
+    out = io.StringIO()
+    write(result, out)
+    return out.getvalue()
+
+
+def write(result: ScanResult, out: TextIO) -> None:
+    """Write ``msready.json``: one finding or API per line, so that it diffs well and is
+    written by the C encoder (an indented dump is several times slower on big results).
+    Rows are made, encoded and written one at a time: a result of hundreds of thousands
+    of findings is never held as text, nor as JSON-ready data."""
+    parts = _parts(result)
+    out.write("{")
+    for i, (key, value) in enumerate(parts.items()):
+        tail = "," if i < len(parts) - 1 else ""
+        out.write(f"\n{json.dumps(key)}: ")
+        if isinstance(value, (list, Iterator)):
+            _write_rows(out, value, tail)
         else:
-            out.append(f"{json.dumps(key)}: {_compact(value)}{tail}")
-    out.append("}")
-    return "\n".join(out) + "\n"
+            out.write(f"{_compact(value)}{tail}")
+    out.write("\n}\n")
+
+
+def _write_rows(out: TextIO, rows: Iterable[object], tail: str) -> None:
+    """A list, one element a line (``[]`` when empty), written a batch of rows at a time."""
+    wrote = False
+    batch: list[str] = []
+    for row in rows:
+        batch.append(_compact(row))
+        if len(batch) == _BATCH:
+            out.write((",\n  " if wrote else "[\n  ") + ",\n  ".join(batch))
+            wrote = True
+            batch.clear()
+    if batch:
+        out.write((",\n  " if wrote else "[\n  ") + ",\n  ".join(batch))
+        wrote = True
+    out.write(f"\n]{tail}" if wrote else f"[]{tail}")
 
 
 def _compact(value: object) -> str:

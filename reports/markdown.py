@@ -10,6 +10,7 @@ and its places folded). The full finding list stays in ``report.html`` and
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TextIO
 
 from msready.analyzer.result import ChecklistItem, ScanResult
 
@@ -169,3 +170,8 @@ def render(result: ScanResult) -> str:
     if result.warnings:
         lines += ["## Warnings", "", *(f"- {escape(w)}" for w in result.warnings), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def write(result: ScanResult, out: TextIO) -> None:
+    """Write ``checklist.md`` (a short text: rendered whole, then written)."""
+    out.write(render(result))

@@ -9,8 +9,10 @@ its section of ``docs/rules.md``), one result per finding. Findings suppressed b
 from __future__ import annotations
 
 import inspect
+import io
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 from msready.analyzer.config import suppressed_by_comment
 from msready.analyzer.findings import FINGERPRINT_VERSION, Category, Finding, Severity
@@ -23,6 +25,9 @@ SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 SRCROOT = "%SRCROOT%"
+# Stands for the results while the rest of the log is encoded (see ``write``).
+_RESULTS = "msready: the results go here"
+_BATCH = 256  # results encoded before they are written
 
 # Findings the engine itself makes, without a rule class.
 ENGINE_RULES: tuple[tuple[str, str, Category, Severity, str], ...] = (
@@ -113,13 +118,29 @@ def _suppression(result: ScanResult, finding: Finding) -> dict[str, str]:
 
 def to_sarif(result: ScanResult) -> dict[str, Any]:
     """The SARIF log as plain JSON-ready data."""
-    rules = rule_descriptors()
-    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    log = _log(result)
+    log["runs"][0]["results"] = list(_results(result))
+    return log
+
+
+def _results(result: ScanResult) -> Iterator[dict[str, Any]]:
+    """The log's results, one per finding (reported, then suppressed), made one at a time."""
+    index = {rule_id: i for i, rule_id in enumerate(_rule_ids())}
     prints = result.fingerprints()
-    results = [result_entry(finding, index, prints[finding])
-               for finding in [*result.findings, *result.suppressed]]
-    for entry, finding in zip(results[len(result.findings):], result.suppressed, strict=True):
+    for finding in result.findings:
+        yield result_entry(finding, index, prints[finding])
+    for finding in result.suppressed:
+        entry = result_entry(finding, index, prints[finding])
         entry["suppressions"] = [_suppression(result, finding)]
+        yield entry
+
+
+def _rule_ids() -> list[str]:
+    return [engine[0] for engine in ENGINE_RULES] + [rule.id for rule in all_rules()]
+
+
+def _log(result: ScanResult) -> dict[str, Any]:
+    """The SARIF log with an empty ``results`` array."""
     score = result.score
     run_properties: dict[str, Any] = {"target": result.target,
                                       "mindspore_version": result.mindspore_version}
@@ -130,7 +151,7 @@ def to_sarif(result: ScanResult) -> dict[str, Any]:
             "name": "msready",
             "version": result.tool_version,
             "semanticVersion": result.tool_version,
-            "rules": rules,
+            "rules": rule_descriptors(),
         }},
         "invocations": [{"executionSuccessful": True,
                          "toolExecutionNotifications": [
@@ -138,7 +159,7 @@ def to_sarif(result: ScanResult) -> dict[str, Any]:
                              for w in result.warnings]}],
         "originalUriBaseIds": {SRCROOT: {"description": {
             "text": f"The root of the scanned repository ({result.source.input})"}}},
-        "results": results,
+        "results": [],
         "columnKind": "unicodeCodePoints",
         "properties": run_properties,
     }
@@ -152,5 +173,36 @@ def to_sarif(result: ScanResult) -> dict[str, Any]:
 
 
 def render(result: ScanResult) -> str:
-    """``msready.sarif`` text."""
-    return json.dumps(to_sarif(result), indent=2, ensure_ascii=False) + "\n"
+    """``msready.sarif`` text (what :func:`write` writes)."""
+    out = io.StringIO()
+    write(result, out)
+    return out.getvalue()
+
+
+def write(result: ScanResult, out: TextIO) -> None:
+    """Write ``msready.sarif``, indented by two spaces. The results are made, encoded and
+    written one at a time, each indented as it would be inside the whole log: a log of
+    hundreds of thousands of results is never held as text, nor as JSON-ready data."""
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False)
+    log = _log(result)
+    if not result.findings and not result.suppressed:
+        out.write(encoder.encode(log) + "\n")
+        return
+    log["runs"][0]["results"] = [_RESULTS]
+    text = encoder.encode(log)
+    marker = json.dumps(_RESULTS)
+    if text.count(marker) != 1:  # a warning that is the marker itself
+        out.write(encoder.encode(to_sarif(result)) + "\n")
+        return
+    head, _, tail = text.partition(marker)
+    separator = ",\n" + head.rpartition("\n")[2]  # the marker's indentation
+    out.write(head)
+    batch: list[str] = []
+    first = True
+    for entry in _results(result):
+        batch.append(encoder.encode(entry).replace("\n", separator[1:]))
+        if len(batch) == _BATCH:
+            out.write(("" if first else separator) + separator.join(batch))
+            first = False
+            batch.clear()
+    out.write(("" if first or not batch else separator) + separator.join(batch) + tail + "\n")
