@@ -146,10 +146,12 @@ class ApiTable:
     def __init__(self, entries: dict[str, ApiEntry], aliases: dict[str, str],
                  mindspore_version: str = "",
                  ignored_params: frozenset[str] = frozenset(),
-                 families: dict[str, ApiEntry] | None = None) -> None:
+                 families: dict[str, ApiEntry] | None = None, torch_version: str = "") -> None:
         self._entries = entries
         self._aliases = aliases
         self.mindspore_version = mindspore_version
+        # the torch the table was read from: whose behaviour the translations follow
+        self.torch_version = torch_version
         # torch parameters about placement or memory (device, pin_memory, inplace, ...):
         # never compared, and left out of MindSpore calls unless the target has them
         self.ignored_params = ignored_params
@@ -246,7 +248,8 @@ def load_table() -> ApiTable:
         family = _entry(raw)
         families[family.torch] = family
     return ApiTable(entries, dict(data.get("aliases", {})), str(data.get("mindspore_version", "")),
-                    frozenset(str(p) for p in data.get("ignored_params", ())), families)
+                    frozenset(str(p) for p in data.get("ignored_params", ())), families,
+                    str(data.get("torch_version", "")))
 
 
 # ----- rewrites proven by execution ------------------------------------------------------

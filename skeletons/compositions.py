@@ -210,11 +210,12 @@ def torch_conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output
                            groups=1, dilation=1):
     """torch.nn.functional.conv_transpose2d through MindSpore's Conv2DTranspose primitive;
     ``weight`` in torch's layout (in, out / groups, kh, kw), the output size as torch's."""
-    def pair(value):
-        return (value, value) if isinstance(value, int) else tuple(value)
-
-    stride, padding, output_padding, dilation = map(
-        pair, (stride, padding, output_padding, dilation))
+    # one statement per argument: GRAPH_MODE's map takes no local function
+    stride = (stride, stride) if isinstance(stride, int) else tuple(stride)
+    padding = (padding, padding) if isinstance(padding, int) else tuple(padding)
+    output_padding = (output_padding, output_padding) if isinstance(output_padding, int) \
+        else tuple(output_padding)
+    dilation = (dilation, dilation) if isinstance(dilation, int) else tuple(dilation)
     n, _, h, w = input.shape
     cin, cout, kh, kw = weight.shape
     size = (n, cout * groups,

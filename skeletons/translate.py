@@ -60,14 +60,43 @@ from msready.skeletons.statements import (
 from msready.skeletons.weights import CELL_RENAMES
 
 _BUILTINS = frozenset(dir(builtins))
-# Packages a Cell may import besides MindSpore and the standard library.
-_KEPT = frozenset({"numpy", "mindspore", "__future__"})
+# Packages a Cell may import besides the standard library: MindSpore and the packages
+# MindSpore itself requires (``Requires:`` of its wheel, by import name), which are
+# installed wherever a Cell can run. ``tests/test_skeletons_translate.py`` checks the
+# list against the installed MindSpore's metadata.
+MINDSPORE_REQUIRES = frozenset({"numpy", "scipy", "packaging", "PIL", "psutil", "dill",
+                                "safetensors", "asttokens", "astunparse"})
+_KEPT = MINDSPORE_REQUIRES | {"mindspore", "__future__"}
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 # Tensor reductions whose ops function is the same operation (``ops.max`` is not: it
 # also returns indices): written as the function when keywords are passed.
 _FUNCTIONAL = frozenset({"amax", "amin", "sum", "prod", "all", "any", "logsumexp", "mean",
                          "cumsum"})
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
+
+
+def _torch_version() -> cst.SimpleString:
+    """``torch.__version__`` in a Cell: the torch the API table was read from, whose
+    behaviour the translation follows, so a version test takes the branch it maps."""
+    return cst.SimpleString(repr(load_table().torch_version or "2.0.0"))
+
+
+def _integer_valued(node: cst.BaseExpression) -> bool:
+    """An expression that is a size rather than data: an integer, ``len(x)``, ``x.size(0)``,
+    ``shape[1]`` or arithmetic on them (``a[:, None] * a[None, :]`` multiplies arrays)."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return (_integer_valued(node.left) and _integer_valued(node.right)) or (
+            (_integer_valued(node.left) and isinstance(node.right, (cst.Name, cst.Attribute)))
+            or (_integer_valued(node.right) and isinstance(node.left, (cst.Name, cst.Attribute))))
+    if isinstance(node, cst.Subscript):  # ``shape[1]``: one constant index
+        return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and \
+            isinstance(node.slice[0].slice.value, (cst.Integer, cst.UnaryOperation))
+    if isinstance(node, cst.Call):
+        return m.matches(node.func, m.Name("len") | m.Name("int") | m.Attribute(
+            attr=m.Name("size") | m.Name("numel") | m.Name("dim")))
+    return False
 SmallResult = (cst.BaseSmallStatement | cst.RemovalSentinel
                | cst.FlattenSentinel[cst.BaseSmallStatement])
 
@@ -757,7 +786,10 @@ class CellTransformer(cst.CSTTransformer):
         if not is_torch(name):
             return True
         assert name is not None
-        if is_torch_metadata(name):  # ``torch.__version__``: about torch, kept as it is
+        if name == "torch.__version__":
+            self._replace[node] = _torch_version()
+            return False
+        if is_torch_metadata(name):  # ``torch.version.cuda``: about torch, kept as it is
             self._replace[node] = kept = expr(name)
             self._untranslated.add(kept)
             return False
@@ -952,7 +984,11 @@ class CellTransformer(cst.CSTTransformer):
             return self._einops(name, updated_node)
         if is_torch(name):
             assert name is not None
-            if is_torch_metadata(name):  # ``torch.__version__.split(".")``
+            if name.startswith("torch.__version__.") and isinstance(
+                    updated_node.func, cst.Attribute):  # ``torch.__version__.split(".")``
+                return updated_node.with_changes(
+                    func=updated_node.func.with_changes(value=_torch_version()))
+            if is_torch_metadata(name):
                 kept = expr(name)
                 self._untranslated.add(kept)
                 return updated_node.with_changes(func=kept)
@@ -1185,15 +1221,19 @@ class CellTransformer(cst.CSTTransformer):
     @staticmethod
     def _sized_tensor(canonical: str, call: cst.Call) -> cst.BaseExpression | None:
         """``torch.Tensor(c_out, c_in, *kernel)``: torch's legacy constructor given sizes
-        makes a tensor of that shape (MindSpore's Tensor takes data): zeros of it."""
+        makes a tensor of that shape (MindSpore's Tensor takes data): zeros of it. Given
+        data (``torch.Tensor(array)``), it makes float32 whatever the data's type."""
         if canonical not in ("torch.Tensor", "torch.FloatTensor") or any(
                 a.keyword is not None for a in call.args):
             return None
         sizes = [a for a in call.args if a.star != "**"]
         sized = len(sizes) > 1 or any(a.star == "*" for a in sizes) or (
-            len(sizes) == 1 and isinstance(sizes[0].value, (cst.Integer, cst.BinaryOperation)))
+            len(sizes) == 1 and _integer_valued(sizes[0].value))
         if not sized:
-            return None
+            if len(call.args) != 1 or call.args[0].star:
+                return None
+            return cst.Call(expr("mindspore.Tensor"), [
+                cst.Arg(call.args[0].value), cst.Arg(expr("mindspore.float32"))])
         shape = cst.Tuple([cst.StarredElement(a.value) if a.star == "*" else cst.Element(a.value)
                            for a in sizes])
         return cst.Call(expr("ops.zeros"), [cst.Arg(shape), cst.Arg(expr("mindspore.float32"))])

@@ -4,6 +4,7 @@ run on MindSpore and compared with torch on the same inputs."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -410,3 +411,20 @@ def test_a_lambda_a_constructor_passes_on_is_written_alone_on_its_line(
     assert "        lambda_1 = lambda x: x.mean(" in code
     assert "Lambda(lambda_1)" in code and "        lambda_2 = lambda x: x * 2.0\n" in code
     assert "[Lambda(lambda x: x * s) for s in (1.0, 2.0)]" in code
+
+
+
+def test_conv_transpose2d_compiles_in_graph_mode(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # a Cell's construct calls it with the stride and padding of a layer; GRAPH_MODE
+    # reads the function's source, so it lives in a file as in a generated Cell
+    (tmp_path / "upsampling.py").write_text(
+        "import mindspore\nfrom mindspore import nn, ops\n"
+        + compositions.SOURCES["torch_conv_transpose2d"]
+        + "\n\n@mindspore.jit\ndef upsample(x, w):\n"
+          "    return torch_conv_transpose2d(x, w, stride=2, padding=2, groups=4)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    upsampling = importlib.import_module("upsampling")
+    x, w = _array(2, 4, 5, 5), _array(4, 1, 4, 4)
+    _same(upsampling.upsample(Tensor(x), Tensor(w)), torch.nn.functional.conv_transpose2d(
+        torch.tensor(x), torch.tensor(w), stride=2, padding=2, groups=4))

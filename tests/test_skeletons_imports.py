@@ -5,6 +5,8 @@ One small repository is generated and run on MindSpore; each test reads one mech
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 
 from msready.analyzer.result import SkeletonResult
 from msready.skeletons import apis, module_level
+from msready.skeletons.translate import MINDSPORE_REQUIRES
 
 # ``run_cells`` (conftest): write files, scan, generate and run the Cells
 CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
@@ -100,6 +103,27 @@ class Logged(nn.Module):
         return self.fc(logger.catch(x))
 '''
 
+# Packages MindSpore itself requires are installed wherever a Cell runs: they stay.
+DEPS = '''\
+import numpy as np
+import torch
+import torch.nn as nn
+from packaging import version
+from scipy.stats import truncnorm
+
+
+class Truncated(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, 2)
+        values = truncnorm.rvs(-2, 2, size=dim).astype(np.float32)
+        self.scale = nn.Parameter(torch.tensor(values))
+        self.new_masks = version.parse(torch.__version__) >= version.parse("1.2.0")
+
+    def forward(self, x):
+        return self.fc(x * self.scale) if self.new_masks else x
+'''
+
 KEYWORDS = '''\
 import torch
 import torch.nn as nn
@@ -139,7 +163,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, run_cells: CellRun
           ) -> tuple[Path, dict[str, SkeletonResult]]:
     return run_cells(tmp_path_factory.mktemp("imports"), {
         "__init__.py": "", "models/__init__.py": "", "models/registry.py": REGISTRY,
-        "models/side.py": SIDE, "models/keywords.py": KEYWORDS})
+        "models/side.py": SIDE, "models/keywords.py": KEYWORDS, "models/deps.py": DEPS})
 
 
 def lines(out: Path, name: str) -> list[str]:
@@ -196,6 +220,25 @@ def test_side_library_and_missing_repository_names_get_a_stand_in(
     logged = results["Logged"]
     assert logged.status == "blocked"
     assert (logged.error or "").startswith("runs code from `fvcore`, `loguru`, `mypkg`")
+
+
+def test_packages_mindspore_requires_are_kept(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, results = built
+    code = lines(out, "deps.py")
+    assert "from scipy.stats import truncnorm" in code
+    assert "from packaging import version" in code
+    # torch.__version__ is the torch the API table was read from: the modern branch runs
+    assert (results["Truncated"].status, results["Truncated"].output_shape) == ("pass", "(2, 2)")
+
+
+def test_mindspore_requires_matches_the_installed_wheel() -> None:
+    import_names = {"pillow": "PIL", "protobuf": "google"}
+    names = [re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower()
+             for r in importlib.metadata.requires("mindspore") or [] if "extra ==" not in r]
+    wanted = {import_names.get(name, name) for name in names}
+    # protobuf's ``google`` namespace is too broad a top-level name to keep
+    assert wanted - {"google"} == MINDSPORE_REQUIRES
 
 
 def test_torch_keywords_reach_mindspore_in_its_spelling(

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from msready.analyzer.apitable import load_table
 from msready.analyzer.scan import scan_files
 from msready.skeletons import generate
 from msready.skeletons.generate import NOT_RUN, build_skeletons
 from msready.skeletons.translate import FileTranslation
 
+TORCH = repr(load_table().torch_version)  # the torch the API table was read from
 HEADER = ("import functools\n\nimport torch\nimport torch.nn as nn\n"
           "import torch.nn.functional as F\n\n\n")
 
@@ -153,8 +155,18 @@ def module(init: str, forward: str = "return x") -> str:
     # the legacy constructor given sizes makes a tensor of that shape
     ("k = (3, 3)\nself.w = nn.Parameter(torch.Tensor(8, 4, *k))",
      "self.w = Parameter(ops.zeros((8, 4, *k), mindspore.float32))"),
-    ("self.b = nn.Parameter(torch.Tensor([0.5]))",
-     "self.b = Parameter(mindspore.Tensor([0.5]))"),
+    # given data, it makes float32 whatever the data's type
+    ("self.b = nn.Parameter(torch.Tensor([1]))",
+     "self.b = Parameter(mindspore.Tensor([1], mindspore.float32))"),
+    ("n = 4\nself.w = nn.Parameter(torch.Tensor(n * 2))",
+     "self.w = Parameter(ops.zeros((n * 2,), mindspore.float32))"),
+    # an outer product of arrays is data, not a size
+    ("a = [1.0, 2.0]\nself.f = torch.Tensor(a[:, None] * a[None, :])",
+     "self.f = mindspore.Tensor(a[:, None] * a[None, :], mindspore.float32)"),
+    # a Cell follows the torch the API table was read from: a version gate takes its branch
+    ("self.new = torch.__version__ >= '1.7'", f"self.new = {TORCH} >= '1.7'"),
+    ("self.major = int(torch.__version__.split('.')[0])",
+     f"self.major = int({TORCH}.split('.')[0])"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.normal_(self.fc.weight)",
      "mindspore.common.initializer.Normal(sigma=1.0)"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, -0.5, 0.5)",
