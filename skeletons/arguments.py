@@ -52,6 +52,8 @@ _BY_NAME: tuple[tuple[str, object], ...] = (
      r"dropout|drop_rate)", 0.0),
     (r"(eps|epsilon|layer_norm_eps|norm_eps)", 1e-5),
     (r"momentum", 0.1),
+    # the batch every Cell is fed has two samples (:mod:`msready.skeletons.inputs`)
+    (r"(batch_?size|bs|n_?batch|batch)", 2),
     (r"(kernel(_size)?|ksize|k|kernel|filter_size)", 3),
     (r"(stride|dilation|scale|upscale|factor|mult|expansion)", 1),
     (r"(padding|pad)", 1),
@@ -174,6 +176,11 @@ def _chains_to_tree(chains: Sequence[tuple[str, ...]]) -> dict[str, object]:
     return tree
 
 
+def holds_network(name: str) -> bool:
+    """A parameter named for a network or a callable (``model``, ``backbone``, ``fn``)."""
+    return _OBJECT_NAMES.fullmatch(name) is not None
+
+
 def synthesize(name: str, usage: Usage) -> object:
     """A small valid value for a parameter nothing in the repository gives a value."""
     if _LAYER_FACTORY_NAMES.fullmatch(name) and not (usage.fields or usage.keys
@@ -286,9 +293,7 @@ class _UsageVisitor(cst.CSTVisitor):
         chain = _chain(node, self.name)
         if chain is None:
             return True
-        methods = ("get", "items", "keys", "values", "copy", "pop", "update", "format",
-                   "split", "lower", "upper", "startswith", "endswith")
-        if chain[-1] in methods:
+        if chain[-1] in _METHODS:
             chain = chain[:-1]
         if chain and chain not in self.fields and not any(
                 f[:len(chain)] == chain for f in self.fields):
@@ -353,12 +358,7 @@ def _item_chain(node: cst.Attribute, name: str, items: set[str]) -> tuple[str, .
 def usage(name: str, function: cst.FunctionDef) -> Usage:
     """How ``name`` (a parameter of ``function``) is used in the function body."""
     visitor = _UsageVisitor(name)
-    for assign in find_all(function.body, m.Assign(
-            targets=[m.AssignTarget(m.Attribute(value=m.Name("self")))], value=m.Name(name))):
-        assert isinstance(assign, cst.Assign)
-        target = assign.targets[0].target
-        assert isinstance(target, cst.Attribute)
-        visitor.aliases.add(target.attr.value)
+    visitor.aliases |= stored_as(name, function)
     for loop in find_all(function.body, m.For(iter=m.Name(name), target=m.Name())
                           | m.CompFor(iter=m.Name(name), target=m.Name())):
         assert isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name)
@@ -376,6 +376,44 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
                  visitor.tested, tuple(visitor.item_fields), visitor.type_tested)
+
+
+_METHODS = ("get", "items", "keys", "values", "copy", "pop", "update", "format", "split",
+            "lower", "upper", "startswith", "endswith")
+
+
+def stored_as(name: str, function: cst.FunctionDef) -> set[str]:
+    """The attributes a constructor stores its parameter in (``self.opt = opt``)."""
+    out: set[str] = set()
+    for assign in find_all(function.body, m.Assign(
+            targets=[m.AssignTarget(m.Attribute(value=m.Name("self")))], value=m.Name(name))):
+        assert isinstance(assign, cst.Assign)
+        target = assign.targets[0].target
+        assert isinstance(target, cst.Attribute)
+        out.add(target.attr.value)
+    return out
+
+
+def attribute_usage(aliases: set[str], function: cst.FunctionDef) -> Usage:
+    """How another method uses a parameter the constructor stored (``self.opt = opt``):
+    the fields it reads (``self.opt.batch_size``) and whether it calls it."""
+    chains: list[tuple[str, ...]] = []
+    for node in find_all(function.body, m.Attribute()):
+        assert isinstance(node, cst.Attribute)
+        chain = _chain(node, "self")
+        if chain is None or len(chain) < 2 or chain[0] not in aliases:
+            continue
+        chain = chain[1:-1] if chain[-1] in _METHODS else chain[1:]
+        if chain and chain not in chains:
+            chains.append(chain)
+    fields = tuple(c for c in chains if not any(o != c and o[:len(c)] == c for o in chains))
+    stored = m.Attribute(value=m.Name("self"), attr=m.OneOf(*(m.Name(a) for a in aliases)))
+    called = bool(find_all(function.body, m.Call(func=stored)))
+    tested = bool(find_all(function.body, m.Comparison(left=stored) | m.If(test=stored)
+                           | m.IfExp(test=stored) | m.BooleanOperation(left=stored)
+                           | m.UnaryOperation(operator=m.Not(), expression=stored)
+                           | m.ComparisonTarget(comparator=stored)))
+    return Usage(fields, called=called, tested=tested)
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -576,6 +614,8 @@ def describe(synthesized: dict[str, object]) -> str:
     def show(value: object) -> str:
         if isinstance(value, ConfigValue) and value.is_class:
             return value.name
+        if isinstance(value, ConfigValue) and not value.fields:  # a network, built
+            return f"{value.name}(" + ", ".join(f"{k}={show(v)}" for k, v in value.kwargs) + ")"
         if isinstance(value, ConfigValue):
             return "{" + ", ".join(f"{k}={show(v)}" for k, v in value.fields) + "}"
         if isinstance(value, tuple) and any(isinstance(v, ConfigValue) for v in value):

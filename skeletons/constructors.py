@@ -48,6 +48,7 @@ class ConstructorFinder:
         self.model: RepositoryModel = result.model
         self._parsed: dict[str, Parsed | None] = {}
         self._active: set[str] = set()
+        self._networks: set[str] = set()  # classes whose network argument is being found
         self._argparse: dict[str, object] | None = None
         self._assigned: dict[str, object] | None = None  # ``args.x = <literal>`` anywhere
         self._module_envs: dict[str, dict[str, object]] = {}
@@ -89,6 +90,115 @@ class ConstructorFinder:
                 return None
             body = node.body.body
         return (node, file) if isinstance(node, cst.FunctionDef) else None
+
+    def _class_body(self, cls: str) -> Sequence[cst.BaseStatement]:
+        """The statements of a repository class's body."""
+        file = self.file_of(cls)
+        parsed = self.parsed(file.path) if file else None
+        if file is None or parsed is None:
+            return []
+        body: Any = parsed.module.body
+        for part in cls[len(file.module) + 1:].split("."):
+            node = next((s for s in body if isinstance(s, (cst.ClassDef, cst.FunctionDef))
+                         and s.name.value == part), None)
+            if not isinstance(node, cst.ClassDef):
+                return []
+            body = node.body.body
+        return list(body)
+
+    def _methods(self, cls: str) -> list[cst.FunctionDef]:
+        """The methods a repository class defines in its own body."""
+        return [s for s in self._class_body(cls) if isinstance(s, cst.FunctionDef)]
+
+    def instance_attributes(self, cls: str) -> set[str]:
+        """What an instance of a repository class has: class-level names, properties and
+        methods, and the ``self.<name>`` its constructors assign, over its bases."""
+        out: set[str] = set()
+        for klass in self.model.mro(cls):
+            for stmt in self._class_body(klass):
+                if isinstance(stmt, cst.FunctionDef):
+                    out.add(stmt.name.value)
+                    if stmt.name.value == "__init__":
+                        out |= _self_assigned(stmt)
+                elif isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        targets = [t.target for t in small.targets] if isinstance(
+                            small, cst.Assign) else [small.target] if isinstance(
+                            small, cst.AnnAssign) else []
+                        out |= {t.value for t in targets if isinstance(t, cst.Name)}
+        return out
+
+    def _call_arities(self, cls: str, param: str) -> set[int]:
+        """How many positional arguments ``cls`` calls its parameter with (``param(x)``
+        in the constructor, ``self.<stored>(x, t)`` in any method)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return set()
+        aliases = arguments.stored_as(param, found[0])
+        callee = m.Name(param) | m.Attribute(value=m.Name("self"), attr=m.OneOf(
+            *(m.Name(a) for a in aliases or {param})))
+        out: set[int] = set()
+        for method in self._methods(cls):
+            for call in find_all(method.body, m.Call(func=callee)):
+                assert isinstance(call, cst.Call)
+                if not any(a.star for a in call.args):
+                    out.add(sum(a.keyword is None for a in call.args))
+        return out
+
+    def _accepts(self, cls: str, arities: set[int]) -> bool:
+        """True when ``cls.forward`` can be called with each number of positional arguments."""
+        forward = self.model.find_method(cls, "forward")
+        found = self.function_node(forward) if forward else None
+        if found is None:
+            return False
+        params = found[0].params
+        positional = [*params.posonly_params, *params.params][1:]
+        required = sum(p.default is None for p in positional)
+        star = isinstance(params.star_arg, cst.Param)
+        return all(required <= n and (star or n <= len(positional)) for n in arities)
+
+    def stand_in_network(self, cls: str, param: str) -> ConfigValue | None:
+        """A network for a parameter that holds one (``GaussianDiffusion(model)``,
+        ``MAML(model)``) when nothing in the repository gives it: the first Module class,
+        in the same file, then the same package, then anywhere, that has every attribute
+        the class reads from it and can itself be built, built with its own arguments."""
+        used = self.param_usage(cls, param)
+        if used.keys or used.indexed or used.stored or not (
+                used.called or arguments.holds_network(param)):
+            return None
+        needed = {chain[0] for chain in used.fields}
+        arities = self._call_arities(cls, param)
+        module = cls.rpartition(".")[0]
+        package = module.rpartition(".")[0]
+        related = set(self.model.mro(cls))
+
+        def rank(candidate: str) -> tuple[int, int, str]:
+            where = candidate.rpartition(".")[0]
+            line = self.model.classes[candidate].span.line \
+                if candidate in self.model.classes else 0
+            return (0 if where == module else 1 if where.startswith(package + ".") else 2,
+                    line, candidate)
+
+        self._networks.add(cls)
+        try:
+            for candidate in sorted(self.model.module_classes, key=rank):
+                if candidate in related or candidate in self._networks or cls in \
+                        self.model.mro(candidate) or self.model.find_method(
+                            candidate, "forward") is None:
+                    continue
+                if not needed <= self.instance_attributes(candidate) or not (
+                        self.model.classes[candidate].attributes if candidate in
+                        self.model.classes else ()) or not self._accepts(candidate, arities):
+                    continue  # a network holds layers and takes what it is called with
+                built = self.constructor_arguments(candidate)
+                if built.missing:
+                    continue
+                where, _, short = candidate.rpartition(".")
+                return ConfigValue(where, short, (), tuple(built.kwargs.items()))
+        finally:
+            self._networks.discard(cls)
+        return None
 
     def qualify(self, node: cst.BaseExpression, file: FileResult) -> str | None:
         """A name chain's fully qualified target, resolved through the repository."""
@@ -392,6 +502,14 @@ class ConstructorFinder:
                 resolved.kwargs[name] = resolved.synthesized[name] = block
                 if name in resolved.missing:
                     resolved.missing.remove(name)
+        for name in list(resolved.missing):
+            network = self.stand_in_network(cls, name)
+            if network is not None:  # ``GaussianDiffusion(model)``: a repository network
+                resolved.kwargs[name] = resolved.synthesized[name] = network
+                resolved.missing.remove(name)
+        order = {name: i for i, (name, _, _) in enumerate(params)}
+        resolved.synthesized = dict(sorted(resolved.synthesized.items(),
+                                           key=lambda kv: order.get(kv[0], len(order))))
         return resolved
 
     def annotated_class(self, cls: str, param: str) -> ConfigValue | None:
@@ -407,8 +525,8 @@ class ConstructorFinder:
         params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
         annotation = next((p.annotation for p in params if p.name.value == param), None)
         usage = self.param_usage(cls, param)
-        if annotation is None or usage.stored:
-            return None
+        if annotation is None or usage.stored or arguments.stored_as(param, node):
+            return None  # ``self.body = body`` keeps a built network, not a class
         classes = []
         for part in find_all(annotation, m.Name() | m.Attribute()):
             assert isinstance(part, (cst.Name, cst.Attribute))
@@ -476,6 +594,12 @@ class ConstructorFinder:
             return arguments.Usage()
         node, file = found
         got = arguments.usage(name, node)
+        aliases = arguments.stored_as(name, node)
+        if aliases and name not in bound_names(node.body):
+            # ``self.opt = opt``: what forward and the other methods read from it
+            for method in self._methods(cls):
+                if method.name.value != "__init__":
+                    got = arguments.merge(got, arguments.attribute_usage(aliases, method))
         if depth >= 4 or name in bound_names(node.body):
             # rebound (``norm_layer = get_norm(norm_layer)``): what the constructor hands
             # on is no longer the parameter, so how others use it says nothing of it
@@ -557,3 +681,13 @@ def _blocks(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
                                 cst.Finally)):
             out.extend(_blocks(child))
     return out
+
+
+
+def _self_assigned(function: cst.FunctionDef) -> set[str]:
+    """The names ``self.<name> = ...`` assigns in ``function``."""
+    targets = [t.target for t in find_all(function.body, m.AssignTarget()) if isinstance(
+        t, cst.AssignTarget)] + [a.target for a in find_all(function.body, m.AnnAssign())
+                                 if isinstance(a, cst.AnnAssign)]
+    return {t.attr.value for t in targets if isinstance(t, cst.Attribute)
+            and m.matches(t.value, m.Name("self"))}

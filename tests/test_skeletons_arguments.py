@@ -11,6 +11,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from msready.analyzer.apitable import load_table
 from msready.analyzer.result import SkeletonResult
 from msready.analyzer.scan import ScanOptions, scan
 from msready.skeletons import arguments
@@ -222,8 +223,10 @@ def test_a_torch_computed_constant_other_files_import_stays_importable(tmp_path:
     result = scan(str(repo), options=ScanOptions(jobs=1, cache=False))
     build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
     code = (tmp_path / "skeletons" / "env.py").read_text()
-    assert "TORCH_VERSION = (2, 0)" in code  # a version gate takes a modern branch
-    assert "# TODO(msready MS100): `TORCH_VERSION = tuple(" in code
+    # torch.__version__ is the torch the API table was read from: a version gate
+    # computed from it takes that torch's branch
+    version = repr(load_table().torch_version)
+    assert f"TORCH_VERSION = tuple(int(x) for x in {version}.split('.'))" in code
     # a tensor built at import time is kept as its MindSpore translation
     assert "SCRATCH = ops.zeros(3)" in code
 
@@ -248,10 +251,10 @@ def test_a_fallback_that_needs_a_side_library_is_dropped(tmp_path: Path) -> None
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "model.py").write_text(
-        "import torch.nn as nn\nfrom PIL import Image\n\ntry:\n"
+        "import torch.nn as nn\nimport cv2\n\ntry:\n"
         "    from torchvision.transforms import InterpolationMode\n"
         "    BICUBIC = InterpolationMode.BICUBIC\nexcept ImportError:\n"
-        "    BICUBIC = Image.BICUBIC\n\n\nclass Net(nn.Module):\n"
+        "    BICUBIC = cv2.INTER_CUBIC\n\n\nclass Net(nn.Module):\n"
         "    def forward(self, x):\n        return x\n")
     result = scan(str(repo), options=ScanOptions(jobs=1, cache=False))
     build_skeletons(result, tmp_path / "skeletons", run=False, compare_torch=False)
@@ -821,3 +824,100 @@ def test_a_none_default_handed_down_to_a_block_that_calls_it_is_no_value_for_the
         "Stage": ("pass", "norm_layer=keep_shape"),
         "Block": ("pass", "norm_layer=keep_shape"),
     }
+
+
+STORED_OPTIONS = '''\
+import torch
+from torch import nn
+
+
+class ContrastLoss(nn.Module):
+    def __init__(self, opt, norm=None):
+        super().__init__()
+        self.opt = opt
+        self.norm = norm
+        self.ce = nn.CrossEntropyLoss()
+
+    def forward(self, q, k):
+        q = q.view(self.opt.batch_size, -1, q.shape[-1])
+        if self.norm is not None:
+            q = self.norm(q)
+        return q.sum() / self.opt.nce.temperature
+'''
+
+
+def test_options_a_constructor_stores_are_synthesized_from_what_forward_reads(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self.opt = opt``: forward reads opt.batch_size and opt.nce.temperature; the
+    # batch size is the one Cells are fed. ``self.norm`` is tested before it is called:
+    # its None default stays.
+    _, cells = run_cells(tmp_path, {"stored.py": STORED_OPTIONS})
+    loss = cells["ContrastLoss"]
+    assert (loss.status, loss.synthesized) == (
+        "pass", "opt={batch_size=2, nce={temperature=1.0}}")
+
+
+def test_a_stored_parameter_is_used_as_the_other_methods_use_it() -> None:
+    cls = cst.parse_statement(STORED_OPTIONS.split("\n\n\n")[1])
+    assert isinstance(cls, cst.ClassDef)
+    init, forward = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
+    assert arguments.stored_as("opt", init) == {"opt"}
+    used = arguments.attribute_usage({"opt"}, forward)
+    assert used.fields == (("batch_size",), ("nce", "temperature"))
+    assert not used.called and not used.tested
+    used = arguments.attribute_usage({"norm"}, forward)
+    assert used.called and used.tested
+
+
+WRAPPED_NETWORK = '''\
+import torch
+from torch import nn
+
+
+class Denoiser(nn.Module):
+    def __init__(self, dim, channels=3):
+        super().__init__()
+        self.channels = channels
+        self.net = nn.Conv2d(channels, channels, 3, padding=1)
+        self.scale = nn.Linear(1, dim)
+
+    def forward(self, x, t):
+        return self.net(x) * self.scale(t[:, None]).mean()
+
+
+class Diffusion(nn.Module):
+    def __init__(self, model, image_size):
+        super().__init__()
+        self.model = model
+        self.channels = model.channels
+        self.image_size = image_size
+
+    def forward(self, img):
+        b, c, h, w = img.shape
+        assert c == self.channels and h == self.image_size
+        t = torch.rand(b)
+        return ((self.model(img, t) - img) ** 2).mean()
+
+
+class Meta(nn.Module):
+    def __init__(self, model, lr):
+        super().__init__()
+        self.model = model
+        self.lr = lr
+
+    def forward(self, x, t):
+        return self.model(x, t) * self.lr
+'''
+
+
+def test_a_network_nothing_gives_is_a_repository_network_with_what_is_read_from_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Nothing builds Diffusion: its model must have ``channels`` and be called, which the
+    # file's Denoiser is; Denoiser is built with its own synthesized arguments.
+    _, cells = run_cells(tmp_path, {"wrapped.py": WRAPPED_NETWORK})
+    diffusion = cells["Diffusion"]
+    assert (diffusion.status, diffusion.synthesized) == (
+        "pass", "model=Denoiser(dim=16), image_size=32")
+    # Meta only calls its model, with two inputs: the first network of the file that
+    # takes two is Denoiser (Diffusion takes one)
+    assert cells["Meta"].synthesized.startswith("model=Denoiser(dim=16), lr=1.0")
