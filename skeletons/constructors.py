@@ -596,10 +596,10 @@ class ConstructorFinder:
         got = arguments.usage(name, node)
         aliases = arguments.stored_as(name, node)
         if aliases and name not in bound_names(node.body):
-            # ``self.opt = opt``: what forward and the other methods read from it
+            # ``self.opt = opt``: what the methods read from ``self.opt``, the
+            # constructor's own later lines included
             for method in self._methods(cls):
-                if method.name.value != "__init__":
-                    got = arguments.merge(got, arguments.attribute_usage(aliases, method))
+                got = arguments.merge(got, arguments.attribute_usage(aliases, method))
         if depth >= 4 or name in bound_names(node.body):
             # rebound (``norm_layer = get_norm(norm_layer)``): what the constructor hands
             # on is no longer the parameter, so how others use it says nothing of it

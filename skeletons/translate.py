@@ -81,6 +81,15 @@ def _torch_version() -> cst.SimpleString:
     return cst.SimpleString(repr(load_table().torch_version or "2.0.0"))
 
 
+def _held_by_self(node: cst.BaseExpression) -> bool:
+    """``self.conv``, ``self.transforms[i]``: something the instance holds."""
+    held = False
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        held = True
+        node = node.value
+    return held and m.matches(node, m.Name("self"))
+
+
 def _integer_valued(node: cst.BaseExpression) -> bool:
     """An expression that is a size rather than data: an integer, ``len(x)``, ``x.size(0)``,
     ``shape[1]`` or arithmetic on them (``a[:, None] * a[None, :]`` multiplies arrays)."""
@@ -836,8 +845,10 @@ class CellTransformer(cst.CSTTransformer):
         replaced = self._replace.get(original_node)
         if replaced is not None:
             return replaced
-        if original_node.attr.value == "forward" and m.matches(
-                original_node.value, m.Call(func=m.Name("super"))):
+        if original_node.attr.value == "forward" and (m.matches(
+                original_node.value, m.Call(func=m.Name("super")))
+                or _held_by_self(original_node.value)):
+            # ``self.conv.forward(x)``, ``signature(self.module.forward)``: a held Cell's
             return updated_node.with_changes(attr=cst.Name("construct"))
         field = NAMED_TUPLE_FIELDS.get(original_node.attr.value)
         if field is not None and (self._named_tuple(original_node.value) or (
@@ -984,6 +995,9 @@ class CellTransformer(cst.CSTTransformer):
             return self._einops(name, updated_node)
         if is_torch(name):
             assert name is not None
+            if name.endswith(".__init__") and name[:-len(".__init__")] in _MODULE_BASES:
+                # ``nn.Module.__init__(self)``: the base a translated Module has
+                return updated_node.with_changes(func=expr("nn.Cell.__init__"))
             if name.startswith("torch.__version__.") and isinstance(
                     updated_node.func, cst.Attribute):  # ``torch.__version__.split(".")``
                 return updated_node.with_changes(
@@ -1128,6 +1142,12 @@ class CellTransformer(cst.CSTTransformer):
             assert isinstance(func, cst.Attribute)
             return cell_method(func.value, func.attr.value, list(call.args)) \
                 if func.attr.value in MODULE_METHODS else None
+        if m.matches(func, m.Attribute(value=m.Name() | m.Subscript(), attr=m.Name(
+                "parameters") | m.Name("named_parameters"))) and not m.matches(
+                    func, m.Attribute(value=m.Name("self"))):
+            # ``layers[0].parameters()``: only a Module has parameters
+            assert isinstance(func, cst.Attribute)
+            return cell_method(func.value, func.attr.value, list(call.args))
         if not m.matches(func, m.Attribute(value=m.Name("self"))):
             return None
         assert isinstance(func, cst.Attribute)

@@ -889,7 +889,7 @@ class Diffusion(nn.Module):
     def __init__(self, model, image_size):
         super().__init__()
         self.model = model
-        self.channels = model.channels
+        self.channels = self.model.channels
         self.image_size = image_size
 
     def forward(self, img):

@@ -177,6 +177,10 @@ def module(init: str, forward: str = "return x") -> str:
      "self.e.embedding_table.set_data("),
     ("self.bn = nn.BatchNorm1d(4)\nself.bn.weight.requires_grad = False",
      "self.bn.gamma.requires_grad = False"),
+    ("nn.Module.__init__(self)\nself.fc = nn.Linear(4, 4)", "nn.Cell.__init__(self)"),
+    # only a Module has parameters: a layer in a local list is a Cell
+    ("layers = [nn.Linear(4, 4)]\nself.n = len(list(layers[0].parameters()))",
+     "self.n = len(list(layers[0].get_parameters()))"),
     # a held layer's settings by the MindSpore keyword they come from
     ("self.conv = nn.Conv2d(4, 4, 3, groups=2)\nself.g = self.conv.groups",
      "self.g = self.conv.group"),
@@ -191,6 +195,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.var(dim=(2, 3), unbiased=False, keepdim=True)",
      "return x.var(axis=(2, 3), keepdims=True, ddof=0)"),
     ("return x.std(1)", "return x.std(1, ddof=1)"),
+    # a held Cell runs through construct
+    ("return self.fc.forward(x)", "return self.fc.construct(x)"),
     ("return torch.var(x, 1, keepdim=True)", "return ops.var(x, 1, keepdims=True, ddof=1)"),
     ("return x.var(correction=0)", "return x.var(ddof=0)"),
     # on CPU ops.conv1d runs although the table has no CPU target for it
