@@ -23,6 +23,11 @@ from msready.analyzer.placement import Placement, shortest_paths
 from msready.analyzer.valueflow import ValueAnalysis
 
 TORCH_ROOTS = ("torch", "torchvision")
+# The packages MindSpore itself requires (``Requires:`` of its wheel, by import name): they
+# are installed wherever MindSpore runs, so a generated Cell keeps them as they are.
+# ``tests/test_skeletons_imports.py`` checks the list against the installed wheel.
+MINDSPORE_REQUIRES = frozenset({"numpy", "scipy", "packaging", "PIL", "psutil", "dill",
+                                "safetensors", "asttokens", "astunparse"})
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
                           "torch.jit.ScriptModule"})
 NOT_MODULE_PREFIXES = ("torch.nn.functional", "torch.nn.init", "torch.nn.utils",

@@ -6,16 +6,17 @@ import sys
 from collections.abc import Iterable
 
 from msready.analyzer.findings import Category, Confidence, Finding, Location, Severity
-from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel, ResolvedCall
+from msready.analyzer.repo import MINDSPORE_REQUIRES, TORCH_ROOTS, RepositoryModel, ResolvedCall
 from msready.rules.base import RepoRule
 
-# Packages a Cell may use as they are: MindSpore's own dependency and builtins.
-_PORTABLE = frozenset({"numpy", "mindspore", "builtins", "__future__"})
+# Packages a Cell uses as they are: MindSpore, the packages it requires, and builtins.
+_PORTABLE = MINDSPORE_REQUIRES | {"mindspore", "builtins", "__future__"}
 
 
 def side_library(name: str | None) -> str | None:
     """The package of an external name that a Cell cannot import, None for torch (the
-    API table's business), the standard library and numpy."""
+    API table's business), the standard library, and MindSpore's own requirements
+    (numpy, scipy, packaging, ...)."""
     top = (name or "").split(".")[0]
     if not top or top in TORCH_ROOTS or top in _PORTABLE or top in sys.stdlib_module_names:
         return None
@@ -35,14 +36,15 @@ def _static_einops(rc: ResolvedCall) -> bool:
 
 
 class UntranslatedDependency(RepoRule):
-    """Flags calls into packages other than torch, numpy and the standard library inside
-    ``nn.Module`` classes (``einops``, ``timm``, ``loguru``, ``kornia``...).
+    """Flags calls into packages other than torch, the standard library and the packages
+    MindSpore itself requires (numpy, scipy, packaging, PIL...) inside ``nn.Module``
+    classes (``einops``, ``timm``, ``loguru``, ``kornia``...).
 
-    msready's starter Cells import only MindSpore, numpy and the standard library: a
-    package written for torch tensors does not take MindSpore tensors, and a generated
-    file never imports the scanned repository's dependencies. Such a call stays in the
-    Cell under a ``# TODO(msready MS100): reason`` comment, which is also how every other
-    piece of a Cell that needs a person is marked.
+    msready's starter Cells import only MindSpore, the packages it requires and the
+    standard library: a package written for torch tensors does not take MindSpore
+    tensors, and a generated file never imports the scanned repository's dependencies.
+    Such a call stays in the Cell under a ``# TODO(msready MS100): reason`` comment, which
+    is also how every other piece of a Cell that needs a person is marked.
 
     An einops call whose pattern is a string literal is not flagged: the Cell writes
     it out as reshape / transpose / tile. Replace other calls with MindSpore operations,
@@ -60,10 +62,14 @@ class UntranslatedDependency(RepoRule):
         "import torch.nn as nn\nfrom einops import rearrange\n\n"
         "class Tokens(nn.Module):\n    def forward(self, x):\n"
         "        return rearrange(x, 'b c h w -> b (h w) c')\n",
-        # torch, numpy and the standard library are not side libraries
+        # torch, numpy and the standard library are not side libraries either
         "import math\nimport numpy as np\nimport torch.nn as nn\n\n"
         "class Net(nn.Module):\n    def forward(self, x):\n"
         "        return x * math.sqrt(np.float32(2.0))\n",
+        # MindSpore requires scipy: a Cell keeps it and runs it as it is
+        "import numpy as np\nimport torch.nn as nn\nfrom scipy.stats import truncnorm\n\n"
+        "class Init(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = truncnorm.rvs(-2, 2, size=4).astype(np.float32)\n",
         # outside a Module: a training script may use anything
         "from tqdm import tqdm\n\ndef train(loader):\n    for batch in tqdm(loader):\n"
         "        pass\n",

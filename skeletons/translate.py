@@ -18,7 +18,7 @@ from msready.analyzer.findings import Finding
 from msready.analyzer.localvalues import is_torch_metadata
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
-from msready.analyzer.repo import RepositoryModel
+from msready.analyzer.repo import MINDSPORE_REQUIRES, RepositoryModel
 from msready.analyzer.syntax import find_all
 from msready.skeletons import adapters, apis, arguments, compositions, einops, module_level
 from msready.skeletons.layers import (
@@ -60,12 +60,7 @@ from msready.skeletons.statements import (
 from msready.skeletons.weights import CELL_RENAMES
 
 _BUILTINS = frozenset(dir(builtins))
-# Packages a Cell may import besides the standard library: MindSpore and the packages
-# MindSpore itself requires (``Requires:`` of its wheel, by import name), which are
-# installed wherever a Cell can run. ``tests/test_skeletons_translate.py`` checks the
-# list against the installed MindSpore's metadata.
-MINDSPORE_REQUIRES = frozenset({"numpy", "scipy", "packaging", "PIL", "psutil", "dill",
-                                "safetensors", "asttokens", "astunparse"})
+# Packages a Cell may import besides the standard library: MindSpore and what it requires.
 _KEPT = MINDSPORE_REQUIRES | {"mindspore", "__future__"}
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 # Tensor reductions whose ops function is the same operation (``ops.max`` is not: it

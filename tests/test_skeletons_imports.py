@@ -13,9 +13,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from msready.analyzer.repo import MINDSPORE_REQUIRES
 from msready.analyzer.result import SkeletonResult
 from msready.skeletons import apis, module_level
-from msready.skeletons.translate import MINDSPORE_REQUIRES
 
 # ``run_cells`` (conftest): write files, scan, generate and run the Cells
 CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
