@@ -6,12 +6,17 @@ workers, and the cache stores them per file content hash.
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Generic, TypeVar
 
 from msready.analyzer.checklist_source import SourceFact
 from msready.analyzer.findings import Finding, Span, compact_reduce
 from msready.analyzer.values import Expr, Truth
+
+T = TypeVar("T")
 
 
 class CallKind(StrEnum):
@@ -143,6 +148,70 @@ class Pending:
     condition: Truth
 
 
+class PackedList(Generic[T]):
+    """A list of records that the scan reads once, after every file is in (a file's
+    findings, and those waiting for the repository solver).
+
+    The worker that walks the file appends to it as to a list. Pickled (sent to the main
+    process, written to the cache) it becomes one blob of bytes, and stays one until it is
+    read: the main process holds every file's findings as bytes, a fifth of their size as
+    objects, while it gathers the files and builds the repository model. Each iteration
+    of a packed list loads its records afresh and keeps none of them.
+    """
+
+    __slots__ = ("_blob", "_items")
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        self._items: list[T] | None = list(items)
+        self._blob = b""
+
+    @classmethod
+    def packed(cls, blob: bytes) -> PackedList[T]:
+        """A list from the blob :meth:`pack` made."""
+        packed: PackedList[T] = cls()
+        packed._items, packed._blob = None, blob
+        return packed
+
+    def pack(self) -> bytes:
+        """The records as one blob (``b""`` for none)."""
+        if self._items is None:
+            return self._blob
+        return pickle.dumps(self._items, protocol=pickle.HIGHEST_PROTOCOL) if self._items else b""
+
+    def _list(self) -> list[T]:
+        if self._items is not None:
+            return self._items
+        items: list[T] = pickle.loads(self._blob) if self._blob else []
+        return items
+
+    def append(self, item: T) -> None:
+        """Add a record (a packed list is unpacked first)."""
+        self._items = self._list()
+        self._blob = b""
+        self._items.append(item)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._list())
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PackedList) and self._list() == other._list()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PackedList({self._list()!r})"
+
+    def __reduce__(self) -> tuple[object, tuple[bytes]]:
+        return _unpickle_packed, (self.pack(),)
+
+
+def _unpickle_packed(blob: bytes) -> PackedList[object]:
+    return PackedList.packed(blob)
+
+
 @dataclass(slots=True)
 class FileResult:
     """Everything the scan keeps of one file."""
@@ -157,7 +226,7 @@ class FileResult:
     calls: list[CallSite] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
     bindings: dict[str, str] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
+    findings: PackedList[Finding] = field(default_factory=PackedList)
     suppressions: dict[tuple[int | None, int], tuple[str, ...]] = field(default_factory=dict)
     imports_torch: bool = False
     # argparse options, training constants and such, read for the checklist
@@ -166,4 +235,4 @@ class FileResult:
     # line) and findings that wait for the repository solver.
     globals: dict[str, Expr] = field(default_factory=dict)
     options: dict[str, tuple[Expr, int]] = field(default_factory=dict)
-    pending: list[Pending] = field(default_factory=list)
+    pending: PackedList[Pending] = field(default_factory=PackedList)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import metadata, resources
+from itertools import chain
 from pathlib import Path
 
 from msready import __version__
@@ -19,7 +20,7 @@ from msready.analyzer.apitable import load_table
 from msready.analyzer.checklist import build_checklist
 from msready.analyzer.config import Config, load_config, suppressed_by_comment
 from msready.analyzer.configvalues import read_config_files
-from msready.analyzer.facts import CallKind, FileResult
+from msready.analyzer.facts import CallKind, FileResult, PackedList
 from msready.analyzer.findings import (
     CALLERS,
     Category,
@@ -136,13 +137,15 @@ def analyze_bytes(rel: str, data: bytes) -> FileResult:
     except RecursionError:
         return _failed(rel, module, is_package, [ParseFailure("nested too deeply to analyse",
                                                               _ORIGIN)])
-    result.findings[:0] = [parse_error_finding(rel, f) for f in failures]
+    if failures:
+        result.findings = PackedList([*(parse_error_finding(rel, f) for f in failures),
+                                      *result.findings])
     return result
 
 
 def _failed(rel: str, module: str, is_package: bool, failures: list[ParseFailure]) -> FileResult:
     result = FileResult(rel, module, is_package, "failed")
-    result.findings = [parse_error_finding(rel, f) for f in failures]
+    result.findings = PackedList(parse_error_finding(rel, f) for f in failures)
     return result
 
 
@@ -410,12 +413,12 @@ def collect_findings(model: RepositoryModel, config: Config,
     """All findings, split into reported and suppressed (by comment or by config).
     ``repo_findings`` are the repository rules' findings and those the value analysis
     decided, when already known (cached)."""
-    raw: list[Finding] = []
-    for file in model.files.values():
-        raw.extend(file.findings)
     if repo_findings is None:
         repo_findings = [*repo_rule_findings(model), *decided_findings(model)]
-    raw.extend(repo_findings)
+    # One file's findings at a time: each is loaded, placed and dropped (only its placed
+    # copy is kept), never all of them twice over.
+    raw = chain(chain.from_iterable(file.findings for file in model.files.values()),
+                repo_findings)
     active: list[Finding] = []
     suppressed: list[Finding] = []
     seen: set[Finding] = set()
@@ -479,6 +482,7 @@ def scan_source(source: Source, options: ScanOptions,
                          len(results), sum(1 for r in results if r.status == "failed"),
                          sum(r.lines for r in results))
     result.findings, result.suppressed = collect_findings(model, config, repo_findings)
+    del repo_findings  # their placed copies are in the result
     result.apis = build_apis(model, target)
     result.config_files = read_config_files(
         source.root, (v for r in results for v in r.source_facts if v.kind == "file"))

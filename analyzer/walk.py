@@ -291,7 +291,7 @@ class FileWalker:
             severity=severity or rule.severity,
             confidence=confidence or rule.confidence,
             location=self.location(span),
-            symbol=symbol,
+            symbol=sys.intern(symbol),
             message=sys.intern(message),
             suggestion=sys.intern(suggestion),
             function=self.function,
@@ -786,8 +786,8 @@ class FileWalker:
             literal, is_literal = literal_of(arg.value, text)
             if isinstance(arg.value, cst.Name) and arg.value.value not in ("True", "False", "None"):
                 literal, is_literal = None, False
-            out.append(Arg(arg.keyword.value if arg.keyword else None, text[:MAX_ARG_TEXT],
-                           literal, is_literal, arg.star))
+            out.append(Arg(sys.intern(arg.keyword.value) if arg.keyword else None,
+                           sys.intern(text[:MAX_ARG_TEXT]), literal, is_literal, arg.star))
         return tuple(out)
 
     def _on_call(self, node: cst.Call) -> None:
@@ -838,8 +838,8 @@ class FileWalker:
         if len(owner_text) > _MAX_RECEIVER_TEXT:
             owner_text = ""
         self._call_index[id(node)] = len(self.result.calls)
-        self.result.calls.append(
-            CallSite(caller, target, kind, span, self._args(node), confidence, cell, owner_text))
+        self.result.calls.append(CallSite(caller, sys.intern(target), kind, span, self._args(node),
+                                          confidence, cell, sys.intern(owner_text)))
 
     def _on_reference(self, node: cst.Attribute | cst.Name) -> None:
         """Record torch names used as values (not called, not part of a longer chain)."""
