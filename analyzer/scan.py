@@ -8,6 +8,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -230,14 +231,16 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
     """Per-file results for every file, from the cache or a pool of worker processes, and
     a key for the whole set of files (None when some file could not be read).
     ``meanwhile`` runs in this process while the worker processes start, when there are
-    any."""
+    any. The bytes are taken out of ``contents``, and each file's are let go as soon as it
+    is handed to a worker, so that they are not all held until the last file is done."""
     results: dict[str, FileResult] = {}
     whole = hashlib.sha256()
     complete = True
-    todo: list[tuple[str, bytes, str | None]] = []
+    todo: deque[tuple[str, bytes]] = deque()
+    keys: dict[str, str | None] = {}
     done = 0
     for f in files:
-        data = contents[f.rel]
+        data = contents.pop(f.rel)
         if isinstance(data, OSError):
             failure = ParseFailure(f"cannot read it ({data.strerror or data})", _ORIGIN)
             results[f.rel] = _failed(f.rel, *module_name(f.rel), [failure])
@@ -251,23 +254,21 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
             results[f.rel] = cached
             done += 1
         else:
-            todo.append((f.rel, data, key))
+            todo.append((f.rel, data))
+            keys[f.rel] = key
     total = len(files)
     if progress:
         progress(done, total)
     jobs = options.jobs or os.cpu_count() or 1
-    keys = {rel: key for rel, _, key in todo}
-    items = [(rel, data) for rel, data, _ in todo]
-    del todo
     outputs: Iterable[tuple[str, FileResult | Lost]]
-    if jobs > 1 and len(items) >= _PARALLEL_MIN_FILES:
+    if jobs > 1 and len(todo) >= _PARALLEL_MIN_FILES:
         pool = WorkerPool(analyze_safely, jobs)
         pool.start()
         if meanwhile is not None:
             meanwhile()
-        outputs = pool.run(items)
+        outputs = pool.run(_handed_out(todo))
     else:
-        outputs = ((rel, analyze_safely(rel, data)) for rel, data in items)
+        outputs = ((rel, analyze_safely(rel, data)) for rel, data in _handed_out(todo))
     for rel, output in outputs:
         if isinstance(output, Lost):
             results[rel] = lost_file(rel, output.how)
@@ -281,6 +282,12 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
         if progress:
             progress(done, total)
     return [results[f.rel] for f in files], whole.hexdigest() if cache and complete else None
+
+
+def _handed_out(todo: deque[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
+    """The files of ``todo`` in order, each removed from it as it is handed out."""
+    while todo:
+        yield todo.popleft()
 
 
 def _mindspore_version() -> str:

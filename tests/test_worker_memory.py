@@ -1,0 +1,58 @@
+"""What the scan holds while files are analysed: a file's bytes are let go once a worker has
+them, workers give freed memory back, and the fork server ends with its pool."""
+
+from __future__ import annotations
+
+import multiprocessing.forkserver
+import platform
+import threading
+from collections import deque
+from pathlib import Path
+
+from msready.analyzer.scan import ScanOptions, analyze_files, read_files
+from msready.analyzer.source import SourceFile
+from msready.analyzer.workers import WorkerPool, heap_trimmer
+
+
+def _count_lines(rel: str, data: bytes) -> int:
+    return data.count(b"\n")
+
+
+def _server_pid() -> int | None:
+    server = multiprocessing.forkserver._forkserver  # type: ignore[attr-defined]
+    return server._forkserver_pid  # type: ignore[no-any-return]
+
+
+def test_the_pool_takes_items_as_it_hands_them_out_and_stops_its_server() -> None:
+    items = deque((f"m{i}.py", b"x\n" * i) for i in range(6))
+    taken = (items.popleft() for _ in range(len(items)))
+    pool = WorkerPool(_count_lines, 2)
+    assert dict(pool.run(taken)) == {f"m{i}.py": i for i in range(6)}
+    assert not items
+    for thread in threading.enumerate():
+        if thread.name == "msready-forkserver-stop":
+            thread.join(10)
+    assert _server_pid() is None, "the fork server outlived its pool"
+    again = WorkerPool(_count_lines, 2).run([("a.py", b"\n\n")])
+    assert dict(again) == {"a.py": 2}, "the next pool starts a server again"
+
+
+def test_analyze_files_takes_the_bytes_out_of_contents(tmp_path: Path) -> None:
+    files = []
+    for i in range(20):
+        path = tmp_path / f"m{i}.py"
+        path.write_text(f"import torch\nx{i} = torch.zeros({i})\n", encoding="utf-8")
+        files.append(SourceFile(path, f"m{i}.py"))
+    contents = read_files(files)
+    results, _ = analyze_files(files, contents, ScanOptions(jobs=2, cache=False))
+    assert not contents
+    assert [r.path for r in results] == [f.rel for f in files]
+    assert all(r.status == "parsed" for r in results)
+
+
+def test_the_heap_trimmer_calls_glibc_where_there_is_glibc() -> None:
+    trim = heap_trimmer()
+    if platform.libc_ver()[0] == "glibc":
+        assert trim() in (0, 1)  # malloc_trim: 1 when it gave memory back
+    else:
+        assert trim() is None
