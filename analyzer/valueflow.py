@@ -63,6 +63,7 @@ class ValueAnalysis(Env):
         self.incoming: dict[str, list[tuple[ResolvedCall, int]]] = {}
         # expression -> its value, or None while it is being computed (a recursion)
         self._memo: dict[Any, Value | None] = {}
+        self._distinct: dict[Value, Value] = {}  # each value computed, once
         self._depth = 0
         self._steps = 0
         self.resolved_by_value: dict[tuple[str, Any], tuple[str, ...]] = {}
@@ -205,6 +206,9 @@ class ValueAnalysis(Env):
             raise
         finally:
             self._depth -= 1
+        # Equal values share one object: a large repository's memo holds a few thousand
+        # distinct values for hundreds of thousands of expressions.
+        result = self._distinct.setdefault(result, result)
         memo[expr] = result
         return result
 
