@@ -10,12 +10,15 @@ no other Module.
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from msready.analyzer.checklist_source import name_words
 from msready.analyzer.facts import CallKind
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.values import Kind
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 MAX_TREE_DEPTH = 2
 MAX_PARTS = 8
@@ -79,7 +82,9 @@ def _held_values(model: RepositoryModel, cls: str) -> list[tuple[str, str]]:
 def containment(model: RepositoryModel) -> nx.DiGraph:
     """Module class -> the repository Module classes it holds (edge ``attr``: the
     attribute, or the class's name in lower case when only ``__init__`` shows it)."""
-    graph = nx.DiGraph()
+    import networkx  # where it is used: see RepositoryModel.__init__
+
+    graph = networkx.DiGraph()
     graph.add_nodes_from(model.module_classes)
     self_calls = _self_calls(model)
     for cls in model.module_classes:
@@ -106,9 +111,11 @@ def containment(model: RepositoryModel) -> nx.DiGraph:
 
 def leaves_first(graph: nx.DiGraph) -> list[str]:
     """Classes that use no other repository Module first, then those built from them."""
-    condensed = nx.condensation(graph)
+    import networkx
+
+    condensed = networkx.condensation(graph)
     order: list[str] = []
-    for component in reversed(list(nx.lexicographical_topological_sort(
+    for component in reversed(list(networkx.lexicographical_topological_sort(
             condensed, key=lambda n: min(condensed.nodes[n]["members"])))):
         order.extend(sorted(condensed.nodes[component]["members"]))
     return order
@@ -117,7 +124,9 @@ def leaves_first(graph: nx.DiGraph) -> list[str]:
 def top_networks(graph: nx.DiGraph) -> list[str]:
     """Modules nobody holds that hold others, the one holding the most first."""
     roots = [c for c in graph if graph.in_degree(c) == 0 and graph.out_degree(c) > 0]
-    size = {c: len(nx.descendants(graph, c)) for c in roots}
+    import networkx
+
+    size = {c: len(networkx.descendants(graph, c)) for c in roots}
     return sorted(roots, key=lambda c: (-size[c], c))
 
 

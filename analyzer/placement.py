@@ -22,12 +22,12 @@ from collections.abc import Iterable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 from msready.analyzer.facts import CallKind
 from msready.analyzer.valueflow import bind_argument
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from msready.analyzer.repo import RepositoryModel
 
 GRAPH = "graph"
@@ -111,11 +111,13 @@ class Placement:
                 starts.update(f"{c}.{m}" for c in [cls] for m in model.classes[cls].methods)
         starts.update(self.host_signals)
         starts.update(fn for fn in model.functions if _is_test(model.function_module[fn]))
+        import networkx  # where it is used: see RepositoryModel.__init__
+
         reached: set[str] = set()
         for start in starts:
             if start in model.graph and start not in reached:
                 reached.add(start)
-                reached.update(nx.descendants(model.graph, start))
+                reached.update(networkx.descendants(model.graph, start))
         return frozenset(reached - set(self.graph_paths))
 
     @cached_property

@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeVar, cast
-
-import networkx as nx
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from msready.analyzer.facts import CallKind, CallSite, ClassFact, FileResult, FunctionFact
 from msready.analyzer.placement import Placement, shortest_paths
 from msready.analyzer.valueflow import ValueAnalysis
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 TORCH_ROOTS = ("torch", "torchvision")
 # The packages MindSpore itself requires (``Requires:`` of its wheel, by import name): they
@@ -79,7 +80,12 @@ class RepositoryModel:
         self._resolve_cache: dict[tuple[str, str], Resolved | None] = {}
         self._mro: dict[str, tuple[str, ...]] = {}
         self._provided: dict[str, object] = {}
-        self.graph: nx.DiGraph = nx.DiGraph()
+        # networkx is imported where a graph is built or walked, not at the top: the
+        # worker processes import this module (through the rules) but never build a graph,
+        # and it would cost 15 MB in each of them.
+        import networkx
+
+        self.graph: nx.DiGraph = networkx.DiGraph()
         self.calls: list[ResolvedCall] = []
         self._build_graph()
         # What every expression holds, across functions and files; it also adds the call
@@ -388,7 +394,9 @@ class RepositoryModel:
         """Every repository function a function may call, directly or not (itself included)."""
         if source not in self.graph:
             return set()
-        return set(nx.descendants(self.graph, source)) | {source}
+        import networkx
+
+        return set(networkx.descendants(self.graph, source)) | {source}
 
 
 def _is_module_base(name: str) -> bool:

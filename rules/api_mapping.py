@@ -24,8 +24,6 @@ import inspect
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-import numpy
-
 from msready.analyzer.apitable import ApiEntry, load_table, proof_for
 from msready.analyzer.conversion import RECEIVER, CallPlan, Issue, plan_call, rank, short
 from msready.analyzer.facts import CallKind, CallSite
@@ -56,13 +54,21 @@ def _public(kind: type) -> set[str]:
 def _shared_names() -> tuple[frozenset[str], frozenset[str]]:
     """Method names of Python's built-in containers and strings, and of numpy arrays."""
     python = set().union(*(_public(t) for t in _PYTHON_TYPES))
-    return frozenset(python), frozenset(_public(numpy.ndarray))
+    return frozenset(python), frozenset(_public(_ndarray()))
+
+
+def _ndarray() -> type:
+    """numpy's array type, imported when a rule first asks: this module is imported by
+    the worker processes too, which never run it, and numpy costs 22 MB in each."""
+    import numpy
+
+    return numpy.ndarray
 
 
 def _python_params(method: str) -> set[str]:
     """Keyword names the same-name built-in or numpy methods accept (as far as readable)."""
     names: set[str] = set()
-    for kind in (*_PYTHON_TYPES, numpy.ndarray):
+    for kind in (*_PYTHON_TYPES, _ndarray()):
         fn = getattr(kind, method, None)
         try:
             names |= set(inspect.signature(fn).parameters) if fn is not None else set()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing.forkserver
 import platform
+import subprocess
+import sys
 import threading
 from collections import deque
 from pathlib import Path
@@ -56,3 +58,21 @@ def test_the_heap_trimmer_calls_glibc_where_there_is_glibc() -> None:
         assert trim() in (0, 1)  # malloc_trim: 1 when it gave memory back
     else:
         assert trim() is None
+
+
+def test_a_worker_loads_neither_networkx_nor_numpy() -> None:
+    """The fork server imports what the workers need to walk files; networkx (the call
+    graph) and numpy (one repository rule's table) are only for the main process."""
+    probe = (
+        "import importlib, sys\n"
+        "from msready.analyzer import workers\n"
+        "from msready.rules.registry import family_modules\n"
+        "for name in [*workers._PRELOAD, *family_modules()]:\n"
+        "    importlib.import_module(name)\n"
+        "from msready.analyzer.scan import analyze_safely\n"
+        "analyze_safely('m.py', b'import torch\\nclass N(torch.nn.Module):\\n"
+        "    def forward(self, x):\\n        return x.nonzero()\\n')\n"
+        "print(sorted({'networkx', 'numpy'} & set(sys.modules)))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
