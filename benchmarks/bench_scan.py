@@ -127,6 +127,15 @@ def tree_memory(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
+def process_memory(pid: int) -> int:
+    """Bytes resident in one process (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 @dataclass
 class Run:
     """One command's wall-clock seconds and its process tree's peak resident memory."""
@@ -134,6 +143,7 @@ class Run:
     seconds: float
     peak: int = 0  # the largest sum of resident sets
     peak_pss: int = 0  # the largest sum of proportional set sizes
+    peak_main: int = 0  # the command's own process's largest resident set
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0, 1),
@@ -142,14 +152,15 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...]
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
-        peak = peak_pss = 0
+        peak = peak_pss = peak_main = 0
         done = threading.Event()
 
         def sample() -> None:
-            nonlocal peak, peak_pss
+            nonlocal peak, peak_pss, peak_main
             while not done.is_set():
                 rss, pss = tree_memory(proc.pid)
                 peak, peak_pss = max(peak, rss), max(peak_pss, pss)
+                peak_main = max(peak_main, process_memory(proc.pid))
                 done.wait(0.05)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -162,7 +173,7 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...]
             out.seek(0)
             tail = out.read().decode(errors="replace").strip().splitlines()[-3:]
             raise RuntimeError(f"{cmd[0]} failed ({code}): {' | '.join(tail)}")
-    return Run(elapsed, peak, peak_pss)
+    return Run(elapsed, peak, peak_pss, peak_main)
 
 
 def private_python(name: str, requirement: str) -> Path | None:
@@ -305,7 +316,8 @@ def main() -> int:
         big_run = rows["msready 1M cold"][0]
         print(f"{big_lines} lines cold: {big_run.seconds:.1f} s, peak memory of the whole "
               f"process tree {big_run.peak / mib:.0f} MiB as the sum of resident sets, "
-              f"{big_run.peak_pss / mib:.0f} MiB proportional (target < 1024)")
+              f"{big_run.peak_pss / mib:.0f} MiB proportional (target < 1024); the main process "
+              f"alone {big_run.peak_main / mib:.0f} MiB")
     return 0
 
 
