@@ -92,14 +92,12 @@ def torch_assign_(tensor, value):
     "torch_uniform_": '''
 def torch_uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Tensor.uniform_: ``tensor`` filled in place from U(a, b)."""
-    import numpy
-    return torch_assign_(tensor, numpy.random.uniform(a, b, tensor.shape))
+    return torch_assign_(tensor, ops.rand(tensor.shape) * (b - a) + a)
 ''',
     "torch_normal_": '''
 def torch_normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Tensor.normal_: ``tensor`` filled in place from N(mean, std^2)."""
-    import numpy
-    return torch_assign_(tensor, numpy.random.normal(mean, std, tensor.shape))
+    return torch_assign_(tensor, ops.randn(tensor.shape) * std + mean)
 ''',
     "torch_einsum": '''
 def torch_einsum(equation, *operands):

@@ -31,6 +31,11 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(value, keyword=cst.Name(name), equal=cst.AssignEqual(
+        cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+
 def _is_dtype(node: cst.BaseExpression) -> bool:
     text = _code(node)
     return text.startswith("mindspore.") and text.rsplit(".", 1)[-1][:1].islower()
@@ -140,10 +145,40 @@ def split(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | N
     for k, v in args[1:]:
         if k not in (None, "dim"):
             return None
-        rest.append(cst.Arg(v, keyword=cst.Name("axis"),
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""),
-                                                  cst.SimpleWhitespace(""))))
+        rest.append(_keyword("axis", v))
     return cst.Call(expr("ops.split"), [cst.Arg(receiver), *rest])
+
+
+def _new_tensor(name: str) -> MethodFix:
+    """``x.new_zeros(b, 1, h, w)`` -> ``x.new_zeros((b, 1, h, w))``: torch takes the sizes
+    one by one or as one sequence, MindSpore as one sequence; ``dtype`` stays, device
+    placement goes."""
+    def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+        sizes = [v for k, v in args if k is None]
+        if len(sizes) < 2:
+            return None
+        return cst.Call(cst.Attribute(receiver, cst.Name(name)), [
+            cst.Arg(cst.Tuple([cst.Element(v) for v in sizes])),
+            *[_keyword(k, v) for k, v in args if k == "dtype"]])
+    return fix
+
+
+for _name in ("new_zeros", "new_ones", "new_empty"):
+    method_fix(_name)(_new_tensor(_name))
+
+
+@method_fix("new_full")
+def new_full(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.new_full(size, v)`` -> ``ops.full(size, v, dtype=x.dtype)`` (MindSpore's
+    ``Tensor.new_full`` runs on Ascend only)."""
+    keywords = dict((k, v) for k, v in args if k is not None)
+    positional = [v for k, v in args if k is None]
+    size = keywords.get("size", positional.pop(0) if positional else None)
+    fill = keywords.get("fill_value", positional[0] if positional else None)
+    if size is None or fill is None or len(positional) > 1:
+        return None
+    dtype = keywords.get("dtype", cst.Attribute(receiver, cst.Name("dtype")))
+    return cst.Call(expr("ops.full"), [cst.Arg(size), cst.Arg(fill), _keyword("dtype", dtype)])
 
 
 # In-place updates (``w.uniform_(a, b)``, ``w.zero_()``, ``x.mul_(s)``): MindSpore's

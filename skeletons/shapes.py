@@ -28,6 +28,7 @@ from msready.skeletons.inputs import (
 )
 from msready.skeletons.values import (
     UNKNOWN,
+    constants,
     evaluate,
     self_constants,
 )
@@ -175,12 +176,59 @@ class Planner(ConstructorFinder):
                 return self._first_in(init_call, init_file, env, depth)
             target = self.qualify(call.func, file) or ""
             rank = target[-2:] if target.startswith("torch.") else ""
+            if target == "torch.nn.functional.linear":
+                features = self._own_weight(cls, env, 2)
+                return InputSpec((2, features)) if features else None
             if rank in SPATIAL:
                 base = self.first_layer(cls, env, depth)
+                if base is None and target in _WEIGHTED:
+                    # ``F.conv1d(x, self.weight)`` over the Module's own weight
+                    channels = self._own_weight(cls, env, len(SPATIAL[rank]) + 2)
+                    base = InputSpec((2, channels)) if channels else None
                 if base is None or base.dtype != "float32":
                     return None
                 return InputSpec((*base.shape[:2], *SPATIAL[rank]), spatial=len(SPATIAL[rank]))
+            if target in _RANK_KEEPING:
+                continue  # ``F.pad(x, ...)`` first: the layer after it says the shape
             return None
+        return None
+
+    def _own_weight(self, cls: str, env: dict[str, object], rank: int) -> int | None:
+        """The input width of a weight ``cls.__init__`` creates with ``rank`` dimensions,
+        ``nn.Parameter(torch.randn(dim_out, dim_in, kernel))``: its second size (what
+        ``F.conv1d`` and ``F.linear`` apply it to), directly or through a local name."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return None
+        node, file = found
+        if not isinstance(node.body, cst.IndentedBlock):
+            return None
+        hook = self.call_hook(file)
+        local = constants(node.body.body, env, hook)
+        made: dict[str, cst.Call] = {}  # ``weight = torch.randn(...)``
+        for assign in find_all(node.body, m.Assign(targets=[m.AssignTarget(m.Name())],
+                                                    value=m.Call())):
+            assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+            name = assign.targets[0].target
+            assert isinstance(name, cst.Name)
+            made.setdefault(name.value, assign.value)
+        for wrap in find_all(node.body, m.Call(args=[m.Arg(keyword=None)])):
+            assert isinstance(wrap, cst.Call)
+            if apis.canonical(self.qualify(wrap.func, file) or "") not in _PARAMETER:
+                continue
+            value = wrap.args[0].value
+            tensor = made.get(value.value) if isinstance(value, cst.Name) else value
+            if not isinstance(tensor, cst.Call) or \
+                    self.qualify(tensor.func, file) not in _FILLED:
+                continue
+            sizes = [a.value for a in tensor.args if a.keyword is None and not a.star]
+            if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+                sizes = [e.value for e in sizes[0].elements]
+            if len(sizes) == rank:
+                width = evaluate(sizes[1], local, hook)
+                if type(width) is int and width > 0:
+                    return width
         return None
 
     def _attribute_call(self, cls: str, attr: str) -> tuple[cst.Call, FileResult] | None:
@@ -379,10 +427,19 @@ class Planner(ConstructorFinder):
         return spec
 
 
+# torch functions that apply a weight to their input, and functions that keep its rank.
+_WEIGHTED = frozenset(f"torch.nn.functional.conv{n}d" for n in (1, 2, 3))
+_RANK_KEEPING = frozenset(f"torch.nn.functional.{f}" for f in (
+    "pad", "dropout", "relu", "gelu", "silu", "leaky_relu", "elu", "normalize", "tanh",
+    "sigmoid", "mish", "hardswish"))
+_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_FILLED = frozenset(f"torch.{f}" for f in ("randn", "rand", "empty", "zeros", "ones", "Tensor"))
+
 # Constructor parameters that give a Module's width (its input channels or features).
 _WIDTH_NAMES = re.compile(r"num_features|num_channels|channels|in_chs|in_channels|chs|dim|"
-                          r"in_dim|in_features|in_planes|inplanes|embed_dim|d_model|"
-                          r"hidden_size|n_embd|width|c_in|ch_in|nc", re.IGNORECASE)
+                          r"in_dim|dim_in|input_dim|in_features|in_planes|inplanes|"
+                          r"embed_dim|d_model|hidden_size|n_embd|width|c_in|ch_in|in_ch|nc",
+                          re.IGNORECASE)
 # ``EvoNorm2dB0``, ``BnActConv2d``, ``MedianPool2d``: the rank a class's name says.
 _RANK_IN_NAME = re.compile(r"([123])[dD](?![a-z])")
 

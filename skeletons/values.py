@@ -23,6 +23,11 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     cst.Modulo: operator.mod,
 }
 CallHook = Callable[[cst.Call | cst.Name, dict[str, object]], object]
+# Builtins computed over known values (``dim_in + int(concat_ones)``, ``max(1, dim // 4)``).
+_PURE: dict[str, Callable[..., Any]] = {
+    "int": int, "float": float, "bool": bool, "abs": abs, "max": max, "min": min,
+    "round": round, "len": len,
+}
 OBJECT_KEY = "__msready_object__"
 LIST_KEY = "__msready_list__"
 
@@ -97,9 +102,28 @@ def evaluate(node: cst.BaseExpression, env: dict[str, object],
                 return _BINOPS[type(node.operator)](left, right)
             except (ArithmeticError, ValueError):
                 return UNKNOWN
+    if isinstance(node, cst.Call) and m.matches(node.func, m.Name()):
+        assert isinstance(node.func, cst.Name)
+        pure = _PURE.get(node.func.value) if node.func.value not in env else None
+        if pure is not None:
+            return _apply(pure, node, env, call)
     if isinstance(node, cst.Call) and call is not None:
         return call(node, env)
     return UNKNOWN
+
+
+def _apply(function: Callable[..., Any], node: cst.Call, env: dict[str, object],
+           call: CallHook | None) -> object:
+    """A builtin applied to known positional arguments, or :data:`UNKNOWN`."""
+    if any(a.keyword is not None or a.star for a in node.args):
+        return UNKNOWN
+    values = [evaluate(a.value, env, call) for a in node.args]
+    if not values or any(v is UNKNOWN or isinstance(v, ConfigValue) for v in values):
+        return UNKNOWN
+    try:
+        return function(*values)
+    except (TypeError, ValueError, ArithmeticError):
+        return UNKNOWN
 
 
 def evaluate_text(text: str, env: dict[str, object], call: CallHook | None = None) -> object:

@@ -921,3 +921,55 @@ def test_a_network_nothing_gives_is_a_repository_network_with_what_is_read_from_
     # Meta only calls its model, with two inputs: the first network of the file that
     # takes two is Denoiser (Diffusion takes one)
     assert cells["Meta"].synthesized.startswith("model=Denoiser(dim=16), lr=1.0")
+
+
+OWN_WEIGHT = '''\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class WeightedConv1d(nn.Module):
+    def __init__(self, cin, cout, kernel=3, ones=False):
+        super().__init__()
+        weight = torch.randn(cout, cin + int(ones), kernel)
+        self.weight = nn.Parameter(weight)
+        self.ones = ones
+
+    def forward(self, x):
+        if self.ones:
+            x = F.pad(x, (0, 0, 1, 0), value=1.)
+        return F.conv1d(x, self.weight / 2, padding=1)
+
+
+class ScaledLinear(nn.Module):
+    def __init__(self, fin, fout):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn((fout, fin)))
+
+    def forward(self, x):
+        return F.linear(x, self.weight)
+
+
+class Block(nn.Module):
+    def __init__(self, cin=5, cout=6):
+        super().__init__()
+        self.conv = WeightedConv1d(cin, cout, ones=False)
+
+    def forward(self, x):
+        return self.conv(x).relu()
+'''
+
+
+def test_a_module_applying_its_own_weight_takes_the_weights_input_width(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # No layer gives the width: F.conv1d and F.linear apply the Module's own weight,
+    # whose second size (cin + int(ones), fin) is what the input must have; F.pad before
+    # the convolution keeps the rank. The parent that builds the Module takes the same
+    # input.
+    _, cells = run_cells(tmp_path, {"net.py": OWN_WEIGHT})
+    assert (cells["Block"].status, cells["Block"].input_shape) == ("pass", "(2, 5, 32)")
+    assert (cells["ScaledLinear"].status, cells["ScaledLinear"].input_shape) == ("pass",
+                                                                                 "(2, 16)")
+    conv = cells["WeightedConv1d"]
+    assert (conv.status, conv.input_shape) == ("pass", "(2, 5, 32)")  # Block's values

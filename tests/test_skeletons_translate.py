@@ -209,6 +209,12 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x[:, :1].expand(-1, 4)", "return ops.broadcast_to(x[:, :1], (-1, 4))"),
     ("return x[:, :1].expand(x.shape)", "return ops.broadcast_to(x[:, :1], x.shape)"),
     ("return x[:, :1].expand_as(x)", "return ops.broadcast_to(x[:, :1], x.shape)"),
+    # torch's new_* take the sizes one by one, MindSpore's as one tuple
+    ("return x.new_zeros(x.shape[0], 1, device=x.device) + x",
+     "return x.new_zeros((x.shape[0], 1)) + x"),
+    # MindSpore's Tensor.new_full runs on Ascend only
+    ("return x.new_full((2, 4), 0.5)", "return ops.full((2, 4), 0.5, dtype=x.dtype)"),
+    ("return x.new_ones(x.shape) * x", "return x.new_ones(x.shape) * x"),
     # GRAPH_MODE's map takes no closure over free variables: a list comprehension
     ("q, k = map(lambda t: t * self.fc.weight.sum(), (x, x))\nreturn q + k",
      "q, k = [t * self.fc.weight.sum() for t in (x, x)]"),
