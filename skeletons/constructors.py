@@ -39,6 +39,9 @@ from msready.skeletons.values import (
     evaluate_text,
 )
 
+# ``super().__init__(...)``: the base class's construction.
+SUPER_INIT = m.Attribute(value=m.Call(func=m.Name("super")), attr=m.Name("__init__"))
+
 
 class ConstructorFinder:
     """Finds constructor arguments for the repository's Module classes."""
@@ -491,19 +494,25 @@ class ConstructorFinder:
             # ``__init__(self, *args, stats_mode="", **kwargs)`` hands the torch layer's
             # arguments on: they are the layer's
             return self._inherited(cls)
-        configs = {name: self.config_for(cls, name) for name, _, required in params
+        # ``__init__(self, model, *args, **kwargs)`` handing the rest to a repository
+        # base: the base's parameters are the class's too, used as the base uses them
+        owner = dict.fromkeys((name for name, _, _ in params), cls)
+        for base, extra in self._forwarded(cls, params):
+            params = [*params, *extra]
+            owner.update((name, base) for name, _, _ in extra)
+        configs = {name: self.config_for(owner[name], name) for name, _, required in params
                    if required}
         resolved = arguments.resolve(params, list(self._sites(cls)), configs,
-                                     lambda name: self.param_usage(cls, name))
+                                     lambda name: self.param_usage(owner[name], name))
         for name in [*resolved.missing, *(n for n, v in resolved.synthesized.items()
                                           if v == arguments.KEEP_SHAPE)]:
-            block = self.annotated_class(cls, name)
+            block = self.annotated_class(owner[name], name)
             if block is not None:  # ``block: Union[BasicBlock, Bottleneck]``
                 resolved.kwargs[name] = resolved.synthesized[name] = block
                 if name in resolved.missing:
                     resolved.missing.remove(name)
         for name in list(resolved.missing):
-            network = self.stand_in_network(cls, name)
+            network = self.stand_in_network(owner[name], name)
             if network is not None:  # ``GaussianDiffusion(model)``: a repository network
                 resolved.kwargs[name] = resolved.synthesized[name] = network
                 resolved.missing.remove(name)
@@ -511,6 +520,34 @@ class ConstructorFinder:
         resolved.synthesized = dict(sorted(resolved.synthesized.items(),
                                            key=lambda kv: order.get(kv[0], len(order))))
         return resolved
+
+    def _forwarded(self, cls: str, params: list[tuple[str, object, bool]]
+                   ) -> Iterator[tuple[str, list[tuple[str, object, bool]]]]:
+        """The repository base (once) whose constructor ``cls.__init__`` hands its
+        ``**kwargs`` to, with the base's parameters ``cls`` neither declares nor gives
+        itself: ``super().__init__(model, *args, **kwargs)`` leaves the base's
+        ``image_size`` to the caller. Bases that hand theirs on in turn follow."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        kwargs = found[0].params.star_kwarg if found else None
+        if found is None or kwargs is None:
+            return
+        node, star = found[0], kwargs.name.value
+        for call in find_all(node.body, m.Call(func=SUPER_INIT)):
+            assert isinstance(call, cst.Call)
+            if not any(a.star == "**" and m.matches(a.value, m.Name(star)) for a in call.args):
+                continue
+            base = next((b for b in self.model.mro(cls)[1:]
+                         if self.model.find_method(b, "__init__") == f"{b}.__init__"), None)
+            sig = self._signature(base, "__init__") if base else None
+            if base is None or sig is None:
+                return
+            given = sum(1 for a in call.args if a.keyword is None and not a.star)
+            named = {n for n, _, _ in params} | {a.keyword.value for a in call.args if a.keyword}
+            extra = [p for i, p in enumerate(sig[0]) if i >= given and p[0] not in named]
+            yield base, extra
+            yield from self._forwarded(base, [*params, *extra])  # and on up the bases
+            return
 
     def annotated_class(self, cls: str, param: str) -> ConfigValue | None:
         """The repository network class a constructor parameter's annotation names

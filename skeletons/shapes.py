@@ -18,7 +18,7 @@ import libcst.matchers as m
 from msready.analyzer.facts import FileResult
 from msready.analyzer.syntax import find_all
 from msready.skeletons import apis, arguments
-from msready.skeletons.constructors import ConstructorFinder
+from msready.skeletons.constructors import SUPER_INIT, ConstructorFinder
 from msready.skeletons.inputs import (
     ORDERS,
     SPATIAL,
@@ -32,9 +32,6 @@ from msready.skeletons.values import (
     evaluate,
     self_constants,
 )
-
-# ``super().__init__(...)``: in a subclass of a torch layer, that layer's construction.
-_SUPER_INIT = m.Attribute(value=m.Call(func=m.Name("super")), attr=m.Name("__init__"))
 
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
 
@@ -86,7 +83,7 @@ class Planner(ConstructorFinder):
         base = self.torch_base(cls)
         for call in find_all(node.body, m.Call()):
             assert isinstance(call, cst.Call)
-            if base is not None and m.matches(call.func, _SUPER_INIT):
+            if base is not None and m.matches(call.func, SUPER_INIT):
                 spec = self._torch_layer_input(base, call, env)  # builds the torch base
             else:
                 spec = self._layer_input(call, file, env, depth)

@@ -923,6 +923,29 @@ def test_a_network_nothing_gives_is_a_repository_network_with_what_is_read_from_
     assert cells["Meta"].synthesized.startswith("model=Denoiser(dim=16), lr=1.0")
 
 
+FORWARDED_KWARGS = '''
+
+class Weighted(Diffusion):
+    def __init__(self, model, weight=0.5, *args, **kwargs):
+        super().__init__(model, *args, **kwargs)
+        self.weight = weight
+
+    def forward(self, img):
+        return super().forward(img) * self.weight
+'''
+
+
+def test_arguments_handed_to_the_base_through_kwargs_are_the_bases_to_find(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Weighted declares only model and weight; Diffusion's image_size comes through
+    # **kwargs and is found as Diffusion finds it; model is a network, as Diffusion
+    # uses it.
+    _, cells = run_cells(tmp_path, {"wrapped.py": WRAPPED_NETWORK + FORWARDED_KWARGS})
+    weighted = cells["Weighted"]
+    assert (weighted.status, weighted.synthesized) == (
+        "pass", "model=Denoiser(dim=16), image_size=32")
+
+
 OWN_WEIGHT = '''\
 import torch
 import torch.nn.functional as F
