@@ -596,6 +596,7 @@ class CellTransformer(cst.CSTTransformer):
         self._tuples.pop()
         self._functions.pop()
         self._scope.pop()
+        self._narrowed.pop()
         if self._classes and self._classes[-1] and updated_node.name.value == "forward":
             return updated_node.with_changes(name=cst.Name("construct"))
         return updated_node
@@ -744,7 +745,24 @@ class CellTransformer(cst.CSTTransformer):
         self._tuples.append(set())
         self._functions.append(node.name.value)
         self._scope.append(node.name.value)
+        self._narrowed.append(self._local_layers(node))
         return True
+
+    def _local_layers(self, function: cst.FunctionDef) -> dict[str, str]:
+        """Local names bound once, to a torch layer (``bn = nn.BatchNorm2d(c)``): their
+        parameters go by the MindSpore names (``bn.weight`` -> ``bn.gamma``)."""
+        layers: dict[str, str] = {}
+        bound: dict[str, int] = {}
+        for assign in find_all(function.body, m.Assign(targets=[m.AssignTarget(m.Name())])):
+            assert isinstance(assign, cst.Assign)
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Name)
+            bound[target.value] = bound.get(target.value, 0) + 1
+            name = self.qualify(assign.value.func) if isinstance(assign.value, cst.Call) \
+                else None
+            if name is not None and is_torch(name):
+                layers[target.value] = apis.canonical(name)
+        return {k: v for k, v in layers.items() if bound[k] == 1}
 
     def _named_tuple(self, node: cst.BaseExpression) -> bool:
         """True for a call returning torch's ``(values, indices)`` named tuple."""

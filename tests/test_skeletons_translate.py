@@ -195,6 +195,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.var(dim=(2, 3), unbiased=False, keepdim=True)",
      "return x.var(axis=(2, 3), keepdims=True, ddof=0)"),
     ("return x.std(1)", "return x.std(1, ddof=1)"),
+    # a local layer's parameters go by MindSpore's names, as a held layer's do
+    ("emb = nn.Embedding(4, 2)\nreturn x + emb.weight.sum()",
+     "return x + emb.embedding_table.sum()"),
     # a held Cell runs through construct
     ("return self.fc.forward(x)", "return self.fc.construct(x)"),
     ("return torch.var(x, 1, keepdim=True)", "return ops.var(x, 1, keepdims=True, ddof=1)"),
