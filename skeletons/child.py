@@ -78,11 +78,18 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
         spatial = int(spec.get("spatial", 0))
         if size is not None and spatial:
             shape = (*shape[:-spatial], *([size] * spatial))
-        if spec["dtype"] == "int64":
-            out.append(rng.integers(0, max(1, spec["high"]), shape).astype(np.int64))
-        else:
-            out.append(rng.standard_normal(shape).astype(np.float32))
+        arrays = [rng.integers(0, max(1, spec["high"]), shape).astype(np.int64)
+                  if spec["dtype"] == "int64" else rng.standard_normal(shape).astype(np.float32)
+                  for _ in range(max(1, int(spec.get("listed", 0))))]
+        out.append(arrays if spec.get("listed") else arrays[0])
     return out
+
+
+def as_tensors(tensor: Any, arrays: list[Any]) -> list[Any]:
+    """Inputs as the framework's tensors (``tensor`` makes one from an array); a list of
+    arrays (a pyramid's feature maps) becomes a list of tensors."""
+    return [None if a is None else [tensor(x) for x in a] if isinstance(a, list)
+            else tensor(a) for a in arrays]
 
 
 def job_candidates(job: dict[str, Any]) -> list[list[Any]]:
@@ -285,7 +292,7 @@ def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]]
                     ) -> tuple[list[Any], bool]:
     """The first candidate input the Cell accepts in PyNative mode (else the first), and
     whether one was accepted."""
-    tensors = [[None if a is None else ms.Tensor(a) for a in c] for c in candidates]
+    tensors = [as_tensors(ms.Tensor, c) for c in candidates]
     if len(tensors) == 1:
         return tensors[0], True
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -310,9 +317,12 @@ def _flush(ms: Any) -> None:
 
 
 def _shape_text(inputs: list[Any]) -> str:
-    return ", ".join("None" if a is None else
-                     f"{tuple(a.shape)}{'' if 'float' in str(a.dtype).lower() else ' int'}"
-                     for a in inputs)
+    def one(a: Any) -> str:
+        if isinstance(a, (list, tuple)):
+            return f"[{_shape_text(list(a))}]"
+        return "None" if a is None else \
+            f"{tuple(a.shape)}{'' if 'float' in str(a.dtype).lower() else ' int'}"
+    return ", ".join(one(a) for a in inputs)
 
 
 def _load_torch(ms: Any, cell: Any, weights: dict[str, Any],
@@ -329,7 +339,9 @@ def _load_torch(ms: Any, cell: Any, weights: dict[str, Any],
             continue
         value = fit_shape(data[key], tuple(params[name].shape))
         params[name].set_data(ms.Tensor(value).astype(params[name].dtype))
-    inputs = [None if f"input:{i}" not in data.files else data[f"input:{i}"]
+    inputs = [[data[f"input:{i}:{j}"] for j in range(int(data[f"input:{i}:listed"]))]
+              if f"input:{i}:listed" in data.files
+              else data[f"input:{i}"] if f"input:{i}" in data.files else None
               for i in range(int(data["inputs"]))]
     return np.asarray(data["output"], dtype=np.float64), inputs
 

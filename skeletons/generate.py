@@ -22,7 +22,7 @@ from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.skeletons import adapters, runner
 from msready.skeletons.arguments import KEEP_SHAPE, SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
-from msready.skeletons.inputs import InputSpec
+from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.training_run import build_train_steps
 from msready.skeletons.translate import translate_file
@@ -316,22 +316,17 @@ def _status_line(res: SkeletonResult) -> str:
     return f"{text}: {res.error}" if res.error else text
 
 
-def _specs(specs: list[InputSpec | None]) -> list[dict[str, Any] | None]:
-    return [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high, "spatial": s.spatial}
-            if s is not None else None for s in specs]
-
-
 def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
     nested = plan.torch_class.removeprefix(f"{plan.module}.")  # ``Outer.Inner``
     return {"key": plan.torch_class, "module": plan.module, "name": nested,
             "kwargs": {k: to_json(v) for k, v in plan.kwargs.items()},
             "compare": str(compare) if compare else None,
-            "inputs": _specs(plan.inputs),
-            "alternatives": [] if compare else [_specs(a) for a in plan.alternatives],
+            "inputs": specs_json(plan.inputs),
+            "alternatives": [] if compare else [specs_json(a) for a in plan.alternatives],
             "variants": [] if compare else [
                 {"kwargs": {k: to_json(v) for k, v in variant.kwargs.items()},
-                 "inputs": _specs(variant.inputs),
-                 "alternatives": [_specs(a) for a in variant.alternatives]}
+                 "inputs": specs_json(variant.inputs),
+                 "alternatives": [specs_json(a) for a in variant.alternatives]}
                 for variant in plan.variants]}
 
 

@@ -15,6 +15,17 @@ class InputSpec:
     dtype: str = "float32"
     high: int = 0
     spatial: int = 0  # trailing image / signal dimensions, whose size is a guess
+    listed: int = 0  # fed as a list of this many such tensors (a pyramid's feature maps)
+
+    def to_json(self) -> dict[str, object]:
+        """The spec as a Cell job carries it."""
+        return {"shape": list(self.shape), "dtype": self.dtype, "high": self.high,
+                "spatial": self.spatial, "listed": self.listed}
+
+
+def specs_json(specs: list[InputSpec | None]) -> list[dict[str, object] | None]:
+    """A job's inputs: one spec per forward argument, None where nothing is passed."""
+    return [s.to_json() if s is not None else None for s in specs]
 
 
 ORDERS = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import symtable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 import libcst.matchers as m
@@ -342,7 +342,51 @@ class Planner(ConstructorFinder):
     def _inputs(self, cls: str, kwargs: dict[str, object], synthesized: bool
                 ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
         """The first input to try for ``cls`` built with ``kwargs``, the others, and
-        whether every one is a guess."""
+        whether every one is a guess; a forward argument that takes a list of tensors
+        gets a list of two."""
+        first, alternatives, guessed = self._tensor_inputs(cls, kwargs, synthesized)
+        forward = self._signature(cls, "forward")
+        required = [n for n, _, req in forward[0] if req] if forward else ["x"]
+        listed = self._listed(cls)
+        if not listed:
+            return first, alternatives, guessed
+
+        def as_lists(inputs: list[InputSpec | None]) -> list[InputSpec | None]:
+            if len(inputs) != len(required):
+                return inputs
+            return [replace(s, listed=2) if s is not None and n in listed else s
+                    for n, s in zip(required, inputs, strict=True)]
+        return as_lists(first), [as_lists(a) for a in alternatives], guessed
+
+    def _listed(self, cls: str) -> set[str]:
+        """``forward``'s parameters that take a list of tensors: annotated so
+        (``features: List[Tensor]``), or, without an annotation, iterated (``for x in
+        features``) and never used as a tensor (``features.shape``)."""
+        qualname = self.model.find_method(cls, "forward")
+        found = self.function_node(qualname) if qualname else None
+        if found is None:
+            return set()
+        node = found[0]
+        out: set[str] = set()
+        for param in [*node.params.posonly_params, *node.params.params][1:]:
+            name = m.Name(param.name.value)
+            if param.annotation is not None:
+                text = cst.Module([]).code_for_node(param.annotation.annotation)
+                if _LIST_OF_TENSORS.match(text):
+                    out.add(param.name.value)
+                continue
+            walked = m.Call(func=m.Name("zip") | m.Name("enumerate"),
+                            args=[m.ZeroOrMore(), m.Arg(name), m.ZeroOrMore()])
+            iterated = find_all(node.body, m.For(iter=name | walked) | m.CompFor(
+                iter=name | walked))
+            as_tensor = find_all(node.body, m.Attribute(value=name, attr=m.Name("shape") | m.Name(
+                "size") | m.Name("dim") | m.Name("view") | m.Name("reshape") | m.Name("dtype")))
+            if iterated and not as_tensor:
+                out.add(param.name.value)
+        return out
+
+    def _tensor_inputs(self, cls: str, kwargs: dict[str, object], synthesized: bool
+                       ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
         spec = self.input_of(cls, self.environment(cls, kwargs))
         base = self.torch_base(cls) if spec is None and synthesized else None
         if base is not None:
@@ -424,6 +468,9 @@ class Planner(ConstructorFinder):
         return spec
 
 
+# An annotation for a list of tensors: ``List[Tensor]``, ``Sequence[torch.Tensor]``.
+_LIST_OF_TENSORS = re.compile(r"(typing\.)?(List|list|Sequence|Tuple|tuple|Iterable)\[\s*"
+                              r"(torch\.)?Tensor\b")
 # torch functions that apply a weight to their input, and functions that keep its rank.
 _WEIGHTED = frozenset(f"torch.nn.functional.conv{n}d" for n in (1, 2, 3))
 _RANK_KEEPING = frozenset(f"torch.nn.functional.{f}" for f in (

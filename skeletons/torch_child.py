@@ -17,6 +17,7 @@ import numpy as np
 
 from msready.skeletons.child import (
     MARK,
+    as_tensors,
     attribute_path,
     build_kwargs,
     first_line,
@@ -35,7 +36,7 @@ def _run_fitting(torch: Any, net: Any, candidates: list[list[Any]]) -> tuple[Any
     """The output on the first candidate input the module accepts, and that input."""
     error: Exception | None = None
     for arrays in candidates:
-        inputs = [None if a is None else torch.from_numpy(a) for a in arrays]
+        inputs = as_tensors(torch.from_numpy, arrays)
         try:
             with torch.no_grad():
                 return _first_output(net(*inputs)), arrays
@@ -57,7 +58,12 @@ def run_module(torch: Any, job: dict[str, Any], root: str = "") -> dict[str, Any
         arrays = {f"param:{k}": v.detach().cpu().numpy() for k, v in net.state_dict().items()}
         arrays["output"] = out.detach().cpu().numpy()
         arrays["inputs"] = np.asarray(len(arrays_in))
-        arrays.update({f"input:{i}": a for i, a in enumerate(arrays_in) if a is not None})
+        for i, a in enumerate(arrays_in):
+            if isinstance(a, list):  # a list of feature maps: each, and how many
+                arrays[f"input:{i}:listed"] = np.asarray(len(a))
+                arrays.update({f"input:{i}:{j}": x for j, x in enumerate(a)})
+            elif a is not None:
+                arrays[f"input:{i}"] = a
         np.savez(job["compare"], **arrays)
     except Exception as exc:  # the user's code failing is the result
         res["error"] = f"running the torch module: {first_line(exc)}"

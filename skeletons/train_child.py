@@ -19,7 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from msready.skeletons.child import MARK, failure, first_line, import_module, job_candidates
+from msready.skeletons.child import (
+    MARK,
+    as_tensors,
+    failure,
+    first_line,
+    import_module,
+    job_candidates,
+)
 
 
 def label_candidates(kind: str, shape: tuple[int, ...]) -> list[Any]:
@@ -66,7 +73,7 @@ def run_step(ms: Any, job: dict[str, Any], root: str) -> dict[str, Any]:
     inputs, error = None, ""
     shape: tuple[int, ...] = ()
     for arrays in candidates:
-        tensors = [None if a is None else ms.Tensor(a) for a in arrays]
+        tensors = as_tensors(ms.Tensor, arrays)
         try:
             out = _first(step.model(*tensors))
             shape, inputs = tuple(int(d) for d in out.shape), tensors

@@ -11,6 +11,7 @@ from typing import Any
 from msready.analyzer.result import ScanResult, SkeletonResult, TrainStepResult
 from msready.skeletons import runner
 from msready.skeletons.cache import CellCache
+from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan
 from msready.skeletons.training_build import Step, prepare, step_text, write_step
 
@@ -18,11 +19,8 @@ NOT_RUN = "not run (--skeletons write)"
 STEP_TIMEOUT = 120.0
 
 
-def _specs(plan: Plan) -> list[list[dict[str, Any] | None]]:
-    def one(specs: list[Any]) -> list[dict[str, Any] | None]:
-        return [{"shape": list(s.shape), "dtype": s.dtype, "high": s.high,
-                 "spatial": s.spatial} if s is not None else None for s in specs]
-    return [one(plan.inputs), *[one(a) for a in plan.alternatives]]
+def _specs(plan: Plan) -> list[list[dict[str, object] | None]]:
+    return [specs_json(plan.inputs), *[specs_json(a) for a in plan.alternatives]]
 
 
 def _cell_problem(step: Step, cells: dict[str, SkeletonResult]) -> tuple[str, str] | None:

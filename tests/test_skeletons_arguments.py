@@ -996,3 +996,69 @@ def test_a_module_applying_its_own_weight_takes_the_weights_input_width(
                                                                                  "(2, 16)")
     conv = cells["WeightedConv1d"]
     assert (conv.status, conv.input_shape) == ("pass", "(2, 5, 32)")  # Block's values
+
+
+FEATURE_PYRAMID = '''\
+from typing import List
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, channels=8, anchors=3):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.logits = nn.Conv2d(channels, anchors, 1)
+
+    def forward(self, features: List[torch.Tensor]):
+        return [self.logits(F.relu(self.conv(x))) for x in features]
+
+
+class Fuse(nn.Module):
+    def __init__(self, channels=4):
+        super().__init__()
+        self.proj = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, maps, scale):
+        total = 0
+        for i, x in enumerate(maps):
+            total = total + self.proj(x).mean() * scale
+        return total
+
+
+class Image(nn.Module):
+    def __init__(self, channels=4):
+        super().__init__()
+        self.proj = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        return [self.proj(row[None]) for row in x if x.dim() == 4]
+'''
+
+
+def test_a_forward_taking_a_list_of_feature_maps_gets_a_list(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # features is annotated List[Tensor]; maps is iterated and never used as a tensor.
+    # Image iterates its input too, but measures it (x.dim()): it is one tensor.
+    _, cells = run_cells(tmp_path, {"heads.py": FEATURE_PYRAMID})
+    head, fuse = cells["Head"], cells["Fuse"]
+    assert (head.pynative, head.graph) == ("pass", "pass")
+    assert head.input_shape == "[(2, 8, 16, 16), (2, 8, 16, 16)]"
+    assert (fuse.status, fuse.input_shape) == ("pass", "[(2, 4, 16, 16), (2, 4, 16, 16)], "
+                                                       "(2, 4, 16, 16)")
+    assert cells["Image"].input_shape == "(2, 4, 16, 16)"
+
+
+def test_a_list_of_feature_maps_is_compared_with_torch_map_by_map(tmp_path: Path) -> None:
+    # torch runs the same list: each map crosses to the comparison on its own
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "heads.py").write_text(FEATURE_PYRAMID, encoding="utf-8")
+    result = scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False,
+                                                              target="cpu"))
+    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=True,
+                            cache=False)
+    head = next(s for s in found if s.torch_class.endswith(".Head"))
+    assert head.pynative == "pass" and head.max_abs_diff is not None
+    assert head.max_abs_diff < 1e-4
