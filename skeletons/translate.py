@@ -154,6 +154,8 @@ class CellTransformer(cst.CSTTransformer):
         self._statement_values: set[cst.CSTNode] = set()  # expressions used as statements
         # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layer it holds there
         self._narrowed: list[dict[str, str]] = []
+        self._inputs: set[str] = set()  # the parameters of the forward being translated
+        self._targets: set[cst.Attribute] = set()  # ``x.attr = ...``: stays an attribute
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
@@ -746,6 +748,9 @@ class CellTransformer(cst.CSTTransformer):
         self._functions.append(node.name.value)
         self._scope.append(node.name.value)
         self._narrowed.append(self._local_layers(node))
+        if self._classes and self._classes[-1] and node.name.value == "forward":
+            self._inputs = {p.name.value for p in [*node.params.posonly_params,
+                                                   *node.params.params][1:]}
         return True
 
     def _local_layers(self, function: cst.FunctionDef) -> dict[str, str]:
@@ -789,6 +794,8 @@ class CellTransformer(cst.CSTTransformer):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         """``ConvTranspose2d = torch.nn.ConvTranspose2d`` binds a name: the target stays."""
+        if isinstance(node.target, cst.Attribute):
+            self._targets.add(node.target)
         if not isinstance(node.target, (cst.Attribute, cst.Subscript)):
             self._names_not_values |= {n for n in find_all(node.target, m.Name())
                                        if isinstance(n, cst.Name)}
@@ -858,6 +865,13 @@ class CellTransformer(cst.CSTTransformer):
         replaced = self._replace.get(original_node)
         if replaced is not None:
             return replaced
+        if original_node.attr.value == "requires_grad" and self._in_forward() and isinstance(
+                original_node.value, cst.Name) and original_node.value.value in self._inputs \
+                and original_node not in self._targets:
+            # ``if x.requires_grad:`` on forward's input: MindSpore differentiates functions
+            # (value_and_grad), so a tensor carries no such mark; the Cell takes the path
+            # of a tensor that needs no gradient
+            return cst.Name("False")
         if original_node.attr.value == "forward" and (m.matches(
                 original_node.value, m.Call(func=m.Name("super")))
                 or _held_by_self(original_node.value)):
