@@ -149,6 +149,8 @@ class CellTransformer(cst.CSTTransformer):
         # when its ``super().__init__(*args, **kwargs)`` passes torch's arguments on
         self._adapter_bases: list[str | None] = []
         self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
+        # ``self.<name> = nn.ModuleDict(dict(<key>=nn.Embedding(...)))``: the torch layers
+        self._held_items: dict[tuple[str, str], str] = {}
         self._functions: list[str] = []  # names of the enclosing functions
         self._scope: list[str] = []  # enclosing classes and functions, outermost first
         self._statement_values: set[cst.CSTNode] = set()  # expressions used as statements
@@ -526,6 +528,7 @@ class CellTransformer(cst.CSTTransformer):
         self._layer_bases.append(self._layer_base(node))
         self._adapter_bases.append(self._adapter_base(node, self._layer_bases[-1]))
         self._sequentials = set()
+        self._held_items = {}
         self._names_not_values.add(node.name)
         return True
 
@@ -790,7 +793,28 @@ class CellTransformer(cst.CSTTransformer):
                 isinstance(node.value, cst.Call) and apis.canonical(
                     self.qualify(node.value.func) or "") == "torch.nn.Sequential":
             self._sequentials.add(target.attr.value)
+        if isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self")) and \
+                isinstance(node.value, cst.Call) and node.value.args and apis.canonical(
+                    self.qualify(node.value.func) or "") == "torch.nn.ModuleDict":
+            self._held_items.update({(target.attr.value, key): layer for key, layer in
+                                     self._dict_layers(node.value.args[0].value).items()})
         return True
+
+    def _dict_layers(self, node: cst.BaseExpression) -> dict[str, str]:
+        """The torch layers of ``dict(wte=nn.Embedding(...))`` or ``{"wte": ...}``, by key."""
+        items: list[tuple[str, cst.BaseExpression]] = []
+        if isinstance(node, cst.Call) and m.matches(node.func, m.Name("dict")):
+            items = [(a.keyword.value, a.value) for a in node.args if a.keyword]
+        elif isinstance(node, cst.Dict):
+            items = [(e.key.evaluated_value, e.value) for e in node.elements
+                     if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                     and isinstance(e.key.evaluated_value, str)]
+        out: dict[str, str] = {}
+        for key, value in items:
+            name = self.qualify(value.func) if isinstance(value, cst.Call) else None
+            if name is not None and is_torch(name):
+                out[key] = apis.canonical(name)
+        return out
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         """``ConvTranspose2d = torch.nn.ConvTranspose2d`` binds a name: the target stays."""
@@ -921,6 +945,14 @@ class CellTransformer(cst.CSTTransformer):
             base = self._layer_bases[-1]
             new = _attribute_renames(base, self.backend).get(original.attr.value) \
                 if base else None
+            return updated.with_changes(attr=cst.Name(new)) if new else updated
+        inner = original.value
+        if m.matches(inner, m.Attribute(value=m.Attribute(value=m.Name("self")))):
+            # ``self.transformer.wpe.weight``: a layer held in a ModuleDict
+            assert isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Attribute)
+            layer = self._held_items.get((inner.value.attr.value, inner.attr.value))
+            new = _attribute_renames(layer, self.backend).get(original.attr.value) \
+                if layer else None
             return updated.with_changes(attr=cst.Name(new)) if new else updated
         if not m.matches(original, m.Attribute(value=m.Attribute(value=m.Name("self")))):
             return updated

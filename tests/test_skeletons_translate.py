@@ -139,6 +139,9 @@ def module(init: str, forward: str = "return x") -> str:
      "self.fc.weight.set_data(mindspore.common.initializer.initializer("
      "mindspore.common.initializer.XavierUniform(gain=2), self.fc.weight.shape, "
      "self.fc.weight.dtype))"),
+    # a layer held in a ModuleDict has its parameters by MindSpore's names too
+    ("self.t = nn.ModuleDict(dict(wpe=nn.Embedding(8, 4)))\nn = self.t.wpe.weight.numel()",
+     "n = self.t.wpe.embedding_table.numel()"),
     # torch's deprecated spelling without ``_`` fills the tensor the same way
     ("self.fc = nn.Linear(4, 4)\nnn.init.kaiming_normal(self.fc.weight)",
      "self.fc.weight.set_data(mindspore.common.initializer.initializer("
