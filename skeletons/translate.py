@@ -76,6 +76,10 @@ def _torch_version() -> cst.SimpleString:
     return cst.SimpleString(repr(load_table().torch_version or "2.0.0"))
 
 
+# torch.nn.Module's own dictionaries and the Cell's that hold the same things.
+_CELL_INTERNALS = {"_modules": "_cells", "_parameters": "_params"}
+
+
 def _held_by_self(node: cst.BaseExpression) -> bool:
     """``self.conv``, ``self.transforms[i]``: something the instance holds."""
     held = False
@@ -896,6 +900,9 @@ class CellTransformer(cst.CSTTransformer):
             # (value_and_grad), so a tensor carries no such mark; the Cell takes the path
             # of a tensor that needs no gradient
             return cst.Name("False")
+        internal = _CELL_INTERNALS.get(original_node.attr.value)
+        if internal is not None:  # ``module._modules``: the Cell's own dictionaries
+            return updated_node.with_changes(attr=cst.Name(internal))
         if original_node.attr.value == "forward" and (m.matches(
                 original_node.value, m.Call(func=m.Name("super")))
                 or _held_by_self(original_node.value)):
@@ -971,8 +978,15 @@ class CellTransformer(cst.CSTTransformer):
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript
                         ) -> cst.BaseExpression:
-        """``torch.jit.Final[bool]`` -> ``bool``: a TorchScript marker around a type."""
+        """``torch.jit.Final[bool]`` -> ``bool``: a TorchScript marker around a type;
+        ``self.__dict__['_modules']`` -> ``self.__dict__['_cells']``."""
         inner = updated_node.slice[0].slice if len(updated_node.slice) == 1 else None
+        if isinstance(inner, cst.Index) and isinstance(inner.value, cst.SimpleString) and \
+                m.matches(updated_node.value, m.Attribute(attr=m.Name("__dict__"))):
+            key = inner.value.evaluated_value
+            if isinstance(key, str) and key in _CELL_INTERNALS:
+                return updated_node.with_changes(slice=[cst.SubscriptElement(cst.Index(
+                    cst.SimpleString(repr(_CELL_INTERNALS[key]))))])
         if isinstance(inner, cst.Index) and apis.canonical(
                 self.qualify(original_node.value) or "") in compositions.SCRIPT_TYPES:
             return inner.value

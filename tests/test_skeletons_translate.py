@@ -201,6 +201,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # a local layer's parameters go by MindSpore's names, as a held layer's do
     ("emb = nn.Embedding(4, 2)\nreturn x + emb.weight.sum()",
      "return x + emb.embedding_table.sum()"),
+    # torch.nn.Module's dictionaries are the Cell's _cells and _params
+    ("return self.__dict__['_modules']['fc'](x)", "return self.__dict__['_cells']['fc'](x)"),
+    ("return len(self._parameters) + x", "return len(self._params) + x"),
     # an input tensor carries no gradient mark in MindSpore
     ("if x.requires_grad:\n    x = x * 2\nreturn x", "if False:"),
     # a held Cell runs through construct
