@@ -74,6 +74,9 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
         if spec is None:
             out.append(None)
             continue
+        if spec["dtype"] == "index":
+            out.append(0)
+            continue
         shape = tuple(spec["shape"])
         spatial = int(spec.get("spatial", 0))
         if size is not None and spatial:
@@ -88,8 +91,8 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
 def as_tensors(tensor: Any, arrays: list[Any]) -> list[Any]:
     """Inputs as the framework's tensors (``tensor`` makes one from an array); a list of
     arrays (a pyramid's feature maps) becomes a list of tensors."""
-    return [None if a is None else [tensor(x) for x in a] if isinstance(a, list)
-            else tensor(a) for a in arrays]
+    return [a if a is None or isinstance(a, int) else [tensor(x) for x in a]
+            if isinstance(a, list) else tensor(a) for a in arrays]
 
 
 def job_candidates(job: dict[str, Any]) -> list[list[Any]]:
@@ -320,8 +323,9 @@ def _shape_text(inputs: list[Any]) -> str:
     def one(a: Any) -> str:
         if isinstance(a, (list, tuple)):
             return f"[{_shape_text(list(a))}]"
-        return "None" if a is None else \
-            f"{tuple(a.shape)}{'' if 'float' in str(a.dtype).lower() else ' int'}"
+        if a is None or isinstance(a, int):
+            return str(a)
+        return f"{tuple(a.shape)}{'' if 'float' in str(a.dtype).lower() else ' int'}"
     return ", ".join(one(a) for a in inputs)
 
 
@@ -341,6 +345,7 @@ def _load_torch(ms: Any, cell: Any, weights: dict[str, Any],
         params[name].set_data(ms.Tensor(value).astype(params[name].dtype))
     inputs = [[data[f"input:{i}:{j}"] for j in range(int(data[f"input:{i}:listed"]))]
               if f"input:{i}:listed" in data.files
+              else int(data[f"input:{i}:int"]) if f"input:{i}:int" in data.files
               else data[f"input:{i}"] if f"input:{i}" in data.files else None
               for i in range(int(data["inputs"]))]
     return np.asarray(data["output"], dtype=np.float64), inputs

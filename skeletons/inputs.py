@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class InputSpec:
-    """One input tensor: shape, dtype (``float32`` or ``int64``) and, for indices, the bound."""
+    """One input tensor: shape, dtype (``float32`` or ``int64``; ``index`` for a Python
+    int) and, for indices, the bound."""
 
     shape: tuple[int, ...]
     dtype: str = "float32"
@@ -21,6 +22,10 @@ class InputSpec:
         """The spec as a Cell job carries it."""
         return {"shape": list(self.shape), "dtype": self.dtype, "high": self.high,
                 "spatial": self.spatial, "listed": self.listed}
+
+
+# A forward argument that indexes (``self.running_mean[step]``): the Python int 0.
+INDEX = InputSpec((), "index")
 
 
 def specs_json(specs: list[InputSpec | None]) -> list[dict[str, object] | None]:

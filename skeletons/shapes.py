@@ -20,6 +20,7 @@ from msready.analyzer.syntax import find_all
 from msready.skeletons import apis, arguments
 from msready.skeletons.constructors import SUPER_INIT, ConstructorFinder
 from msready.skeletons.inputs import (
+    INDEX,
     ORDERS,
     SPATIAL,
     InputSpec,
@@ -347,16 +348,61 @@ class Planner(ConstructorFinder):
         first, alternatives, guessed = self._tensor_inputs(cls, kwargs, synthesized)
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
-        listed = self._listed(cls)
-        if not listed:
+        listed, indexes = self._listed(cls), self._indexes(cls)
+        if not listed and not indexes:
             return first, alternatives, guessed
 
         def as_lists(inputs: list[InputSpec | None]) -> list[InputSpec | None]:
             if len(inputs) != len(required):
                 return inputs
-            return [replace(s, listed=2) if s is not None and n in listed else s
+            return [INDEX if n in indexes else replace(s, listed=2)
+                    if s is not None and n in listed else s
                     for n, s in zip(required, inputs, strict=True)]
         return as_lists(first), [as_lists(a) for a in alternatives], guessed
+
+    def _indexes(self, cls: str, depth: int = 0) -> set[str]:
+        """``forward``'s parameters that index (``self.running_mean[step]``) and are never
+        used as a tensor, directly or handed to a held layer that indexes with them
+        (``self.norm(x, step)``): a Python int, 0."""
+        qualname = self.model.find_method(cls, "forward")
+        found = self.function_node(qualname) if qualname and depth < 4 else None
+        if found is None:
+            return set()
+        node = found[0]
+        out: set[str] = set()
+        for param in [*node.params.posonly_params, *node.params.params][1:]:
+            name = m.Name(param.name.value)
+            if find_all(node.body, m.Attribute(value=name)) or (
+                    param.annotation is not None and not m.matches(
+                        param.annotation.annotation, m.Name("int"))):
+                continue  # ``step.shape``, ``step: Tensor``: a tensor
+            if find_all(node.body, m.Subscript(slice=[m.SubscriptElement(m.Index(name))])) \
+                    and (_INDEX_NAMES.fullmatch(param.name.value) or find_all(
+                        node.body, m.Comparison(left=name))):
+                out.add(param.name.value)  # not ``self.table[ids]``: token indices
+                continue
+            for call in find_all(node.body, m.Call(func=m.Attribute(value=m.Name("self")),
+                                                   args=[m.ZeroOrMore(), m.Arg(name, keyword=None),
+                                                         m.ZeroOrMore()])):
+                assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                position = next(i for i, a in enumerate(call.args) if m.matches(a.value, name))
+                if self._indexes_at(cls, call.func.attr.value, position, depth):
+                    out.add(param.name.value)
+                    break
+        return out
+
+    def _indexes_at(self, cls: str, attr: str, position: int, depth: int) -> bool:
+        """True when the repository layer held as ``self.<attr>`` indexes with its forward's
+        argument at ``position``."""
+        built = self._attribute_call(cls, attr)
+        name = self.qualify(built[0].func, built[1]) if built else None
+        resolved = self.model.resolve(name, built[1].module) if built and name else None
+        if resolved is None or resolved.name not in self.model.module_classes:
+            return False
+        sig = self._signature(resolved.name, "forward")
+        if sig is None or position >= len(sig[0]):
+            return False
+        return sig[0][position][0] in self._indexes(resolved.name, depth + 1)
 
     def _listed(self, cls: str) -> set[str]:
         """``forward``'s parameters that take a list of tensors: annotated so
@@ -468,6 +514,9 @@ class Planner(ConstructorFinder):
         return spec
 
 
+# Names of an argument that picks one of several (a step, a layer, a task).
+_INDEX_NAMES = re.compile(r"step|idx|index|i|k|layer_?(id|idx)?|level|stage|task(_id)?|"
+                          r"branch|head_?(id|idx)", re.IGNORECASE)
 # An annotation for a list of tensors: ``List[Tensor]``, ``Sequence[torch.Tensor]``.
 _LIST_OF_TENSORS = re.compile(r"(typing\.)?(List|list|Sequence|Tuple|tuple|Iterable)\[\s*"
                               r"(torch\.)?Tensor\b")

@@ -62,6 +62,8 @@ def run_module(torch: Any, job: dict[str, Any], root: str = "") -> dict[str, Any
             if isinstance(a, list):  # a list of feature maps: each, and how many
                 arrays[f"input:{i}:listed"] = np.asarray(len(a))
                 arrays.update({f"input:{i}:{j}": x for j, x in enumerate(a)})
+            elif isinstance(a, int):  # an index
+                arrays[f"input:{i}:int"] = np.asarray(a)
             elif a is not None:
                 arrays[f"input:{i}"] = a
         np.savez(job["compare"], **arrays)

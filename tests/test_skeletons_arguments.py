@@ -1062,3 +1062,51 @@ def test_a_list_of_feature_maps_is_compared_with_torch_map_by_map(tmp_path: Path
     head = next(s for s in found if s.torch_class.endswith(".Head"))
     assert head.pynative == "pass" and head.max_abs_diff is not None
     assert head.max_abs_diff < 1e-4
+
+
+PER_STEP_NORM = '''\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class StepNorm(nn.Module):
+    def __init__(self, num_features, steps=3):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(steps, num_features))
+        self.bias = nn.Parameter(torch.zeros(steps, num_features))
+
+    def forward(self, x, step):
+        assert step < self.weight.shape[0]
+        return x * self.weight[step] + self.bias[step]
+
+
+class Block(nn.Module):
+    def __init__(self, width=6):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.norm = StepNorm(width)
+
+    def forward(self, x, step):
+        return self.norm(self.fc(x), step)
+
+
+class Lookup(nn.Module):
+    def __init__(self, n=5):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(n, 4))
+
+    def forward(self, ids):
+        return self.table[ids]
+'''
+
+
+def test_an_argument_that_picks_a_step_is_a_python_int(tmp_path: Path,
+                                                       run_cells: CellRun) -> None:
+    # step indexes the per-step parameters (and is compared): the int 0, also for
+    # Block, which hands it to StepNorm. ids indexes too, but is token indices.
+    _, cells = run_cells(tmp_path, {"norms.py": PER_STEP_NORM})
+    block = cells["Block"]
+    assert (block.pynative, block.graph, block.input_shape) == ("pass", "pass", "(2, 6), 0")
+    assert cells["StepNorm"].input_shape.endswith(", 0")
+    assert "0" not in cells["Lookup"].input_shape.split(", ")
