@@ -140,8 +140,35 @@ class Planner(ConstructorFinder):
         from the first layer its constructor builds."""
         if depth > 8:
             return None
+        asserted = self._asserted_shape(cls, env)
+        if asserted is not None:
+            return asserted
         spec = self.forward_input(cls, env, depth) or self.first_layer(cls, env, depth)
         return self._forward_rank(cls, spec) if spec is not None else None
+
+    def _asserted_shape(self, cls: str, env: dict[str, object]) -> InputSpec | None:
+        """The input shape ``forward`` asserts, batch aside: ``assert x.shape[1:] ==
+        (self.channels, self.image_size, self.image_size)``, with the constructor's values."""
+        found = self._forward_input(cls)
+        init = self.model.find_method(cls, "__init__")
+        built = self.function_node(init) if init else None
+        if found is None:
+            return None
+        node, file, name = found
+        shape_of = m.Attribute(value=m.Name(name), attr=m.Name("shape"))
+        after_batch = m.Subscript(value=shape_of, slice=[m.SubscriptElement(m.Slice(
+            lower=m.Integer("1"), upper=None, step=None))])
+        for test in find_all(node.body, m.Assert(test=m.Comparison(
+                left=after_batch | m.Call(func=m.Name("tuple"), args=[m.Arg(after_batch)]),
+                comparisons=[m.ComparisonTarget(m.Equal(), m.Tuple())]))):
+            assert isinstance(test, cst.Assert) and isinstance(test.test, cst.Comparison)
+            if built is not None and isinstance(built[0].body, cst.IndentedBlock):
+                env = self_constants(built[0].body.body, env, self.call_hook(built[1]))
+            sizes = evaluate(test.test.comparisons[0].comparator, env, self.call_hook(file))
+            if isinstance(sizes, tuple) and sizes and all(
+                    type(d) is int and d > 0 for d in sizes):
+                return InputSpec((2, *sizes))  # fixed: no other spatial size is tried
+        return None
 
     def _forward_input(self, cls: str) -> tuple[cst.FunctionDef, FileResult, str] | None:
         """``cls``'s forward (its own or inherited), its file, and the name of its first

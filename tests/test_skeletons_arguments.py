@@ -1110,3 +1110,31 @@ def test_an_argument_that_picks_a_step_is_a_python_int(tmp_path: Path,
     assert (block.pynative, block.graph, block.input_shape) == ("pass", "pass", "(2, 6), 0")
     assert cells["StepNorm"].input_shape.endswith(", 0")
     assert "0" not in cells["Lookup"].input_shape.split(", ")
+
+
+ASSERTED_SHAPE = '''\
+import torch
+from torch import nn
+
+
+class Unet(nn.Module):
+    def __init__(self, dim=8, channels=3, image_size=12):
+        super().__init__()
+        self.channels = channels
+        self.image_size = image_size
+        self.stem = nn.Conv2d(channels + 1, dim, 1)
+        self.out = nn.Conv2d(dim, channels, 1)
+
+    def forward(self, x):
+        assert x.shape[1:] == (self.channels, self.image_size, self.image_size)
+        ones = torch.ones_like(x[:, :1])
+        return self.out(self.stem(torch.cat((x, ones), dim=1)))
+'''
+
+
+def test_a_shape_forward_asserts_is_the_input(tmp_path: Path, run_cells: CellRun) -> None:
+    # the first layer takes channels + 1 (forward adds a plane); the assertion says
+    # what comes in, image size included
+    _, cells = run_cells(tmp_path, {"unet.py": ASSERTED_SHAPE})
+    unet = cells["Unet"]
+    assert (unet.pynative, unet.graph, unet.input_shape) == ("pass", "pass", "(2, 3, 12, 12)")
