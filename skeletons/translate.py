@@ -80,6 +80,35 @@ def _torch_version() -> cst.SimpleString:
 _CELL_INTERNALS = {"_modules": "_cells", "_parameters": "_params"}
 
 
+def _counted(call: cst.Call) -> cst.BaseExpression | None:
+    """``all([f(d) for d in ds])`` -> ``(len([0 for d in ds if not (f(d))]) == 0)`` and
+    ``any(...)`` -> ``(len([0 for d in ds if f(d)]) > 0)``: GRAPH_MODE runs ``all`` and
+    ``any`` over a comprehension in Python, where the module's own functions are not
+    found (NameError), but compiles a comprehension that is counted."""
+    if not m.matches(call, m.Call(func=m.Name("all") | m.Name("any"), args=[m.Arg(
+            m.ListComp() | m.GeneratorExp(), keyword=None, star="")])):
+        return None
+    assert isinstance(call.func, cst.Name)
+    comp = call.args[0].value
+    assert isinstance(comp, (cst.ListComp, cst.GeneratorExp))
+    every = call.func.value == "all"
+    test: cst.BaseExpression = comp.elt.with_changes(lpar=[cst.LeftParen()],
+                                                     rpar=[cst.RightParen()])
+    if every:
+        test = cst.UnaryOperation(cst.Not(), test)
+
+    def innermost(loop: cst.CompFor) -> cst.CompFor:
+        if loop.inner_for_in is not None:
+            return loop.with_changes(inner_for_in=innermost(loop.inner_for_in))
+        return loop.with_changes(ifs=[*loop.ifs, cst.CompIf(test)])
+    kept = cst.ListComp(cst.Integer("0"), innermost(comp.for_in))
+    return cst.Comparison(
+        cst.Call(cst.Name("len"), [cst.Arg(kept)]),
+        [cst.ComparisonTarget(cst.Equal() if every else cst.GreaterThan(),
+                              cst.Integer("0"))],
+        lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
 def _held_by_self(node: cst.BaseExpression) -> bool:
     """``self.conv``, ``self.transforms[i]``: something the instance holds."""
     held = False
@@ -1052,6 +1081,10 @@ class CellTransformer(cst.CSTTransformer):
             value = new.args[1].value
             return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) \
                 if isinstance(value, cst.BinaryOperation) and not value.lpar else value
+        if self._run_by_forward() and new is updated_node:
+            counted = _counted(updated_node)
+            if counted is not None:
+                return counted
         if updated_node.lpar and new is not updated_node and not getattr(new, "lpar", True):
             # ``assert(torch.cuda.is_available())``: the parentheses belong to the call
             new = new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)

@@ -156,3 +156,33 @@ def test_a_context_that_only_changes_warnings_is_dropped_in_forward(
     assert code[todo + 1] == "y = self.fc(x)"
     assert "with warnings.catch_warnings():  # the constructor runs eagerly: kept" in code
     assert (cells["Quiet"].pynative, cells["Quiet"].graph) == ("pass", "pass")
+
+
+COUNTED = '''\
+from torch import nn
+
+
+def divisible_by(numer, denom):
+    return (numer % denom) == 0
+
+
+class Down(nn.Module):
+    def __init__(self, channels=4, factor=2):
+        super().__init__()
+        self.factor = factor
+        self.pool = nn.AvgPool2d(factor)
+        self.proj = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        assert all([divisible_by(d, self.factor) for d in x.shape[-2:]]), 'odd size'
+        return self.proj(self.pool(x))
+'''
+
+
+def test_all_over_a_comprehension_calling_a_module_function_compiles(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE would look for divisible_by in vain inside all(); counted, it compiles
+    out, cells = run_cells(tmp_path, {"down.py": COUNTED})
+    assert (cells["Down"].pynative, cells["Down"].graph) == ("pass", "pass")
+    assert "assert (len([0 for d in x.shape[-2:] if not (divisible_by(d, self.factor))]) " \
+           "== 0), 'odd size'" in (out / "down.py").read_text()

@@ -220,6 +220,12 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x[:, :1].expand(-1, 4)", "return ops.broadcast_to(x[:, :1], (-1, 4))"),
     ("return x[:, :1].expand(x.shape)", "return ops.broadcast_to(x[:, :1], x.shape)"),
     ("return x[:, :1].expand_as(x)", "return ops.broadcast_to(x[:, :1], x.shape)"),
+    # GRAPH_MODE runs all() / any() over a comprehension in Python, without the module's
+    # functions: the comprehension is counted instead
+    ("assert all([d % 2 == 0 for d in x.shape[-2:]])\nreturn x",
+     "assert (len([0 for d in x.shape[-2:] if not (d % 2 == 0)]) == 0)"),
+    ("return x * any(d > 1 for d in x.shape if d)",
+     "return x * (len([0 for d in x.shape if d if (d > 1)]) > 0)"),
     # torch's new_* take the sizes one by one, MindSpore's as one tuple
     ("return x.new_zeros(x.shape[0], 1, device=x.device) + x",
      "return x.new_zeros((x.shape[0], 1)) + x"),
