@@ -29,6 +29,7 @@ from msready.skeletons.inputs import (
 )
 from msready.skeletons.values import (
     UNKNOWN,
+    ConfigValue,
     constants,
     evaluate,
     self_constants,
@@ -79,7 +80,8 @@ class Planner(ConstructorFinder):
         if found is None:
             return None
         node, file = found
-        if isinstance(node.body, cst.IndentedBlock):
+        if isinstance(node.body, cst.IndentedBlock):  # ``block = block or ConvNormAct``
+            env = constants(node.body.body, env, self.call_hook(file), forget=True)
             env = self_constants(node.body.body, env, self.call_hook(file))
         base = self.torch_base(cls)
         for call in find_all(node.body, m.Call()):
@@ -96,6 +98,9 @@ class Planner(ConstructorFinder):
     def _layer_input(self, call: cst.Call, file: FileResult, env: dict[str, object],
                      depth: int) -> InputSpec | None:
         name = self.qualify(call.func, file)
+        held = env.get(call.func.value) if isinstance(call.func, cst.Name) else None
+        if isinstance(held, ConfigValue) and held.is_class:  # ``conv_block(192, 96)``
+            name = f"{held.module}.{held.name}"
         if name is None:
             return None
         resolved = self.model.resolve(name, file.module)

@@ -1138,3 +1138,39 @@ def test_a_shape_forward_asserts_is_the_input(tmp_path: Path, run_cells: CellRun
     _, cells = run_cells(tmp_path, {"unet.py": ASSERTED_SHAPE})
     unet = cells["Unet"]
     assert (unet.pynative, unet.graph, unet.input_shape) == ("pass", "pass", "(2, 3, 12, 12)")
+
+
+BLOCK_OR_DEFAULT = '''\
+import torch
+from torch import nn
+
+
+class ConvAct(nn.Module):
+    def __init__(self, cin, cout, k=1):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, k, padding=k // 2)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.conv(x))
+
+
+class Mixed(nn.Module):
+    def __init__(self, conv_block=None):
+        super().__init__()
+        conv_block = conv_block or ConvAct
+        self.branch0 = conv_block(12, 8)
+        self.branch1 = conv_block(12, 4, k=3)
+
+    def forward(self, x):
+        return torch.cat([self.branch0(x), self.branch1(x)], 1)
+'''
+
+
+def test_a_block_class_chosen_by_or_gives_the_first_layer(tmp_path: Path,
+                                                          run_cells: CellRun) -> None:
+    # conv_block is None unless given, then ConvAct: its Conv2d takes 12 channels
+    _, cells = run_cells(tmp_path, {"mixed.py": BLOCK_OR_DEFAULT})
+    mixed = cells["Mixed"]
+    assert (mixed.pynative, mixed.graph, mixed.input_shape) == ("pass", "pass",
+                                                                "(2, 12, 16, 16)")
