@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import symtable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
@@ -392,36 +393,40 @@ class Planner(ConstructorFinder):
                     for n, s in zip(required, inputs, strict=True)]
         return as_lists(first), [as_lists(a) for a in alternatives], guessed
 
+    def _forward_params(self, cls: str,
+                        test: Callable[[cst.FunctionDef, cst.Param], bool]) -> set[str]:
+        """The names of ``cls``'s forward parameters after ``self`` that pass ``test``."""
+        qualname = self.model.find_method(cls, "forward")
+        found = self.function_node(qualname) if qualname else None
+        if found is None:
+            return set()
+        node = found[0]
+        return {p.name.value for p in [*node.params.posonly_params, *node.params.params][1:]
+                if test(node, p)}
+
     def _indexes(self, cls: str, depth: int = 0) -> set[str]:
         """``forward``'s parameters that index (``self.running_mean[step]``) and are never
         used as a tensor, directly or handed to a held layer that indexes with them
         (``self.norm(x, step)``): a Python int, 0."""
-        qualname = self.model.find_method(cls, "forward")
-        found = self.function_node(qualname) if qualname and depth < 4 else None
-        if found is None:
-            return set()
-        node = found[0]
-        out: set[str] = set()
-        for param in [*node.params.posonly_params, *node.params.params][1:]:
+        def indexes(node: cst.FunctionDef, param: cst.Param) -> bool:
             name = m.Name(param.name.value)
             if find_all(node.body, m.Attribute(value=name)) or (
                     param.annotation is not None and not m.matches(
                         param.annotation.annotation, m.Name("int"))):
-                continue  # ``step.shape``, ``step: Tensor``: a tensor
+                return False  # ``step.shape``, ``step: Tensor``: a tensor
             if find_all(node.body, m.Subscript(slice=[m.SubscriptElement(m.Index(name))])) \
                     and (_INDEX_NAMES.fullmatch(param.name.value) or find_all(
                         node.body, m.Comparison(left=name))):
-                out.add(param.name.value)  # not ``self.table[ids]``: token indices
-                continue
-            for call in find_all(node.body, m.Call(func=m.Attribute(value=m.Name("self")),
-                                                   args=[m.ZeroOrMore(), m.Arg(name, keyword=None),
-                                                         m.ZeroOrMore()])):
+                return True  # not ``self.table[ids]``: token indices
+            for call in find_all(node.body, m.Call(
+                    func=m.Attribute(value=m.Name("self")),
+                    args=[m.ZeroOrMore(), m.Arg(name, keyword=None), m.ZeroOrMore()])):
                 assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 position = next(i for i, a in enumerate(call.args) if m.matches(a.value, name))
                 if self._indexes_at(cls, call.func.attr.value, position, depth):
-                    out.add(param.name.value)
-                    break
-        return out
+                    return True
+            return False
+        return self._forward_params(cls, indexes) if depth < 4 else set()
 
     def _indexes_at(self, cls: str, attr: str, position: int, depth: int) -> bool:
         """True when the repository layer held as ``self.<attr>`` indexes with its forward's
@@ -440,28 +445,19 @@ class Planner(ConstructorFinder):
         """``forward``'s parameters that take a list of tensors: annotated so
         (``features: List[Tensor]``), or, without an annotation, iterated (``for x in
         features``) and never used as a tensor (``features.shape``)."""
-        qualname = self.model.find_method(cls, "forward")
-        found = self.function_node(qualname) if qualname else None
-        if found is None:
-            return set()
-        node = found[0]
-        out: set[str] = set()
-        for param in [*node.params.posonly_params, *node.params.params][1:]:
+        def listed(node: cst.FunctionDef, param: cst.Param) -> bool:
             name = m.Name(param.name.value)
             if param.annotation is not None:
                 text = cst.Module([]).code_for_node(param.annotation.annotation)
-                if _LIST_OF_TENSORS.match(text):
-                    out.add(param.name.value)
-                continue
+                return _LIST_OF_TENSORS.match(text) is not None
             walked = m.Call(func=m.Name("zip") | m.Name("enumerate"),
                             args=[m.ZeroOrMore(), m.Arg(name), m.ZeroOrMore()])
             iterated = find_all(node.body, m.For(iter=name | walked) | m.CompFor(
                 iter=name | walked))
             as_tensor = find_all(node.body, m.Attribute(value=name, attr=m.Name("shape") | m.Name(
                 "size") | m.Name("dim") | m.Name("view") | m.Name("reshape") | m.Name("dtype")))
-            if iterated and not as_tensor:
-                out.add(param.name.value)
-        return out
+            return bool(iterated) and not as_tensor
+        return self._forward_params(cls, listed)
 
     def _tensor_inputs(self, cls: str, kwargs: dict[str, object], synthesized: bool
                        ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
