@@ -81,8 +81,13 @@ class Planner(ConstructorFinder):
         if found is None:
             return None
         node, file = found
-        if isinstance(node.body, cst.IndentedBlock):  # ``block = block or ConvNormAct``
-            env = constants(node.body.body, env, self.call_hook(file), forget=True)
+        if isinstance(node.body, cst.IndentedBlock):
+            # ``block = block or ConvNormAct``: a local class; local sizes stay unknown, as
+            # the first layer built is not always the first one forward runs (a norm
+            # built before its convolution)
+            local = constants(node.body.body, env, self.call_hook(file), forget=True)
+            env = {**env, **{k: v for k, v in local.items()
+                             if isinstance(v, ConfigValue) and v.is_class}}
             env = self_constants(node.body.body, env, self.call_hook(file))
         base = self.torch_base(cls)
         for call in find_all(node.body, m.Call()):
