@@ -367,6 +367,7 @@ class FileWalker:
         self._calls = _CallIndex([], False)
         self._functions.clear()
         self._ancestors.clear()
+        self.resolver.forget()
         self.values.release()
         self._config_events.clear()
 
@@ -845,6 +846,17 @@ class FileWalker:
         """Record torch names used as values (not called, not part of a longer chain)."""
         if not self.imports_torch or len(self._ancestors) < 2:
             return
+        # The parent first: most names are part of a longer chain or a callee, which
+        # settles it without resolving anything.
+        parent = self._ancestors[-2]
+        kind = type(parent)
+        if kind is cst.Attribute and (parent.value is node  # type: ignore[attr-defined]
+                                      or parent.attr is node):  # type: ignore[attr-defined]
+            return
+        if kind is cst.Call and parent.func is node:  # type: ignore[attr-defined]
+            return
+        if kind is cst.Arg and parent.keyword is node:  # type: ignore[attr-defined]
+            return
         head: cst.BaseExpression = node
         while type(head) is cst.Attribute:
             head = head.value  # type: ignore[attr-defined]
@@ -852,13 +864,6 @@ class FileWalker:
             return
         bound = self.resolver.lookup(head.value)  # type: ignore[attr-defined]
         if bound is None or bound.split(".")[0] not in TORCH_ROOTS:
-            return
-        parent = self._ancestors[-2]
-        if isinstance(parent, cst.Attribute) and (parent.value is node or parent.attr is node):
-            return
-        if isinstance(parent, cst.Call) and parent.func is node:
-            return
-        if isinstance(parent, cst.Arg) and parent.keyword is node:
             return
         if any(isinstance(a, (cst.Annotation, cst.Import, cst.ImportFrom, cst.Decorator))
                for a in self._ancestors[-8:]):

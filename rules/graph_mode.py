@@ -23,6 +23,7 @@ from msready.analyzer.findings import (
     Severity,
 )
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
+from msready.analyzer.syntax import self_attr
 from msready.rules.base import Calls, RepoRule
 from msready.rules.graph_mode_flow import (
     GRAPH,
@@ -536,7 +537,7 @@ class SelfAttributeWrite(GraphRule):
             for element in target.elements:
                 self._check(element.value)
             return
-        if m.matches(target, m.Attribute(value=m.Name("self"))) and not in_init(self.ctx):
+        if self_attr(target) is not None and not in_init(self.ctx):
             self._report(target, self.ctx.text(target))
 
     def _report(self, node: cst.CSTNode, what: str) -> None:

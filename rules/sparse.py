@@ -156,7 +156,7 @@ class SparseMatmul(SparseRule):
         self._report(node, target, t_or(*(self.sparse_operand(o) for o in operands)))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if m.matches(node.operator, m.MatrixMultiply()):
+        if type(node.operator) is cst.MatrixMultiply:
             self._report(node, "@ (sparse operand)", t_or(
                 self.sparse_operand(node.left), self.sparse_operand(node.right)))
 
@@ -403,7 +403,7 @@ class SparseOp(SparseRule):
             *(self.sparse_operand(o) for o in operands))))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if m.matches(node.operator, m.MatrixMultiply()):
+        if type(node.operator) is cst.MatrixMultiply:
             return
         self._report(node, "sparse arithmetic", t_or(
             self.sparse_operand(node.left), self.sparse_operand(node.right)))
@@ -464,7 +464,7 @@ class SparseArgument(SparseRule):
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if self.ctx.function is not None:
             for side in (node.left, node.right):
-                self._use(side, node, "@" if m.matches(node.operator, m.MatrixMultiply())
+                self._use(side, node, "@" if type(node.operator) is cst.MatrixMultiply
                           else "arithmetic")
 
     def _use(self, operand: cst.BaseExpression, node: cst.CSTNode, op: str) -> None:
