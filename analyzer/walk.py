@@ -75,12 +75,12 @@ _Handler = tuple[FileRule, Callable[[cst.CSTNode], object]]
 _TENSOR = "torch.Tensor."
 
 
-class _CallIndex:
-    """The rules' ``visit_Call`` handlers by the calls they declare (:class:`Calls`): a
-    call is handed to those that name its callee, in the rules' order."""
+class _CallPlan:
+    """Which of a rule set's ``visit_Call`` handlers (by their place in the list of
+    them) each call goes to, from the calls the rules declare (:class:`Calls`). Built once
+    per rule set; the choice for a callee, method name and starred-ness is made once."""
 
-    def __init__(self, handlers: list[_Handler], declared: bool) -> None:
-        self.handlers = handlers
+    def __init__(self, rules: Sequence[type[FileRule]], declared: bool) -> None:
         self.every: list[int] = []
         self.targets: dict[str, list[int]] = {}
         self.roots: dict[str, list[int]] = {}
@@ -89,13 +89,14 @@ class _CallIndex:
         self.prefixes: list[tuple[str, int]] = []
         self.any_api: list[int] = []
         self.starred: list[int] = []
-        for i, (rule, _) in enumerate(handlers):
-            calls = type(rule).calls() if declared else None
+        for i, rule in enumerate(rules):
+            calls = rule.calls() if declared else None
             if calls is None:
                 self.every.append(i)
                 continue
             self._add(calls, i)
-        self.selective = len(self.every) < len(handlers)
+        self.selective = len(self.every) < len(rules)
+        self._chosen: dict[tuple[str | None, str | None, bool], tuple[int, ...]] = {}
 
     def _add(self, calls: Calls, i: int) -> None:
         for table, names in ((self.targets, calls.targets), (self.roots, calls.roots),
@@ -108,10 +109,18 @@ class _CallIndex:
         if calls.starred:
             self.starred.append(i)
 
-    def select(self, node: cst.Call, target: str | None) -> list[_Handler]:
-        """The handlers to call for ``node``, whose callee is ``target``."""
-        if not self.selective:
-            return self.handlers
+    def chosen(self, target: str | None, method: str | None, starred: bool) -> tuple[int, ...]:
+        """The handlers (their places, in order) for a call of ``target``, through a
+        method named ``method``, with or without unpacked arguments."""
+        key = (target, method, starred)
+        known = self._chosen.get(key)
+        if known is None:
+            if len(self._chosen) > 50_000:  # a worker's many files: kept bounded
+                self._chosen.clear()
+            known = self._chosen[key] = self._choose(target, method, starred)
+        return known
+
+    def _choose(self, target: str | None, method: str | None, starred: bool) -> tuple[int, ...]:
         chosen = list(self.every)
         if target is not None:
             chosen += self.targets.get(target, ())
@@ -125,13 +134,68 @@ class _CallIndex:
             if api is not None:
                 chosen += self.any_api
                 chosen += self.apis.get(api, ())
-        func = node.func
-        if type(func) is cst.Attribute:
-            chosen += self.methods.get(func.attr.value, ())  # type: ignore[attr-defined]
-        if self.starred and any(arg.star for arg in node.args):
+        if method is not None:
+            chosen += self.methods.get(method, ())
+        if starred:
             chosen += self.starred
+        return tuple(sorted(set(chosen)))
+
+
+class _CallIndex:
+    """The rules' ``visit_Call`` handlers by the calls they declare: a call is handed to
+    those that name its callee, in the rules' order."""
+
+    def __init__(self, handlers: list[_Handler], plan: _CallPlan) -> None:
+        self.handlers = handlers
+        self.plan = plan
+
+    @classmethod
+    def of(cls, handlers: list[_Handler], declared: bool) -> _CallIndex:
+        """An index planned for these handlers alone."""
+        return cls(handlers, _CallPlan([type(rule) for rule, _ in handlers], declared))
+
+    def select(self, node: cst.Call, target: str | None) -> list[_Handler]:
+        """The handlers to call for ``node``, whose callee is ``target``."""
+        plan = self.plan
+        if not plan.selective:
+            return self.handlers
+        func = node.func
+        method = func.attr.value if type(func) is cst.Attribute else None  # type: ignore[attr-defined]
+        starred = bool(plan.starred) and any(arg.star for arg in node.args)
         handlers = self.handlers
-        return [handlers[i] for i in sorted(set(chosen))]
+        return [handlers[i] for i in plan.chosen(target, method, starred)]
+
+
+@dataclasses.dataclass(slots=True)
+class _Dispatch:
+    """A rule set's handlers by node type, as (rule's place, method name), in the rules'
+    order, and the plan of its ``visit_Call`` handlers: found once per rule set (reading
+    every rule class's attributes for each file cost a hundredth of a scan)."""
+
+    visit: dict[type, list[tuple[int, str]]]
+    leave: dict[type, list[tuple[int, str]]]
+    calls: _CallPlan
+
+
+_DISPATCH: dict[tuple[tuple[type[FileRule], ...], bool], _Dispatch] = {}
+
+
+def _dispatch_of(rules: Sequence[type[FileRule]], declared: bool) -> _Dispatch:
+    key = (tuple(rules), declared)
+    found = _DISPATCH.get(key)
+    if found is None:
+        visit: dict[type, list[tuple[int, str]]] = {}
+        leave: dict[type, list[tuple[int, str]]] = {}
+        for i, rule in enumerate(rules):
+            for attr in dir(rule):
+                if attr.startswith(("visit_", "leave_")):
+                    node_type = getattr(cst, attr[6:], None)
+                    if isinstance(node_type, type):
+                        table = visit if attr[0] == "v" else leave
+                        table.setdefault(node_type, []).append((i, attr))
+        on_call = [rules[i] for i, _ in visit.get(cst.Call, [])]
+        found = _DISPATCH[key] = _Dispatch(visit, leave, _CallPlan(on_call, declared))
+    return found
 
 
 @dataclasses.dataclass(slots=True)
@@ -168,7 +232,7 @@ class FileWalker:
         self._rules = [rule(self) for rule in rules]
         self._visit: dict[type, list[_Handler]] = {}
         self._leave: dict[type, list[_Handler]] = {}
-        self._calls = _CallIndex([], False)
+        self._calls = _CallIndex.of([], False)
         self._module_values: dict[str, cst.BaseExpression] = {}
         self._targets: dict[int, tuple[cst.Call, str | None]] = {}
         self._call_index: dict[int, int] = {}
@@ -321,14 +385,12 @@ class FileWalker:
 
     def run(self) -> FileResult:
         """Walk the module once and return the file's facts and findings."""
-        for rule in self._rules:
-            for attr in dir(rule):
-                if attr.startswith(("visit_", "leave_")):
-                    node_type = getattr(cst, attr[6:], None)
-                    if isinstance(node_type, type):
-                        table = self._visit if attr[0] == "v" else self._leave
-                        table.setdefault(node_type, []).append((rule, getattr(rule, attr)))
-        self._calls = _CallIndex(self._visit.get(cst.Call, []), self.declared_calls)
+        rules = self._rules
+        dispatch = _dispatch_of([type(rule) for rule in rules], self.declared_calls)
+        for tables, mine in ((dispatch.visit, self._visit), (dispatch.leave, self._leave)):
+            for node_type, handlers in tables.items():
+                mine[node_type] = [(rules[i], getattr(rules[i], attr)) for i, attr in handlers]
+        self._calls = _CallIndex(self._visit.get(cst.Call, []), dispatch.calls)
         module = self.parsed.module
         self._prebind(module)
         # A node to enter, or (node,) to leave once its children are done.
@@ -364,7 +426,7 @@ class FileWalker:
         self._rules.clear()
         self._visit.clear()
         self._leave.clear()
-        self._calls = _CallIndex([], False)
+        self._calls = _CallIndex.of([], False)
         self._functions.clear()
         self._ancestors.clear()
         self.resolver.forget()
@@ -409,7 +471,7 @@ class FileWalker:
                     table[kind] = kept
                 else:
                     del table[kind]
-        self._calls = _CallIndex(self._visit.get(cst.Call, []), self.declared_calls)
+        self._calls = _CallIndex.of(self._visit.get(cst.Call, []), self.declared_calls)
 
     def _rule_crashed(self, rule: FileRule, node: cst.CSTNode, exc: Exception) -> None:
         span = self.span(node) or Span(1, 1, 1, 1)
