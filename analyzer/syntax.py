@@ -10,9 +10,12 @@ import typing
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
+
+if TYPE_CHECKING:
+    import libcst.matchers as m
 
 _SKIP_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
                         "lines_after_decorators", "header", "footer", "equal", "colon", "dot",
@@ -235,6 +238,8 @@ def read_with(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
 
 def _matched_types(matcher: object) -> frozenset[type] | None:
     """The node types a matcher can match (None: it does not say)."""
+    import libcst.matchers as m  # only the Cells' generator uses matchers: see is_name
+
     if isinstance(matcher, m.OneOf):
         kinds = [_matched_types(option) for option in matcher.options]
         return None if any(k is None for k in kinds) else frozenset().union(*kinds)  # type: ignore[arg-type]
@@ -248,6 +253,8 @@ def find_all(node: cst.CSTNode, matcher: m.BaseMatcherNode | m.OneOf[m.BaseMatch
     """The nodes at or below ``node`` that ``matcher`` matches, as ``m.findall`` finds
     them, without rebuilding the tree: only nodes of the types the matcher names are
     tried."""
+    import libcst.matchers as m
+
     kinds = _matched_types(matcher)
     return [n for n in descendants(node)
             if (kinds is None or type(n) in kinds) and m.matches(n, matcher)]
@@ -374,6 +381,13 @@ def unpack(target: cst.BaseExpression,
             yield from unpack(element.value, part)
     elif isinstance(target, cst.StarredElement):
         yield from unpack(target.value, value)
+
+
+def is_name(expr: cst.CSTNode, value: str | None = None) -> bool:
+    """True for a bare name (``value``, when given): what ``m.Name(value)`` matches, without
+    libcst's matchers, whose module alone takes a fifth of a second to import in every
+    process that walks files."""
+    return type(expr) is cst.Name and (value is None or expr.value == value)  # type: ignore[attr-defined]
 
 
 def self_attr(expr: cst.BaseExpression) -> str | None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from importlib import resources
 
 import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
+from msready.analyzer.syntax import is_name
 from msready.rules.base import Calls, FileContext, FileRule
 from msready.rules.graph_mode_flow import DEVICE_MOVES, call_is_device_move, python_value
 
@@ -119,8 +119,7 @@ def _mode_call(call: cst.Call) -> bool:
     not ``df.eval("a + b")``."""
     if not call.args:
         return True
-    return len(call.args) == 1 and m.matches(call.args[0].value, m.Name("True") | m.Name("False")
-                                             | m.Name())
+    return len(call.args) == 1 and is_name(call.args[0].value)  # True, False or a flag
 
 
 def method_advice(ctx: FileContext, call: cst.Call) -> Advice | None:

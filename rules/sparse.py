@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.findings import CALLERS, Category, Confidence, Scope, Severity
+from msready.analyzer.syntax import is_name
 from msready.analyzer.values import Expr, Truth, t_and, t_not, t_or
 from msready.rules.base import Calls, FileContext, FileRule
 from msready.rules.dynamic_shape_calls import argument, receiver, torch_api
@@ -286,7 +286,7 @@ class SparseEmbedding(SparseRule):
         if target not in self.APIS:
             return
         sparse = argument(node, "sparse", 99)
-        if sparse is None or not m.matches(sparse, m.Name("True")):
+        if sparse is None or not is_name(sparse, "True"):
             return
         self.report(
             node,
