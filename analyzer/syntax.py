@@ -128,6 +128,11 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 _READERS: dict[type, typing.Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
 
 
+def has_children(node_type: type) -> bool:
+    """False for a node type that never has children (a name, a number, an operator)."""
+    return bool(_plan(node_type))
+
+
 def _reader(node_type: type) -> typing.Callable[[cst.CSTNode], list[cst.CSTNode]]:
     """A function that lists the children of a node of ``node_type``: its fields read one
     after the other as :func:`_plan` says, written out once per type (a loop over the

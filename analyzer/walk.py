@@ -43,6 +43,7 @@ from msready.analyzer.syntax import (
     blocks,
     children,
     element_of,
+    has_children,
     literal_of,
     self_attr,
     tensor_methods,
@@ -175,6 +176,29 @@ class _Dispatch:
     visit: dict[type, list[tuple[int, str]]]
     leave: dict[type, list[tuple[int, str]]]
     calls: _CallPlan
+    # node type -> how the walk treats it: _INNER (enter, children, leave), _LEAF (no
+    # children: enter and leave) or _INERT (no children and nothing acts on it: skipped;
+    # a third of the nodes are names and a tenth are numbers, strings and operators).
+    kinds: dict[type, int] = dataclasses.field(default_factory=dict)
+
+    def kind(self, node_type: type) -> int:
+        """How the walk treats nodes of ``node_type`` (found once per type)."""
+        found = self.kinds.get(node_type)
+        if found is None:
+            if has_children(node_type):
+                found = _INNER
+            elif node_type in _ACTED_ON or node_type in self.visit or node_type in self.leave:
+                found = _LEAF
+            else:
+                found = _INERT
+            self.kinds[node_type] = found
+        return found
+
+
+_INNER, _LEAF, _INERT = range(3)
+# The node types the walk itself (or the positions or the configuration reader it drives)
+# acts on, besides the rules' handlers.
+_ACTED_ON = _ENTERED | _LEFT | NOTED | READ_NODES
 
 
 _DISPATCH: dict[tuple[tuple[type[FileRule], ...], bool], _Dispatch] = {}
@@ -397,12 +421,22 @@ class FileWalker:
         stack: list[cst.CSTNode | tuple[cst.CSTNode]] = [module]
         pop, push, extend = stack.pop, stack.append, stack.extend
         enter, leave = self._enter, self._exit
+        kinds, kind_of = dispatch.kinds, dispatch.kind
         while stack:
             node = pop()
-            if type(node) is tuple:
-                leave(node[0])
+            kind = type(node)
+            if kind is tuple:
+                leave(node[0])  # type: ignore[index]
+                continue
+            how = kinds.get(kind)
+            if how is None:
+                how = kind_of(kind)
+            if how == _INERT:
                 continue
             enter(node)  # type: ignore[arg-type]
+            if how == _LEAF:
+                leave(node)  # type: ignore[arg-type]
+                continue
             below = children(node)  # type: ignore[arg-type]
             if below:
                 push((node,))  # type: ignore[arg-type]

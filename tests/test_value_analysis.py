@@ -303,3 +303,12 @@ def test_equal_constants_of_different_types_stay_apart() -> None:
         [atom] = second
         assert type(atom.const) is type(b) and atom.const == b
         assert len(join(first, second)) == 2
+
+
+def test_a_scalar_constant_is_made_once_per_type_and_value() -> None:
+    from msready.analyzer.values import Kind, const
+
+    assert const(1) is const(1)
+    kinds = {next(iter(const(v))).const_type for v in (1, True, 1.0, "1", (1,), (True,))}
+    assert kinds == {"int", "bool", "float", "str", "(int)", "(bool)"}
+    assert all(next(iter(const(v))).kind is Kind.CONST for v in (1, True, None))
