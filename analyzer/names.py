@@ -34,10 +34,10 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a chain of attributes on a name, None for anything else."""
     parts: list[str] = []
     node: cst.BaseExpression = expr
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
+    while type(node) is cst.Attribute:  # no isinstance: libcst's classes are slow ABCs
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))

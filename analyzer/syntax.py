@@ -396,7 +396,7 @@ def is_name(expr: cst.CSTNode, value: str | None = None) -> bool:
 
 
 def self_attr(expr: cst.BaseExpression) -> str | None:
-    if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
-            and expr.value.value == "self"):
-        return expr.attr.value
+    if (type(expr) is cst.Attribute and type(expr.value) is cst.Name  # type: ignore[attr-defined]
+            and expr.value.value == "self"):  # type: ignore[attr-defined]
+        return expr.attr.value  # type: ignore[attr-defined,no-any-return]
     return None

@@ -73,6 +73,10 @@ _ENTERED = frozenset({cst.Name, cst.Attribute, cst.Call, cst.Import, cst.ImportF
 _LEFT = frozenset({cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.AugAssign,
                    cst.Call, cst.Return})
 _Handler = tuple[FileRule, Callable[[cst.CSTNode], object]]
+# Where a torch name is no reference to record. (Type checks rather than isinstance: libcst's
+# node classes are ABCs, whose isinstance is several times slower, and these have no
+# subclasses.)
+_NOT_REFERENCES = frozenset({cst.Annotation, cst.Import, cst.ImportFrom, cst.Decorator})
 _TENSOR = "torch.Tensor."
 
 
@@ -689,7 +693,7 @@ class FileWalker:
 
     def _on_assign(self, single: cst.BaseAssignTargetExpression | None, value: cst.BaseExpression,
                    targets: list[cst.BaseAssignTargetExpression]) -> None:
-        alias = self.qualify(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        alias = self.qualify(value) if type(value) in (cst.Name, cst.Attribute) else None
         if alias is not None and alias.startswith("builtins."):
             alias = None
         at_module = self.resolver.current.kind == "module"
@@ -961,8 +965,7 @@ class FileWalker:
         bound = self.resolver.lookup(head.value)  # type: ignore[attr-defined]
         if bound is None or bound.split(".")[0] not in TORCH_ROOTS:
             return
-        if any(isinstance(a, (cst.Annotation, cst.Import, cst.ImportFrom, cst.Decorator))
-               for a in self._ancestors[-8:]):
+        if any(type(a) in _NOT_REFERENCES for a in self._ancestors[-8:]):
             return
         target = self.qualify(node)
         if target is None or target.split(".")[0] not in TORCH_ROOTS or "." not in target:

@@ -532,7 +532,7 @@ class SelfAttributeWrite(GraphRule):
             self._report(node, "setattr(self, ...)")
 
     def _check(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 self._check(element.value)
             return
