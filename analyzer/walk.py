@@ -834,7 +834,7 @@ class FileWalker:
         if index is None:
             return
         arg_values = tuple(self.values.expr(a.value) for a in node.args)
-        self.result.calls[index] = dataclasses.replace(site, recv=recv, arg_values=arg_values)
+        self.result.calls[index] = site.with_values(recv, arg_values)
 
     @staticmethod
     def _may_run_code(value: Expr | None) -> bool:
