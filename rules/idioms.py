@@ -242,8 +242,9 @@ def _advised(ctx: FileContext, node: cst.Decorator | cst.ClassDef | cst.Assign) 
         advice = lookup(name)
         if advice is not None and name is not None:
             found.append((part, name, advice))
-    _last_advised[:] = [(node, tuple(found))]
-    return _last_advised[0][1]
+    advised = tuple(found)
+    _last_advised[:] = [(node, advised)]
+    return advised
 
 
 class DeviceHandling(_IdiomRule):
