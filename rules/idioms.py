@@ -225,8 +225,9 @@ def _advised(ctx: FileContext, node: cst.Decorator | cst.ClassDef | cst.Assign) 
     """The table entries a decorator, a class's bases or an assignment's targets name,
     each with the part of ``node`` it is reported at. Every idiom rule asks about the same
     node in turn (and keeps only its own entries), so the answer for the last node is kept."""
-    if _last_advised and _last_advised[0][0] is node:
-        return _last_advised[0][1]
+    last = _last_advised[0] if _last_advised else None
+    if last is not None and last[0] is node:
+        return last[1]
     parts: list[tuple[cst.CSTNode, cst.BaseExpression]] = []
     if type(node) is cst.Decorator:
         if type(node.decorator) is cst.Name or type(node.decorator) is cst.Attribute:
