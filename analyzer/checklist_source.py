@@ -55,9 +55,10 @@ class _Tree:
 
 
 def _method_calls(nodes: Sequence[cst.CSTNode], name: str) -> list[cst.Call]:
-    return [n for top in nodes for n in descendants(top)
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-            and n.func.attr.value == name]
+    # Type checks, not isinstance: libcst's node classes are ABCs, whose isinstance is slow.
+    return [n for top in nodes for n in descendants(top)  # type: ignore[misc]
+            if type(n) is cst.Call and type(n.func) is cst.Attribute  # type: ignore[attr-defined]
+            and n.func.attr.value == name]  # type: ignore[attr-defined]
 
 
 def _body(node: cst.For | cst.While | cst.If) -> Sequence[cst.BaseStatement]:
@@ -66,7 +67,7 @@ def _body(node: cst.For | cst.While | cst.If) -> Sequence[cst.BaseStatement]:
 
 
 def _has_modulo(expr: cst.BaseExpression) -> bool:
-    return any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+    return any(type(n) is cst.BinaryOperation and type(n.operator) is cst.Modulo  # type: ignore[attr-defined]
                for n in descendants(expr))
 
 
@@ -89,7 +90,7 @@ def accumulation_facts(tree: _Tree) -> Iterator[ConfigValue]:
     under ``if <i> % <k> ...`` (an optimizer being what the loop calls ``zero_grad()`` on;
     ``if epoch % 10 == 0: scheduler.step()`` is not accumulation)."""
     for loop in tree.nodes:
-        if not isinstance(loop, (cst.For, cst.While)):
+        if type(loop) is not cst.For and type(loop) is not cst.While:
             continue
         body = _body(loop)
         if not _method_calls(body, "backward"):
@@ -97,7 +98,7 @@ def accumulation_facts(tree: _Tree) -> Iterator[ConfigValue]:
         zeroed = {tree.text(c.func.value) for c in _method_calls(body, "zero_grad")
                   if isinstance(c.func, cst.Attribute)}
         for node in descendants(loop):
-            if (isinstance(node, cst.If) and _has_modulo(node.test)
+            if (type(node) is cst.If and _has_modulo(node.test)
                     and _steps_an_optimizer(tree, _body(node), zeroed)):
                 fact = tree.fact("gradient accumulation", "step every k iterations",
                                  f"optimizer step under if {tree.text(node.test)}", node)
@@ -116,18 +117,18 @@ def _lr_container(target: cst.BaseExpression) -> cst.BaseExpression | None:
 
 
 def _mentions_param_groups(expr: cst.CSTNode) -> bool:
-    return any(isinstance(n, cst.Attribute) and n.attr.value == "param_groups"
+    return any(type(n) is cst.Attribute and n.attr.value == "param_groups"  # type: ignore[attr-defined]
                for n in descendants(expr))
 
 
 def lr_update_facts(tree: _Tree) -> Iterator[ConfigValue]:
     """A hand-written learning-rate policy: ``group["lr"] = ...`` for the groups of
     ``optimizer.param_groups`` (in a loop over them or indexed directly)."""
-    groups = {loop.target.value for loop in tree.nodes
-              if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)
-              and _mentions_param_groups(loop.iter)}
+    groups = {loop.target.value for loop in tree.nodes  # type: ignore[attr-defined]
+              if type(loop) is cst.For and type(loop.target) is cst.Name  # type: ignore[attr-defined]
+              and _mentions_param_groups(loop.iter)}  # type: ignore[attr-defined]
     for node in tree.nodes:
-        if not isinstance(node, cst.Assign):
+        if type(node) is not cst.Assign:
             continue
         for target in node.targets:
             container = _lr_container(target.target)

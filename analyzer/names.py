@@ -34,10 +34,10 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a chain of attributes on a name, None for anything else."""
     parts: list[str] = []
     node: cst.BaseExpression = expr
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
+    while type(node) is cst.Attribute:  # no isinstance: libcst's classes are slow ABCs
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
@@ -79,6 +79,14 @@ class Resolver:
     module: str
     is_package: bool
     scopes: list[ScopeNames] = field(default_factory=list)
+    # Bumped whenever a binding or a scope changes: a name qualified at one generation
+    # means the same until the next.
+    generation: int = 0
+    # node id -> (node, generation, qualified name): the rules and the walk ask for the
+    # same nodes again and again (a call's callee, an assignment's target, by a dozen
+    # rules each); the node is held so that its id stays its own.
+    _qualified: dict[int, tuple[cst.BaseExpression, int, str | None]] = field(
+        default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.scopes:
@@ -91,15 +99,22 @@ class Resolver:
 
     def push(self, kind: str, qualname: str) -> None:
         """Enter a class or function scope."""
+        self.generation += 1
         self.scopes.append(ScopeNames(kind, qualname))
 
     def pop(self) -> None:
         """Leave the innermost scope."""
+        self.generation += 1
         self.scopes.pop()
 
     def bind(self, name: str, target: str) -> None:
         """Bind ``name`` in the innermost scope (``LOCAL`` shadows outer bindings)."""
+        self.generation += 1
         self.current.bindings[name] = target
+
+    def forget(self) -> None:
+        """Drop the names qualified so far (and the nodes held with them)."""
+        self._qualified.clear()
 
     def lookup(self, name: str) -> str | None:
         """The qualified target of a bare name, or None when it is local or unknown."""
@@ -116,7 +131,16 @@ class Resolver:
         return None
 
     def qualify(self, expr: cst.BaseExpression) -> str | None:
-        """The fully qualified name of a name or attribute chain, or None."""
+        """The fully qualified name of a name or attribute chain, or None (found once
+        per node while the bindings stay as they are)."""
+        known = self._qualified.get(id(expr))
+        if known is not None and known[1] == self.generation and known[0] is expr:
+            return known[2]
+        qualified = self._qualify(expr)
+        self._qualified[id(expr)] = (expr, self.generation, qualified)
+        return qualified
+
+    def _qualify(self, expr: cst.BaseExpression) -> str | None:
         name = dotted(expr)
         if name is None:
             return None

@@ -15,6 +15,7 @@ import tokenize
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import libcst as cst
 from libcst._nodes.base import CSTNode
@@ -36,6 +37,26 @@ _TOO_LARGE_FIX = ("Exclude generated or data files with `tool.msready.exclude`; 
 MAX_BRACKET_DEPTH = 200
 _BRACKETS = re.compile(r"[()\[\]{}]")
 _OPEN = frozenset("([{")
+_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+
+
+def _deepest(text: str) -> int:
+    """How deep the brackets of ``text`` nest (a closing bracket with none open counts as
+    nothing)."""
+    brackets = "".join(_BRACKETS.findall(text))
+    depths = list(accumulate(map(_STEP.__getitem__, brackets)))  # the loop in C
+    if not depths:
+        return 0
+    if min(depths) >= 0:  # no bracket closes more than were open: the running sum is it
+        return max(depths)
+    depth = deepest = 0
+    for bracket in brackets:
+        if bracket in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +125,11 @@ class Parsed:
 
 def _line_starts(text: str) -> list[int]:
     starts = [0]
-    for match in re.finditer(r"\r\n|\r|\n", text):
-        starts.append(match.end())
+    if "\r" in text:
+        for match in re.finditer(r"\r\n|\r|\n", text):
+            starts.append(match.end())
+    else:  # the usual case: the lines' lengths added up in C, not a match object per line
+        starts.extend(accumulate(len(line) + 1 for line in text.split("\n")[:-1]))
     if starts[-1] == len(text) and len(starts) > 1:
         starts.pop()
     return starts
@@ -141,14 +165,7 @@ def decode(data: bytes) -> str | ParseFailure:
 
 
 def _too_deep(text: str) -> ParseFailure | None:
-    depth = deepest = 0
-    for match in _BRACKETS.finditer(text):
-        if match.group() in _OPEN:
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth = max(depth - 1, 0)
-    if deepest <= MAX_BRACKET_DEPTH:
+    if _deepest(text) <= MAX_BRACKET_DEPTH:
         return None
     # Brackets inside strings and comments count above; let CPython decide.
     try:

@@ -188,6 +188,11 @@ class Cache:
 
     def put_any(self, key: str, value: object) -> None:
         """Store a value; a full or read-only disk only disables the cache."""
+        if self.enabled:
+            self.put_bytes(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def put_bytes(self, key: str, blob: bytes) -> None:
+        """Store a value already pickled; a full or read-only disk only disables the cache."""
         if not self.enabled:
             return
         folder = self.directory / key[:2]
@@ -195,7 +200,7 @@ class Cache:
             folder.mkdir(exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=folder)
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                handle.write(blob)
             os.replace(tmp, folder / key)
         except OSError:
             self.enabled = False
@@ -211,6 +216,13 @@ def analyze_safely(rel: str, data: bytes) -> FileResult:
             _ORIGIN,
             suggestion="Report the failure to msready; none of this file's code is checked.")
         return _failed(rel, *module_name(rel), [failure])
+
+
+def analyze_pickled(rel: str, data: bytes) -> bytes:
+    """:func:`analyze_safely`'s result pickled, as a worker process sends it: the main
+    process writes these bytes to the cache as they are and loads them once, instead of
+    loading the result from the pipe and pickling it again for the cache."""
+    return pickle.dumps(analyze_safely(rel, data), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def read_files(files: list[SourceFile]) -> dict[str, bytes | OSError]:
@@ -260,28 +272,40 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
     if progress:
         progress(done, total)
     jobs = options.jobs or os.cpu_count() or 1
-    outputs: Iterable[tuple[str, FileResult | Lost]]
+    outputs: Iterable[tuple[str, FileResult | bytes | Lost]]
     if jobs > 1 and len(todo) >= _PARALLEL_MIN_FILES:
-        pool = WorkerPool(analyze_safely, jobs)
+        pool = WorkerPool(analyze_pickled, jobs)
         pool.start()
         if meanwhile is not None:
             meanwhile()
-        outputs = pool.run(_handed_out(todo))
+        outputs = pool.run(_handed_out(_largest_first(todo)))
     else:
         outputs = ((rel, analyze_safely(rel, data)) for rel, data in _handed_out(todo))
     for rel, output in outputs:
         if isinstance(output, Lost):
             results[rel] = lost_file(rel, output.how)
             complete = False  # a lost file is neither cached nor part of a cached whole
+        elif isinstance(output, bytes):  # from a worker: cached as it came
+            if cache and keys[rel]:
+                cache.put_bytes(keys[rel] or "", output)
+            results[rel] = pickle.loads(output)
         else:
+            if cache and keys[rel]:
+                cache.put(keys[rel] or "", output)
             results[rel] = output
-            key = keys[rel]
-            if cache and key:
-                cache.put(key, output)
         done += 1
         if progress:
             progress(done, total)
     return [results[f.rel] for f in files], whole.hexdigest() if cache and complete else None
+
+
+def _largest_first(todo: deque[tuple[str, bytes]]) -> deque[tuple[str, bytes]]:
+    """The files of ``todo``, largest first: a large file handed out last would keep one
+    worker busy while the others have nothing left to do (results are gathered by path,
+    so the order changes nothing else)."""
+    ordered = sorted(todo, key=lambda item: len(item[1]), reverse=True)
+    todo.clear()  # each file's bytes are let go as soon as a worker has them
+    return deque(ordered)
 
 
 def _handed_out(todo: deque[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:

@@ -10,9 +10,12 @@ import typing
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
+
+if TYPE_CHECKING:
+    import libcst.matchers as m
 
 _SKIP_FIELD_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines",
                         "lines_after_decorators", "header", "footer", "equal", "colon", "dot",
@@ -116,22 +119,51 @@ def _plan(node_type: type) -> tuple[tuple[str, int], ...]:
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The syntactically meaningful children of a node, in source order (read as each
     field's declared type says: a field declared to hold nodes is not checked again)."""
-    plan = _PLANS.get(type(node)) or _plan(type(node))
-    out: list[cst.CSTNode] = []
-    for name, mode in plan:
-        value = getattr(node, name)
-        if mode == _NODE:
-            out.append(value)
-        elif mode == _NODES:
-            out.extend(value)
-        elif mode == _OPTIONAL:
-            if value is not None:
-                out.append(value)
-        elif type(value) in (tuple, list):
-            out.extend(item for item in value if _is_node(item))
-        elif _is_node(value):
-            out.append(value)
-    return out
+    read = _READERS.get(type(node))
+    if read is None:
+        read = _READERS[type(node)] = _reader(type(node))
+    return read(node)
+
+
+_READERS: dict[type, typing.Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
+
+
+def has_children(node_type: type) -> bool:
+    """False for a node type that never has children (a name, a number, an operator)."""
+    return bool(_plan(node_type))
+
+
+def _reader(node_type: type) -> typing.Callable[[cst.CSTNode], list[cst.CSTNode]]:
+    """A function that lists the children of a node of ``node_type``: its fields read one
+    after the other as :func:`_plan` says, written out once per type (a loop over the
+    plan, run for each of the millions of nodes a scan walks, cost about a third more)."""
+    plan = _plan(node_type)
+    if all(mode == _NODE for _, mode in plan):
+        body = ["    return [" + ", ".join(f"node.{name}" for name, _ in plan) + "]"]
+    else:
+        body = ["    out = []"]
+        for name, mode in plan:
+            if mode == _NODE:
+                body.append(f"    out.append(node.{name})")
+            elif mode == _NODES:
+                body.append(f"    out.extend(node.{name})")
+            elif mode == _OPTIONAL:
+                body += [f"    if node.{name} is not None:", f"        out.append(node.{name})"]
+            else:
+                body.append(f"    _any_children(out, node.{name})")
+        body.append("    return out")
+    namespace: dict[str, typing.Any] = {"_any_children": _any_children}
+    exec("def read(node):\n" + "\n".join(body) + "\n", namespace)
+    read: typing.Callable[[cst.CSTNode], list[cst.CSTNode]] = namespace["read"]
+    return read
+
+
+def _any_children(out: list[cst.CSTNode], value: object) -> None:
+    """Add the nodes a field of no declared node type holds."""
+    if type(value) in (tuple, list):
+        out.extend(item for item in value if _is_node(item))  # type: ignore[attr-defined]
+    elif _is_node(value):
+        out.append(value)  # type: ignore[arg-type]
 
 
 # torch names whose results are not tensors: modules, devices, flags, states, files.
@@ -211,6 +243,8 @@ def read_with(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
 
 def _matched_types(matcher: object) -> frozenset[type] | None:
     """The node types a matcher can match (None: it does not say)."""
+    import libcst.matchers as m  # only the Cells' generator uses matchers: see is_name
+
     if isinstance(matcher, m.OneOf):
         kinds = [_matched_types(option) for option in matcher.options]
         return None if any(k is None for k in kinds) else frozenset().union(*kinds)  # type: ignore[arg-type]
@@ -224,6 +258,8 @@ def find_all(node: cst.CSTNode, matcher: m.BaseMatcherNode | m.OneOf[m.BaseMatch
     """The nodes at or below ``node`` that ``matcher`` matches, as ``m.findall`` finds
     them, without rebuilding the tree: only nodes of the types the matcher names are
     tried."""
+    import libcst.matchers as m
+
     kinds = _matched_types(matcher)
     return [n for n in descendants(node)
             if (kinds is None or type(n) in kinds) and m.matches(n, matcher)]
@@ -262,8 +298,27 @@ def literal_of(value: cst.BaseExpression, text: str) -> tuple[object, bool]:
     if (kind is cst.SimpleString or kind is cst.Imaginary) and not value.lpar:  # type: ignore[attr-defined]
         return _token_literal(text)
     if kind in _LITERAL_NODES and len(text) <= MAX_ARG_TEXT:
-        return _literal(text)
+        return _shared_literal(text)
     return None, False
+
+
+_SHARED: dict[str, tuple[object, bool]] = {}
+
+
+def _shared_literal(text: str) -> tuple[object, bool]:
+    """:func:`_literal`, read once per text when the value is immutable (``-1``,
+    ``(3, 3)``: the same few recur in every file); a mutable one (a list) is made anew."""
+    found = _SHARED.get(text)
+    if found is None:
+        found = _literal(text)
+        try:
+            hash(found)
+        except TypeError:
+            return found
+        if len(_SHARED) > 20_000:
+            _SHARED.clear()
+        _SHARED[text] = found
+    return found
 
 
 _LITERAL_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
@@ -333,8 +388,15 @@ def unpack(target: cst.BaseExpression,
         yield from unpack(target.value, value)
 
 
+def is_name(expr: cst.CSTNode, value: str | None = None) -> bool:
+    """True for a bare name (``value``, when given): what ``m.Name(value)`` matches, without
+    libcst's matchers, whose module alone takes a fifth of a second to import in every
+    process that walks files."""
+    return type(expr) is cst.Name and (value is None or expr.value == value)  # type: ignore[attr-defined]
+
+
 def self_attr(expr: cst.BaseExpression) -> str | None:
-    if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
-            and expr.value.value == "self"):
-        return expr.attr.value
+    if (type(expr) is cst.Attribute and type(expr.value) is cst.Name  # type: ignore[attr-defined]
+            and expr.value.value == "self"):  # type: ignore[attr-defined]
+        return expr.attr.value  # type: ignore[attr-defined,no-any-return]
     return None

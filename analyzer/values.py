@@ -126,7 +126,21 @@ def const(value: object) -> Value:
         hash(value)
     except TypeError:
         return PYTHON
-    return one(Kind.CONST, const=value, const_type=_type_of(value))
+    if isinstance(value, tuple):
+        return one(Kind.CONST, const=value, const_type=_type_of(value))
+    kind = type(value)
+    # A scalar's value is found once per type and value (every ``0``, ``1`` and ``"cpu"``
+    # of a scan); by type too, since True == 1 == 1.0.
+    key = (kind, value)
+    found = _CONSTANTS.get(key)
+    if found is None:
+        found = one(Kind.CONST, const=value, const_type=kind.__name__)
+        if len(_CONSTANTS) < 50_000:
+            _CONSTANTS[key] = found
+    return found
+
+
+_CONSTANTS: dict[tuple[type, object], Value] = {}
 
 
 def _type_of(value: object) -> str:

@@ -43,6 +43,7 @@ from msready.analyzer.syntax import (
     blocks,
     children,
     element_of,
+    has_children,
     literal_of,
     self_attr,
     tensor_methods,
@@ -72,15 +73,19 @@ _ENTERED = frozenset({cst.Name, cst.Attribute, cst.Call, cst.Import, cst.ImportF
 _LEFT = frozenset({cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.AugAssign,
                    cst.Call, cst.Return})
 _Handler = tuple[FileRule, Callable[[cst.CSTNode], object]]
+# Where a torch name is no reference to record. (Type checks rather than isinstance: libcst's
+# node classes are ABCs, whose isinstance is several times slower, and these have no
+# subclasses.)
+_NOT_REFERENCES = frozenset({cst.Annotation, cst.Import, cst.ImportFrom, cst.Decorator})
 _TENSOR = "torch.Tensor."
 
 
-class _CallIndex:
-    """The rules' ``visit_Call`` handlers by the calls they declare (:class:`Calls`): a
-    call is handed to those that name its callee, in the rules' order."""
+class _CallPlan:
+    """Which of a rule set's ``visit_Call`` handlers (by their place in the list of
+    them) each call goes to, from the calls the rules declare (:class:`Calls`). Built once
+    per rule set; the choice for a callee, method name and starred-ness is made once."""
 
-    def __init__(self, handlers: list[_Handler], declared: bool) -> None:
-        self.handlers = handlers
+    def __init__(self, rules: Sequence[type[FileRule]], declared: bool) -> None:
         self.every: list[int] = []
         self.targets: dict[str, list[int]] = {}
         self.roots: dict[str, list[int]] = {}
@@ -89,13 +94,14 @@ class _CallIndex:
         self.prefixes: list[tuple[str, int]] = []
         self.any_api: list[int] = []
         self.starred: list[int] = []
-        for i, (rule, _) in enumerate(handlers):
-            calls = type(rule).calls() if declared else None
+        for i, rule in enumerate(rules):
+            calls = rule.calls() if declared else None
             if calls is None:
                 self.every.append(i)
                 continue
             self._add(calls, i)
-        self.selective = len(self.every) < len(handlers)
+        self.selective = len(self.every) < len(rules)
+        self._chosen: dict[tuple[str | None, str | None, bool], tuple[int, ...]] = {}
 
     def _add(self, calls: Calls, i: int) -> None:
         for table, names in ((self.targets, calls.targets), (self.roots, calls.roots),
@@ -108,10 +114,18 @@ class _CallIndex:
         if calls.starred:
             self.starred.append(i)
 
-    def select(self, node: cst.Call, target: str | None) -> list[_Handler]:
-        """The handlers to call for ``node``, whose callee is ``target``."""
-        if not self.selective:
-            return self.handlers
+    def chosen(self, target: str | None, method: str | None, starred: bool) -> tuple[int, ...]:
+        """The handlers (their places, in order) for a call of ``target``, through a
+        method named ``method``, with or without unpacked arguments."""
+        key = (target, method, starred)
+        known = self._chosen.get(key)
+        if known is None:
+            if len(self._chosen) > 50_000:  # a worker's many files: kept bounded
+                self._chosen.clear()
+            known = self._chosen[key] = self._choose(target, method, starred)
+        return known
+
+    def _choose(self, target: str | None, method: str | None, starred: bool) -> tuple[int, ...]:
         chosen = list(self.every)
         if target is not None:
             chosen += self.targets.get(target, ())
@@ -125,13 +139,91 @@ class _CallIndex:
             if api is not None:
                 chosen += self.any_api
                 chosen += self.apis.get(api, ())
-        func = node.func
-        if type(func) is cst.Attribute:
-            chosen += self.methods.get(func.attr.value, ())  # type: ignore[attr-defined]
-        if self.starred and any(arg.star for arg in node.args):
+        if method is not None:
+            chosen += self.methods.get(method, ())
+        if starred:
             chosen += self.starred
+        return tuple(sorted(set(chosen)))
+
+
+class _CallIndex:
+    """The rules' ``visit_Call`` handlers by the calls they declare: a call is handed to
+    those that name its callee, in the rules' order."""
+
+    def __init__(self, handlers: list[_Handler], plan: _CallPlan) -> None:
+        self.handlers = handlers
+        self.plan = plan
+
+    @classmethod
+    def of(cls, handlers: list[_Handler], declared: bool) -> _CallIndex:
+        """An index planned for these handlers alone."""
+        return cls(handlers, _CallPlan([type(rule) for rule, _ in handlers], declared))
+
+    def select(self, node: cst.Call, target: str | None) -> list[_Handler]:
+        """The handlers to call for ``node``, whose callee is ``target``."""
+        plan = self.plan
+        if not plan.selective:
+            return self.handlers
+        func = node.func
+        method = func.attr.value if type(func) is cst.Attribute else None  # type: ignore[attr-defined]
+        starred = bool(plan.starred) and any(arg.star for arg in node.args)
         handlers = self.handlers
-        return [handlers[i] for i in sorted(set(chosen))]
+        return [handlers[i] for i in plan.chosen(target, method, starred)]
+
+
+@dataclasses.dataclass(slots=True)
+class _Dispatch:
+    """A rule set's handlers by node type, as (rule's place, method name), in the rules'
+    order, and the plan of its ``visit_Call`` handlers: found once per rule set (reading
+    every rule class's attributes for each file cost a hundredth of a scan)."""
+
+    visit: dict[type, list[tuple[int, str]]]
+    leave: dict[type, list[tuple[int, str]]]
+    calls: _CallPlan
+    # node type -> how the walk treats it: _INNER (enter, children, leave), _LEAF (no
+    # children: enter and leave) or _INERT (no children and nothing acts on it: skipped;
+    # a third of the nodes are names and a tenth are numbers, strings and operators).
+    kinds: dict[type, int] = dataclasses.field(default_factory=dict)
+
+    def kind(self, node_type: type) -> int:
+        """How the walk treats nodes of ``node_type`` (found once per type)."""
+        found = self.kinds.get(node_type)
+        if found is None:
+            if has_children(node_type):
+                found = _INNER
+            elif node_type in _ACTED_ON or node_type in self.visit or node_type in self.leave:
+                found = _LEAF
+            else:
+                found = _INERT
+            self.kinds[node_type] = found
+        return found
+
+
+_INNER, _LEAF, _INERT = range(3)
+# The node types the walk itself (or the positions or the configuration reader it drives)
+# acts on, besides the rules' handlers.
+_ACTED_ON = _ENTERED | _LEFT | NOTED | READ_NODES
+
+
+_DISPATCH: dict[tuple[tuple[type[FileRule], ...], bool], _Dispatch] = {}
+
+
+def _dispatch_of(rules: Sequence[type[FileRule]], declared: bool) -> _Dispatch:
+    key = (tuple(rules), declared)
+    found = _DISPATCH.get(key)
+    if found is None:
+        visit: dict[type, list[tuple[int, str]]] = {}
+        leave: dict[type, list[tuple[int, str]]] = {}
+        for i, rule in enumerate(rules):
+            for attr in dir(rule):
+                if attr.startswith(("visit_", "leave_")):
+                    node_type = getattr(cst, attr[6:], None)
+                    if isinstance(node_type, type):
+                        table = visit if attr[0] == "v" else leave
+                        table.setdefault(node_type, []).append((i, attr))
+        on_call = [rules[i] for i, _ in visit.get(cst.Call, [])]
+        found = _DISPATCH[key] = _Dispatch(visit, leave, _CallPlan(on_call, declared))
+    return found
 
 
 @dataclasses.dataclass(slots=True)
@@ -168,7 +260,7 @@ class FileWalker:
         self._rules = [rule(self) for rule in rules]
         self._visit: dict[type, list[_Handler]] = {}
         self._leave: dict[type, list[_Handler]] = {}
-        self._calls = _CallIndex([], False)
+        self._calls = _CallIndex.of([], False)
         self._module_values: dict[str, cst.BaseExpression] = {}
         self._targets: dict[int, tuple[cst.Call, str | None]] = {}
         self._call_index: dict[int, int] = {}
@@ -321,26 +413,34 @@ class FileWalker:
 
     def run(self) -> FileResult:
         """Walk the module once and return the file's facts and findings."""
-        for rule in self._rules:
-            for attr in dir(rule):
-                if attr.startswith(("visit_", "leave_")):
-                    node_type = getattr(cst, attr[6:], None)
-                    if isinstance(node_type, type):
-                        table = self._visit if attr[0] == "v" else self._leave
-                        table.setdefault(node_type, []).append((rule, getattr(rule, attr)))
-        self._calls = _CallIndex(self._visit.get(cst.Call, []), self.declared_calls)
+        rules = self._rules
+        dispatch = _dispatch_of([type(rule) for rule in rules], self.declared_calls)
+        for tables, mine in ((dispatch.visit, self._visit), (dispatch.leave, self._leave)):
+            for node_type, handlers in tables.items():
+                mine[node_type] = [(rules[i], getattr(rules[i], attr)) for i, attr in handlers]
+        self._calls = _CallIndex(self._visit.get(cst.Call, []), dispatch.calls)
         module = self.parsed.module
         self._prebind(module)
         # A node to enter, or (node,) to leave once its children are done.
         stack: list[cst.CSTNode | tuple[cst.CSTNode]] = [module]
         pop, push, extend = stack.pop, stack.append, stack.extend
         enter, leave = self._enter, self._exit
+        kinds, kind_of = dispatch.kinds, dispatch.kind
         while stack:
             node = pop()
-            if type(node) is tuple:
-                leave(node[0])
+            kind = type(node)
+            if kind is tuple:
+                leave(node[0])  # type: ignore[index]
+                continue
+            how = kinds.get(kind)
+            if how is None:
+                how = kind_of(kind)
+            if how == _INERT:
                 continue
             enter(node)  # type: ignore[arg-type]
+            if how == _LEAF:
+                leave(node)  # type: ignore[arg-type]
+                continue
             below = children(node)  # type: ignore[arg-type]
             if below:
                 push((node,))  # type: ignore[arg-type]
@@ -364,9 +464,10 @@ class FileWalker:
         self._rules.clear()
         self._visit.clear()
         self._leave.clear()
-        self._calls = _CallIndex([], False)
+        self._calls = _CallIndex.of([], False)
         self._functions.clear()
         self._ancestors.clear()
+        self.resolver.forget()
         self.values.release()
         self._config_events.clear()
 
@@ -408,7 +509,7 @@ class FileWalker:
                     table[kind] = kept
                 else:
                     del table[kind]
-        self._calls = _CallIndex(self._visit.get(cst.Call, []), self.declared_calls)
+        self._calls = _CallIndex.of(self._visit.get(cst.Call, []), self.declared_calls)
 
     def _rule_crashed(self, rule: FileRule, node: cst.CSTNode, exc: Exception) -> None:
         span = self.span(node) or Span(1, 1, 1, 1)
@@ -592,7 +693,7 @@ class FileWalker:
 
     def _on_assign(self, single: cst.BaseAssignTargetExpression | None, value: cst.BaseExpression,
                    targets: list[cst.BaseAssignTargetExpression]) -> None:
-        alias = self.qualify(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        alias = self.qualify(value) if type(value) in (cst.Name, cst.Attribute) else None
         if alias is not None and alias.startswith("builtins."):
             alias = None
         at_module = self.resolver.current.kind == "module"
@@ -733,7 +834,7 @@ class FileWalker:
         if index is None:
             return
         arg_values = tuple(self.values.expr(a.value) for a in node.args)
-        self.result.calls[index] = dataclasses.replace(site, recv=recv, arg_values=arg_values)
+        self.result.calls[index] = site.with_values(recv, arg_values)
 
     @staticmethod
     def _may_run_code(value: Expr | None) -> bool:
@@ -845,6 +946,17 @@ class FileWalker:
         """Record torch names used as values (not called, not part of a longer chain)."""
         if not self.imports_torch or len(self._ancestors) < 2:
             return
+        # The parent first: most names are part of a longer chain or a callee, which
+        # settles it without resolving anything.
+        parent = self._ancestors[-2]
+        kind = type(parent)
+        if kind is cst.Attribute and (parent.value is node  # type: ignore[attr-defined]
+                                      or parent.attr is node):  # type: ignore[attr-defined]
+            return
+        if kind is cst.Call and parent.func is node:  # type: ignore[attr-defined]
+            return
+        if kind is cst.Arg and parent.keyword is node:  # type: ignore[attr-defined]
+            return
         head: cst.BaseExpression = node
         while type(head) is cst.Attribute:
             head = head.value  # type: ignore[attr-defined]
@@ -853,15 +965,7 @@ class FileWalker:
         bound = self.resolver.lookup(head.value)  # type: ignore[attr-defined]
         if bound is None or bound.split(".")[0] not in TORCH_ROOTS:
             return
-        parent = self._ancestors[-2]
-        if isinstance(parent, cst.Attribute) and (parent.value is node or parent.attr is node):
-            return
-        if isinstance(parent, cst.Call) and parent.func is node:
-            return
-        if isinstance(parent, cst.Arg) and parent.keyword is node:
-            return
-        if any(isinstance(a, (cst.Annotation, cst.Import, cst.ImportFrom, cst.Decorator))
-               for a in self._ancestors[-8:]):
+        if any(type(a) in _NOT_REFERENCES for a in self._ancestors[-8:]):
             return
         target = self.qualify(node)
         if target is None or target.split(".")[0] not in TORCH_ROOTS or "." not in target:

@@ -144,6 +144,7 @@ class Run:
     peak: int = 0  # the largest sum of resident sets
     peak_pss: int = 0  # the largest sum of proportional set sizes
     peak_main: int = 0  # the command's own process's largest resident set
+    cpu: float = 0.0  # user + system seconds of the command and the children it waited for
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0, 1),
@@ -165,7 +166,10 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...]
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        code = proc.wait()
+        # wait4, not wait: the rusage it returns counts the command's CPU time and that of
+        # every descendant that was waited for (worker pools, the fork server's workers).
+        _, status, usage = os.wait4(proc.pid, 0)
+        code = proc.returncode = os.waitstatus_to_exitcode(status)
         elapsed = time.perf_counter() - start
         done.set()
         sampler.join()
@@ -173,7 +177,7 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...]
             out.seek(0)
             tail = out.read().decode(errors="replace").strip().splitlines()[-3:]
             raise RuntimeError(f"{cmd[0]} failed ({code}): {' | '.join(tail)}")
-    return Run(elapsed, peak, peak_pss, peak_main)
+    return Run(elapsed, peak, peak_pss, peak_main, usage.ru_utime + usage.ru_stime)
 
 
 def private_python(name: str, requirement: str) -> Path | None:
@@ -292,26 +296,39 @@ def main() -> int:
     def median(name: str) -> float:
         return statistics.median(r.seconds for r in rows[name])
 
+    def median_cpu(name: str) -> float:
+        return statistics.median(r.cpu for r in rows[name])
+
     base = median("libcst parse")
     base_pool = median(f"libcst parse x{args.jobs}")
     cold = median("msready cold")
     warm = median("msready warm")
     mib = 2 ** 20
-    print(f"{'run':<18}{'median s':>10}{'x parse':>10}{'x parse pool':>14}{'RSS MiB':>10}"
-          f"{'PSS MiB':>10}   runs")
+    print(f"{'run':<18}{'median s':>10}{'x parse':>10}{'x parse pool':>14}{'CPU s':>8}"
+          f"{'RSS MiB':>10}{'PSS MiB':>10}   runs")
     for name, values in rows.items():
         mid = median(name)
         runs = " ".join(f"{v.seconds:.2f}" for v in values)
         ratios = f"{mid / base:>10.2f}{mid / base_pool:>14.2f}"
         peak = max(v.peak for v in values) / mib
         pss = max(v.peak_pss for v in values) / mib
-        print(f"{name:<18}{mid:>10.2f}{ratios}{peak:>10.0f}{pss:>10.0f}   {runs}")
+        print(f"{name:<18}{mid:>10.2f}{ratios}{median_cpu(name):>8.2f}{peak:>10.0f}{pss:>10.0f}"
+              f"   {runs}")
     print(f"cold scan / bare parse: {cold / base:.2f} (one process) and {cold / base_pool:.2f} "
           f"({args.jobs} processes; target <= 2); warm is {cold / warm:.1f}x faster than cold "
           "(target >= 10)")
     if "paconvert" in rows:
         print(f"cold scan / paconvert --no_format: {cold / median('paconvert'):.2f} "
               "(target <= 1)")
+    # On a shared machine other processes stretch wall-clock time (the more processes a
+    # run has, the more so); CPU time, the work done, much less.
+    cpu_line = (f"CPU time (user + system, whole process tree): cold scan / bare parse "
+                f"{median_cpu('msready cold') / median_cpu('libcst parse'):.2f}")
+    if "paconvert" in rows:
+        cpu_line += (f", cold scan / paconvert "
+                     f"{median_cpu('msready cold') / median_cpu('paconvert'):.2f}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{cpu_line}; load average at the end {load} on {os.cpu_count()} cores")
     if "msready 1M cold" in rows:
         big_run = rows["msready 1M cold"][0]
         print(f"{big_lines} lines cold: {big_run.seconds:.1f} s, peak memory of the whole "

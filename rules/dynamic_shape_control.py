@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.facts import Arg, FileResult
 from msready.analyzer.findings import (
@@ -442,8 +441,8 @@ def _is_hf_collator(qualified: str, call: cst.Call) -> bool:
     if not (qualified.startswith("transformers.") and "DataCollator" in qualified):
         return False
     return not any(a.keyword is not None and a.keyword.value == "padding"
-                   and m.matches(a.value, m.SimpleString('"max_length"') | m.SimpleString(
-                       "'max_length'")) for a in call.args)
+                   and isinstance(a.value, cst.SimpleString)
+                   and a.value.value in ('"max_length"', "'max_length'") for a in call.args)
 
 
 def _pads(repo: RepositoryModel, function: str) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.facts import CallKind
 from msready.analyzer.findings import (
@@ -23,6 +22,7 @@ from msready.analyzer.findings import (
     Severity,
 )
 from msready.analyzer.repo import RepositoryModel, ResolvedCall
+from msready.analyzer.syntax import is_name, self_attr
 from msready.rules.base import Calls, RepoRule
 from msready.rules.graph_mode_flow import (
     GRAPH,
@@ -461,7 +461,7 @@ class StarArgsInGraph(GraphRule):
         packed = _star_params(fn.params)
         for arg in node.args:
             name = packed.get(arg.star)
-            if name and m.matches(arg.value, m.Name(name)):
+            if name and is_name(arg.value, name):
                 self.report(arg, f"`{arg.star}{name}` is forwarded in forward; {GRAPH} needs "
                             "a constant argument structure at compile time.",
                             "Pass the arguments explicitly, or a fixed-length tuple of tensors.",
@@ -528,15 +528,15 @@ class SelfAttributeWrite(GraphRule):
     def visit_Call(self, node: cst.Call) -> None:
         """Report `setattr(self, ...)`."""
         if (self.ctx.qualify(node.func) == "builtins.setattr" and node.args
-                and m.matches(node.args[0].value, m.Name("self")) and not in_init(self.ctx)):
+                and is_name(node.args[0].value, "self") and not in_init(self.ctx)):
             self._report(node, "setattr(self, ...)")
 
     def _check(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 self._check(element.value)
             return
-        if m.matches(target, m.Attribute(value=m.Name("self"))) and not in_init(self.ctx):
+        if self_attr(target) is not None and not in_init(self.ctx):
             self._report(target, self.ctx.text(target))
 
     def _report(self, node: cst.CSTNode, what: str) -> None:

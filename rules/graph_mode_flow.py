@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
 from msready.analyzer.localvalues import FOREIGN_ROOTS as FOREIGN_LIBRARIES
@@ -114,7 +113,7 @@ def device_valued(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
     if isinstance(expr, cst.Call):
         if ctx.call_target(expr) == "torch.device":
             return True
-        return m.matches(expr.func, m.Attribute(attr=m.Name("device")))
+        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "device"
     if isinstance(expr, cst.Attribute):  # x.device, self.device, cfg.DEVICE, args.target_device
         return "device" in expr.attr.value.lower()
     if isinstance(expr, cst.IfExp):
@@ -169,8 +168,8 @@ def call_is_device_move(ctx: FileContext, call: cst.Call) -> str | None:
 def enclosing_function(ctx: FileContext) -> cst.FunctionDef | None:
     """The innermost ``def`` around the current node."""
     for node in reversed(ctx.ancestors[:-1]):
-        if isinstance(node, cst.FunctionDef):
-            return node
+        if type(node) is cst.FunctionDef:  # not isinstance: an ABC's is slow
+            return node  # type: ignore[return-value]
     return None
 
 
@@ -424,7 +423,8 @@ def _array_index(target: cst.Subscript) -> bool:
     unlike a dict or list item (``d[key]``, ``items[i]``)."""
     elements = target.slice
     return len(elements) > 1 or any(
-        m.matches(e.slice, m.Index(value=m.Ellipsis())) for e in elements)
+        isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis)
+        for e in elements)
 
 
 class DeviceMoveInGraph(GraphRule):
@@ -618,7 +618,7 @@ def _statements(block: cst.BaseSuite) -> Iterator[cst.CSTNode]:
 
 
 def _tensor_test(ctx: FileContext, test: cst.BaseExpression) -> bool:
-    if isinstance(test, cst.UnaryOperation) and m.matches(test.operator, m.Not()):
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _tensor_test(ctx, test.expression)
     if isinstance(test, cst.BooleanOperation):
         return _tensor_test(ctx, test.left) or _tensor_test(ctx, test.right)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from importlib import resources
 
 import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.findings import Category, Confidence, Scope, Severity
+from msready.analyzer.syntax import is_name
 from msready.rules.base import Calls, FileContext, FileRule
 from msready.rules.graph_mode_flow import DEVICE_MOVES, call_is_device_move, python_value
 
@@ -119,8 +119,7 @@ def _mode_call(call: cst.Call) -> bool:
     not ``df.eval("a + b")``."""
     if not call.args:
         return True
-    return len(call.args) == 1 and m.matches(call.args[0].value, m.Name("True") | m.Name("False")
-                                             | m.Name())
+    return len(call.args) == 1 and is_name(call.args[0].value)  # True, False or a flag
 
 
 def method_advice(ctx: FileContext, call: cst.Call) -> Advice | None:
@@ -204,28 +203,49 @@ class _IdiomRule(FileRule):
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         """Report bare decorators (``@torch.no_grad``, ``@torch.jit.script``)."""
-        if isinstance(node.decorator, (cst.Name, cst.Attribute)):
-            name = self.ctx.qualify(node.decorator)
-            advice = lookup(name)
-            if advice is not None and name is not None:
-                self.emit(node, name, advice)
+        for part, name, advice in _advised(self.ctx, node):
+            self.emit(part, name, advice)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         """Report torch base classes (``autograd.Function``, ``Dataset``)."""
-        for base in node.bases:
-            name = self.ctx.qualify(base.value)
-            advice = lookup(name)
-            if advice is not None and name is not None:
-                self.emit(base, name, advice)
+        for part, name, advice in _advised(self.ctx, node):
+            self.emit(part, name, advice)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         """Report assignments to torch flags (``torch.backends.cudnn.benchmark = True``)."""
-        for target in node.targets:
-            if isinstance(target.target, cst.Attribute):
-                name = self.ctx.qualify(target.target)
-                advice = lookup(name)
-                if advice is not None and name is not None:
-                    self.emit(target.target, name, advice)
+        for part, name, advice in _advised(self.ctx, node):
+            self.emit(part, name, advice)
+
+
+_Advised = tuple[tuple[cst.CSTNode, str, Advice], ...]
+_last_advised: list[tuple[cst.CSTNode, _Advised]] = []
+
+
+def _advised(ctx: FileContext, node: cst.Decorator | cst.ClassDef | cst.Assign) -> _Advised:
+    """The table entries a decorator, a class's bases or an assignment's targets name,
+    each with the part of ``node`` it is reported at. Every idiom rule asks about the same
+    node in turn (and keeps only its own entries), so the answer for the last node is kept."""
+    last = _last_advised[0] if _last_advised else None
+    if last is not None and last[0] is node:
+        return last[1]
+    parts: list[tuple[cst.CSTNode, cst.BaseExpression]] = []
+    if type(node) is cst.Decorator:
+        if type(node.decorator) is cst.Name or type(node.decorator) is cst.Attribute:
+            parts.append((node, node.decorator))
+    elif type(node) is cst.ClassDef:
+        parts.extend((base, base.value) for base in node.bases)
+    else:
+        parts.extend((target.target, target.target) for target in node.targets  # type: ignore[union-attr]
+                     if type(target.target) is cst.Attribute)
+    found: list[tuple[cst.CSTNode, str, Advice]] = []
+    for part, expr in parts:
+        name = ctx.qualify(expr)
+        advice = lookup(name)
+        if advice is not None and name is not None:
+            found.append((part, name, advice))
+    advised = tuple(found)
+    _last_advised[:] = [(node, advised)]
+    return advised
 
 
 class DeviceHandling(_IdiomRule):

@@ -48,6 +48,11 @@ class _FunctionFlow:
     calls: list[tuple[cst.Call, set[str]]] = field(default_factory=list)
     returns: list[tuple[cst.Return, set[str]]] = field(default_factory=list)
     iterated: set[str] = field(default_factory=set)  # names walked element by element
+    # Read only for a function that takes a gradient (few do): the assignments that may
+    # update weights and the calls that may consume them, noted as met and turned into
+    # ``updates`` and ``calls`` by :func:`_read`.
+    assigns: list[cst.Assign] = field(default_factory=list)
+    call_nodes: list[tuple[cst.Call, bool]] = field(default_factory=list)  # (call, skip 1st)
 
 
 class MamlFlow(FileRule):
@@ -66,6 +71,8 @@ class MamlFlow(FileRule):
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         """Match gradients, weight updates and functional forwards of the function."""
         flow = self._flows.pop()
+        if flow.grads:
+            _read(flow)
         for grad in flow.grads:
             self._check(flow, grad)
 
@@ -92,26 +99,13 @@ class MamlFlow(FileRule):
         if target is not None and target not in _FUNCTIONAL_CALLS and (
                 target.split(".")[0] in ("torch", "builtins", "numpy")):
             return
-        used: set[str] = set()
-        args = list(node.args)
-        skip_first = target not in _FUNCTIONAL_CALLS
-        for i, arg in enumerate(args):
-            if i == 0 and arg.keyword is None and skip_first:
-                continue
-            used |= _names(arg.value)
-        if used:
-            flow.calls.append((node, used))
+        if node.args:
+            flow.call_nodes.append((node, target not in _FUNCTIONAL_CALLS))
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        """Record ``fast = [w - lr * g ...]`` style updates: a subtraction of two named
-        values (``gnorm - 1`` is a penalty term, not an update)."""
-        if not self._flows:  # module level: no function flow to record it in
-            return
-        steps = any(isinstance(op, cst.BinaryOperation) and isinstance(op.operator, cst.Subtract)
-                    and _names(op.left) and _names(op.right) for op in descendants(node.value))
-        if steps:
-            bound = set().union(*(_target_names(t.target) for t in node.targets))
-            self._flows[-1].updates.append((_names(node.value), bound))
+        """Note an assignment that may update weights (read by :func:`_read`)."""
+        if self._flows:  # module level: no function flow to record it in
+            self._flows[-1].assigns.append(node)
 
     def visit_Return(self, node: cst.Return) -> None:
         """Record what a function returns: an inner-step helper returns the new weights."""
@@ -219,6 +213,29 @@ class MamlFlow(FileRule):
                     "first-order otherwise")
         return ("second-order (create_graph=True): the outer backward differentiates through "
                 "the inner gradient")
+
+
+def _read(flow: _FunctionFlow) -> None:
+    """Turn a function's noted assignments and calls into its weight updates and
+    consumers: ``fast = [w - lr * g ...]`` is an update (a subtraction of two named values;
+    ``gnorm - 1`` is a penalty term, not an update), and a call consumes the names its
+    arguments use (all but the first, unless it is a functional forward)."""
+    for node in flow.assigns:
+        steps = any(isinstance(op, cst.BinaryOperation) and isinstance(op.operator, cst.Subtract)
+                    and _names(op.left) and _names(op.right) for op in descendants(node.value))
+        if steps:
+            bound = set().union(*(_target_names(t.target) for t in node.targets))
+            flow.updates.append((_names(node.value), bound))
+    for call, skip_first in flow.call_nodes:
+        used: set[str] = set()
+        for i, arg in enumerate(call.args):
+            if i == 0 and arg.keyword is None and skip_first:
+                continue
+            used |= _names(arg.value)
+        if used:
+            flow.calls.append((call, used))
+    flow.assigns.clear()
+    flow.call_nodes.clear()
 
 
 def _create_graph_arg(call: cst.Call) -> cst.Arg | None:

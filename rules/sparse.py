@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import libcst as cst
-import libcst.matchers as m
 
 from msready.analyzer.findings import CALLERS, Category, Confidence, Scope, Severity
+from msready.analyzer.syntax import is_name
 from msready.analyzer.values import Expr, Truth, t_and, t_not, t_or
 from msready.rules.base import Calls, FileContext, FileRule
 from msready.rules.dynamic_shape_calls import argument, receiver, torch_api
@@ -156,7 +156,7 @@ class SparseMatmul(SparseRule):
         self._report(node, target, t_or(*(self.sparse_operand(o) for o in operands)))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if m.matches(node.operator, m.MatrixMultiply()):
+        if type(node.operator) is cst.MatrixMultiply:
             self._report(node, "@ (sparse operand)", t_or(
                 self.sparse_operand(node.left), self.sparse_operand(node.right)))
 
@@ -286,7 +286,7 @@ class SparseEmbedding(SparseRule):
         if target not in self.APIS:
             return
         sparse = argument(node, "sparse", 99)
-        if sparse is None or not m.matches(sparse, m.Name("True")):
+        if sparse is None or not is_name(sparse, "True"):
             return
         self.report(
             node,
@@ -403,7 +403,7 @@ class SparseOp(SparseRule):
             *(self.sparse_operand(o) for o in operands))))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if m.matches(node.operator, m.MatrixMultiply()):
+        if type(node.operator) is cst.MatrixMultiply:
             return
         self._report(node, "sparse arithmetic", t_or(
             self.sparse_operand(node.left), self.sparse_operand(node.right)))
@@ -464,7 +464,7 @@ class SparseArgument(SparseRule):
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if self.ctx.function is not None:
             for side in (node.left, node.right):
-                self._use(side, node, "@" if m.matches(node.operator, m.MatrixMultiply())
+                self._use(side, node, "@" if type(node.operator) is cst.MatrixMultiply
                           else "arithmetic")
 
     def _use(self, operand: cst.BaseExpression, node: cst.CSTNode, op: str) -> None:

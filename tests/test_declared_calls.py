@@ -95,3 +95,44 @@ def test_declarations_change_no_finding(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(FileWalker, "declared_calls", False)
     for (name, source), expected in zip(cases, declared, strict=True):
         assert _findings(_walk(source, rules)) == expected, name
+
+
+def test_a_rule_set_is_planned_once_and_its_choices_are_kept() -> None:
+    from msready.analyzer.walk import _dispatch_of
+
+    rules: list[type[FileRule]] = [_Seen, _Zeros, _Cuda]
+    plan = _dispatch_of(rules, True)
+    assert _dispatch_of(list(rules), True) is plan  # every file of a scan shares it
+    assert _dispatch_of(rules, False) is not plan
+    for _ in range(2):  # the second walk takes every choice from the plan's memo
+        for rule in rules:
+            rule.seen = []  # type: ignore[attr-defined]
+        _walk(SOURCE, rules)
+        assert _Zeros.seen == ["torch.zeros"]
+        assert _Cuda.seen == ["np.ones", "print", "y.cuda"]
+    assert plan.calls.chosen("torch.zeros", None, False) == (0, 1)
+    assert plan.calls.chosen(None, "cuda", False) == (0, 2)
+    assert plan.calls.chosen("builtins.print", None, True) == (0, 2)
+
+
+class _Numbers(FileRule):
+    seen: ClassVar[list[str]] = []
+
+    def visit_Integer(self, node: cst.Integer) -> None:
+        self.seen.append(node.value)
+
+    def leave_SimpleString(self, node: cst.SimpleString) -> None:
+        self.seen.append(node.value)
+
+
+def test_leaves_a_rule_handles_are_walked_and_the_others_skipped() -> None:
+    from msready.analyzer.walk import _INERT, _INNER, _LEAF, _dispatch_of
+
+    _Numbers.seen = []
+    _walk("x = f(1, 'a') + [2, (3, 'b')]\n", [_Numbers])
+    assert _Numbers.seen == ["1", "'a'", "2", "3", "'b'"]
+    plan = _dispatch_of([_Numbers], True)
+    assert plan.kind(cst.Integer) == _LEAF  # a handler reads it
+    assert plan.kind(cst.Name) == _LEAF  # the walk resolves names
+    assert plan.kind(cst.Float) == _INERT  # nothing does
+    assert plan.kind(cst.Call) == _INNER

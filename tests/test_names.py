@@ -85,3 +85,30 @@ def test_unimported_names_do_not_resolve() -> None:
 
 def test_builtins_resolve_to_builtins() -> None:
     assert ("name", "builtins.print") in calls("print(1)\n")
+
+
+def test_a_node_is_qualified_once_until_a_binding_changes() -> None:
+    import libcst as cst
+
+    from msready.analyzer.names import LOCAL, Resolver
+
+    resolver = Resolver("pkg.mod", False)
+    resolver.bind("nn", "torch.nn")
+    node = cst.parse_expression("nn.Linear")
+    assert resolver.qualify(node) == "torch.nn.Linear"
+    resolver.scopes[0].bindings["nn"] = "elsewhere"  # behind its back: the answer is kept
+    assert resolver.qualify(node) == "torch.nn.Linear"
+    resolver.bind("nn", LOCAL)  # a rebinding is seen
+    assert resolver.qualify(node) is None
+    resolver.push("function", "pkg.mod.f")
+    resolver.bind("nn", "mindspore.nn")
+    assert resolver.qualify(node) == "mindspore.nn.Linear"
+    resolver.pop()  # leaving the scope is seen too
+    assert resolver.qualify(node) is None
+    assert resolver.qualify(cst.parse_expression("nn.Linear")) is None  # another node
+
+
+def test_a_name_rebound_inside_a_function_resolves_by_where_it_is_used() -> None:
+    src = ("import torch\n\ndef f(x):\n    y = torch.relu(x)\n    torch = None\n"
+           "    return torch.relu(y)\n\ntorch.relu(1)\n")
+    assert calls(src) == [("name", "torch.relu"), ("name", "torch.relu")]

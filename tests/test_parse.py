@@ -41,3 +41,22 @@ def test_nodes_built_after_a_syntax_error_are_checked() -> None:
     assert failure.message.startswith("syntax error")
     with pytest.raises(cst.CSTValidationError):
         cst.Name("")
+
+
+def test_line_starts_with_every_kind_of_line_end() -> None:
+    from msready.analyzer.parse import _line_starts
+
+    assert _line_starts("") == [0]
+    assert _line_starts("a\nbc\n") == [0, 2]
+    assert _line_starts("a\nbc") == [0, 2]
+    assert _line_starts("\n\n") == [0, 1]
+    assert _line_starts("a\r\nb\rc\n") == [0, 3, 5]
+
+
+def test_bracket_depth_counts_a_stray_closing_bracket_as_nothing() -> None:
+    from msready.analyzer.parse import _deepest
+
+    assert _deepest("f(a[1], {2: (3,)})") == 3
+    assert _deepest("x = ')'") == 0
+    assert _deepest(")))" + "(" * 4) == 4  # the running sum would say 1
+    assert _deepest("") == 0

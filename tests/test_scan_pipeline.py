@@ -63,3 +63,31 @@ def test_only_the_program_leaves_its_objects_to_the_exit(monkeypatch: pytest.Mon
     monkeypatch.setattr(msready.cli.sys, "argv", args)
     assert msready.cli.main() == 0  # run as the program
     assert frozen == [1]
+
+
+def test_the_pool_hands_out_the_largest_files_first_and_lets_go_of_them() -> None:
+    from collections import deque
+
+    from msready.analyzer.scan import _largest_first
+
+    todo = deque([("a.py", b"x"), ("b.py", b"xxx"), ("c.py", b"xx")])
+    ordered = _largest_first(todo)
+    assert [rel for rel, _ in ordered] == ["b.py", "c.py", "a.py"]
+    assert not todo  # the caller's queue no longer holds the bytes
+
+
+def test_a_workers_pickled_result_is_cached_as_it_came(tmp_path: Path) -> None:
+    from msready.analyzer.scan import Cache
+
+    root = tmp_path / "src"
+    root.mkdir()
+    files = _files(root, 20)
+    cache = Cache(tmp_path / "cache")
+    pooled, _ = analyze_files(files, read_files(files), ScanOptions(jobs=2), cache=cache)
+    contents = read_files(files)
+    for f, result in zip(files, pooled, strict=True):
+        data = contents[f.rel]
+        assert isinstance(data, bytes)
+        assert cache.get(Cache.key(f.rel, data)) == result
+    alone, _ = analyze_files(files, read_files(files), ScanOptions(jobs=1, cache=False))
+    assert pooled == alone

@@ -303,3 +303,26 @@ def test_equal_constants_of_different_types_stay_apart() -> None:
         [atom] = second
         assert type(atom.const) is type(b) and atom.const == b
         assert len(join(first, second)) == 2
+
+
+def test_a_scalar_constant_is_made_once_per_type_and_value() -> None:
+    from msready.analyzer.values import Kind, const
+
+    assert const(1) is const(1)
+    kinds = {next(iter(const(v))).const_type for v in (1, True, 1.0, "1", (1,), (True,))}
+    assert kinds == {"int", "bool", "float", "str", "(int)", "(bool)"}
+    assert all(next(iter(const(v))).kind is Kind.CONST for v in (1, True, None))
+
+
+def test_a_call_with_values_is_the_call_replaced() -> None:
+    import dataclasses
+
+    from msready.analyzer.facts import Arg, CallKind, CallSite
+    from msready.analyzer.findings import Span
+    from msready.analyzer.values import const, tensor
+
+    site = CallSite("m.f", "torch.zeros", CallKind.NAME, Span(1, 2, 3, 4),
+                    (Arg(None, "3", 3, True),), "medium", 2, "x")
+    assert [f.name for f in dataclasses.fields(CallSite)][-2:] == ["recv", "arg_values"]
+    assert site.with_values(tensor(), (const(3),)) == dataclasses.replace(
+        site, recv=tensor(), arg_values=(const(3),))
