@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import symtable
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
@@ -73,22 +73,31 @@ class Planner(ConstructorFinder):
 
     # ----- inputs -----------------------------------------------------------------------
 
+    def _constructor(self, cls: str) -> tuple[cst.FunctionDef, FileResult,
+                                              Sequence[cst.BaseStatement]] | None:
+        """``cls.__init__`` (its own or inherited), its file and its statements (none for
+        a one-line body)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return None
+        body = found[0].body
+        return found[0], found[1], body.body if isinstance(body, cst.IndentedBlock) else ()
+
     def first_layer(self, cls: str, env: dict[str, object],
                     depth: int = 0) -> InputSpec | None:
         """The input the first layer built by ``cls.__init__`` accepts."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init and depth < 8 else None
+        found = self._constructor(cls) if depth < 8 else None
         if found is None:
             return None
-        node, file = found
-        if isinstance(node.body, cst.IndentedBlock):
-            # ``block = block or ConvNormAct``: a local class; local sizes stay unknown, as
-            # the first layer built is not always the first one forward runs (a norm
-            # built before its convolution)
-            local = constants(node.body.body, env, self.call_hook(file), forget=True)
-            env = {**env, **{k: v for k, v in local.items()
-                             if isinstance(v, ConfigValue) and v.is_class}}
-            env = self_constants(node.body.body, env, self.call_hook(file))
+        node, file, body = found
+        # ``block = block or ConvNormAct``: a local class; local sizes stay unknown, as the
+        # first layer built is not always the first one forward runs (a norm built before
+        # its convolution)
+        local = constants(body, env, self.call_hook(file), forget=True)
+        env = {**env, **{k: v for k, v in local.items()
+                         if isinstance(v, ConfigValue) and v.is_class}}
+        env = self_constants(body, env, self.call_hook(file))
         base = self.torch_base(cls)
         for call in find_all(node.body, m.Call()):
             assert isinstance(call, cst.Call)
@@ -161,8 +170,6 @@ class Planner(ConstructorFinder):
         """The input shape ``forward`` asserts, batch aside: ``assert x.shape[1:] ==
         (self.channels, self.image_size, self.image_size)``, with the constructor's values."""
         found = self._forward_input(cls)
-        init = self.model.find_method(cls, "__init__")
-        built = self.function_node(init) if init else None
         if found is None:
             return None
         node, file, name = found
@@ -173,8 +180,9 @@ class Planner(ConstructorFinder):
                 left=after_batch | m.Call(func=m.Name("tuple"), args=[m.Arg(after_batch)]),
                 comparisons=[m.ComparisonTarget(m.Equal(), m.Tuple())]))):
             assert isinstance(test, cst.Assert) and isinstance(test.test, cst.Comparison)
-            if built is not None and isinstance(built[0].body, cst.IndentedBlock):
-                env = self_constants(built[0].body.body, env, self.call_hook(built[1]))
+            built = self._constructor(cls)
+            if built is not None:
+                env = self_constants(built[2], env, self.call_hook(built[1]))
             sizes = evaluate(test.test.comparisons[0].comparator, env, self.call_hook(file))
             if isinstance(sizes, tuple) and sizes and all(
                     type(d) is int and d > 0 for d in sizes):
@@ -233,15 +241,12 @@ class Planner(ConstructorFinder):
         """The input width of a weight ``cls.__init__`` creates with ``rank`` dimensions,
         ``nn.Parameter(torch.randn(dim_out, dim_in, kernel))``: its second size (what
         ``F.conv1d`` and ``F.linear`` apply it to), directly or through a local name."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self._constructor(cls)
         if found is None:
             return None
-        node, file = found
-        if not isinstance(node.body, cst.IndentedBlock):
-            return None
+        node, file, body = found
         hook = self.call_hook(file)
-        local = constants(node.body.body, env, hook)
+        local = constants(body, env, hook)
         made: dict[str, cst.Call] = {}  # ``weight = torch.randn(...)``
         for assign in find_all(node.body, m.Assign(targets=[m.AssignTarget(m.Name())],
                                                     value=m.Call())):
@@ -383,9 +388,9 @@ class Planner(ConstructorFinder):
         """The first input to try for ``cls`` built with ``kwargs``, the others, and
         whether every one is a guess; a forward argument that takes a list of tensors
         gets a list of two."""
-        first, alternatives, guessed = self._tensor_inputs(cls, kwargs, synthesized)
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
+        first, alternatives, guessed = self._tensor_inputs(cls, kwargs, synthesized, required)
         listed, indexes = self._listed(cls), self._indexes(cls)
         if not listed and not indexes:
             return first, alternatives, guessed
@@ -464,14 +469,13 @@ class Planner(ConstructorFinder):
             return bool(iterated) and not as_tensor
         return self._forward_params(cls, listed)
 
-    def _tensor_inputs(self, cls: str, kwargs: dict[str, object], synthesized: bool
+    def _tensor_inputs(self, cls: str, kwargs: dict[str, object], synthesized: bool,
+                       required: list[str]
                        ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
         spec = self.input_of(cls, self.environment(cls, kwargs))
         base = self.torch_base(cls) if spec is None and synthesized else None
         if base is not None:
             spec = layer_input(base, kwargs)
-        forward = self._signature(cls, "forward")
-        required = [n for n, _, req in forward[0] if req] if forward else ["x"]
         alternatives = [timed(a, required) for a in input_alternatives(spec, len(required))]
         if spec is None:
             # no layer says it: the class's own width and the rank its forward or its

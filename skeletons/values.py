@@ -106,11 +106,9 @@ def evaluate(node: cst.BaseExpression, env: dict[str, object],
         left = evaluate(node.left, env, call)
         if left is UNKNOWN or (isinstance(left, ConfigValue) and not left.is_class):
             return UNKNOWN
-        if isinstance(node.operator, cst.Or):
-            return left if left or isinstance(left, ConfigValue) else evaluate(
-                node.right, env, call)
-        return evaluate(node.right, env, call) if left or isinstance(left, ConfigValue) \
-            else left
+        if isinstance(node.operator, cst.Or):  # a class is true, as in Python
+            return left if left else evaluate(node.right, env, call)
+        return evaluate(node.right, env, call) if left else left
     if isinstance(node, cst.Call) and m.matches(node.func, m.Name()):
         assert isinstance(node.func, cst.Name)
         pure = _PURE.get(node.func.value) if node.func.value not in env else None
