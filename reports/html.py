@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from msready.analyzer.apitable import load_table
+from msready.analyzer.apitable import ApiEntry, load_table
 from msready.analyzer.findings import Category, Finding, Severity
 from msready.analyzer.result import ApiUse, Cause, ChecklistItem, ScanResult
 from msready.analyzer.score import uses_torch
@@ -196,10 +196,24 @@ def api_rows(result: ScanResult) -> list[dict[str, Any]]:
         rows.append({
             "api": api,
             "entry": entry,
+            "notes": _unsaid_notes(entry),
             "locations": [where(loc.path, loc.line, loc.cell) for loc in api.locations],
             "more": max(0, api.count - MAX_LOCATIONS),
         })
     return rows
+
+
+def _unsaid_notes(entry: ApiEntry | None) -> str:
+    """An entry's notes without what a parameter's own note already says: a measured
+    difference is kept both on its parameter and in the notes, and the row shows the
+    parameters first."""
+    if entry is None:
+        return ""
+    notes = entry.notes
+    for param in entry.params:
+        if param.note:
+            notes = notes.replace(param.note, "")
+    return " ".join(notes.split())
 
 
 def checklist_sections(items: list[ChecklistItem]) -> list[tuple[str, list[ChecklistItem]]]:

@@ -465,6 +465,17 @@ def test_apis_table_lists_targets_counts_and_locations(result: ScanResult) -> No
     assert "<code>train.py:4</code>" in page and sgd.count == 1
 
 
+def test_a_measured_difference_is_said_once_in_its_row() -> None:
+    # torch.ones(2, 3): the table measured that ops.ones wants one size tuple; the note is
+    # on the size parameter, and the row's paragraph does not say it a second time
+    scanned = scan_files({"m.py": "import torch\nx = torch.ones(2, 3)\n"}, target="cpu")
+    page = html.render(scanned)
+    row = page[page.index('data-symbol="torch.ones"'):]
+    row = row[:row.index("</tr>")]
+    assert row.count("Measured on CPU") == 1
+    assert "<b>semantics</b> <code>size</code>: Measured on CPU" in row
+
+
 def test_checklist_and_skeletons_are_rendered(result: ScanResult) -> None:
     page = html.render(result)
     assert '<span class="run run-fail">fail</span>' in page
