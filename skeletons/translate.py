@@ -1410,6 +1410,8 @@ class CellTransformer(cst.CSTTransformer):
             if fixed is not None:
                 return fixed
         mapping = apis.lookup(f"torch.Tensor.{method}", self.backend)
+        if mapping.api is None and (inplace := self._inplace_method(call, func)) is not None:
+            return inplace
         if mapping.api is None:
             self._note("MS100", f"Tensor.{method} has no MindSpore equivalent in the API table")
             return call
@@ -1426,6 +1428,24 @@ class CellTransformer(cst.CSTTransformer):
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call
 
+
+    def _inplace_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression | None:
+        """``mask.triu_(1)`` -> ``torch_assign_(mask, mask.triu(1))``: a torch in-place
+        method MindSpore lacks, as its out-of-place twin (translated as any method) written
+        back; on a local name the statement becomes a plain assignment."""
+        method = func.attr.value
+        if not method.endswith("_") or method.endswith("__") or any(a.star for a in call.args):
+            return None
+        twin = method[:-1]
+        if apis.lookup(f"torch.Tensor.{twin}", self.backend).api is None:
+            return None
+        receiver = func.value
+        while m.matches(receiver, m.Attribute(attr=m.Name("data"))):
+            assert isinstance(receiver, cst.Attribute)
+            receiver = receiver.value  # ``w.data`` shares the parameter's storage
+        twin_func = func.with_changes(value=receiver, attr=cst.Name(twin))
+        value = self._tensor_method(call.with_changes(func=twin_func), twin_func)
+        return cst.Call(cst.Name("torch_assign_"), [cst.Arg(receiver), cst.Arg(value)])
 
     @staticmethod
     def _functional_form(method: str, call: cst.Call) -> str | None:

@@ -367,6 +367,40 @@ def test_an_in_place_update_used_as_a_value_in_forward_compiles_in_graph_mode(
     assert "return torch_assign_(x, x * 2.)" in code
 
 
+CAUSAL_MASK = '''\
+import torch
+from torch import nn
+
+
+class Causal(nn.Module):
+    def __init__(self, width=16, length=8):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.register_buffer("mask", self.build_mask(length))
+
+    def build_mask(self, length):
+        mask = torch.empty(length, length)
+        mask.fill_(float("-inf"))
+        mask.triu_(1)
+        return mask
+
+    def forward(self, x):
+        scores = self.fc(x) @ self.fc(x).transpose(1, 2)
+        return scores + self.mask
+'''
+
+
+def test_an_in_place_method_mindspore_lacks_is_its_twin_written_back(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # MindSpore's Tensor has triu, not triu_: the value triu returns is written back
+    out, cells = run_cells(tmp_path, {"mask.py": CAUSAL_MASK})
+    code = [ln.strip() for ln in (out / "mask.py").read_text().splitlines()]
+    assert "torch_assign_(mask, mask.triu(1))" in code
+    assert not any("triu_" in ln for ln in code)
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 8)")
+
+
 LAMBDA_LAYER = '''\
 from torch import nn
 
