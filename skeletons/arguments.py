@@ -22,6 +22,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
@@ -538,6 +539,111 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
             best.synthesized[name] = value
     best.missing = still
     return best
+
+
+# What a constructor requires of its arguments: ``assert (depth - 4) % 6 == 0`` and
+# ``if num_splits < 2: raise ValueError(...)``. A synthesized number that breaks one is
+# replaced by the nearest small number that keeps all of them.
+_COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], bool]] = {
+    cst.Equal: lambda a, b: bool(a == b), cst.NotEqual: lambda a, b: bool(a != b),
+    cst.LessThan: lambda a, b: bool(a < b), cst.LessThanEqual: lambda a, b: bool(a <= b),
+    cst.GreaterThan: lambda a, b: bool(a > b),
+    cst.GreaterThanEqual: lambda a, b: bool(a >= b),
+    cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+    cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
+}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A test the constructor's arguments must pass (``holds``: what it must evaluate to)."""
+
+    test: cst.BaseExpression
+    holds: bool
+    names: frozenset[str]
+
+
+def requirements(function: cst.FunctionDef) -> list[Requirement]:
+    """The tests of a constructor's own ``assert`` statements and ``if ...: raise``
+    blocks, over the names they read; only those the constructor always runs (not one
+    under ``if qk_norm:``)."""
+    found: list[Requirement] = []
+
+    def names(test: cst.BaseExpression) -> frozenset[str]:
+        return frozenset(n.value for n in find_all(test, m.Name()) if isinstance(n, cst.Name))
+
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            found += [Requirement(s.test, True, names(s.test)) for s in statement.body
+                      if isinstance(s, cst.Assert)]
+        elif isinstance(statement, cst.If) and statement.orelse is None and isinstance(
+                statement.body, cst.IndentedBlock) and len(statement.body.body) == 1 and \
+                m.matches(statement.body.body[0], m.SimpleStatementLine(body=[m.Raise()])):
+            found.append(Requirement(statement.test, False, names(statement.test)))
+    return found
+
+
+def truth(test: cst.BaseExpression, env: dict[str, object]) -> bool | None:
+    """The value of a requirement's test over known values; None when it cannot be told."""
+    if isinstance(test, cst.Comparison):
+        left = evaluate(test.left, env)
+        for target in test.comparisons:
+            right = evaluate(target.comparator, env)
+            compare = _COMPARE.get(type(target.operator))
+            if left is UNKNOWN or right is UNKNOWN or compare is None:
+                return None
+            try:
+                if not compare(left, right):
+                    return False
+            except TypeError:
+                return None
+            left = right
+        return True
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = truth(test.expression, env)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = truth(test.left, env), truth(test.right, env)
+        if isinstance(test.operator, cst.And):
+            return False if False in (left, right) else None if None in (left, right) else True
+        return True if True in (left, right) else None if None in (left, right) else False
+    value = evaluate(test, env)  # ``if n % 2: raise``
+    return bool(value) if isinstance(value, (int, float, str, tuple)) or value is None else None
+
+
+def _nearby(value: object) -> list[object]:
+    """Numbers to try in place of a synthesized ``value``: upward from it, then below."""
+    start = value if type(value) is int and value > 0 else 1
+    assert isinstance(start, int)
+    return [*range(start + 1, 257), *range(start - 1, 0, -1)]
+
+
+def meet(found: Sequence[Requirement], env: dict[str, object],
+         adjustable: dict[str, object],
+         propose: Callable[[str], object] = by_name) -> dict[str, object]:
+    """New values for ``adjustable`` names (synthesized numbers, None defaults) so that
+    no requirement over known values fails: each failing requirement changes one of its
+    names to the first candidate every requirement on that name accepts. A None default
+    the constructor insists on (``assert opt is not None``) takes what ``propose`` makes
+    for the name."""
+    env = dict(env)
+    changed: dict[str, object] = {}
+    for requirement in found:
+        if truth(requirement.test, env) is not (not requirement.holds):
+            continue
+        for name in sorted(requirement.names & adjustable.keys()):
+            current = env.get(name)
+            guess = propose(name) if current is None else UNKNOWN
+            candidates = [guess] if guess is not UNKNOWN else _nearby(current) \
+                if type(current) is int else []
+            on_name = [r for r in found if name in r.names]
+            choice = next((c for c in candidates if all(
+                truth(r.test, {**env, name: c}) is not (not r.holds) for r in on_name)), None)
+            if choice is not None:
+                env[name] = changed[name] = choice
+                break
+    return changed
 
 
 # Parameters a width must divide into (``dim % dim_head == 0``, ``GroupNorm(groups, dim)``).

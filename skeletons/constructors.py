@@ -516,10 +516,31 @@ class ConstructorFinder:
             if network is not None:  # ``GaussianDiffusion(model)``: a repository network
                 resolved.kwargs[name] = resolved.synthesized[name] = network
                 resolved.missing.remove(name)
+        self._meet_requirements(cls, params, resolved)
         order = {name: i for i, (name, _, _) in enumerate(params)}
         resolved.synthesized = dict(sorted(resolved.synthesized.items(),
                                            key=lambda kv: order.get(kv[0], len(order))))
         return resolved
+
+    def _meet_requirements(self, cls: str, params: list[tuple[str, object, bool]],
+                           resolved: arguments.Resolved) -> None:
+        """Synthesized numbers, and None defaults the constructor insists on, changed so
+        that its ``assert`` statements and ``if ...: raise`` guards pass (WideResNet's
+        ``assert (depth - 4) % 6 == 0`` takes depth=10, not 1)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init == f"{cls}.__init__" else None
+        required = arguments.requirements(found[0]) if found else []
+        if not required:
+            return
+        env = {name: resolved.kwargs.get(name, default) for name, default, _ in params}
+        adjustable = {name: value for name, value in env.items()
+                      if name in resolved.synthesized or (
+                          value is None and name not in resolved.kwargs)}
+        def propose(name: str) -> object:
+            return arguments.synthesize(name, self.param_usage(cls, name))
+
+        for name, value in arguments.meet(required, env, adjustable, propose).items():
+            resolved.kwargs[name] = resolved.synthesized[name] = value
 
     def _forwarded(self, cls: str, params: list[tuple[str, object, bool]]
                    ) -> Iterator[tuple[str, list[tuple[str, object, bool]]]]:

@@ -537,10 +537,15 @@ BUILT_FROM_A_DICT = '''\
 from torch import nn
 
 
+def check_widths(in_chs, out_chs):
+    if in_chs == out_chs:
+        raise ValueError("a stage changes the width")
+
+
 class Stage(nn.Module):
     def __init__(self, in_chs, out_chs, norm_layer=None):
         super().__init__()
-        assert in_chs != out_chs, "a stage changes the width"
+        check_widths(in_chs, out_chs)
         self.norm = norm_layer(in_chs)
         self.conv = nn.Conv2d(in_chs, out_chs, 3, padding=1)
 
@@ -563,7 +568,7 @@ class Net(nn.Module):
 def test_a_child_that_fails_with_made_up_values_passes_inside_the_parent_that_builds_it(
         tmp_path: Path, run_cells: CellRun) -> None:
     # Stage is built from a dict msready does not follow: alone it gets in_chs=16,
-    # out_chs=16, which its assertion refuses. Net builds it with 8 and 12 and a norm
+    # out_chs=16, which a check it calls refuses. Net builds it with 8 and 12 and a norm
     # layer and runs it: Stage passes with Net's values; its own failure is a note.
     out, cells = run_cells(tmp_path, {"net.py": BUILT_FROM_A_DICT})
     stage = cells["Stage"]
@@ -571,10 +576,10 @@ def test_a_child_that_fails_with_made_up_values_passes_inside_the_parent_that_bu
     assert (stage.input_shape, stage.synthesized) == ("(2, 8, 16, 16)", "")
     assert stage.error is not None and stage.error.startswith(
         "alone, with values msready made up (in_chs=16, out_chs=16, norm_layer=keep_shape): "
-        "building the Cell: AssertionError: a stage changes the width")
+        "building the Cell: ValueError: a stage changes the width")
     line = int(stage.error.rsplit(":", 1)[1].rstrip(")"))
     assert (out / "net.py").read_text().splitlines()[line - 1].strip() == \
-        'assert in_chs != out_chs, "a stage changes the width"'
+        'raise ValueError("a stage changes the width")'
 
 
 ARGS_COMPLETED_BY_A_HELPER = '''\
@@ -1174,3 +1179,61 @@ def test_a_block_class_chosen_by_or_gives_the_first_layer(tmp_path: Path,
     mixed = cells["Mixed"]
     assert (mixed.pynative, mixed.graph, mixed.input_shape) == ("pass", "pass",
                                                                 "(2, 12, 16, 16)")
+
+
+WIDE_RESNET = '''\
+from torch import nn
+
+
+class WideNet(nn.Module):
+    def __init__(self, depth, width, num_splits=2, norm_layer=None, use_norm=False):
+        super().__init__()
+        assert (depth - 4) % 6 == 0, "depth should be 6n+4"
+        if num_splits < 2:
+            raise ValueError("num_splits must be at least 2")
+        if use_norm:
+            assert norm_layer is not None
+        blocks = [nn.Conv2d(width, width, 3, padding=1) for _ in range((depth - 4) // 6)]
+        self.body = nn.Sequential(nn.Conv2d(3, width, 3, padding=1), *blocks)
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+
+def test_a_synthesized_number_meets_the_constructors_assertions(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # depth would be 1 by its name; the assertion wants 6n+4, and 4 is the nearest
+    _, cells = run_cells(tmp_path, {"wide.py": WIDE_RESNET})
+    cell = cells["WideNet"]
+    assert cell.synthesized == "depth=4, width=32"
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 32, 16, 16)")
+
+
+def requirement_changes(source: str, env: dict[str, object],
+                        adjustable: dict[str, object]) -> dict[str, object]:
+    function = cst.parse_module(source).body[0]
+    assert isinstance(function, cst.FunctionDef)
+    return arguments.meet(arguments.requirements(function), env, adjustable)
+
+
+def test_a_raise_guard_an_assertion_and_a_none_the_constructor_insists_on() -> None:
+    guard = "def __init__(self, n):\n    if n % 2:\n        raise ValueError(n)\n"
+    assert requirement_changes(guard, {"n": 3}, {"n": 3}) == {"n": 4}
+    # a value the repository gave is kept even when it fails: it is not adjustable
+    assert requirement_changes(guard, {"n": 3}, {}) == {}
+    insists = "def __init__(self, feat_size=None):\n    assert feat_size is not None\n"
+    assert requirement_changes(insists, {"feat_size": None}, {"feat_size": None}) == \
+        {"feat_size": 32}
+    # a None the constructor insists on takes what the caller proposes (for ``opt``, a
+    # namespace of the fields the constructor reads)
+    function = cst.parse_module("def __init__(self, opt=None):\n    assert opt is not None\n")
+    assert isinstance(function.body[0], cst.FunctionDef)
+    assert arguments.meet(arguments.requirements(function.body[0]), {"opt": None},
+                          {"opt": None}, lambda name: f"made up {name}") == {"opt": "made up opt"}
+    # an assertion under a branch holds only when the branch runs: it is not a requirement
+    branch = "def __init__(self, k, a=False):\n    if a:\n        assert k > 5\n"
+    assert requirement_changes(branch, {"k": 3, "a": False}, {"k": 3}) == {}
+    # what cannot be evaluated (an attribute of self, a call) leaves the value alone
+    unknown = "def __init__(self, c):\n    assert c % self.paths == 0\n"
+    assert requirement_changes(unknown, {"c": 16}, {"c": 16}) == {}
