@@ -57,6 +57,8 @@ class ConstructorFinder:
         self._module_envs: dict[str, dict[str, object]] = {}
         # memos: instantiations per class, argument values per class, usages per parameter
         self._instantiations: dict[str, list[ResolvedCall]] | None = None
+        # every ``name = ...`` statement of a file, for the example calls that follow one
+        self._assignments: dict[str, list[tuple[int, int, str, Any, int]]] = {}
         self._arguments: dict[str, arguments.Resolved] = {}
         self._usages: dict[tuple[str, str, int], arguments.Usage] = {}
         self._environments: dict[tuple[str, str], dict[str, object]] = {}
@@ -226,10 +228,8 @@ class ConstructorFinder:
                  p.default is None) for p in node.params.kwonly_params]
         return out, file
 
-    def _sites(self, cls: str) -> Iterator[dict[str, object]]:
-        """Literal arguments at every place the repository instantiates ``cls``."""
-        sig = self._signature(cls, "__init__")
-        names = [n for n, _, _ in sig[0]] if sig else []
+    def instantiations(self, cls: str) -> list[ResolvedCall]:
+        """Every call that builds ``cls`` in the repository."""
         if self._instantiations is None:  # every call resolved once, grouped by class
             self._instantiations = {}
             for rc in self.model.calls:
@@ -238,7 +238,13 @@ class ConstructorFinder:
                 resolved = self.model.resolve(rc.call.target, rc.file.module)
                 if resolved is not None and resolved.kind == "class":
                     self._instantiations.setdefault(resolved.name, []).append(rc)
-        for rc in self._instantiations.get(cls, []):
+        return self._instantiations.get(cls, [])
+
+    def _sites(self, cls: str) -> Iterator[dict[str, object]]:
+        """Literal arguments at every place the repository instantiates ``cls``."""
+        sig = self._signature(cls, "__init__")
+        names = [n for n, _, _ in sig[0]] if sig else []
+        for rc in self.instantiations(cls):
             values: dict[str, object] = {}
             env: dict[str, object] | None = None
             for i, arg in enumerate(rc.call.args):

@@ -18,7 +18,7 @@ import libcst.matchers as m
 
 from msready.analyzer.facts import FileResult
 from msready.analyzer.syntax import find_all
-from msready.skeletons import apis, arguments
+from msready.skeletons import apis, arguments, example_calls
 from msready.skeletons.constructors import SUPER_INIT, ConstructorFinder
 from msready.skeletons.inputs import (
     INDEX,
@@ -391,6 +391,9 @@ class Planner(ConstructorFinder):
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
         first, alternatives, guessed = self._tensor_inputs(cls, kwargs, synthesized, required)
+        example = self._example_inputs(cls, forward[0]) if forward else None
+        if example is not None:  # the repository's own call comes first
+            return example, [first, *alternatives], False
         listed, indexes = self._listed(cls), self._indexes(cls)
         if not listed and not indexes:
             return first, alternatives, guessed
@@ -402,6 +405,27 @@ class Planner(ConstructorFinder):
                     if s is not None and n in listed else s
                     for n, s in zip(required, inputs, strict=True)]
         return as_lists(first), [as_lists(a) for a in alternatives], guessed
+
+    def _example_inputs(self, cls: str, params: list[tuple[str, object, bool]]
+                        ) -> list[InputSpec | None] | None:
+        """The inputs of the first call the repository makes of an instance it builds,
+        ``net = Net(...)`` then ``net(torch.randn(8, 3, 32, 32), labels=...)``, when every
+        argument is a tensor with a written shape."""
+        for rc in self.instantiations(cls):
+            parsed = self.parsed(rc.file.path)
+            if parsed is None:
+                continue
+            if rc.file.path not in self._assignments:
+                self._assignments[rc.file.path] = example_calls.assignment_blocks(parsed)
+            found = example_calls.example_call(self._assignments[rc.file.path],
+                                               rc.call.span.line)
+            if found is None:
+                continue
+            env = self._caller_environment(rc.call.caller, rc.file, rc.call.span.line)
+            specs = example_calls.call_inputs(*found, env, params)
+            if specs is not None:
+                return specs
+        return None
 
     def _forward_params(self, cls: str,
                         test: Callable[[cst.FunctionDef, cst.Param], bool]) -> set[str]:

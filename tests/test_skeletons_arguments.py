@@ -1237,3 +1237,77 @@ def test_a_raise_guard_an_assertion_and_a_none_the_constructor_insists_on() -> N
     # what cannot be evaluated (an attribute of self, a call) leaves the value alone
     unknown = "def __init__(self, c):\n    assert c % self.paths == 0\n"
     assert requirement_changes(unknown, {"c": 16}, {"c": 16}) == {}
+
+
+EXAMPLE_CALL = '''\
+import torch
+from torch import nn
+
+
+class Denoiser(nn.Module):
+    def __init__(self, channels, num_classes=None):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.needs_labels = num_classes is not None
+        self.labels = nn.Embedding(num_classes, channels) if self.needs_labels else None
+
+    def forward(self, x, time, class_labels=None):
+        assert (class_labels is not None) == self.needs_labels
+        x = self.conv(x) * time.view(-1, 1, 1, 1)
+        if self.needs_labels:
+            x = x + self.labels(class_labels).view(x.shape[0], -1, 1, 1)
+        return x
+
+
+if __name__ == "__main__":
+    num_classes = 10
+    net = Denoiser(4, num_classes=num_classes).cuda()
+    images = torch.randn(8, 4, 24, 24).cuda()
+    labels = torch.randint(0, num_classes, (8,))
+    out = net(images, time=torch.ones(8), class_labels=labels)
+'''
+
+
+def test_the_repositorys_own_call_of_a_module_gives_its_inputs(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # forward's optional class_labels is required by the assertion once num_classes is
+    # given: the call in the __main__ block passes it, and its shapes are the input
+    # (with the batch every Cell gets)
+    _, cells = run_cells(tmp_path, {"denoise.py": EXAMPLE_CALL})
+    cell = cells["Denoiser"]
+    assert (cell.synthesized, cell.input_shape) == ("", "(2, 4, 24, 24), (2,), (2,) int")
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 4, 24, 24)")
+
+
+@pytest.mark.parametrize(("call", "inputs"), [
+    # every argument a tensor of written shape: an example
+    ("net(torch.randn(2, 3, 8, 8))", [((2, 3, 8, 8), "float32")]),
+    ("net(torch.zeros((4, 16)).cuda(), mask=torch.ones(4, 16).long())",
+     [((2, 16), "float32"), None, ((2, 16), "int64")]),
+    ("net(x=torch.rand(size=(2, 5)))", [((2, 5), "float32")]),
+])
+def test_an_example_call_with_written_shapes_is_read(
+        call: str, inputs: list[tuple[tuple[int, ...], str] | None]) -> None:
+    from msready.skeletons import example_calls
+    params: list[tuple[str, object, bool]] = [("x", None, True), ("y", None, False),
+                                              ("mask", None, False)]
+    node = cst.parse_expression(call)
+    assert isinstance(node, cst.Call)
+    specs = example_calls.call_inputs(node, [], {}, params)
+    assert specs is not None
+    assert [(s.shape, s.dtype) if s else None for s in specs] == inputs
+
+
+@pytest.mark.parametrize("call", [
+    "net(batch)",  # a name nothing bound to a tensor before
+    "net(torch.randn(n, 3))",  # a size msready cannot compute
+    "net(torch.randn(2, 3), extra=torch.randn(2))",  # no such parameter
+    "net(y=torch.randn(2, 3))",  # the required x is not given
+    "net(*inputs)",
+])
+def test_a_call_without_written_shapes_is_no_example(call: str) -> None:
+    from msready.skeletons import example_calls
+    params: list[tuple[str, object, bool]] = [("x", None, True), ("y", None, False)]
+    node = cst.parse_expression(call)
+    assert isinstance(node, cst.Call)
+    assert example_calls.call_inputs(node, [], {}, params) is None
