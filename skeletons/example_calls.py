@@ -45,18 +45,22 @@ def assignment_blocks(parsed: Parsed) -> list[tuple[int, int, str, Block, int]]:
     found = []
     for block in blocks:
         for i, stmt in enumerate(block):
-            if not m.matches(stmt, m.SimpleStatementLine(body=[m.Assign(
-                    targets=[m.AssignTarget(m.Name())])])):
-                continue
-            assert isinstance(stmt, cst.SimpleStatementLine)
-            assign = stmt.body[0]
-            assert isinstance(assign, cst.Assign) and isinstance(
-                assign.targets[0].target, cst.Name)
-            span = parsed.span(stmt)
-            if span is not None:
-                found.append((span.line, span.end_line, assign.targets[0].target.value,
-                              block, i))
+            named = _named(stmt)
+            span = parsed.span(stmt) if named else None
+            if named and span is not None:
+                found.append((span.line, span.end_line, named[0], block, i))
     return found
+
+
+def _named(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
+    """(name, value) of a ``name = value`` statement."""
+    if not m.matches(stmt, m.SimpleStatementLine(body=[m.Assign(
+            targets=[m.AssignTarget(m.Name())])])):
+        return None
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    assign = stmt.body[0]
+    assert isinstance(assign, cst.Assign) and isinstance(assign.targets[0].target, cst.Name)
+    return assign.targets[0].target.value, assign.value
 
 
 def example_call(assignments: list[tuple[int, int, str, Block, int]], line: int
@@ -127,18 +131,14 @@ def call_inputs(call: cst.Call, before: Block, env: dict[str, object],
     whose shape is written out, or a required parameter is not given."""
     bound: dict[str, InputSpec] = {}
     for stmt in before:
-        if m.matches(stmt, m.SimpleStatementLine(body=[m.Assign(
-                targets=[m.AssignTarget(m.Name())])])):
-            assert isinstance(stmt, cst.SimpleStatementLine)
-            assign = stmt.body[0]
-            assert isinstance(assign, cst.Assign) and isinstance(
-                assign.targets[0].target, cst.Name)
-            spec = tensor_spec(assign.value, bound, env)
-            target = assign.targets[0].target.value
-            if spec is not None:
-                bound[target] = spec
-            else:
-                bound.pop(target, None)
+        named = _named(stmt)
+        if named is None:
+            continue
+        spec = tensor_spec(named[1], bound, env)
+        if spec is not None:
+            bound[named[0]] = spec
+        else:
+            bound.pop(named[0], None)
     names = [n for n, _, _ in params]
     given: dict[int, InputSpec] = {}
     for i, arg in enumerate(call.args):
