@@ -19,6 +19,7 @@ behind :func:`resolve` without the planner changing.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -544,12 +545,10 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
 # What a constructor requires of its arguments: ``assert (depth - 4) % 6 == 0`` and
 # ``if num_splits < 2: raise ValueError(...)``. A synthesized number that breaks one is
 # replaced by the nearest small number that keeps all of them.
-_COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], bool]] = {
-    cst.Equal: lambda a, b: bool(a == b), cst.NotEqual: lambda a, b: bool(a != b),
-    cst.LessThan: lambda a, b: bool(a < b), cst.LessThanEqual: lambda a, b: bool(a <= b),
-    cst.GreaterThan: lambda a, b: bool(a > b),
-    cst.GreaterThanEqual: lambda a, b: bool(a >= b),
-    cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+_COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], Any]] = {
+    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge, cst.Is: operator.is_, cst.IsNot: operator.is_not,
     cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
 }
 
@@ -612,11 +611,9 @@ def truth(test: cst.BaseExpression, env: dict[str, object]) -> bool | None:
     return bool(value) if isinstance(value, (int, float, str, tuple)) or value is None else None
 
 
-def _nearby(value: object) -> list[object]:
+def _nearby(value: int) -> list[object]:
     """Numbers to try in place of a synthesized ``value``: upward from it, then below."""
-    start = value if type(value) is int and value > 0 else 1
-    assert isinstance(start, int)
-    return [*range(start + 1, 257), *range(start - 1, 0, -1)]
+    return [*range(value + 1, 257), *range(value - 1, 0, -1)]
 
 
 def meet(found: Sequence[Requirement], env: dict[str, object],
@@ -636,7 +633,7 @@ def meet(found: Sequence[Requirement], env: dict[str, object],
             current = env.get(name)
             guess = propose(name) if current is None else UNKNOWN
             candidates = [guess] if guess is not UNKNOWN else _nearby(current) \
-                if type(current) is int else []
+                if isinstance(current, int) and not isinstance(current, bool) else []
             on_name = [r for r in found if name in r.names]
             choice = next((c for c in candidates if all(
                 truth(r.test, {**env, name: c}) is not (not r.holds) for r in on_name)), None)

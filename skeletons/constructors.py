@@ -23,9 +23,7 @@ from msready.analyzer.result import ScanResult
 from msready.analyzer.syntax import find_all
 from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
-from msready.skeletons.inputs import (
-    ORDERS,
-)
+from msready.skeletons.inputs import ORDERS, InputSpec
 from msready.skeletons.values import (
     UNKNOWN,
     CallHook,
@@ -59,6 +57,7 @@ class ConstructorFinder:
         self._instantiations: dict[str, list[ResolvedCall]] | None = None
         # every ``name = ...`` statement of a file, for the example calls that follow one
         self._assignments: dict[str, list[tuple[int, int, str, Any, int]]] = {}
+        self._examples: dict[str, list[InputSpec | None] | None] = {}  # inputs per class
         self._arguments: dict[str, arguments.Resolved] = {}
         self._usages: dict[tuple[str, str, int], arguments.Usage] = {}
         self._environments: dict[tuple[str, str], dict[str, object]] = {}
@@ -532,7 +531,7 @@ class ConstructorFinder:
                            resolved: arguments.Resolved) -> None:
         """Synthesized numbers, and None defaults the constructor insists on, changed so
         that its ``assert`` statements and ``if ...: raise`` guards pass (WideResNet's
-        ``assert (depth - 4) % 6 == 0`` takes depth=10, not 1)."""
+        ``assert (depth - 4) % 6 == 0`` takes depth=4, not 1)."""
         init = self.model.find_method(cls, "__init__")
         found = self.function_node(init) if init == f"{cls}.__init__" else None
         required = arguments.requirements(found[0]) if found else []
@@ -542,6 +541,7 @@ class ConstructorFinder:
         adjustable = {name: value for name, value in env.items()
                       if name in resolved.synthesized or (
                           value is None and name not in resolved.kwargs)}
+
         def propose(name: str) -> object:
             return arguments.synthesize(name, self.param_usage(cls, name))
 

@@ -109,18 +109,20 @@ def _made(call: cst.Call, env: dict[str, object]) -> InputSpec | None:
         positional.append(evaluate(keywords["size"], env))
     high = 0
     if kind == "randint":  # randint(high, size) or randint(low, high, size)
-        if len(positional) not in (2, 3) or not all(type(v) is int for v in positional[:-1]):
+        bound = positional[-2] if len(positional) in (2, 3) else None
+        if not isinstance(bound, int):
             return None
-        high, positional = int(positional[-2]), positional[-1:]  # type: ignore[call-overload]
+        high, positional = bound, positional[-1:]
     if len(positional) == 1 and isinstance(positional[0], (tuple, list)):
         positional = list(positional[0])
-    if not positional or not all(type(v) is int and v > 0 for v in positional):
+    shape = tuple(v for v in positional if isinstance(v, int) and not isinstance(v, bool)
+                  and v > 0)
+    if not shape or len(shape) != len(positional):
         return None
     dtype = _MAKERS[kind]
     if "dtype" in keywords:
         written = dotted(keywords["dtype"]) or ""
         dtype = "int64" if written.endswith(("long", "int64", "int32", "int")) else "float32"
-    shape = tuple(int(v) for v in positional)  # type: ignore[call-overload]
     return InputSpec(shape, dtype, max(high, 2) if dtype == "int64" else 0)
 
 

@@ -205,13 +205,18 @@ def _operand(node: cst.BaseExpression) -> str:
     return text if isinstance(node, simple) else f"({text})"
 
 
+def storage(receiver: cst.BaseExpression) -> cst.BaseExpression:
+    """The tensor an in-place update writes: ``w.data`` shares the parameter's storage."""
+    while isinstance(receiver, cst.Attribute) and receiver.attr.value == "data":
+        receiver = receiver.value
+    return receiver
+
+
 def _fill(method: str) -> MethodFix:
     """``w.uniform_(-1, 1)`` -> ``torch_uniform_(w, -1, 1)``, ``w.zero_()`` ->
     ``torch_assign_(w, ops.zeros_like(w))``, ``x.mul_(s)`` -> ``torch_assign_(x, x * s)``."""
     def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
-        while m.matches(receiver, m.Attribute(attr=m.Name("data"))):
-            assert isinstance(receiver, cst.Attribute)
-            receiver = receiver.value  # ``w.data`` shares the parameter's storage
+        receiver = storage(receiver)
         if method == "copy_":  # the source tensor; ``non_blocking`` is about devices
             args = [a for a in args if a[0] is None][:1]
             if not args:

@@ -390,10 +390,18 @@ class Planner(ConstructorFinder):
         gets a list of two."""
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
-        first, alternatives, guessed = self._tensor_inputs(cls, kwargs, synthesized, required)
+        first, alternatives, guessed = self._as_lists(
+            cls, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
         example = self._example_inputs(cls, forward[0]) if forward else None
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
+        return first, alternatives, guessed
+
+    def _as_lists(self, cls: str, required: list[str], first: list[InputSpec | None],
+                  alternatives: list[list[InputSpec | None]], guessed: bool
+                  ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
+        """The inputs with a list of two tensors for an argument that takes a list, and
+        the Python int 0 for one that indexes."""
         listed, indexes = self._listed(cls), self._indexes(cls)
         if not listed and not indexes:
             return first, alternatives, guessed
@@ -411,6 +419,12 @@ class Planner(ConstructorFinder):
         """The inputs of the first call the repository makes of an instance it builds,
         ``net = Net(...)`` then ``net(torch.randn(8, 3, 32, 32), labels=...)``, when every
         argument is a tensor with a written shape."""
+        if cls not in self._examples:
+            self._examples[cls] = self._first_example(cls, params)
+        return self._examples[cls]
+
+    def _first_example(self, cls: str, params: list[tuple[str, object, bool]]
+                       ) -> list[InputSpec | None] | None:
         for rc in self.instantiations(cls):
             parsed = self.parsed(rc.file.path)
             if parsed is None:

@@ -41,6 +41,7 @@ from msready.skeletons.methods import (
     compiled_children,
     named_module_method,
     rename_keywords,
+    storage,
 )
 from msready.skeletons.statements import (
     HEADER_NAMES,
@@ -1428,7 +1429,6 @@ class CellTransformer(cst.CSTTransformer):
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call
 
-
     def _inplace_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression | None:
         """``mask.triu_(1)`` -> ``torch_assign_(mask, mask.triu(1))``: a torch in-place
         method MindSpore lacks, as its out-of-place twin (translated as any method) written
@@ -1439,10 +1439,7 @@ class CellTransformer(cst.CSTTransformer):
         twin = method[:-1]
         if apis.lookup(f"torch.Tensor.{twin}", self.backend).api is None:
             return None
-        receiver = func.value
-        while m.matches(receiver, m.Attribute(attr=m.Name("data"))):
-            assert isinstance(receiver, cst.Attribute)
-            receiver = receiver.value  # ``w.data`` shares the parameter's storage
+        receiver = storage(func.value)
         twin_func = func.with_changes(value=receiver, attr=cst.Name(twin))
         value = self._tensor_method(call.with_changes(func=twin_func), twin_func)
         return cst.Call(cst.Name("torch_assign_"), [cst.Arg(receiver), cst.Arg(value)])
