@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,13 +39,15 @@ WIDTH = 16
 HEADS = 2
 NAMESPACE = ("types", "SimpleNamespace")
 
+# Channels a Module's input or output has: an image's three, when nothing says more.
+_IMAGE_CHANNELS = (r"(in_?chans?|in_?channels|input_?channels|n_?channels|nc|img_?channels|"
+                   r"image_?channels|channels_in|input_nc|output_nc|out_?chans)")
 # (name pattern, value), first match wins; patterns match the whole parameter name or
 # its last ``_``-separated words.
 _BY_NAME: tuple[tuple[str, object], ...] = (
     (r"(num_|n_)?heads?|n_?head|nhead|num_attention_heads|groups?|num_groups", HEADS),
     (r"(dim_?head|head_?dim|d_?head|head_size|d_k|d_v)", 8),
-    (r"(in_?chans?|in_?channels|input_?channels|n_?channels|nc|img_?channels|"
-     r"image_?channels|channels_in|input_nc|output_nc|out_?chans)", 3),
+    (_IMAGE_CHANNELS, 3),
     (r"(num_?classes|n_?classes|nclass|num_labels|n_?class|classes|out_classes)", 10),
     (r"(vocab(_size)?|n_?vocab|num_?tokens|n_?tokens|num_?embeddings|vocab_len)", 32),
     (r"(depth|n_?layers?|num_?layers|num_?blocks|n_?blocks|layers|blocks|num_?stages|"
@@ -697,19 +699,48 @@ def _missing_fields(value: object, chains: Sequence[tuple[str, ...]]) -> dict[st
     return {k: v for k, v in tree.items() if v is not None}
 
 
-def scaled(name: str, value: object, factor: int) -> object:
+def scaled(name: str, value: object, factor: int, images: bool = False) -> object:
     """A synthesized value with its widths (multiples of :data:`WIDTH`) ``factor`` times
     wider, for a Cell that a made-up width does not suit (``GroupNorm(32, dim)``); sizes
     of images and windows stay."""
     if _PAIR_NAMES.search(name):
         return value
     if isinstance(value, tuple):
-        return tuple(scaled(name, v, factor) for v in value)
+        return tuple(scaled(name, v, factor, images) for v in value)
     if isinstance(value, ConfigValue) and (value.module, value.name) == NAMESPACE:
-        return _namespace({k: scaled(k, v, factor) for k, v in value.fields})
+        return _namespace({k: scaled(k, v, factor, images) for k, v in value.fields})
     if type(value) is int and value >= WIDTH and value % WIDTH == 0:
         return value * factor
+    if images and value == 3 and re.fullmatch(_IMAGE_CHANNELS, name, re.IGNORECASE):
+        return WIDTH * factor  # more channels than an image's (``GroupNorm(32, in_channels)``)
     return value
+
+
+# A size the repository gives above this is made small again when the Cell, built with
+# it, runs out of time or memory: the run proves the translation, not the model's size.
+LARGE = 64
+
+
+def shrunk(kwargs: dict[str, object], given: Iterable[str],
+           usage_of: Callable[[str], Usage]) -> dict[str, object]:
+    """Small made-up values for the sizes above :data:`LARGE` among ``given`` arguments
+    (``dim=9216`` -> 16, ``in_chs=(768, 1280)`` -> (16, 16)), each as it would be
+    synthesized, widened so the class's head and group counts still divide it."""
+    small: dict[str, object] = {}
+    for name in given:
+        value = kwargs.get(name)
+        if type(value) is int and value > LARGE:
+            guess = synthesize(name, usage_of(name))
+            if type(guess) is int and 0 < guess < value:
+                small[name] = guess
+        elif isinstance(value, tuple) and value:
+            sizes = [v for v in value if type(v) is int]
+            if len(sizes) == len(value) and max(sizes) > LARGE:
+                item = by_name(name)
+                item = item if type(item) is int and item > 0 else WIDTH
+                small[name] = tuple(item if v > LARGE else v for v in sizes)
+    width = _width({**kwargs, **small})
+    return {name: _widened(value, width) for name, value in small.items()}
 
 
 def describe(synthesized: dict[str, object]) -> str:

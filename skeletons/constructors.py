@@ -110,6 +110,20 @@ class ConstructorFinder:
             body = node.body.body
         return list(body)
 
+    def class_constants(self, cls: str) -> dict[str, object]:
+        """Constant class-level fields of ``cls`` and its repository bases, as the
+        ``self.<name>`` keys an environment holds (``expansion = 4``)."""
+        out: dict[str, object] = {}
+        for owner in reversed(self.model.mro(cls)):
+            for stmt in self._class_body(owner):
+                for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                            and isinstance(small.targets[0].target, cst.Name):
+                        value = evaluate(small.value, {})
+                        if value is not UNKNOWN:
+                            out[f"self.{small.targets[0].target.value}"] = value
+        return out
+
     def _methods(self, cls: str) -> list[cst.FunctionDef]:
         """The methods a repository class defines in its own body."""
         return [s for s in self._class_body(cls) if isinstance(s, cst.FunctionDef)]

@@ -259,6 +259,8 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
     variant = int((outcome or {}).get("variant") or 0)
     made_up = plan.variants[variant - 1].synthesized if 0 < variant <= len(plan.variants) \
         else plan.synthesized
+    if (outcome or {}).get("smaller") and plan.smaller is not None:
+        made_up = plan.smaller.synthesized
     synthesized = "" if (outcome or {}).get("inside") else describe(made_up)
 
     def skipped(status: str, error: str | None, shape: str = "") -> SkeletonResult:
@@ -370,7 +372,7 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
         def batch(cells: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             try:
                 return runner.run_jobs("msready.skeletons.child", {"root": str(out_dir)},
-                                       cells)
+                                       cells, runner.CELL_TIMEOUT, runner.CELL_MEMORY)
             except OSError as exc:
                 return _failed_start(cells, exc)
 
@@ -378,7 +380,46 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
             for got in pool.map(batch, [b for b in batches if b]):
                 outcomes.update(got)
         store.keep(pending, outcomes)
+        plans = {p.torch_class: p for _, gen in todo for p in gen.plans}
+        smaller = [_smaller_job(plans[key]) for key, outcome in outcomes.items()
+                   if _too_big(outcome) and plans[key].smaller is not None]
+        if smaller:  # a second round: the Cells too big at the repository's sizes
+            again, pending = store.split(smaller)
+            with ThreadPoolExecutor(max_workers=_workers()) as pool:
+                for got in pool.map(batch, [pending[i::_workers()] for i in range(_workers())
+                                            if pending[i::_workers()]]):
+                    again.update(got)
+            store.keep(pending, again)
+            for key, outcome in again.items():
+                outcomes[key] = _ran_smaller(outcomes[key], outcome)
     return outcomes
+
+
+def _too_big(outcome: dict[str, Any]) -> bool:
+    """A run stopped by the time or memory limit (the size, not the translation)."""
+    error = str(outcome.get("error") or "")
+    return error.startswith(("timed out after", "stopped: it held more than"))
+
+
+def _smaller_job(plan: Plan) -> dict[str, Any]:
+    """The job of ``plan``'s smaller variant (under the Cell's own key)."""
+    assert plan.smaller is not None
+    small = plan.smaller
+    return {**_job(plan, None), "kwargs": {k: to_json(v) for k, v in small.kwargs.items()},
+            "inputs": specs_json(small.inputs),
+            "alternatives": [specs_json(a) for a in small.alternatives], "variants": [],
+            "smaller": True}
+
+
+def _ran_smaller(first: dict[str, Any], small: dict[str, Any]) -> dict[str, Any]:
+    """The outcome of the smaller run, saying why it was needed; the first outcome when
+    the smaller one ran out of time or memory too."""
+    if _too_big(small):
+        return first
+    limit = str(first["error"]).removeprefix("stopped: it ").split(",")[0]
+    why = f"at the repository's sizes it {limit}; it ran with smaller made-up sizes"
+    error = small.get("error")
+    return {**small, "smaller": True, "error": f"{error} ({why})" if error else why}
 
 
 def _failed_start(jobs: list[dict[str, Any]], exc: OSError) -> dict[str, dict[str, Any]]:

@@ -165,6 +165,12 @@ def factory(call: CallIn, mapping: apis.Mapping) -> Rewrite:
         shape = cst.Tuple([cst.Element(v) for v in sizes])
         call = CallIn(call.torch, [(None, shape), *[(k, v) for k, v in call.args if k]],
                       call.backend)
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.List, cst.Tuple)) \
+            and not sizes[0].elements and _get(call.args, "dtype") is None:
+        # ``torch.ones([])``, a scalar: MindSpore's CPU kernels take no empty shape without
+        # a dtype ("Unsupported data type"); torch's default dtype is float32
+        call = CallIn(call.torch, [*call.args, ("dtype", expr("mindspore.float32"))],
+                      call.backend, call.star)
     return generic(call, mapping)
 
 

@@ -4,6 +4,7 @@ a registry of named rewrites, looked up by method name."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import libcst as cst
@@ -51,14 +52,46 @@ def size(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | No
     return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(args[0][1]))])
 
 
-@method_fix("to", "cuda", "cpu", "pin_memory")
+@method_fix("cuda", "cpu", "pin_memory")
 def device(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """Device moves disappear (MindSpore places tensors by context); a dtype becomes
     ``astype``."""
-    dtype = next((v for _, v in args if _is_dtype(v)), None)
+    dtype = next((v for _, v in args if _is_dtype(v) or _last_name(v, _DTYPE_NAMES)), None)
     if dtype is None:
         return receiver
     return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
+
+
+# What ``x.to(value)`` is given, read from the value's (last) name: a device (dropped) or
+# a dtype (``astype``); another name is a tensor, whose dtype ``x`` takes.
+_DEVICE_NAMES = re.compile(r"(\w*_)?(device|dev|cuda|gpu|cpu|rank|place|accelerator|"
+                           r"map_location)s?(_\w*)?", re.IGNORECASE)
+_DTYPE_NAMES = re.compile(r"(\w*_)?(dtype|dt)(_\w*)?", re.IGNORECASE)
+
+
+def _last_name(node: cst.BaseExpression, names: re.Pattern[str]) -> bool:
+    """True when ``node`` is a name or an attribute whose last name ``names`` matches."""
+    last = node.value if isinstance(node, cst.Name) else \
+        node.attr.value if isinstance(node, cst.Attribute) else None
+    return last is not None and names.fullmatch(last) is not None
+
+
+@method_fix("to")
+def to(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.to(device)`` disappears and ``x.to(torch.float16)`` is ``astype``; ``x.to(y)``
+    and ``x.to(other=y)`` with a tensor ``y`` take its dtype: ``x.astype(y.dtype)``
+    (``torch.arange(h).to(x)`` is a float coordinate, not an integer one)."""
+    moved = device(receiver, args)
+    if moved is not receiver or not args:
+        return moved
+    key, value = args[0]
+    tensor = key == "other" or (key is None and isinstance(value, (cst.Name, cst.Attribute))
+                                and not _last_name(value, _DEVICE_NAMES)
+                                and not m.matches(value, m.Attribute(attr=m.Name("device"))))
+    if not tensor:
+        return receiver
+    return cst.Call(cst.Attribute(receiver, cst.Name("astype")),
+                    [cst.Arg(cst.Attribute(value, cst.Name("dtype")))])
 
 
 @method_fix("expand")

@@ -56,6 +56,9 @@ class Plan:
     guessed: bool = False  # no layer or forward code gave the input: every input is a guess
     # the same Cell with wider made-up sizes, tried when it cannot be built with the first
     variants: list[Variant] = field(default_factory=list)
+    # the same Cell with small made-up sizes and guessed inputs, run when it runs out of
+    # time or memory at the sizes the repository gives
+    smaller: Variant | None = None
 
 
 @dataclass
@@ -94,10 +97,8 @@ class Planner(ConstructorFinder):
         # ``block = block or ConvNormAct``: a local class; local sizes stay unknown, as the
         # first layer built is not always the first one forward runs (a norm built before
         # its convolution)
-        local = constants(body, env, self.call_hook(file), forget=True)
-        env = {**env, **{k: v for k, v in local.items()
-                         if isinstance(v, ConfigValue) and v.is_class}}
-        env = self_constants(body, env, self.call_hook(file))
+        env = self_constants(body, self._local_environment(body, file, env),
+                             self.call_hook(file))
         base = self.torch_base(cls)
         for call in find_all(node.body, m.Call()):
             assert isinstance(call, cst.Call)
@@ -109,6 +110,20 @@ class Planner(ConstructorFinder):
                 return spec
         return None
 
+
+    def _local_environment(self, body: Sequence[cst.BaseStatement], file: FileResult,
+                           env: dict[str, object]) -> dict[str, object]:
+        """``env`` (the constructor's parameters) with the classes its body binds to local
+        names and the parameters it updates (``embed_dim *= num_heads``)."""
+        local = constants(body, env, self.call_hook(file), forget=True)
+        out = {**env, **{k: v for k, v in local.items()
+                         if isinstance(v, ConfigValue) and v.is_class}}
+        for name in [name for name in out if _updated(body, name)]:
+            if name in local:
+                out[name] = local[name]
+            else:
+                del out[name]
+        return out
 
     def _layer_input(self, call: cst.Call, file: FileResult, env: dict[str, object],
                      depth: int) -> InputSpec | None:
@@ -217,6 +232,9 @@ class Planner(ConstructorFinder):
                 if built is None:
                     return None
                 init_call, init_file = built
+                constructor = self._constructor(cls)
+                if constructor is not None:
+                    env = self._local_environment(constructor[2], constructor[1], env)
                 return self._first_in(init_call, init_file, env, depth)
             target = self.qualify(call.func, file) or ""
             rank = target[-2:] if target.startswith("torch.") else ""
@@ -365,8 +383,12 @@ class Planner(ConstructorFinder):
             plan.reason = "no forward method: nothing to run"
             return plan
         resolved = self.constructor_arguments(cls)
-        plan.kwargs = resolved.kwargs
-        plan.synthesized = resolved.synthesized
+        plan.kwargs = dict(resolved.kwargs)
+        plan.synthesized = dict(resolved.synthesized)
+        residual = self._residual_width(cls, plan.kwargs, plan.synthesized)
+        if residual is not None:  # ``x += shortcut``: as many channels in as out
+            name, width = residual
+            plan.kwargs[name] = plan.synthesized[name] = width
         if resolved.missing:
             plan.reason = (f"constructor argument {', '.join(resolved.missing)}: no value at "
                            "its instantiation sites, no default, and none can be synthesized "
@@ -374,25 +396,81 @@ class Planner(ConstructorFinder):
             return plan
         plan.inputs, plan.alternatives, plan.guessed = self._inputs(cls, plan.kwargs,
                                                                     bool(plan.synthesized))
-        for factor in (2, 4):  # wider made-up sizes, for a width something must divide
-            synthesized = {k: arguments.scaled(k, v, factor) for k, v in plan.synthesized.items()}
-            if synthesized == plan.synthesized:
-                break
+        # wider made-up sizes, for a width something must divide; then an image's three
+        # channels widened too (``GroupNorm(32, in_channels)``)
+        tried = [plan.synthesized]
+        for images, factor in ((False, 2), (False, 4), (True, 2), (True, 4)):
+            synthesized = {k: arguments.scaled(k, v, factor, images)
+                           for k, v in plan.synthesized.items()}
+            if synthesized in tried:
+                continue
+            tried.append(synthesized)
             kwargs = {**plan.kwargs, **synthesized}
             inputs, alternatives, _ = self._inputs(cls, kwargs, True)
             plan.variants.append(Variant(kwargs, synthesized, inputs, alternatives))
+        plan.smaller = self._smaller(cls, plan)
         return plan
 
-    def _inputs(self, cls: str, kwargs: dict[str, object], synthesized: bool
+    def _residual_width(self, cls: str, kwargs: dict[str, object],
+                        synthesized: dict[str, object]) -> tuple[str, int] | None:
+        """For a block whose forward adds its input to what its layers make of it
+        (``shortcut = x; ...; x += shortcut``), the made-up input width changed to the
+        width its last layer gives: ``inplanes`` becomes ``planes * self.expansion``.
+        None when the widths already agree, or the input width is not made up."""
+        found = self._forward_input(cls)
+        built = self._constructor(cls)
+        if found is None or built is None or not _adds_its_input(*found[::2]):
+            return None
+        node, file, body = built
+        layers = [(call, name) for call in find_all(node.body, m.Call())
+                  if isinstance(call, cst.Call)
+                  for name in [apis.canonical(self.qualify(call.func, file) or "")]
+                  if name in _WIDTH_ARGS]
+        if not layers:
+            return None
+        first, first_name = layers[0]
+        param = _argument(first, first_name, 0)
+        if not isinstance(param, cst.Name) or param.value not in synthesized:
+            return None
+        env = self._local_environment(body, file, {
+            **self.environment(cls, kwargs), **self.class_constants(cls)})
+        env = constants(body, self_constants(body, env, self.call_hook(file)),
+                        self.call_hook(file))
+        last, last_name = layers[-1]
+        out = _argument(last, last_name, 1)
+        width = evaluate(out, env, self.call_hook(file)) if out is not None else UNKNOWN
+        if type(width) is int and 0 < width != kwargs.get(param.value):
+            return param.value, width
+        return None
+
+    def _smaller(self, cls: str, plan: Plan) -> Variant | None:
+        """``cls`` with the large sizes the repository gives made small (``dim=9216`` ->
+        16) and its inputs found from those, not from an example call; None when that
+        changes nothing."""
+        params = (self._signature(cls, "__init__") or ([], None))[0]
+        values = {**{name: default for name, default, _ in params}, **plan.kwargs}
+        given = [name for name in values if name not in plan.synthesized]
+        small = arguments.shrunk(values, given, lambda name: self.param_usage(cls, name))
+        resolved = arguments.Resolved({**plan.kwargs, **small}, {**plan.synthesized, **small})
+        if small:
+            self._meet_requirements(cls, params, resolved)
+        inputs, alternatives, _ = self._inputs(cls, resolved.kwargs, True, examples=False)
+        if not small and inputs == plan.inputs:
+            return None
+        return Variant(resolved.kwargs, resolved.synthesized, inputs, alternatives)
+
+    def _inputs(self, cls: str, kwargs: dict[str, object], synthesized: bool,
+                examples: bool = True
                 ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
         """The first input to try for ``cls`` built with ``kwargs``, the others, and
         whether every one is a guess; a forward argument that takes a list of tensors
-        gets a list of two."""
+        gets a list of two. The repository's own example call comes first (unless
+        ``examples`` is False)."""
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
         first, alternatives, guessed = self._as_lists(
             cls, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
-        example = self._example_inputs(cls, forward[0]) if forward else None
+        example = self._example_inputs(cls, forward[0]) if forward and examples else None
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
         return first, alternatives, guessed
@@ -610,6 +688,47 @@ _WIDTH_NAMES = re.compile(r"num_features|num_channels|channels|in_chs|in_channel
                           re.IGNORECASE)
 # ``EvoNorm2dB0``, ``BnActConv2d``, ``MedianPool2d``: the rank a class's name says.
 _RANK_IN_NAME = re.compile(r"([123])[dD](?![a-z])")
+
+
+# torch layers whose first two arguments are the widths in and out.
+_WIDTH_ARGS = {f"torch.nn.{layer}": names for layer, names in (
+    *((f"Conv{n}d", ("in_channels", "out_channels")) for n in (1, 2, 3)),
+    ("Linear", ("in_features", "out_features")))}
+
+
+def _argument(call: cst.Call, torch_name: str, position: int) -> cst.BaseExpression | None:
+    """The expression a torch layer call gives for its width argument at ``position``."""
+    keyword = _WIDTH_ARGS[torch_name][position]
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if (arg.keyword.value == keyword) if arg.keyword else i == position:
+            return arg.value
+    return None
+
+
+def _adds_its_input(forward: cst.FunctionDef, name: str) -> bool:
+    """True when ``forward`` adds its input ``name``, or a name bound to it (``shortcut =
+    x``), to something: ``x + self.f(x)``, ``out += shortcut``."""
+    aliases = {name}
+    body = forward.body.body if isinstance(forward.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and m.matches(small.value, m.Name(name)):
+                aliases |= {t.target.value for t in small.targets
+                            if isinstance(t.target, cst.Name)}
+    alias = m.OneOf(*(m.Name(a) for a in aliases))
+    return bool(find_all(forward.body, m.BinaryOperation(operator=m.Add(), left=alias)
+                         | m.BinaryOperation(operator=m.Add(), right=alias)
+                         | m.AugAssign(operator=m.AddAssign(), value=alias)))
+
+
+def _updated(body: Sequence[cst.BaseStatement], name: str) -> bool:
+    """True when a top-level statement of ``body`` updates ``name`` in place
+    (``name *= 2``, ``name += 1``)."""
+    return any(isinstance(small, cst.AugAssign) and m.matches(small.target, m.Name(name))
+               for stmt in body if isinstance(stmt, cst.SimpleStatementLine)
+               for small in stmt.body)
 
 
 def _returned_calls(function: cst.FunctionDef) -> list[cst.Call]:

@@ -22,6 +22,12 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Power: operator.pow,
     cst.Modulo: operator.mod,
 }
+# ``n *= k`` is ``n = n * k``.
+_AUGMENTED: dict[type, type] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract,
+    cst.MultiplyAssign: cst.Multiply, cst.FloorDivideAssign: cst.FloorDivide,
+    cst.DivideAssign: cst.Divide, cst.PowerAssign: cst.Power, cst.ModuloAssign: cst.Modulo,
+}
 CallHook = Callable[[cst.Call | cst.Name, dict[str, object]], object]
 # Builtins computed over known values (``dim_in + int(concat_ones)``, ``max(1, dim // 4)``).
 _PURE: dict[str, Callable[..., Any]] = {
@@ -162,7 +168,17 @@ def constants(body: Sequence[cst.BaseStatement],
                     out[small.targets[0].target.value] = value
                 elif forget:
                     out.pop(small.targets[0].target.value, None)
-            elif forget:  # ``norm_layer, act = get_layers(norm_layer)``, ``n += 1``
+            elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) \
+                    and type(small.operator) in _AUGMENTED:  # ``embed_dim *= num_heads``
+                name = small.target.value
+                value = evaluate(cst.BinaryOperation(
+                    small.target, _AUGMENTED[type(small.operator)](), small.value), out, call) \
+                    if name in out else UNKNOWN
+                if value is not UNKNOWN:
+                    out[name] = value
+                else:
+                    out.pop(name, None)
+            elif forget:  # ``norm_layer, act = get_layers(norm_layer)``
                 for name in bound_names(small):
                     out.pop(name, None)
     return out

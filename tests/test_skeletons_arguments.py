@@ -766,6 +766,16 @@ class ASPPConv(nn.Module):
 
     def forward(self, x):
         return self.norm(self.conv(x))
+
+
+class NonLocal(nn.Module):
+    def __init__(self, in_channels):
+        super().__init__()
+        self.norm = nn.GroupNorm(32, in_channels)
+        self.theta = nn.Conv2d(in_channels, in_channels, 1)
+
+    def forward(self, x):
+        return x + self.theta(self.norm(x))
 '''
 
 
@@ -777,6 +787,11 @@ def test_a_cell_that_a_made_up_width_does_not_suit_is_built_wider(
     cell = cells["ASPPConv"]
     assert (cell.status, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 32, 16, 16)")
     assert cell.synthesized == "in_channels=3, out_channels=32, dilation=1"
+    # an image's three channels are widened only when the widths alone do not suit
+    non_local = cells["NonLocal"]
+    assert (non_local.status, non_local.graph, non_local.input_shape) == (
+        "pass", "pass", "(2, 32, 16, 16)")
+    assert non_local.synthesized == "in_channels=32"
 
 
 NONE_PASSED_DOWN = '''\
@@ -1311,3 +1326,123 @@ def test_a_call_without_written_shapes_is_no_example(call: str) -> None:
     node = cst.parse_expression(call)
     assert isinstance(node, cst.Call)
     assert example_calls.call_inputs(node, [], {}, params) is None
+
+
+HUGE_BLOCK = '''\
+import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads=12):
+        super().__init__()
+        assert dim % num_heads == 0
+        self.num_heads = num_heads
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).unbind(2)
+        attn = (q.transpose(1, 2) @ k.transpose(1, 2).transpose(-2, -1)).softmax(dim=-1)
+        return self.proj((attn @ v.transpose(1, 2)).transpose(1, 2).reshape(B, N, C))
+
+
+class Model(nn.Module):
+    def __init__(self, embed_dim=768, num_heads=12):
+        super().__init__()
+        embed_dim *= num_heads  # 9216 wide: over a gigabyte of weights
+        self.block = Attention(embed_dim, num_heads)
+
+    def forward(self, x):
+        return self.block(x)
+'''
+
+
+def test_a_cell_too_big_at_the_repositorys_sizes_runs_with_small_made_up_ones(
+        tmp_path: Path, run_cells: CellRun, monkeypatch: pytest.MonkeyPatch) -> None:
+    from msready.skeletons import runner
+    # A 9216-wide block holds 1.3 GB of weights: over this run's 1.5 GiB limit (MindSpore
+    # itself holds half a gigabyte). It runs again 48 wide: small, and divisible by the
+    # 12 heads its assertion asks for.
+    monkeypatch.setattr(runner, "CELL_MEMORY", 3 << 29)
+    _, cells = run_cells(tmp_path, {"vit.py": HUGE_BLOCK})
+    cell = cells["Attention"]
+    assert (cell.status, cell.pynative, cell.graph) == ("pass", "pass", "pass")
+    assert cell.synthesized == "dim=48"
+    assert cell.input_shape == "(2, 8, 48)" and cell.output_shape == "(2, 8, 48)"
+    assert cell.error == ("at the repository's sizes it held more than 1.5 GiB of memory; "
+                          "it ran with smaller made-up sizes")
+    # a default is a size the repository gives too: 768 becomes 48, times 12 heads
+    model = cells["Model"]
+    assert (model.status, model.synthesized, model.input_shape) == (
+        "pass", "embed_dim=48", "(2, 8, 576)")
+
+
+def test_only_sizes_above_the_threshold_are_made_small() -> None:
+    small = arguments.shrunk({"dim": 64, "num_heads": 12, "in_chs": (768, 32)},
+                             ["dim", "num_heads", "in_chs"], lambda name: arguments.Usage())
+    assert small == {"in_chs": (48, 32)}  # 16, widened for the 12 heads
+
+
+BOTTLENECK = '''\
+from torch import nn
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes, planes, downsample=None):
+        super().__init__()
+        outplanes = planes * self.expansion
+        self.conv1 = nn.Conv2d(inplanes, planes, kernel_size=1, bias=False)
+        self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, padding=1, bias=False)
+        self.conv3 = nn.Conv2d(planes, outplanes, kernel_size=1, bias=False)
+        self.relu = nn.ReLU()
+        self.downsample = downsample
+
+    def forward(self, x):
+        shortcut = x
+        x = self.relu(self.conv2(self.relu(self.conv1(x))))
+        x = self.conv3(x)
+        if self.downsample is not None:
+            shortcut = self.downsample(shortcut)
+        x += shortcut
+        return self.relu(x)
+
+
+class Widen(nn.Module):
+    def __init__(self, in_dim, out_dim):
+        super().__init__()
+        self.fc = nn.Linear(in_dim, out_dim)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class PreNorm(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return x + self.fc2(self.fc1(self.norm(x)))
+'''
+
+
+def test_a_block_adding_its_input_to_its_output_gets_as_many_channels_in_as_out(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"blocks.py": BOTTLENECK})
+    # x += shortcut: the made-up inplanes is what conv3 gives, planes * expansion
+    block = cells["Bottleneck"]
+    assert (block.synthesized, block.input_shape) == ("inplanes=64, planes=16",
+                                                      "(2, 64, 16, 16)")
+    assert (block.status, block.graph, block.output_shape) == ("pass", "pass",
+                                                               "(2, 64, 16, 16)")
+    # no addition of the input: the widths stay as made up
+    assert cells["Widen"].synthesized == "in_dim=16, out_dim=16"
+    # widths that already agree are left alone
+    assert (cells["PreNorm"].synthesized, cells["PreNorm"].status) == (
+        "dim=16, hidden=16", "pass")

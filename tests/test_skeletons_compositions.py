@@ -377,6 +377,7 @@ class Causal(nn.Module):
         super().__init__()
         self.fc = nn.Linear(width, width)
         self.register_buffer("mask", self.build_mask(length))
+        self.scale = nn.Parameter(torch.ones([]) * 2.0)  # a scalar: an empty shape
 
     def build_mask(self, length):
         mask = torch.empty(length, length)
@@ -386,7 +387,7 @@ class Causal(nn.Module):
 
     def forward(self, x):
         scores = self.fc(x) @ self.fc(x).transpose(1, 2)
-        return scores + self.mask
+        return (scores + self.mask) * self.scale.exp()
 '''
 
 

@@ -246,6 +246,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return torch.cat([x, x], 1)", "ops.cat([x, x], 1)"),
     ("return torch.zeros(2, 3) + torch.randn(2, 3)", "ops.zeros((2, 3)) + ops.randn(2, 3)"),
     ("return torch.ones(2, device=x.device, requires_grad=False)", "ops.ones(2)"),
+    # a scalar: MindSpore's CPU kernels want a dtype with an empty shape
+    ("return x * torch.ones([])", "ops.ones([], dtype=mindspore.float32)"),
+    ("return x + torch.zeros((), dtype=x.dtype)", "ops.zeros((), dtype=x.dtype)"),
     ("return F.relu(x)", "ops.relu(x)"),
     ("return F.relu(x, inplace=True)", "ops.relu(x)"),
     ("return torch.flatten(x, 1)", "ops.flatten(x, start_dim=1)"),
@@ -254,6 +257,13 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.view(x.size(0), -1)", "x.view(x.shape[0], -1)"),
     ("n = x.size()\nreturn x", "n = x.shape"),
     ("return x.to(x.device)", "return x\n"),
+    ("return x.to(self.device, non_blocking=True)", "return x\n"),
+    ("return x.to(local_rank)", "return x\n"),
+    # another tensor's dtype (and device): ``astype``
+    ("return torch.arange(4).to(x) + x", "ops.arange(4).astype(x.dtype) + x"),
+    ("return x.to(other=self.fc.weight)", "return x.astype(self.fc.weight.dtype)"),
+    ("return x.to(x.dtype)", "return x.astype(x.dtype)"),
+    ("return x.cuda().to(dtype=x.dtype)", "return x.astype(x.dtype)"),
     ("return x.cuda()", "return x\n"),
     ("return x.to(torch.float16)", "x.astype(mindspore.float16)"),
     ("return x.float().type_as(x)", "x.float().astype(x.dtype)"),
