@@ -235,7 +235,8 @@ class Planner(ConstructorFinder):
                 constructor = self._constructor(cls)
                 if constructor is not None:
                     env = self._local_environment(constructor[2], constructor[1], env)
-                return self._first_in(init_call, init_file, env, depth)
+                return _unpermuted(self._first_in(init_call, init_file, env, depth),
+                                   _input_permutation(node, name))
             target = self.qualify(call.func, file) or ""
             rank = target[-2:] if target.startswith("torch.") else ""
             if target == "torch.nn.functional.linear":
@@ -721,6 +722,45 @@ def _adds_its_input(forward: cst.FunctionDef, name: str) -> bool:
     return bool(find_all(forward.body, m.BinaryOperation(operator=m.Add(), left=alias)
                          | m.BinaryOperation(operator=m.Add(), right=alias)
                          | m.AugAssign(operator=m.AddAssign(), value=alias)))
+
+
+def _input_permutation(forward: cst.FunctionDef, name: str) -> tuple[int, ...] | None:
+    """The order the first statements of ``forward`` put its input's dimensions in
+    (``x = x.permute(0, 3, 1, 2)``: a channels-last input made channels-first), None
+    when they do not permute it."""
+    order: tuple[int, ...] | None = None
+    body = forward.body.body if isinstance(forward.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if not isinstance(small, cst.Assign) or not m.matches(
+                small.targets[0].target, m.Name(name)):
+            break
+        value = small.value
+        if m.matches(value, m.Call(func=m.Attribute(attr=m.Name("contiguous")), args=[])):
+            assert isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            value = value.func.value
+        if not m.matches(value, m.Call(func=m.Attribute(value=m.Name(name),
+                                                         attr=m.Name("permute")))):
+            break
+        assert isinstance(value, cst.Call)
+        given = [evaluate(a.value, {}) for a in value.args]
+        listed = given[0] if len(given) == 1 and isinstance(given[0], tuple) else given
+        dims = [d for d in listed if type(d) is int]
+        if sorted(dims) != list(range(len(listed))) or (order and len(order) != len(dims)):
+            return None
+        order = tuple(order[d] for d in dims) if order else tuple(dims)
+    return order
+
+
+def _unpermuted(spec: InputSpec | None, order: tuple[int, ...] | None) -> InputSpec | None:
+    """The input that ``order`` turns into ``spec``: its sizes put back where they came
+    from, all fixed (the trailing sizes are no longer the image's)."""
+    if spec is None or order is None or len(order) != len(spec.shape) or spec.listed:
+        return spec
+    shape = [0] * len(order)
+    for i, d in enumerate(order):
+        shape[d] = spec.shape[i]
+    return replace(spec, shape=tuple(shape), spatial=0)
 
 
 def _updated(body: Sequence[cst.BaseStatement], name: str) -> bool:

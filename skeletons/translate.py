@@ -935,8 +935,11 @@ class CellTransformer(cst.CSTTransformer):
             return updated_node.with_changes(attr=cst.Name(internal))
         if original_node.attr.value == "forward" and (m.matches(
                 original_node.value, m.Call(func=m.Name("super")))
-                or _held_by_self(original_node.value)):
-            # ``self.conv.forward(x)``, ``signature(self.module.forward)``: a held Cell's
+                or _held_by_self(original_node.value)
+                or (m.matches(original_node.value, m.Name("self"))
+                    and bool(self._classes) and self._classes[-1])):
+            # ``self.conv.forward(x)``, ``signature(self.module.forward)``: a held Cell's;
+            # ``self.forward = self.forward_split`` in a Module's constructor: its own
             return updated_node.with_changes(attr=cst.Name("construct"))
         field = NAMED_TUPLE_FIELDS.get(original_node.attr.value)
         if field is not None and (self._named_tuple(original_node.value) or (

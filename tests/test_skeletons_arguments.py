@@ -1446,3 +1446,83 @@ def test_a_block_adding_its_input_to_its_output_gets_as_many_channels_in_as_out(
     # widths that already agree are left alone
     assert (cells["PreNorm"].synthesized, cells["PreNorm"].status) == (
         "dim=16, hidden=16", "pass")
+
+
+CHANNELS_LAST = '''\
+from torch import nn
+
+
+class Downsample(nn.Module):
+    def __init__(self, in_chs=96, out_chs=192):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size=3, stride=2, padding=1)
+
+    def forward(self, x):
+        x = x.permute(0, 3, 1, 2)
+        x = self.conv(x)
+        return x.permute(0, 2, 3, 1)
+
+
+class Stem(nn.Module):
+    def __init__(self, in_chs=3, out_chs=16):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size=3, padding=1)
+
+    def forward(self, x):
+        x = self.conv(x)
+        return x.permute(0, 2, 3, 1)
+'''
+
+
+def test_an_input_permuted_before_its_first_layer_is_fed_in_the_order_it_comes(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"stages.py": CHANNELS_LAST})
+    # x.permute(0, 3, 1, 2) before the convolution: the input is channels-last
+    down = cells["Downsample"]
+    assert (down.input_shape, down.output_shape) == ("(2, 16, 16, 96)", "(2, 8, 8, 192)")
+    assert (down.status, down.graph) == ("pass", "pass")
+    # a permutation after the first layer changes nothing about the input
+    assert cells["Stem"].input_shape == "(2, 3, 16, 16)"
+
+
+FORWARD_CHOSEN = '''\
+import torch
+from torch import nn
+
+
+class PartialConv(nn.Module):
+    def __init__(self, dim, n_div=4, mode="split_cat"):
+        super().__init__()
+        self.part = dim // n_div
+        self.conv = nn.Conv2d(self.part, self.part, 3, 1, 1, bias=False)
+        self.forward = self.forward_split_cat if mode == "split_cat" else self.forward_slicing
+
+    def forward_slicing(self, x):
+        x = x.clone()
+        x[:, :self.part] = self.conv(x[:, :self.part])
+        return x
+
+    def forward_split_cat(self, x):
+        x1, x2 = torch.split(x, [self.part, x.shape[1] - self.part], dim=1)
+        return torch.cat((self.conv(x1), x2), 1)
+
+
+class Block(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.mix = PartialConv(dim)
+        self.fc = nn.Conv2d(dim, dim, 1)
+
+    def forward(self, x):
+        return x + self.fc(self.mix(x))
+'''
+
+
+def test_a_forward_chosen_in_the_constructor_is_what_the_cell_runs(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"partial.py": FORWARD_CHOSEN})
+    block = cells["Block"]
+    assert (block.status, block.graph, block.output_shape) == ("pass", "pass",
+                                                               "(2, 16, 16, 16)")
+    # the child has no forward of its own to find an input from: its parent proves it
+    assert cells["PartialConv"].ran_inside == "partial.Block"

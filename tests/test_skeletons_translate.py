@@ -187,6 +187,8 @@ def module(init: str, forward: str = "return x") -> str:
     # a held layer's settings by the MindSpore keyword they come from
     ("self.conv = nn.Conv2d(4, 4, 3, groups=2)\nself.g = self.conv.groups",
      "self.g = self.conv.group"),
+    # forward chosen in the constructor: what a Cell calls is construct
+    ("self.forward = self.forward_fused", "self.construct = self.forward_fused"),
 ])
 def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> None:
     assert expected in generated(tmp_path, module(init))
