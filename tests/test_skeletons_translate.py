@@ -252,6 +252,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x * torch.ones([])", "ops.ones([], dtype=mindspore.float32)"),
     ("return x + torch.zeros((), dtype=x.dtype)", "ops.zeros((), dtype=x.dtype)"),
     ("return F.relu(x)", "ops.relu(x)"),
+    # MindSpore names the class count depth
+    ("return F.one_hot(x.long(), 4) + F.one_hot(x.long(), num_classes=4)",
+     "ops.one_hot(x.long(), 4) + ops.one_hot(x.long(), depth=4)"),
     ("return F.relu(x, inplace=True)", "ops.relu(x)"),
     ("return torch.flatten(x, 1)", "ops.flatten(x, start_dim=1)"),
     ("return F.softmax(x, dim=-1)", "ops.softmax(x, axis=-1)"),
