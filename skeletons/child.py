@@ -185,19 +185,29 @@ def _class_in_function(module: Any, function: Any, name: str) -> Any:
     return space[name]
 
 
+class _NotBuilt(Exception):
+    """No variant of a Cell builds: the first error, and the widest variant's when it
+    differs (past the made-up width's error, the translation's own)."""
+
+    def __init__(self, first: BaseException, last: BaseException | None) -> None:
+        super().__init__(str(first))
+        self.first, self.last = first, last
+
+
 def _build(cls: Any, job: dict[str, Any]) -> tuple[Any, dict[str, Any], int]:
     """The Cell built with the job's arguments, else with the first of its variants (wider
     made-up sizes) that builds; the job to run it with and the variant's number (0: none).
-    When none builds, the first error is raised."""
+    When none builds, :class:`_NotBuilt` is raised."""
     try:
         return cls(**build_kwargs(job["kwargs"])), job, 0
     except Exception as first:
+        last: Exception | None = None
         for number, variant in enumerate(job.get("variants") or (), start=1):
             try:
                 return cls(**build_kwargs(variant["kwargs"])), {**job, **variant}, number
-            except Exception:  # this width does not suit it either
-                continue
-        raise first
+            except Exception as exc:  # this width does not suit it either
+                last = exc
+        raise _NotBuilt(first, last) from first
 
 
 def _first_output(value: Any) -> Any:
@@ -216,6 +226,11 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
         cell, job, res["variant"] = _build(attribute_path(module, job["name"]), job)
         cell.set_train(False)
         res["weights"] = weight_map(cell)
+    except _NotBuilt as exc:
+        res["error"] = f"building the Cell: {failure(exc.first, root)}"
+        if exc.last is not None and first_line(exc.last) != first_line(exc.first):
+            res["error"] += f"; with wider made-up sizes: {failure(exc.last, root)}"
+        return res
     except Exception as exc:  # the generated code's failure is the result
         res["error"] = f"building the Cell: {failure(exc, root)}"
         return res

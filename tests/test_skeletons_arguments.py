@@ -776,6 +776,17 @@ class NonLocal(nn.Module):
 
     def forward(self, x):
         return x + self.theta(self.norm(x))
+
+
+class Gated(nn.Module):
+    def __init__(self, in_channels):
+        super().__init__()
+        self.norm = nn.GroupNorm(32, in_channels)
+        self.gate = nn.Linear(in_channels, in_channels)
+        self.scale = self.gate.weight.missing_method()  # fails whatever the width
+
+    def forward(self, x):
+        return self.norm(x)
 '''
 
 
@@ -792,6 +803,14 @@ def test_a_cell_that_a_made_up_width_does_not_suit_is_built_wider(
     assert (non_local.status, non_local.graph, non_local.input_shape) == (
         "pass", "pass", "(2, 32, 16, 16)")
     assert non_local.synthesized == "in_channels=32"
+    # when no width builds it, the error past the made-up width's is said too
+    gated = cells["Gated"]
+    assert gated.status == "fail" and gated.error is not None
+    first, wider = gated.error.split("; with wider made-up sizes: ")
+    assert first.startswith("building the Cell: ValueError: For 'GroupNorm', the "
+                            "'num_channels' must be divided by 'num_groups'")
+    assert wider.startswith("AttributeError: ") and "missing_method" in wider
+    assert "(at skeletons/aspp.py:" in wider  # the generated line it stopped at
 
 
 NONE_PASSED_DOWN = '''\
