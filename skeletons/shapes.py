@@ -386,15 +386,15 @@ class Planner(ConstructorFinder):
         resolved = self.constructor_arguments(cls)
         plan.kwargs = dict(resolved.kwargs)
         plan.synthesized = dict(resolved.synthesized)
-        residual = self._residual_width(cls, plan.kwargs, plan.synthesized)
-        if residual is not None:  # ``x += shortcut``: as many channels in as out
-            name, width = residual
-            plan.kwargs[name] = plan.synthesized[name] = width
         if resolved.missing:
             plan.reason = (f"constructor argument {', '.join(resolved.missing)}: no value at "
                            "its instantiation sites, no default, and none can be synthesized "
                            "(it is called, or read as a string or by key)")
             return plan
+        residual = self._residual_width(cls, plan.kwargs, plan.synthesized)
+        if residual is not None:  # ``x += shortcut``: as many channels in as out
+            name, width = residual
+            plan.kwargs[name] = plan.synthesized[name] = width
         plan.inputs, plan.alternatives, plan.guessed = self._inputs(cls, plan.kwargs,
                                                                     bool(plan.synthesized))
         # wider made-up sizes, for a width something must divide; then an image's three
