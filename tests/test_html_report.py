@@ -483,6 +483,16 @@ def test_checklist_and_skeletons_are_rendered(result: ScanResult) -> None:
     assert "lr=0.1, momentum=0.9" in page
 
 
+def test_a_passing_cells_note_is_not_shown_as_an_error(result: ScanResult) -> None:
+    note = ("at the repository's sizes it held more than 4 GiB of memory; it ran with "
+            "smaller made-up sizes")
+    ran = SkeletonResult("model.Wide", "model.py", 30, "skeletons/model.py", "pass", "pass",
+                         note, status="pass", synthesized="dim=48")
+    page = html.render(replace(result, skeletons=[*result.skeletons, ran]))
+    assert '<pre class="note">at the repository' in page
+    assert "<pre>RuntimeError: &lt;graph&gt; failed</pre>" in page  # a failure stays one
+
+
 def test_empty_repository_renders(tmp_path: Path) -> None:
     empty = scan_files({"notes.py": "print('no torch here')\n"}, target="cpu")
     page = html.render(empty)
