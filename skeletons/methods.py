@@ -59,14 +59,7 @@ def device(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | 
     dtype = next((v for _, v in args if _is_dtype(v) or _last_name(v, _DTYPE_NAMES)), None)
     if dtype is None:
         return receiver
-    cast = cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
-    if _is_dtype(dtype) or m.matches(dtype, m.Attribute(attr=m.Name("dtype"))):
-        return cast  # ``torch.float16``, ``y.dtype``: a dtype
-    if not isinstance(receiver, (cst.Name, cst.Attribute)):
-        return receiver  # a name that may hold None, on an expression not to compute twice
-    # ``x.to(dtype)`` with ``dtype=None``, torch's "keep it": no cast
-    return cst.IfExp(test=cst.Comparison(dtype, [cst.ComparisonTarget(cst.Is(), cst.Name(
-        "None"))]), body=receiver, orelse=cast, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
 
 
 # What ``x.to(value)`` is given, read from the value's (last) name: a device (dropped) or

@@ -269,9 +269,6 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.to(other=self.fc.weight)", "return x.astype(self.fc.weight.dtype)"),
     ("return x.to(x.dtype)", "return x.astype(x.dtype)"),
     ("return x.cuda().to(dtype=x.dtype)", "return x.astype(x.dtype)"),
-    # a dtype held by a name may be None, torch's "keep the dtype"
-    ("dtype = None\nreturn x.to(device=x.device, dtype=dtype)",
-     "return (x if dtype is None else x.astype(dtype))"),
     ("return x.cuda()", "return x\n"),
     ("return x.to(torch.float16)", "x.astype(mindspore.float16)"),
     ("return x.float().type_as(x)", "x.float().astype(x.dtype)"),
