@@ -365,9 +365,6 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
                     outcomes.update(got)
             return outcomes
         jobs = [_job(p, None) for _, gen in todo for p in gen.plans if p.reason is None]
-        found, pending = store.split(jobs)
-        outcomes.update(found)
-        batches = [pending[i::_workers()] for i in range(_workers())]
 
         def batch(cells: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             try:
@@ -376,22 +373,23 @@ def _run(result: ScanResult, out_dir: Path, generated: list[Generated],
             except OSError as exc:
                 return _failed_start(cells, exc)
 
-        with ThreadPoolExecutor(max_workers=_workers()) as pool:
-            for got in pool.map(batch, [b for b in batches if b]):
-                outcomes.update(got)
-        store.keep(pending, outcomes)
+        def run_all(cells: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+            """Outcomes of ``cells``: cached ones, the others run by a few workers."""
+            got, pending = store.split(cells)
+            shares = [pending[i::_workers()] for i in range(_workers())]
+            with ThreadPoolExecutor(max_workers=_workers()) as pool:
+                for share in pool.map(batch, [s for s in shares if s]):
+                    got.update(share)
+            store.keep(pending, got)
+            return got
+
+        outcomes.update(run_all(jobs))
         plans = {p.torch_class: p for _, gen in todo for p in gen.plans}
         smaller = [_smaller_job(plans[key]) for key, outcome in outcomes.items()
                    if _too_big(outcome) and plans[key].smaller is not None]
-        if smaller:  # a second round: the Cells too big at the repository's sizes
-            again, pending = store.split(smaller)
-            with ThreadPoolExecutor(max_workers=_workers()) as pool:
-                for got in pool.map(batch, [pending[i::_workers()] for i in range(_workers())
-                                            if pending[i::_workers()]]):
-                    again.update(got)
-            store.keep(pending, again)
-            for key, outcome in again.items():
-                outcomes[key] = _ran_smaller(outcomes[key], outcome)
+        # a second round: the Cells too big at the repository's sizes
+        for key, outcome in run_all(smaller).items():
+            outcomes[key] = _ran_smaller(outcomes[key], outcome)
     return outcomes
 
 

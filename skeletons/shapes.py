@@ -433,10 +433,10 @@ class Planner(ConstructorFinder):
         param = _argument(first, first_name, 0)
         if not isinstance(param, cst.Name) or param.value not in synthesized:
             return None
-        env = self._local_environment(body, file, {
-            **self.environment(cls, kwargs), **self.class_constants(cls)})
-        env = constants(body, self_constants(body, env, self.call_hook(file)),
-                        self.call_hook(file))
+        hook = self.call_hook(file)
+        env = constants(body, {**self.environment(cls, kwargs), **self.class_constants(cls)},
+                        hook)
+        env = self_constants(body, env, hook)
         last, last_name = layers[-1]
         out = _argument(last, last_name, 1)
         width = evaluate(out, env, self.call_hook(file)) if out is not None else UNKNOWN
