@@ -236,9 +236,10 @@ class WorkerPool(Generic[R]):
         pending = deque(items)
         del items
         workers: list[_Worker] = []
+        ready: list[tuple[str, R | Lost]] = []
         stillborn = 0
         try:
-            while pending or any(w.task is not None for w in workers):
+            while True:
                 while pending and len(workers) < self.jobs:
                     workers.append(_Worker(context, self.work))  # type: ignore[arg-type]
                 for worker in workers:
@@ -249,6 +250,12 @@ class WorkerPool(Generic[R]):
                             worker.task = rel
                         except (OSError, ValueError):  # died before it took the file
                             pending.appendleft((rel, data))
+                # Results are handed on only once every free worker has its next file:
+                # the caller's work on them (loading, caching) does not keep workers idle.
+                yield from ready
+                ready.clear()
+                if not pending and all(w.task is None for w in workers):
+                    break
                 owners: dict[object, _Worker] = {}
                 handles: list[Connection | int] = []
                 for worker in workers:
@@ -269,12 +276,12 @@ class WorkerPool(Generic[R]):
                         if rss > WORKER_RSS_LIMIT:  # a fresh worker takes its place
                             worker.close()
                             workers.remove(worker)
-                        yield rel, result
+                        ready.append((rel, result))
                     elif not worker.process.is_alive() or handle is worker.conn:
                         worker.kill()
                         workers.remove(worker)
                         if worker.task is not None:
-                            yield worker.task, Lost(worker.task, _how(worker.process))
+                            ready.append((worker.task, Lost(worker.task, _how(worker.process))))
                         elif worker.served == 0:
                             stillborn += 1
                             if stillborn > 2 * self.jobs + 2:
