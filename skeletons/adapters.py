@@ -39,6 +39,7 @@ VALUE_ADAPTED = {**{f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)},
 KEYWORDS = "torch_kwargs"
 ADD_MODULE = "torch_add_module"
 LAYER = "torch_layer"
+TO = "torch_to"
 # A torch name left in a Cell (no MindSpore form for the target) reads as this stand-in:
 # the file imports, and only the code that reaches the name fails, saying which it is.
 TORCH_LEFT = "torch"
@@ -186,6 +187,12 @@ class TorchLeftInCell:
 
 
 torch = TorchLeftInCell("torch")
+''',
+    TO: '''
+def torch_to(x, dtype):
+    """Tensor.to with a dtype known only at run time: None, torch's way of asking for
+    x's own dtype, keeps x; any other dtype casts."""
+    return x if dtype is None else x.astype(dtype)
 ''',
     ADD_MODULE: '''
 def torch_add_module(sequential, name, cell):

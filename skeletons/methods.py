@@ -12,6 +12,7 @@ import libcst.matchers as m
 
 from msready.analyzer.apitable import synonym
 from msready.skeletons import apis
+from msready.skeletons.adapters import TO
 from msready.skeletons.layers import ArgList, expr
 
 # Tensor methods whose MindSpore spelling is not a same-name method.
@@ -54,16 +55,37 @@ def size(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | No
 
 @method_fix("cuda", "cpu", "pin_memory")
 def device(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
-    """Device moves disappear (MindSpore places tensors by context); a dtype becomes
-    ``astype``."""
-    dtype = next((v for _, v in args if _is_dtype(v) or _last_name(v, _DTYPE_NAMES)), None)
-    if dtype is None:
+    """Device moves disappear (MindSpore places tensors by context); a dtype becomes a
+    cast (see ``_cast``)."""
+    dtype = _dtype_argument(args)
+    return receiver if dtype is None else _cast(receiver, dtype)
+
+
+def _dtype_argument(args: ArgList) -> cst.BaseExpression | None:
+    """The dtype among a device move's arguments: given as ``dtype=``, a dtype constant or
+    a name that reads as one (``x_dtype``)."""
+    return next((v for k, v in args if k == "dtype" or _is_dtype(v)
+                 or _last_name(v, _DTYPE_NAMES)), None)
+
+
+def _cast(receiver: cst.BaseExpression, dtype: cst.BaseExpression) -> cst.BaseExpression:
+    """``x.astype(dtype)`` for a dtype constant (``torch.float16``) or a tensor's dtype
+    (``y.dtype``); ``torch_to(x, dtype)`` for a value that may be None (a parameter
+    ``dtype=None`` passed down, ``self.dtype``), torch's way of keeping x's dtype: the
+    adapter takes ``x`` once, whatever expression it is, and compiles in GRAPH_MODE.
+    ``dtype=None`` written out keeps x."""
+    if m.matches(dtype, m.Name("None")):
         return receiver
-    return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
+    tensor_dtype = m.matches(dtype, m.Attribute(attr=m.Name("dtype"))) and not m.matches(
+        dtype, m.Attribute(value=m.Name("self")))
+    if _is_dtype(dtype) or tensor_dtype:
+        return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(dtype)])
+    return cst.Call(cst.Name(TO), [cst.Arg(receiver), cst.Arg(dtype)])
 
 
 # What ``x.to(value)`` is given, read from the value's (last) name: a device (dropped) or
-# a dtype (``astype``); another name is a tensor, whose dtype ``x`` takes.
+# a dtype (``astype``, or ``torch_to`` when it may be None); another name is a tensor,
+# whose dtype ``x`` takes.
 _DEVICE_NAMES = re.compile(r"(\w*_)?(device|dev|cuda|gpu|cpu|rank|place|accelerator|"
                            r"map_location)s?(_\w*)?", re.IGNORECASE)
 _DTYPE_NAMES = re.compile(r"(\w*_)?(dtype|dt)(_\w*)?", re.IGNORECASE)
@@ -81,11 +103,14 @@ def to(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None
     """``x.to(device)`` disappears and ``x.to(torch.float16)`` is ``astype``; ``x.to(y)``
     and ``x.to(other=y)`` with a tensor ``y`` take its dtype: ``x.astype(y.dtype)``
     (``torch.arange(h).to(x)`` is a float coordinate, not an integer one)."""
-    moved = device(receiver, args)
-    if moved is not receiver or not args:
-        return moved
+    dtype = _dtype_argument(args)
+    if dtype is not None:
+        return _cast(receiver, dtype)
+    if not args:
+        return receiver
     key, value = args[0]
     tensor = key == "other" or (key is None and isinstance(value, (cst.Name, cst.Attribute))
+                                and not m.matches(value, m.Name("None"))
                                 and not _last_name(value, _DEVICE_NAMES)
                                 and not m.matches(value, m.Attribute(attr=m.Name("device"))))
     if not tensor:

@@ -525,3 +525,70 @@ def test_an_input_no_layer_gives_takes_the_class_width_in_the_rank_forward_check
     cell = cells["GroupScale2d"]
     assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
     assert (cell.synthesized, cell.input_shape) == ("num_features=32", "(2, 32, 16, 16)")
+
+
+DTYPE_PASSED_DOWN = '''\
+import torch
+from torch import nn
+
+
+def make_freqs(n, dtype=None):
+    freqs = torch.arange(n).float() / n
+    return freqs.to(dtype)
+
+
+def make_grid(n, device=None, dtype=None):
+    grid = torch.linspace(-1.0, 1.0, n)
+    return grid.to(device=device, dtype=dtype)
+
+
+class FreqScale(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("freqs", make_freqs(dim), persistent=False)
+
+    def forward(self, x):
+        return x * self.freqs + make_grid(x.shape[-1]) * make_grid(x.shape[-1], dtype=x.dtype)
+'''
+
+DTYPE_KEPT_IN_A_NAME = '''\
+import torch
+from torch import nn
+
+
+def channel_std(x, eps=1e-5):
+    x_dtype = x.dtype
+    std = x.float().var(dim=(2, 3), unbiased=False, keepdim=True).add(eps).sqrt().to(x_dtype)
+    return std.expand(x.shape)
+
+
+class ScaledNorm(nn.Module):
+    def __init__(self, channels, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(channels))
+        self.bias = nn.Parameter(torch.zeros(channels))
+        self.v = nn.Parameter(torch.ones(channels))
+
+    def forward(self, x):
+        x_dtype = x.dtype
+        v_shape = (1, -1, 1, 1)
+        v = self.v.view(v_shape).to(x_dtype)
+        x = x * (x * v).sigmoid() / channel_std(x, self.eps)
+        return x * self.weight.view(v_shape).to(x_dtype) + self.bias.view(v_shape).to(x_dtype)
+'''
+
+
+def test_tensor_to_with_a_dtype_in_a_name_runs_whether_it_is_none_or_a_dtype(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # timm's rotary embeddings pass ``dtype=None`` down to ``.to(dtype)`` (keep the dtype);
+    # its EvoNorms keep ``x_dtype = x.dtype`` and cast expressions back to it
+    out, cells = run_cells(tmp_path, {"rope.py": DTYPE_PASSED_DOWN,
+                                      "evo.py": DTYPE_KEPT_IN_A_NAME})
+    for name in ("FreqScale", "ScaledNorm"):
+        cell = cells[name]
+        assert (cell.status, cell.graph) == ("pass", "pass"), (name, cell.error)
+    assert cells["ScaledNorm"].output_shape == "(2, 16, 16, 16)"
+    assert "return torch_to(grid, dtype)" in (out / "rope.py").read_text()
+    assert "torch_to(self.v.view(v_shape), x_dtype)" in (out / "evo.py").read_text()

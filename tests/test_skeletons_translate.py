@@ -269,6 +269,18 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.to(other=self.fc.weight)", "return x.astype(self.fc.weight.dtype)"),
     ("return x.to(x.dtype)", "return x.astype(x.dtype)"),
     ("return x.cuda().to(dtype=x.dtype)", "return x.astype(x.dtype)"),
+    ("return x.to(x.device, dtype=torch.float16)", "return x.astype(mindspore.float16)"),
+    # a dtype held by a name may be None (a parameter ``dtype=None`` passed down), torch's
+    # "keep x's dtype": the adapter casts only when it is not
+    ("dtype = None\nreturn x.to(device=x.device, dtype=dtype)", "return torch_to(x, dtype)"),
+    ("return x.to(self.dtype)", "return torch_to(x, self.dtype)"),
+    ("return x.to(dtype=self.compute_type)", "return torch_to(x, self.compute_type)"),
+    # on any expression, with a name that holds a tensor's dtype (timm's EvoNorm): the
+    # name is the dtype, not a tensor whose ``.dtype`` to read
+    ("x_dtype = x.dtype\nreturn x.float().sqrt().to(x_dtype) + self.fc.bias.to(x_dtype)",
+     "return torch_to(x.float().sqrt(), x_dtype) + torch_to(self.fc.bias, x_dtype)"),
+    ("return x.to(x.device, dtype=None)", "return x\n"),
+    ("return x.to(None)", "return x\n"),
     ("return x.cuda()", "return x\n"),
     ("return x.to(torch.float16)", "x.astype(mindspore.float16)"),
     ("return x.float().type_as(x)", "x.float().astype(x.dtype)"),
@@ -313,6 +325,19 @@ def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> Non
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))
     assert "def construct(self, x):" in code
     assert expected in code
+
+
+def test_a_dtype_that_may_be_none_is_cast_by_an_adapter_the_file_holds(tmp_path: Path) -> None:
+    # written once, after the imports, and only into a file that uses it
+    helper = "def cast(t, dtype=None):\n    return t.to(dtype)\n\n\n"
+    code = generated(tmp_path, helper + module("self.fc = nn.Linear(4, 4)",
+                                               "return cast(x) + cast(x, x.dtype)"))
+    assert code.count("def torch_to(x, dtype):") == 1
+    assert code.index("def torch_to(") < code.index("def cast(")
+    assert "    return torch_to(t, dtype)\n" in code
+    plain = generated(tmp_path / "plain", module("self.fc = nn.Linear(4, 4)",
+                                                 "return x.to(torch.float16)"))
+    assert "torch_to" not in plain
 
 
 def test_map_of_a_partial_in_forward_is_a_list_comprehension(tmp_path: Path) -> None:
