@@ -18,16 +18,17 @@ import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from msready import __version__
-from msready.analyzer.result import ScanResult
-from msready.analyzer.scan import ScanOptions, rescore, scan
-from msready.analyzer.source import SourceError
-from msready.analyzer.workers import few_collections
+from msready.analyzer.source import SourceError, has_sources, is_git_url
+from msready.analyzer.workers import PARALLEL_MIN_FILES, few_collections, start_server
+
+if TYPE_CHECKING:
+    from msready.analyzer.result import ScanResult
 
 # format name -> (file written, reporter module with ``write(result, text_file)``)
 FORMATS = {
@@ -147,10 +148,24 @@ def _prepare_output(path: Path) -> None:
         raise UsageError(f"output folder {path} is not writable")
 
 
+def _start_workers_early(args: argparse.Namespace) -> None:
+    """Start the server that worker processes are forked from now, when the source is a
+    folder with enough files to need them: it loads the analyzer while this process
+    loads its own modules and reads the files, instead of after."""
+    if args.ref or is_git_url(args.source) or (args.jobs or os.cpu_count() or 1) < 2:
+        return
+    root = Path(args.source)
+    if root.is_dir() and has_sources(root, PARALLEL_MIN_FILES):
+        start_server()
+
+
 def _run_scan(args: argparse.Namespace, console: Console) -> int:
     formats = _formats(args.format)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    _start_workers_early(args)
+    from msready.analyzer.scan import ScanOptions, scan
+
     out = Path(args.output)
     _check_output(out)
     baseline = _load_baseline(args.baseline) if args.baseline else None
@@ -176,6 +191,7 @@ def _run_scan(args: argparse.Namespace, console: Console) -> int:
 
 def _skeletons(result: ScanResult, out: Path, mode: str, compare: bool,
                cache: bool = True) -> None:
+    from msready.analyzer.scan import rescore
     from msready.skeletons.generate import build_skeletons
 
     try:

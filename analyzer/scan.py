@@ -49,11 +49,16 @@ from msready.analyzer.score import compute_score
 from msready.analyzer.source import Source, SourceFile, open_source
 from msready.analyzer.walk import walk_file
 from msready.analyzer.whole import WholeScan, whole_key
-from msready.analyzer.workers import Lost, WorkerPool, few_collections
+from msready.analyzer.workers import (
+    PARALLEL_MIN_FILES,
+    Lost,
+    WorkerPool,
+    few_collections,
+    stop_server,
+)
 from msready.rules.registry import file_rules, load_errors, repo_rules
 
 Progress = Callable[[int, int], None]
-_PARALLEL_MIN_FILES = 16
 _ORIGIN = Span(1, 1, 1, 1)
 
 
@@ -273,13 +278,14 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
         progress(done, total)
     jobs = options.jobs or os.cpu_count() or 1
     outputs: Iterable[tuple[str, FileResult | bytes | Lost]]
-    if jobs > 1 and len(todo) >= _PARALLEL_MIN_FILES:
+    if jobs > 1 and len(todo) >= PARALLEL_MIN_FILES:
         pool = WorkerPool(analyze_pickled, jobs)
         pool.start()
         if meanwhile is not None:
             meanwhile()
         outputs = pool.run(_handed_out(_largest_first(todo)))
     else:
+        stop_server()  # started early by the command, in case there was work for it
         outputs = ((rel, analyze_safely(rel, data)) for rel, data in _handed_out(todo))
     for rel, output in outputs:
         if isinstance(output, Lost):
@@ -393,12 +399,17 @@ _UNREACHED = (" Nothing in this repository calls `{}` from a forward; this matte
 
 
 def load_repository_rules() -> None:
-    """Import the repository rules and load the API table they read (done while the
-    worker processes start, which import the same on their side). A table that cannot
-    be loaded fails later, where it is read, as it would without this."""
+    """Import the repository rules, the libraries the repository model uses (networkx
+    for the call graph, numpy whose method names the API rule reads) and load the API
+    table the rules read: done while the worker processes analyse the files, so that
+    none of it is left for after them. A table that cannot be loaded fails later, where
+    it is read, as it would without this."""
     repo_rules()
     with contextlib.suppress(Exception):
         load_table()
+    with contextlib.suppress(ImportError):
+        import networkx  # noqa: F401
+        import numpy  # noqa: F401
 
 
 def decided_findings(model: RepositoryModel) -> Iterator[Finding]:

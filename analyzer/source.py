@@ -163,6 +163,31 @@ def discover(root: Path) -> Source:
     return Source(str(root), real_root, files, skipped)
 
 
+def has_sources(root: Path, count: int) -> bool:
+    """True when the folder holds at least ``count`` source files (symbolic links not
+    followed): a walk that stops as soon as it has seen that many, for deciding early,
+    before the scan lists the files, whether it will need worker processes."""
+    stack = [root]
+    seen = 0
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not _skip_dir(Path(entry.path)):
+                        stack.append(Path(entry.path))
+                elif entry.name.endswith(SOURCE_SUFFIXES):
+                    seen += 1
+                    if seen >= count:
+                        return True
+            except OSError:
+                continue
+    return False
+
+
 def _rel(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()

@@ -55,6 +55,8 @@ TRIM_STEP = 8 * 2**20
 # took a fifth off a cold scan's CPU time and left its peak memory unchanged.
 GC_THRESHOLD = (100_000, 50, 100)
 STOP_AT_ENV = "MSREADY_TEST_STOP_AT"
+# Fewer files than this are analysed in the main process: starting workers costs more.
+PARALLEL_MIN_FILES = 16
 _PRELOAD = ["msready.analyzer.scan"]
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -186,7 +188,7 @@ class _Worker:
 
 def _context() -> Context:
     if "forkserver" in multiprocessing.get_all_start_methods():
-        from msready.rules.registry import family_modules
+        from msready.rules import family_modules
 
         context = multiprocessing.get_context("forkserver")
         # The server imports the analyzer and every rule module once; workers forked
@@ -196,7 +198,15 @@ def _context() -> Context:
     return multiprocessing.get_context("spawn")
 
 
-def _stop_server() -> None:
+def start_server() -> None:
+    """Start the server the workers are forked from (where there is one) without waiting
+    for it, so that it imports the analyzer while the caller does other work. Does
+    nothing when it runs already."""
+    if isinstance(_context(), multiprocessing.context.ForkServerContext):
+        multiprocessing.forkserver.ensure_running()
+
+
+def stop_server() -> None:
     """End the fork server once its workers are done (the next pool starts it again):
     idle, it would hold the analyzer's and the rules' imports, some 70 MB, while the
     main process builds the repository model and writes the reports. The standard
@@ -222,11 +232,9 @@ class WorkerPool(Generic[R]):
     jobs: int
 
     def start(self) -> None:
-        """Start the server the workers are forked from (where there is one) without
-        waiting for it, so that it imports the analyzer while the caller does other work;
+        """Start the server the workers are forked from (see :func:`start_server`);
         :meth:`run` starts it otherwise."""
-        if isinstance(_context(), multiprocessing.context.ForkServerContext):
-            multiprocessing.forkserver.ensure_running()
+        start_server()
 
     def run(self, items: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, R | Lost]]:
         """(path, result) for every item as workers finish; (path, :class:`Lost`) for a
@@ -291,7 +299,7 @@ class WorkerPool(Generic[R]):
             for worker in workers:
                 worker.close()
             if isinstance(context, multiprocessing.context.ForkServerContext):
-                _stop_server()
+                stop_server()
 
     @staticmethod
     def _receive(worker: _Worker) -> tuple[str, R, int] | None:

@@ -4,24 +4,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import pkgutil
 from functools import lru_cache
 
+from msready.rules import family_modules
 from msready.rules.base import FileRule, RepoRule, Rule
-
-_NOT_RULES = frozenset({"base", "registry", "docs", "testing"})
-
-
-def family_modules() -> list[str]:
-    """Every module of the rules package that may define rules, in name order.
-
-    Rules are found, not registered: a family may spread over several modules
-    (``dynamic_shape``, ``dynamic_shape_index``, ...) and each one is imported.
-    """
-    package = importlib.import_module("msready.rules")
-    return sorted(f"msready.rules.{m.name}" for m in pkgutil.iter_modules(package.__path__)
-                  if m.name not in _NOT_RULES)
-
 
 _LOAD_ERRORS: list[str] = []
 

@@ -166,3 +166,36 @@ def test_rule_unknown_is_a_one_line_error() -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("msready: error: no rule 'MS999'; the rules are listed in "
                                    "docs/rules.md")
+
+
+def _server_pid() -> int | None:
+    import multiprocessing.forkserver
+
+    return multiprocessing.forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined,no-any-return]
+
+
+def _stop_server_now() -> None:
+    import multiprocessing.forkserver
+
+    multiprocessing.forkserver._forkserver._stop()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("files", "extra", "started"),
+    [
+        (20, [], True),  # enough files for workers: their server starts at once
+        (3, [], False),  # analysed in this process: no server
+        (20, ["--jobs", "1"], False),
+    ],
+)
+def test_the_worker_server_starts_before_the_scan_only_when_workers_will_run(
+        make_repo: MakeRepo, files: int, extra: list[str], started: bool) -> None:
+    from msready.cli import _parser, _start_workers_early
+
+    root = make_repo({f"m{i}.py": "x = 1\n" for i in range(files)})
+    _stop_server_now()
+    try:
+        _start_workers_early(_parser().parse_args(["scan", str(root), *extra]))
+        assert (_server_pid() is not None) is started
+    finally:
+        _stop_server_now()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from msready.analyzer.scan import ScanOptions, scan
-from msready.analyzer.source import SourceError, discover, is_git_url
+from msready.analyzer.source import SourceError, discover, has_sources, is_git_url
 
 MakeRepo = Callable[[dict[str, str]], Path]
 
@@ -28,6 +28,18 @@ def test_walk_skips_vendored_hidden_and_build_folders(make_repo: MakeRepo) -> No
         "build/g.py": "", "dist/h.py": "", "node_modules/i.py": "", "x.egg-info/j.py": "",
     })
     assert rels(root) == ["a.py", "nb.ipynb", "pkg/b.py"]
+
+
+def test_counting_sources_early_skips_what_the_walk_skips(make_repo: MakeRepo) -> None:
+    # The command decides whether to start worker processes before the scan lists the
+    # files: the count agrees with the walk (3 sources here, the vendored ones not).
+    root = make_repo({
+        "a.py": "", "pkg/b.py": "", "nb.ipynb": "{}", "notes.txt": "",
+        ".git/hooks/x.py": "", "venv/lib/d.py": "", "build/g.py": "",
+    })
+    assert has_sources(root, 3)
+    assert not has_sources(root, 4)
+    assert not has_sources(root / "missing", 1)
 
 
 def test_a_folder_named_like_a_python_file_is_walked_not_read(make_repo: MakeRepo) -> None:
