@@ -79,6 +79,8 @@ class RepositoryModel:
                 self.class_module.setdefault(cls.qualname, f.module)
         self._resolve_cache: dict[tuple[str, str], Resolved | None] = {}
         self._mro: dict[str, tuple[str, ...]] = {}
+        self._attribute_classes: dict[tuple[str, str], list[Resolved]] = {}
+        self._attribute_tables: dict[str, dict[str, tuple[str, ...]]] = {}
         self._provided: dict[str, object] = {}
         # networkx is imported where a graph is built or walked, not at the top: the
         # worker processes import this module (through the rules) but never build a graph,
@@ -270,13 +272,25 @@ class RepositoryModel:
 
     def attribute_classes(self, class_qualname: str, attr: str) -> list[Resolved]:
         """What ``self.<attr>`` holds, from assignments in the class or its bases."""
-        out: list[Resolved] = []
-        for cls in self.mro(class_qualname):
-            for name, targets in self.classes[cls].attributes:
-                if name == attr:
+        key = (class_qualname, attr)
+        found = self._attribute_classes.get(key)
+        if found is None:
+            found = self._attribute_classes[key] = []
+            for cls in self.mro(class_qualname):
+                targets = self._attributes(cls).get(attr)
+                if targets:
                     module = self.class_module[cls]
-                    out.extend(r for t in targets if (r := self.resolve(t, module)) is not None)
-        return out
+                    found.extend(r for t in targets if (r := self.resolve(t, module)) is not None)
+        return list(found)
+
+    def _attributes(self, class_qualname: str) -> dict[str, tuple[str, ...]]:
+        """A class's own attributes by name, indexed on first use."""
+        table = self._attribute_tables.get(class_qualname)
+        if table is None:
+            table = self._attribute_tables[class_qualname] = {}
+            for name, targets in self.classes[class_qualname].attributes:
+                table[name] = table.get(name, ()) + targets
+        return table
 
     def owner_class(self, function_qualname: str) -> str | None:
         """The class a method (or a function nested in a method) belongs to."""
