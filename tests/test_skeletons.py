@@ -592,3 +592,55 @@ def test_tensor_to_with_a_dtype_in_a_name_runs_whether_it_is_none_or_a_dtype(
     assert cells["ScaledNorm"].output_shape == "(2, 16, 16, 16)"
     assert "return torch_to(grid, dtype)" in (out / "rope.py").read_text()
     assert "torch_to(self.v.view(v_shape), x_dtype)" in (out / "evo.py").read_text()
+
+
+GRIDS = '''\
+import torch
+from torch import nn
+
+
+def ndgrid(*tensors):
+    return torch.meshgrid(*tensors, indexing="ij")
+
+
+def old_ndgrid(*tensors):
+    return torch.meshgrid(*tensors)  # torch's default is 'ij'
+
+
+def grid_positions(shape, indexing="ij"):
+    coords = [torch.arange(s, dtype=torch.float32) for s in shape]
+    return torch.stack(torch.meshgrid(coords, indexing=indexing), dim=-1)
+
+
+class GridBias(nn.Module):
+    def __init__(self, channels, size=4):
+        super().__init__()
+        self.size = size
+        self.conv = nn.Conv2d(channels, channels, 1)
+        self.proj = nn.Linear(2, channels)
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.conv(x), (self.size, self.size * 2))
+        h = torch.arange(self.size, dtype=torch.float32)
+        w = torch.arange(self.size * 2, dtype=torch.float32)
+        rows, cols = ndgrid(h, w)
+        rows_old, cols_old = old_ndgrid(*[h, w])
+        pos = grid_positions((self.size, self.size * 2)) + (rows - rows_old + cols - cols_old
+                                                             ).unsqueeze(-1)
+        bias = self.proj(pos).permute(2, 0, 1).unsqueeze(0)  # (1, C, size, size * 2)
+        return x + bias
+'''
+
+
+def test_meshgrid_of_a_list_in_a_name_and_of_unpacked_tensors_runs_in_both_modes(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # timm's rotary embeddings: ``torch.meshgrid(t, indexing=...)`` with a list ``t`` and
+    # ``ndgrid(*tensors)``; a grid indexed 'xy' would have the other shape and not add up
+    out, cells = run_cells(tmp_path, {"grids.py": GRIDS})
+    cell = cells["GridBias"]
+    assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
+    assert cell.output_shape == "(2, 16, 4, 8)"
+    code = (out / "grids.py").read_text()
+    assert "torch.stack" not in code and "torch_meshgrid(coords, indexing=indexing)" in code
+

@@ -244,6 +244,19 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("a, b = torch.meshgrid([x, x])\nreturn a", "a, b = ops.meshgrid(x, x, indexing='ij')"),
     ("a, b = torch.meshgrid(x, x, indexing='xy')\nreturn a",
      "a, b = ops.meshgrid(x, x, indexing='xy')"),
+    ("a, b = torch.meshgrid((x, x), indexing='xy')\nreturn a",
+     "a, b = ops.meshgrid(x, x, indexing='xy')"),
+    # a list or tuple held by a name, tensors unpacked, an indexing that may be None, one
+    # tensor: the form is known when the Cell runs, by an adapter with torch's default
+    ("t = [x, x]\na, b = torch.meshgrid(t, indexing='ij')\nreturn a",
+     "a, b = torch_meshgrid(t, indexing='ij')"),
+    ("t = (x, x)\na, b = torch.meshgrid(t)\nreturn a", "a, b = torch_meshgrid(t)"),
+    ("t = [x, x]\na, b = torch.meshgrid(*t)\nreturn a", "a, b = torch_meshgrid(*t)"),
+    ("t = [x, x]\na, b = torch.meshgrid(*t, indexing='xy')\nreturn a",
+     "a, b = torch_meshgrid(*t, indexing='xy')"),
+    ("mode = None\na, b = torch.meshgrid(x, x, indexing=mode)\nreturn a",
+     "a, b = torch_meshgrid(x, x, indexing=mode)"),
+    ("g, = torch.meshgrid(x)\nreturn g", "g, = torch_meshgrid(x)"),
 
     ("return torch.cat([x, x], 1)", "ops.cat([x, x], 1)"),
     ("return torch.zeros(2, 3) + torch.randn(2, 3)", "ops.zeros((2, 3)) + ops.randn(2, 3)"),
@@ -338,6 +351,27 @@ def test_a_dtype_that_may_be_none_is_cast_by_an_adapter_the_file_holds(tmp_path:
     plain = generated(tmp_path / "plain", module("self.fc = nn.Linear(4, 4)",
                                                  "return x.to(torch.float16)"))
     assert "torch_to" not in plain
+
+
+def test_meshgrid_of_a_list_held_by_a_name_uses_an_adapter_the_file_holds(
+        tmp_path: Path) -> None:
+    # written once, after the imports, and only into a file that uses it; timm's ndgrid
+    # unpacks its tensors, and its older branch leaves indexing to torch's default 'ij'
+    helper = ("def ndgrid(*tensors):\n    try:\n"
+              "        return torch.meshgrid(*tensors, indexing='ij')\n"
+              "    except TypeError:\n        return torch.meshgrid(*tensors)\n\n\n")
+    code = generated(tmp_path, helper + module(
+        "self.fc = nn.Linear(4, 4)",
+        "t = [x[0], x[1]]\na, b = torch.meshgrid(t, indexing='ij')\nc, d = ndgrid(*t)\n"
+        "return a + d"))
+    assert code.count("def torch_meshgrid(*tensors, indexing=None):") == 1
+    assert code.index("def torch_meshgrid(") < code.index("def ndgrid(")
+    assert "        return torch_meshgrid(*tensors, indexing='ij')\n" in code
+    assert "        return torch_meshgrid(*tensors)\n" in code
+    assert "a, b = torch_meshgrid(t, indexing='ij')" in code
+    plain = generated(tmp_path / "plain", module("self.fc = nn.Linear(4, 4)",
+                                                 "a, b = torch.meshgrid([x, x])\nreturn a"))
+    assert "torch_meshgrid" not in plain
 
 
 def test_map_of_a_partial_in_forward_is_a_list_comprehension(tmp_path: Path) -> None:
