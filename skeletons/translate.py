@@ -151,10 +151,12 @@ def _attribute_renames(torch_layer: str, backend: str) -> dict[str, str]:
     """How a subclass of ``torch_layer`` reads its base's attributes on the MindSpore
     layer: parameters by MindSpore's names (``weight`` -> ``gamma``), settings by the
     constructor keyword they come from (``groups`` -> ``group``, ``in_features`` ->
-    ``in_channels``); a torch parameter (a Conv's ``bias``) is never a setting."""
+    ``in_channels``); a torch parameter (a Conv's ``bias``) is never a setting. A
+    torch-like target (``mindspore.mint.nn.GroupNorm``) keeps torch's parameter names."""
     mapping = apis.lookup(torch_layer, backend)
-    params = {t: ms for ms, t in CELL_RENAMES.get((mapping.api or "").rsplit(".", 1)[-1],
-                                                  {}).items()}
+    api = mapping.api or ""
+    params = {t: ms for ms, t in CELL_RENAMES.get(api.rsplit(".", 1)[-1], {}).items()} \
+        if api.startswith("mindspore.nn.") else {}
     settings = {t: ms for t, ms in mapping.renames.items() if t not in ("weight", "bias")}
     return {**settings, **params}
 

@@ -544,6 +544,23 @@ def test_ascend_target_uses_the_table_target_with_torch_like_arguments(tmp_path:
     assert "return mint.nn.functional.conv2d(x, x, padding='same')" in code
 
 
+def test_ascend_target_keeps_torchs_parameter_names_of_mint_layers(tmp_path: Path) -> None:
+    # mindspore.mint.nn.BatchNorm2d / GroupNorm have weight, bias and running_mean, as in
+    # torch; mindspore.nn's have gamma, beta and moving_mean
+    init = ("self.bn = nn.BatchNorm2d(4)\nnn.init.zeros_(self.bn.weight)\n"
+            "self.W = nn.Sequential(nn.Conv2d(4, 4, 1), nn.GroupNorm(2, 4))\n"
+            "nn.init.zeros_(self.W[1].bias)\nself.m = self.bn.running_mean")
+    ascend = generated(tmp_path, module(init), target="ascend")
+    assert "self.bn = mint.nn.BatchNorm2d(4)" in ascend
+    for kept in ("self.bn.weight.set_data(", "self.W[1].bias.set_data(",
+                 "self.m = self.bn.running_mean"):
+        assert kept in ascend, kept
+    cpu = generated(tmp_path / "cpu", module(init))
+    for renamed in ("self.bn.gamma.set_data(", "self.W[1].beta.set_data(",
+                    "self.m = self.bn.moving_mean"):
+        assert renamed in cpu, renamed
+
+
 def test_write_mode_marks_cells_not_run(tmp_path: Path) -> None:
     result = scan_files({"example.py": HEADER + module("self.fc = nn.Linear(4, 4)")},
                         target="cpu")
