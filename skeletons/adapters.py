@@ -14,7 +14,7 @@ import libcst.matchers as m
 
 from msready.analyzer.syntax import find_all
 from msready.skeletons import compositions
-from msready.skeletons.layers import CONV_PADDING, PADDING, PLACEMENT
+from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT
 
 # torch name -> the adapter's class name; the sources are below, one class each.
 # Stands in for names imported from a side library the Cell does not import.
@@ -193,6 +193,17 @@ def torch_to(x, dtype):
     """Tensor.to with a dtype known only at run time: None, torch's way of asking for
     x's own dtype, keeps x; any other dtype casts."""
     return x if dtype is None else x.astype(dtype)
+''',
+    MESHGRID: '''
+def torch_meshgrid(*tensors, indexing=None):
+    """torch.meshgrid: the tensors one by one or as one list or tuple, indexed 'ij'
+    unless told (None too; ops.meshgrid's default is 'xy'); one tensor is its own grid
+    (ops.meshgrid takes two or more)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if len(tensors) == 1:
+        return tensors
+    return ops.meshgrid(*tensors, indexing="ij" if indexing is None else indexing)
 ''',
     ADD_MODULE: '''
 def torch_add_module(sequential, name, cell):

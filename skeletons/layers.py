@@ -174,20 +174,34 @@ def factory(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     return generic(call, mapping)
 
 
+# torch.meshgrid for arguments whose form is known only at run time (one list or tuple
+# held by a name, ``*tensors``, an ``indexing`` that may be None); the source is in
+# ``adapters``.
+MESHGRID = "torch_meshgrid"
+
+
 @handler("torch.meshgrid")
 def meshgrid(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """torch.meshgrid takes the tensors one by one or as one list and indexes 'ij' by
-    default; ops.meshgrid takes them one by one and indexes 'xy' by default."""
-    if call.star or mapping.api is None:
+    """torch.meshgrid takes the tensors one by one or as one list or tuple and indexes
+    'ij' unless told (None too); ops.meshgrid takes them one by one, at least two, and
+    indexes 'xy' by default. Tensors written out (one by one or in a list written in the
+    call) with no indexing or a string for it are passed to ops.meshgrid one by one, with
+    'ij' when none is given; anything else (``meshgrid(tensors)`` with a list held by a
+    name, ``meshgrid(*tensors)``, an indexing held by a name) goes to ``torch_meshgrid``,
+    which reads the form and the default when the Cell runs."""
+    if mapping.api is None:
         return generic(call, mapping)
     tensors = [v for k, v in call.args if k is None]
     named = [(k, v) for k, v in call.args if k is not None]
-    if len(tensors) == 1 and isinstance(tensors[0], (cst.List, cst.Tuple)):
+    if len(tensors) == 1 and isinstance(tensors[0], (cst.List, cst.Tuple)) and all(
+            isinstance(e, cst.Element) for e in tensors[0].elements):
         tensors = [e.value for e in tensors[0].elements]
-    if not any(k == "indexing" for k, _ in named):
-        named.append(("indexing", expr("'ij'")))
+    indexing = _get(call.args, "indexing")
+    if call.star or len(tensors) < 2 or any(k != "indexing" for k, _ in named) or not (
+            indexing is None or m.matches(indexing, m.SimpleString())):
+        return Rewrite(MESHGRID, list(call.args))  # with ``*`` the arguments stay as written
     return Rewrite(_target(call, mapping, "mindspore.ops.meshgrid"),
-                   [*((None, v) for v in tensors), *named])
+                   [*((None, v) for v in tensors), ("indexing", indexing or expr("'ij'"))])
 
 
 # torch APIs returning a ``(values, indices)`` named tuple; MindSpore returns a plain

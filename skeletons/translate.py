@@ -20,7 +20,15 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import MINDSPORE_REQUIRES, RepositoryModel
 from msready.analyzer.syntax import find_all
-from msready.skeletons import adapters, apis, arguments, compositions, einops, module_level
+from msready.skeletons import (
+    adapters,
+    apis,
+    arguments,
+    compositions,
+    einops,
+    held_layers,
+    module_level,
+)
 from msready.skeletons.layers import (
     CALL_FIXES,
     ENGINE_METHODS,
@@ -143,10 +151,12 @@ def _attribute_renames(torch_layer: str, backend: str) -> dict[str, str]:
     """How a subclass of ``torch_layer`` reads its base's attributes on the MindSpore
     layer: parameters by MindSpore's names (``weight`` -> ``gamma``), settings by the
     constructor keyword they come from (``groups`` -> ``group``, ``in_features`` ->
-    ``in_channels``); a torch parameter (a Conv's ``bias``) is never a setting."""
+    ``in_channels``); a torch parameter (a Conv's ``bias``) is never a setting. A
+    torch-like target (``mindspore.mint.nn.GroupNorm``) keeps torch's parameter names."""
     mapping = apis.lookup(torch_layer, backend)
-    params = {t: ms for ms, t in CELL_RENAMES.get((mapping.api or "").rsplit(".", 1)[-1],
-                                                  {}).items()}
+    api = mapping.api or ""
+    params = {t: ms for ms, t in CELL_RENAMES.get(api.rsplit(".", 1)[-1], {}).items()} \
+        if api.startswith("mindspore.nn.") else {}
     settings = {t: ms for t, ms in mapping.renames.items() if t not in ("weight", "bias")}
     return {**settings, **params}
 
@@ -185,6 +195,8 @@ class CellTransformer(cst.CSTTransformer):
         self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
         # ``self.<name> = nn.ModuleDict(dict(<key>=nn.Embedding(...)))``: the torch layers
         self._held_items: dict[tuple[str, str], str] = {}
+        # per enclosing class: what its ``self.<name>`` hold, layer by layer in containers
+        self._held: list[dict[str, held_layers.Held]] = []
         self._functions: list[str] = []  # names of the enclosing functions
         self._scope: list[str] = []  # enclosing classes and functions, outermost first
         self._statement_values: set[cst.CSTNode] = set()  # expressions used as statements
@@ -563,6 +575,7 @@ class CellTransformer(cst.CSTTransformer):
         self._adapter_bases.append(self._adapter_base(node, self._layer_bases[-1]))
         self._sequentials = set()
         self._held_items = {}
+        self._held.append(held_layers.read_class(node, self.qualify))
         self._names_not_values.add(node.name)
         return True
 
@@ -601,6 +614,7 @@ class CellTransformer(cst.CSTTransformer):
         self._class_names.pop()
         self._scope.pop()
         self._layer_bases.pop()
+        self._held.pop()
         adapter = self._adapter_bases.pop()
         if self._classes.pop():
             self.cells.append(updated_node.name.value)
@@ -994,6 +1008,9 @@ class CellTransformer(cst.CSTTransformer):
             new = _attribute_renames(layer, self.backend).get(original.attr.value) \
                 if layer else None
             return updated.with_changes(attr=cst.Name(new)) if new else updated
+        indexed = held_layers.constant_index(original.value)
+        if indexed is not None:  # ``self.W[1].weight``: a layer of a Sequential / ModuleList
+            return self._indexed_parameter(indexed, original, updated)
         if not m.matches(original, m.Attribute(value=m.Attribute(value=m.Name("self")))):
             return updated
         owner = original.value
@@ -1001,13 +1018,32 @@ class CellTransformer(cst.CSTTransformer):
         cls = self._class_names[-1]
         held = self.model.attribute_classes(cls, owner.attr.value) \
             if cls in self.model.classes else []
+        assigned = self._held[-1].get(owner.attr.value) if self._held else None
+        # the classes a container assigned to the name holds are not the name's own
+        # (``self.W = nn.Sequential(conv, nn.GroupNorm(...))`` or ``self.W = conv``)
+        inside = assigned.contained() - assigned.direct if assigned is not None and \
+            not assigned.other else set()
         for target in held:  # ``self.conv.weight``, ``self.conv.groups`` of a held layer
-            if target.kind != "external" or not is_torch(target.name):
+            if target.kind != "external" or not is_torch(target.name) or apis.canonical(
+                    target.name) in inside:
                 continue
             renames = _attribute_renames(apis.canonical(target.name), self.backend)
             if original.attr.value in renames:
                 return updated.with_changes(attr=cst.Name(renames[original.attr.value]))
         return updated
+
+    def _indexed_parameter(self, indexed: tuple[str, int], original: cst.Attribute,
+                           updated: cst.Attribute) -> cst.BaseExpression:
+        """``self.W[1].weight`` -> ``self.W[1].gamma`` when every layer the constructor
+        may put at that position names the attribute so (a GroupNorm); a convolution's
+        ``weight``, a Dense's ``bias`` or a position not known stay as they are."""
+        name, index = indexed
+        assigned = self._held[-1].get(name) if self._held else None
+        layers = assigned.at(index) if assigned is not None else frozenset()
+        renames = {_attribute_renames(layer, self.backend).get(original.attr.value)
+                   for layer in layers}
+        new = renames.pop() if len(renames) == 1 else None
+        return updated.with_changes(attr=cst.Name(new)) if new else updated
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript
                         ) -> cst.BaseExpression:

@@ -592,3 +592,121 @@ def test_tensor_to_with_a_dtype_in_a_name_runs_whether_it_is_none_or_a_dtype(
     assert cells["ScaledNorm"].output_shape == "(2, 16, 16, 16)"
     assert "return torch_to(grid, dtype)" in (out / "rope.py").read_text()
     assert "torch_to(self.v.view(v_shape), x_dtype)" in (out / "evo.py").read_text()
+
+
+GRIDS = '''\
+import torch
+from torch import nn
+
+
+def ndgrid(*tensors):
+    return torch.meshgrid(*tensors, indexing="ij")
+
+
+def old_ndgrid(*tensors):
+    return torch.meshgrid(*tensors)  # torch's default is 'ij'
+
+
+def grid_positions(shape, indexing="ij"):
+    coords = [torch.arange(s, dtype=torch.float32) for s in shape]
+    return torch.stack(torch.meshgrid(coords, indexing=indexing), dim=-1)
+
+
+class GridBias(nn.Module):
+    def __init__(self, channels, size=4):
+        super().__init__()
+        self.size = size
+        self.conv = nn.Conv2d(channels, channels, 1)
+        self.proj = nn.Linear(2, channels)
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.conv(x), (self.size, self.size * 2))
+        h = torch.arange(self.size, dtype=torch.float32)
+        w = torch.arange(self.size * 2, dtype=torch.float32)
+        rows, cols = ndgrid(h, w)
+        rows_old, cols_old = old_ndgrid(*[h, w])
+        pos = grid_positions((self.size, self.size * 2)) + (rows - rows_old + cols - cols_old
+                                                             ).unsqueeze(-1)
+        bias = self.proj(pos).permute(2, 0, 1).unsqueeze(0)  # (1, C, size, size * 2)
+        return x + bias
+'''
+
+
+def test_meshgrid_of_a_list_in_a_name_and_of_unpacked_tensors_runs_in_both_modes(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # timm's rotary embeddings: ``torch.meshgrid(t, indexing=...)`` with a list ``t`` and
+    # ``ndgrid(*tensors)``; a grid indexed 'xy' would have the other shape and not add up
+    out, cells = run_cells(tmp_path, {"grids.py": GRIDS})
+    cell = cells["GridBias"]
+    assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
+    assert cell.output_shape == "(2, 16, 4, 8)"
+    code = (out / "grids.py").read_text()
+    assert "torch.stack" not in code and "torch_meshgrid(coords, indexing=indexing)" in code
+
+
+NON_LOCAL = '''\
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class NonLocalBlock(nn.Module):
+    def __init__(self, in_channels, dimension=2, bn_layer=True):
+        super().__init__()
+        self.inter_channels = max(in_channels // 2, 1)
+        self.stem = nn.Conv2d(in_channels, in_channels, 3, padding=1)  # the input's rank
+        if dimension == 3:
+            conv_nd, bn = nn.Conv3d, nn.GroupNorm
+        elif dimension == 2:
+            conv_nd = nn.Conv2d
+            bn = nn.GroupNorm
+        else:
+            conv_nd = nn.Conv1d
+            bn = nn.GroupNorm
+        self.g = conv_nd(in_channels, self.inter_channels, kernel_size=1)
+        self.theta = conv_nd(in_channels, self.inter_channels, kernel_size=1)
+        self.phi = conv_nd(in_channels, self.inter_channels, kernel_size=1)
+        if bn_layer:
+            self.W = nn.Sequential(conv_nd(self.inter_channels, in_channels, kernel_size=1),
+                                   bn(4, in_channels))
+            nn.init.constant_(self.W[1].weight, 0)
+            nn.init.constant_(self.W[1].bias, 0)
+            nn.init.kaiming_normal_(self.W[0].weight)
+        else:
+            self.W = conv_nd(self.inter_channels, in_channels, kernel_size=1)
+            nn.init.constant_(self.W.weight, 0)
+            nn.init.constant_(self.W.bias, 0)
+        self.heads = nn.ModuleList([nn.Linear(in_channels, in_channels), nn.LayerNorm(in_channels)])
+        nn.init.zeros_(self.heads[0].bias)
+        nn.init.ones_(self.heads[-1].weight)
+
+    def forward(self, x):
+        x = self.stem(x)
+        b, c = x.shape[0], x.shape[1]
+        g_x = self.g(x).view(b, self.inter_channels, -1).permute(0, 2, 1)
+        theta_x = self.theta(x).view(b, self.inter_channels, -1).permute(0, 2, 1)
+        phi_x = self.phi(x).view(b, self.inter_channels, -1)
+        f = F.softmax(torch.matmul(theta_x, phi_x), dim=-1)
+        y = torch.matmul(f, g_x).permute(0, 2, 1).contiguous()
+        y = y.view(b, self.inter_channels, *x.shape[2:])
+        z = self.W(y) + x
+        pooled = z.mean(dim=(2, 3))
+        return z + self.heads[1](self.heads[0](pooled)).view(b, c, 1, 1)
+'''
+
+
+def test_a_norm_zero_initialised_through_an_index_builds_and_runs_in_both_modes(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # DensePose's non-local block: ``self.W[1]`` is a GroupNorm (gamma / beta), reached
+    # through a class held by a local name; ``self.W[0]`` a convolution (weight)
+    out, cells = run_cells(tmp_path, {"nonlocal_block.py": NON_LOCAL})
+    cell = cells["NonLocalBlock"]
+    assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
+    assert cell.output_shape == cell.input_shape
+    code = (out / "nonlocal_block.py").read_text()
+    for line in ("self.W[1].gamma.set_data(", "self.W[1].beta.set_data(",
+                 "self.W[0].weight.set_data(", "self.W.weight.set_data(",
+                 "self.heads[0].bias.set_data(", "self.heads[-1].gamma.set_data("):
+        assert line in code, line

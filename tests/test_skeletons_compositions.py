@@ -16,7 +16,8 @@ import torch
 from mindspore import Tensor, nn, ops
 
 from msready.analyzer.result import SkeletonResult
-from msready.skeletons import compositions
+from msready.skeletons import adapters, compositions
+from msready.skeletons.layers import MESHGRID
 
 # ``run_cells`` (conftest): write files, scan, generate and run the Cells
 CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
@@ -173,6 +174,27 @@ def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),
           torch.roll(torch.tensor(x), (1, -2), (0, 1)))
     _same(composed["torch_roll"](Tensor(x), 4), torch.roll(torch.tensor(x), 4))
+
+
+@pytest.mark.parametrize("form, indexing", [
+    ("list", "ij"), ("tuple", "xy"), ("separate", None), ("separate", "xy"), ("list", None),
+    ("one", None), ("one in a list", "ij"),
+])
+def test_meshgrid_adapter_takes_every_form_torch_does(form: str, indexing: str | None) -> None:
+    # ``torch_meshgrid``: the tensors one by one or as one list / tuple, 'ij' unless told
+    names: dict[str, Any] = {"ops": ops}
+    exec(adapters.SOURCES[MESHGRID], names)
+    a, b, c = _array(3), _array(4), _array(2)
+    ms, pt = [Tensor(v) for v in (a, b, c)], [torch.tensor(v) for v in (a, b, c)]
+    pack: dict[str, Callable[[list[Any]], tuple[Any, ...]]] = {
+        "list": lambda t: (t,), "tuple": lambda t: (tuple(t),), "separate": tuple,
+        "one": lambda t: (t[0],), "one in a list": lambda t: ([t[0]],)}
+    options = {} if indexing is None else {"indexing": indexing}
+    got = names["torch_meshgrid"](*pack[form](ms), **options)
+    want = torch.meshgrid(*pack[form](pt), indexing=indexing or "ij")
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        _same(g, w)
 
 
 ATTENTION = '''\

@@ -187,6 +187,44 @@ def module(init: str, forward: str = "return x") -> str:
     # a held layer's settings by the MindSpore keyword they come from
     ("self.conv = nn.Conv2d(4, 4, 3, groups=2)\nself.g = self.conv.groups",
      "self.g = self.conv.group"),
+    # a layer reached through an index of the container holding it: its parameters by
+    # MindSpore's names where they differ (a GroupNorm's weight is gamma), as they are
+    # where they do not (a convolution's weight, a Dense's bias)
+    ("self.W = nn.Sequential(nn.Conv2d(4, 4, 1), nn.GroupNorm(2, 4))\n"
+     "nn.init.constant_(self.W[1].weight, 0)\nnn.init.constant_(self.W[1].bias, 0)",
+     "self.W[1].gamma.set_data(mindspore.common.initializer.initializer("
+     "mindspore.common.initializer.Constant(value=0), self.W[1].gamma.shape, "
+     "self.W[1].gamma.dtype))\n        self.W[1].beta.set_data("),
+    ("self.W = nn.Sequential(nn.Conv2d(4, 4, 1), nn.GroupNorm(2, 4))\n"
+     "nn.init.normal_(self.W[0].weight)", "self.W[0].weight.set_data("),
+    ("self.W = nn.Sequential(nn.Conv2d(4, 4, 1), nn.BatchNorm2d(4))\n"
+     "nn.init.zeros_(self.W[-1].bias)\nself.W[-1].running_mean.fill_(0)",
+     "self.W[-1].beta.set_data(mindspore.common.initializer.initializer("
+     "mindspore.common.initializer.Zero(), self.W[-1].beta.shape, self.W[-1].beta.dtype))"
+     "\n        torch_assign_(self.W[-1].moving_mean, "),
+    ("self.W = nn.Sequential(nn.Conv2d(4, 4, 1), nn.BatchNorm2d(4))\n"
+     "nn.init.zeros_(self.W[-2].bias)", "self.W[-2].bias.set_data("),
+    ("self.layers = nn.ModuleList([nn.Linear(4, 4), nn.LayerNorm(4)])\n"
+     "nn.init.zeros_(self.layers[0].bias)\nnn.init.ones_(self.layers[1].weight)",
+     "self.layers[0].bias.set_data(mindspore.common.initializer.initializer("
+     "mindspore.common.initializer.Zero(), self.layers[0].bias.shape, "
+     "self.layers[0].bias.dtype))\n        self.layers[1].gamma.set_data("),
+    ("self.heads = [nn.Embedding(9, 4), nn.Linear(4, 4)]\n"
+     "nn.init.zeros_(self.heads[0].weight)\nself.n = self.heads[1].in_features",
+     "self.heads[0].embedding_table.set_data("),
+    ("self.heads = [nn.Embedding(9, 4), nn.Linear(4, 4)]\nself.n = self.heads[1].in_features",
+     "self.n = self.heads[1].in_channels"),
+    # the layer class held by a local name, in each branch (DensePose's non-local block)
+    ("if x:\n    bn = nn.GroupNorm\nelse:\n    bn = nn.GroupNorm\n"
+     "self.W = nn.Sequential(nn.Conv2d(4, 4, 1), bn(2, 4))\n"
+     "nn.init.constant_(self.W[1].weight, 0)", "self.W[1].gamma.set_data("),
+    # a position not known, or layers that spell it differently, stay as written
+    ("layers = [nn.GroupNorm(2, 4)]\nself.W = nn.Sequential(*layers)\n"
+     "self.w = self.W[0].weight", "self.w = self.W[0].weight"),
+    ("self.W = nn.Sequential(nn.GroupNorm(2, 4) if x else nn.Conv2d(4, 4, 1))\n"
+     "self.w = self.W[0].weight", "self.w = self.W[0].weight"),
+    ("self.W = nn.Sequential(nn.BatchNorm2d(4) if x else nn.GroupNorm(2, 4))\n"
+     "self.w = self.W[0].weight", "self.w = self.W[0].gamma"),
     # forward chosen in the constructor: what a Cell calls is construct
     ("self.forward = self.forward_fused", "self.construct = self.forward_fused"),
 ])
@@ -244,6 +282,19 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("a, b = torch.meshgrid([x, x])\nreturn a", "a, b = ops.meshgrid(x, x, indexing='ij')"),
     ("a, b = torch.meshgrid(x, x, indexing='xy')\nreturn a",
      "a, b = ops.meshgrid(x, x, indexing='xy')"),
+    ("a, b = torch.meshgrid((x, x), indexing='xy')\nreturn a",
+     "a, b = ops.meshgrid(x, x, indexing='xy')"),
+    # a list or tuple held by a name, tensors unpacked, an indexing that may be None, one
+    # tensor: the form is known when the Cell runs, by an adapter with torch's default
+    ("t = [x, x]\na, b = torch.meshgrid(t, indexing='ij')\nreturn a",
+     "a, b = torch_meshgrid(t, indexing='ij')"),
+    ("t = (x, x)\na, b = torch.meshgrid(t)\nreturn a", "a, b = torch_meshgrid(t)"),
+    ("t = [x, x]\na, b = torch.meshgrid(*t)\nreturn a", "a, b = torch_meshgrid(*t)"),
+    ("t = [x, x]\na, b = torch.meshgrid(*t, indexing='xy')\nreturn a",
+     "a, b = torch_meshgrid(*t, indexing='xy')"),
+    ("mode = None\na, b = torch.meshgrid(x, x, indexing=mode)\nreturn a",
+     "a, b = torch_meshgrid(x, x, indexing=mode)"),
+    ("g, = torch.meshgrid(x)\nreturn g", "g, = torch_meshgrid(x)"),
 
     ("return torch.cat([x, x], 1)", "ops.cat([x, x], 1)"),
     ("return torch.zeros(2, 3) + torch.randn(2, 3)", "ops.zeros((2, 3)) + ops.randn(2, 3)"),
@@ -338,6 +389,47 @@ def test_a_dtype_that_may_be_none_is_cast_by_an_adapter_the_file_holds(tmp_path:
     plain = generated(tmp_path / "plain", module("self.fc = nn.Linear(4, 4)",
                                                  "return x.to(torch.float16)"))
     assert "torch_to" not in plain
+
+
+def test_meshgrid_of_a_list_held_by_a_name_uses_an_adapter_the_file_holds(
+        tmp_path: Path) -> None:
+    # written once, after the imports, and only into a file that uses it; timm's ndgrid
+    # unpacks its tensors, and its older branch leaves indexing to torch's default 'ij'
+    helper = ("def ndgrid(*tensors):\n    try:\n"
+              "        return torch.meshgrid(*tensors, indexing='ij')\n"
+              "    except TypeError:\n        return torch.meshgrid(*tensors)\n\n\n")
+    code = generated(tmp_path, helper + module(
+        "self.fc = nn.Linear(4, 4)",
+        "t = [x[0], x[1]]\na, b = torch.meshgrid(t, indexing='ij')\nc, d = ndgrid(*t)\n"
+        "return a + d"))
+    assert code.count("def torch_meshgrid(*tensors, indexing=None):") == 1
+    assert code.index("def torch_meshgrid(") < code.index("def ndgrid(")
+    assert "        return torch_meshgrid(*tensors, indexing='ij')\n" in code
+    assert "        return torch_meshgrid(*tensors)\n" in code
+    assert "a, b = torch_meshgrid(t, indexing='ij')" in code
+    plain = generated(tmp_path / "plain", module("self.fc = nn.Linear(4, 4)",
+                                                 "a, b = torch.meshgrid([x, x])\nreturn a"))
+    assert "torch_meshgrid" not in plain
+
+
+def test_a_layer_a_container_holds_leaves_the_name_a_layer_it_is_assigned(
+        tmp_path: Path) -> None:
+    # DensePose's non-local block: a Sequential with a GroupNorm in one branch, a
+    # convolution in the other; the convolution's weight is not the GroupNorm's gamma
+    code = generated(tmp_path, module(
+        "if x:\n    self.W = nn.Sequential(nn.Conv2d(4, 4, 1), nn.GroupNorm(2, 4))\n"
+        "    nn.init.constant_(self.W[1].weight, 0)\n"
+        "else:\n    self.W = nn.Conv2d(4, 4, 1)\n    nn.init.constant_(self.W.weight, 0)\n"
+        "self.norm = nn.GroupNorm(2, 4)\nnn.init.constant_(self.norm.weight, 0)"))
+    assert "self.W[1].gamma.set_data(" in code
+    assert "self.W.weight.set_data(" in code
+    assert "self.norm.gamma.set_data(" in code
+    either = generated(tmp_path / "either", module(
+        "self.W = nn.Sequential(nn.Conv2d(4, 4, 1), nn.GroupNorm(2, 4)) if x else None\n"
+        "self.V = nn.Conv2d(4, 4, 1) if x else nn.Sequential(nn.GroupNorm(2, 4))\n"
+        "self.w = self.W[-1].weight\nself.v = self.V.weight"))
+    assert "self.w = self.W[-1].gamma\n" in either
+    assert "self.v = self.V.weight\n" in either
 
 
 def test_map_of_a_partial_in_forward_is_a_list_comprehension(tmp_path: Path) -> None:
@@ -450,6 +542,23 @@ def test_ascend_target_uses_the_table_target_with_torch_like_arguments(tmp_path:
     code = generated(tmp_path, module("pass", "return F.conv2d(x, x, padding='same')"),
                      target="ascend")
     assert "return mint.nn.functional.conv2d(x, x, padding='same')" in code
+
+
+def test_ascend_target_keeps_torchs_parameter_names_of_mint_layers(tmp_path: Path) -> None:
+    # mindspore.mint.nn.BatchNorm2d / GroupNorm have weight, bias and running_mean, as in
+    # torch; mindspore.nn's have gamma, beta and moving_mean
+    init = ("self.bn = nn.BatchNorm2d(4)\nnn.init.zeros_(self.bn.weight)\n"
+            "self.W = nn.Sequential(nn.Conv2d(4, 4, 1), nn.GroupNorm(2, 4))\n"
+            "nn.init.zeros_(self.W[1].bias)\nself.m = self.bn.running_mean")
+    ascend = generated(tmp_path, module(init), target="ascend")
+    assert "self.bn = mint.nn.BatchNorm2d(4)" in ascend
+    for kept in ("self.bn.weight.set_data(", "self.W[1].bias.set_data(",
+                 "self.m = self.bn.running_mean"):
+        assert kept in ascend, kept
+    cpu = generated(tmp_path / "cpu", module(init))
+    for renamed in ("self.bn.gamma.set_data(", "self.W[1].beta.set_data(",
+                    "self.m = self.bn.moving_mean"):
+        assert renamed in cpu, renamed
 
 
 def test_write_mode_marks_cells_not_run(tmp_path: Path) -> None:
