@@ -116,6 +116,8 @@ def keep_shape(*args, **kwargs):
         return args[0]
     return KeepShape()
 '''
+# A count of something no pattern above knows (``num_convs``, ``NUM_FC``): one of it.
+_COUNT = re.compile(r"_*(num|n)_[a-z]\w*", re.IGNORECASE)
 _COMPILED = tuple((re.compile(rf"(?:{pattern})", re.IGNORECASE), value)
                   for pattern, value in _BY_NAME)
 
@@ -154,6 +156,8 @@ def by_name(name: str) -> object:
         for pattern, value in _COMPILED:
             if pattern.fullmatch(tail):
                 return value
+    if _COUNT.fullmatch(name):  # ``NUM_STACKED_CONVS``, ``n_fc``: how many of something
+        return 1
     return UNKNOWN
 
 

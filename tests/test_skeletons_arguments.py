@@ -115,6 +115,9 @@ def test_a_warm_run_reads_cell_outcomes_from_the_cache(tmp_path: Path) -> None:
     ("in_chans", 3), ("num_heads", 2), ("embed_dim", 16), ("hidden_size", 16),
     ("vocab_size", 32), ("depth", 1), ("attn_drop", 0.0), ("num_classes", 10),
     ("vision_patch_size", 4), ("mlp_ratio", 2.0), ("qkv_bias", True),
+    # a count no pattern knows is one of it; a known word in it still decides
+    ("NUM_STACKED_CONVS", 1), ("n_fc", 1), ("num_channels", 16), ("NUM_CLASSES", 10),
+    ("numbers", arguments.UNKNOWN), ("nfc", arguments.UNKNOWN),
 ])
 def test_synthesized_values_follow_the_parameter_name(name: str, value: object) -> None:
     assert arguments.by_name(name) == value
