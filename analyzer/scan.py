@@ -495,6 +495,7 @@ def scan_source(source: Source, options: ScanOptions,
     key = whole_key(key, target, source.root) if key else None
     whole = cache.get_any(key) if cache and key else None
     if isinstance(whole, WholeScan) and whole.still_valid(source.root):
+        stop_server()  # nothing to analyse: the server the command may have started ends
         if progress:
             progress(len(files), len(files))
         kept = contents  # the facts are loaded (from the cache) only when asked for
