@@ -8,6 +8,7 @@ import platform
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from pathlib import Path
 
@@ -18,6 +19,11 @@ from msready.analyzer.workers import WorkerPool, heap_trimmer
 
 def _count_lines(rel: str, data: bytes) -> int:
     return data.count(b"\n")
+
+
+def _mark_start(rel: str, folder: bytes) -> str:
+    (Path(folder.decode()) / rel).touch()
+    return rel
 
 
 def _server_pid() -> int | None:
@@ -37,6 +43,21 @@ def test_the_pool_takes_items_as_it_hands_them_out_and_stops_its_server() -> Non
     assert _server_pid() is None, "the fork server outlived its pool"
     again = WorkerPool(_count_lines, 2).run([("a.py", b"\n\n")])
     assert dict(again) == {"a.py": 2}, "the next pool starts a server again"
+
+
+def test_a_worker_has_its_next_file_while_the_caller_holds_its_last_result(
+        tmp_path: Path) -> None:
+    # One worker, two files: while the caller is still busy with the first result (as
+    # the scan is, loading and caching it), the worker is already at the second file.
+    folder = str(tmp_path).encode()
+    results = WorkerPool(_mark_start, 1).run([("first", folder), ("second", folder)])
+    assert next(results) == ("first", "first")
+    for _ in range(200):
+        if (tmp_path / "second").exists():
+            break
+        time.sleep(0.05)
+    assert (tmp_path / "second").exists(), "the worker waited for the caller"
+    assert list(results) == [("second", "second")]
 
 
 def test_analyze_files_takes_the_bytes_out_of_contents(tmp_path: Path) -> None:
