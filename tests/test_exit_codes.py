@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import msready.analyzer.scan
 import msready.cli
 from msready.analyzer.result import ScanResult
 from msready.analyzer.scan import Progress, ScanOptions
@@ -25,7 +26,8 @@ def test_an_internal_error_exits_3_with_one_line_and_a_log(
         capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "m.py").write_text("import torch\n")
-    monkeypatch.setattr(msready.cli, "scan", _broken_scan)
+    # the command imports the scan when it runs one
+    monkeypatch.setattr(msready.analyzer.scan, "scan", _broken_scan)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
     code = msready.cli.main(["scan", str(tmp_path / "repo"), "-o", str(tmp_path / "out"),
