@@ -22,6 +22,7 @@ import libcst.matchers as m
 from msready.analyzer.syntax import find_all
 from msready.skeletons import apis
 from msready.skeletons.statements import is_torch
+from msready.skeletons.values import evaluate
 
 # The torch classes a value may be an instance of; empty when it is not known.
 Layers = frozenset[str]
@@ -85,13 +86,10 @@ def constant_index(node: cst.BaseExpression) -> tuple[str, int] | None:
     index = node.slice[0].slice
     if not isinstance(index, cst.Index):
         return None
-    value = index.value
-    sign = 1
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        value, sign = value.expression, -1
-    if not isinstance(value, cst.Integer):
+    value = evaluate(index.value, {})  # ``1``, ``-1``, ``2 - 1``
+    if type(value) is not int:
         return None
-    return node.value.attr.value, sign * int(value.value, 0)
+    return node.value.attr.value, value
 
 
 def _note(held: Held, value: cst.BaseExpression, qualify: Qualify,
@@ -148,9 +146,7 @@ def _layers(value: cst.BaseExpression, qualify: Qualify,
     """The torch classes a layer written as ``value`` may be: a call of a torch class or
     of a local name bound to torch classes, either of a conditional expression."""
     if isinstance(value, cst.IfExp):
-        body, orelse = _layers(value.body, qualify, aliases), _layers(value.orelse, qualify,
-                                                                      aliases)
-        return body | orelse if body and orelse else frozenset()
+        return _either(value, lambda branch: _layers(branch, qualify, aliases))
     if not isinstance(value, cst.Call):
         return frozenset()
     if isinstance(value.func, cst.Name) and value.func.value in aliases:
@@ -162,8 +158,7 @@ def _classes(value: cst.BaseExpression, qualify: Qualify) -> Layers:
     """The torch class ``value`` names (``nn.GroupNorm``), or either of a conditional
     expression's."""
     if isinstance(value, cst.IfExp):
-        body, orelse = _classes(value.body, qualify), _classes(value.orelse, qualify)
-        return body | orelse if body and orelse else frozenset()
+        return _either(value, lambda branch: _classes(branch, qualify))
     name = qualify(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
     if not is_torch(name):
         return frozenset()
@@ -172,6 +167,12 @@ def _classes(value: cst.BaseExpression, qualify: Qualify) -> Layers:
     leaf = canonical.rsplit(".", 1)[-1]
     return frozenset({canonical}) if canonical.startswith("torch.nn.") and leaf[:1].isupper() \
         else frozenset()
+
+
+def _either(value: cst.IfExp, read: Callable[[cst.BaseExpression], Layers]) -> Layers:
+    """The layers ``a if c else b`` may be: both branches', when both are known."""
+    body, orelse = read(value.body), read(value.orelse)
+    return body | orelse if body and orelse else frozenset()
 
 
 def _aliases(method: cst.FunctionDef, qualify: Qualify) -> dict[str, Layers]:
