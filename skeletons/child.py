@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import re
 import sys
 import textwrap
 import traceback
@@ -243,7 +244,8 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
             candidates = [torch_inputs]
         except Exception as exc:
             res["error"] = f"copying torch weights: {first_line(exc)}"
-    inputs, res["input_fits"] = _fitting_inputs(ms, cell, candidates)
+    search = bool(job.get("guessed")) and reference is None
+    inputs, res["input_fits"] = _fitting_inputs(ms, cell, candidates, search)
     res["input_shape"] = _shape_text(inputs)
     errors = []
     for mode, field in ((ms.PYNATIVE_MODE, "pynative"), (ms.GRAPH_MODE, "graph")):
@@ -306,26 +308,149 @@ class _Watch:
         self.handles = []
 
 
-def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]]
+def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]], search: bool = False
                     ) -> tuple[list[Any], bool]:
     """The first candidate input the Cell accepts in PyNative mode (else the first), and
-    whether one was accepted."""
-    tensors = [as_tensors(ms.Tensor, c) for c in candidates]
-    if len(tensors) == 1:
-        return tensors[0], True
+    whether one was accepted. With ``search`` (every candidate is a guess), when none is
+    accepted, inputs are then shaped by what the errors say the Cell wants
+    (:func:`asked_for`), a few times over."""
+    if len(candidates) == 1 and not search:
+        return as_tensors(ms.Tensor, candidates[0]), True
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    for inputs in tensors:
-        # PyNative runs kernels asynchronously: an error of the candidate before may
-        # surface in this one's run, so a failure is flushed and the candidate tried again
-        for _ in range(2):
-            try:
-                out = _first_output(cell(*inputs))
-                if hasattr(out, "asnumpy"):
-                    out.asnumpy()
-                return inputs, True
-            except Exception:  # the size does not fit, or an earlier error surfaced
-                _flush(ms)
-    return tensors[0], False
+    errors: list[str] = []
+    for arrays in candidates:
+        error = _try_input(ms, cell, arrays)
+        if error is None:
+            return as_tensors(ms.Tensor, arrays), True
+        errors.append(error)
+    if search:
+        tried = {_shapes(c) for c in candidates}
+        queue = [(c, e) for c, e in zip(candidates, errors, strict=True)][:1]
+        for _ in range(_SEARCH_STEPS):
+            if not queue:
+                break
+            arrays, error = queue.pop(0)
+            for shaped in asked_for(arrays, error):
+                if _shapes(shaped) in tried:
+                    continue
+                tried.add(_shapes(shaped))
+                found = _try_input(ms, cell, shaped)
+                if found is None:
+                    return as_tensors(ms.Tensor, shaped), True
+                queue.append((shaped, found))
+    return as_tensors(ms.Tensor, candidates[0]), False
+
+
+# How many errors an input search follows, one after the other (each may ask for a rank,
+# then a channel count, then a width).
+_SEARCH_STEPS = 6
+
+
+def _try_input(ms: Any, cell: Any, arrays: list[Any]) -> str | None:
+    """None when the Cell runs on ``arrays`` in PyNative mode, else the error's first line."""
+    inputs = as_tensors(ms.Tensor, arrays)
+    error = "no run"
+    # PyNative runs kernels asynchronously: an error of the input before may surface in
+    # this one's run, so a failure is flushed and the input tried again
+    for _ in range(2):
+        try:
+            out = _first_output(cell(*inputs))
+            if hasattr(out, "asnumpy"):
+                out.asnumpy()
+            return None
+        except Exception as exc:  # the size does not fit, or an earlier error surfaced
+            error = first_line(exc)
+            _flush(ms)
+    return error
+
+
+def _shapes(arrays: list[Any]) -> tuple[object, ...]:
+    return tuple(tuple(a.shape) if isinstance(a, np.ndarray) else repr(a) for a in arrays)
+
+
+# What MindSpore's errors say an operation wanted of its input (first lines, as
+# :func:`first_line` gives them). Ranks: a convolution's, a norm's, an unpacking of
+# ``x.shape``, a padding mode's least rank, an axis beyond the input's rank.
+_RANK = (re.compile(r"shape size must be equal to (\d+), but got (\d+)"),
+         re.compile(r"in_shape must have (\d+) dims, but got (\d+)"),
+         re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)"),
+         re.compile(r"too many values to unpack \(expected (\d+)\)"))
+_LEAST_RANK = (re.compile(r"input dims .* must be greater than or equal to (\d+), but got"),
+               re.compile(r"axis value must be in \[-\d+,\s*\d+\), but got (\d+)"),
+               re.compile(r"too many indices for tensor of dimension\s*(\d+)"))
+# Channels (the second dimension): a convolution's weight, a batch or group norm's scale.
+_CONV = re.compile(r"'C_in' of input 'weight' shape: (\d+), but got 'C_in' of input 'x' "
+                   r"shape: (\d+), and 'group': (\d+)")
+_MINT_CONV = re.compile(r"in_channels/groups is (\d+), and weight\[1\] is (\d+)")
+_NORM = re.compile(r"channel dimension: \d+, bug got (?:scale\.shape\[0\]: |shape: "
+                   r"\[const vector\]\{)(\d+)")
+# Widths (the last dimensions): a matrix product's, a Dense layer's, a LayerNorm's.
+_LAST = (re.compile(r"'x1_col': \d+ and 'x2_row': (\d+)"),
+         re.compile(r"x_col: \d+, w_row: (\d+)"))
+_LAYER_NORM = re.compile(r"gamma shape: \[const vector\]\{([\d, ]+)\}")
+
+
+def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
+    """Inputs changed as ``error`` says the Cell wants them: another rank, another channel
+    count, another width; empty when the error says nothing about its input. The first
+    tensor changes, and every other input that had its shape (a guess repeated for a
+    query, key and value)."""
+    first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
+    if first is None:
+        return []
+    shape = tuple(first.shape)
+    wanted = [_with_rank(shape, rank) for rank in _ranks(error, len(shape))]
+    if (conv := _CONV.search(error)) is not None and len(shape) > 1:
+        wanted.append(_with_dim(shape, 1, int(conv.group(1)) * int(conv.group(3))))
+    elif (mint := _MINT_CONV.search(error)) is not None and len(shape) > 1:
+        groups = max(1, shape[1] // max(1, int(mint.group(1))))
+        wanted.append(_with_dim(shape, 1, int(mint.group(2)) * groups))
+    elif (norm := _NORM.search(error)) is not None and len(shape) > 1:
+        wanted.append(_with_dim(shape, 1, int(norm.group(1))))
+    for pattern in _LAST:
+        if (width := pattern.search(error)) is not None:
+            wanted.append(_with_dim(shape, len(shape) - 1, int(width.group(1))))
+    if (norm := _LAYER_NORM.search(error)) is not None:
+        tail = tuple(int(v) for v in norm.group(1).split(",") if v.strip())
+        if 0 < len(tail) < len(shape):
+            wanted.append((*shape[:len(shape) - len(tail)], *tail))
+        elif tail:
+            wanted.append((2, *tail))
+    rng = np.random.default_rng(0)
+    out = []
+    for new in dict.fromkeys(w for w in wanted if w != shape and 0 < len(w) <= 6
+                             and all(0 < d <= 4096 for d in w)):
+        made = rng.integers(0, max(1, int(first.max()) + 1), new).astype(first.dtype) \
+            if first.dtype.kind in "iu" else rng.standard_normal(new).astype(first.dtype)
+        out.append([made if isinstance(a, np.ndarray) and a.shape == shape else a
+                    for a in arrays])
+    return out
+
+
+def _ranks(error: str, rank: int) -> list[int]:
+    """The ranks ``error`` asks for, the likelier first."""
+    for pattern in _RANK:
+        if (found := pattern.search(error)) is not None:
+            return [int(found.group(1))]
+    for pattern in _LEAST_RANK:
+        if (found := pattern.search(error)) is not None:
+            least = int(found.group(1)) + (0 if "greater than" in error else 1)
+            return [r for r in (4, least, least + 1) if r >= max(least, rank + 1)][:2]
+    return []
+
+
+def _with_rank(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """``shape`` as ``rank`` dimensions: the batch and the channels kept, then 16s
+    (8s past four dimensions, a volume); fewer dimensions keep the first ones."""
+    if rank <= len(shape):
+        return shape[:max(1, rank - 1)] + shape[-1:] if rank > 1 else shape[:1]
+    side = 16 if rank <= 4 else 8
+    head = shape[:2] if len(shape) >= 2 else (*shape, side)
+    return (*head, *([side] * (rank - len(head))))
+
+
+def _with_dim(shape: tuple[int, ...], index: int, size: int) -> tuple[int, ...]:
+    return (*shape[:index], size, *shape[index + 1:])
 
 
 def _flush(ms: Any) -> None:

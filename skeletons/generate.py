@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from msready.analyzer.facts import FileResult
 from msready.analyzer.findings import Category, Finding
 from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
+from msready.analyzer.syntax import tensor_methods
 from msready.skeletons import adapters, runner
 from msready.skeletons.arguments import KEEP_SHAPE, SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
@@ -284,7 +286,7 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
         return skipped("blocked", f"runs code from {which}, which msready does not "
                                   f"translate (a stand-in was reached): {error}")
     if outcome.get("pynative") != "pass" and outcome.get("input_fits") is False \
-            and plan.guessed:
+            and plan.guessed and not _translation_error(error):
         return skipped("unverified", "no input it accepts was found (no layer or forward "
                                      f"code gives its shape; tried {len(plan.alternatives) + 1}"
                                      f" guesses): {error}", shape)
@@ -299,6 +301,20 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
                           synthesized=synthesized, input_shape=shape,
                           output_shape=str(outcome.get("output_shape") or ""),
                           ran_inside=str(outcome.get("inside") or ""))
+
+
+_TENSOR_ATTRIBUTE = re.compile(r"AttributeError: '(?:Tensor|Parameter)' object has no "
+                               r"attribute '(\w+)'")
+
+
+def _translation_error(error: str | None) -> bool:
+    """True when a Cell's PyNative error is the translation's whatever the input: a torch
+    API left in the Cell, or a torch tensor method MindSpore's tensors lack."""
+    pynative = (error or "").split("; GRAPH_MODE: ", 1)[0]
+    if adapters.LEFT_IN_CELL in pynative:
+        return True
+    found = _TENSOR_ATTRIBUTE.search(pynative)
+    return found is not None and found.group(1) in tensor_methods()
 
 
 def _status_line(res: SkeletonResult) -> str:
@@ -324,6 +340,8 @@ def _job(plan: Plan, compare: Path | None) -> dict[str, Any]:
             "kwargs": {k: to_json(v) for k, v in plan.kwargs.items()},
             "compare": str(compare) if compare else None,
             "inputs": specs_json(plan.inputs),
+            # every input is a guess: the child may follow what the errors ask for
+            "guessed": plan.guessed and not compare,
             "alternatives": [] if compare else [specs_json(a) for a in plan.alternatives],
             "variants": [] if compare else [
                 {"kwargs": {k: to_json(v) for k, v in variant.kwargs.items()},

@@ -469,12 +469,20 @@ class Planner(ConstructorFinder):
         ``examples`` is False)."""
         forward = self._signature(cls, "forward")
         required = [n for n, _, req in forward[0] if req] if forward else ["x"]
+        if forward and not required and not self._takes_star_args(cls):
+            return [], [], False  # ``def forward(self)``: a table or a bias, run as it is
         first, alternatives, guessed = self._as_lists(
             cls, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
         example = self._example_inputs(cls, forward[0]) if forward and examples else None
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
         return first, alternatives, guessed
+
+    def _takes_star_args(self, cls: str) -> bool:
+        """``forward(self, *args)``: it takes inputs its signature does not name."""
+        qualname = self.model.find_method(cls, "forward")
+        found = self.function_node(qualname) if qualname else None
+        return found is not None and isinstance(found[0].params.star_arg, cst.Param)
 
     def _as_lists(self, cls: str, required: list[str], first: list[InputSpec | None],
                   alternatives: list[list[InputSpec | None]], guessed: bool

@@ -1,0 +1,229 @@
+"""Inputs found by following what MindSpore's errors ask for, when every input of a Cell
+is a guess and none of the guesses runs: a convolution says how many dimensions and
+channels it wants, a Dense layer or a LayerNorm how wide the last dimension is, an
+unpacking of ``x.shape`` how many dimensions there are."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msready.analyzer.result import SkeletonResult
+from msready.skeletons import runner
+from msready.skeletons.child import asked_for
+from msready.skeletons.generate import _translation_error
+
+CellRun = tuple[Path, dict[str, SkeletonResult]]
+
+
+def shapes_asked(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
+    return [tuple(c[0].shape) for c in asked_for([np.zeros(shape, np.float32)], error)]
+
+
+@pytest.mark.parametrize(("shape", "error", "asked"), [
+    # a convolution wants four dimensions: the batch and channels kept, 16 x 16 added
+    ((2, 16), "ValueError: For primitive[Conv2D], the x shape size must be equal to 4, "
+              "but got 2.", [(2, 16, 16, 16)]),
+    ((2, 4, 16, 16), "ValueError: For primitive[Conv3D], the x shape size must be equal "
+                     "to 5, but got 4.", [(2, 4, 8, 8, 8)]),
+    # then as many channels as its weight times its groups
+    ((2, 16, 16, 16), "RuntimeError: For 'Conv2D', 'C_in' of input 'x' shape divide by "
+                      "parameter 'group' must be equal to 'C_in' of input 'weight' shape: 4, "
+                      "but got 'C_in' of input 'x' shape: 16, and 'group': 2.",
+     [(2, 8, 16, 16)]),
+    ((2, 16, 8, 8), "ValueError: For BatchNorm, scale.shape[0] should be equal to input_x's "
+                    "channel dimension: 16, bug got scale.shape[0]: 32.", [(2, 32, 8, 8)]),
+    # a Dense layer and a LayerNorm say the width of the last dimension
+    ((2, 16), "ValueError: For 'MatMul' the input dimensions must be equal, but got "
+              "'x1_col': 16 and 'x2_row': 64.", [(2, 64)]),
+    ((2, 5, 16), "ValueError: Dense shape error, got x_col: 16, w_row: 64. In Dense x_col "
+                 "and w_row should be equal.", [(2, 5, 64)]),
+    ((2, 16), "ValueError: For 'LayerNorm', gamma or beta shape must match input shape, but "
+              "got input shape: [const vector]{2, 16}, gamma shape: [const vector]{64}, "
+              "beta shape: [const vector]{64}.", [(2, 64)]),
+    # unpacking ``x.shape`` says how many dimensions there are
+    ((2, 16), "ValueError: not enough values to unpack (expected 4, got 2)", [(2, 16, 16, 16)]),
+    ((2, 192, 16, 16), "ValueError: too many values to unpack (expected 3)", [(2, 192, 16)]),
+    # an axis past the last one: an image first, then one more dimension
+    ((2, 16), "ValueError: For primitive[MeanExt], the axis value must be in [-2,2), but "
+              "got 2.", [(2, 16, 16, 16), (2, 16, 16)]),
+])
+def test_an_error_about_the_input_asks_for_a_shape(shape: tuple[int, ...], error: str,
+                                                   asked: list[tuple[int, ...]]) -> None:
+    assert shapes_asked(shape, error) == asked
+
+
+@pytest.mark.parametrize("error", [
+    "AttributeError: 'Tensor' object has no attribute 'is_cuda'",
+    "ValueError: For 'AddExt', input.shape and other.shape need to broadcast.",
+    "AssertionError",
+    # the rank it already has
+    "ValueError: For primitive[Conv2D], the x shape size must be equal to 2, but got 2.",
+])
+def test_an_error_that_says_nothing_about_the_input_asks_for_nothing(error: str) -> None:
+    assert shapes_asked((2, 16), error) == []
+
+
+def test_a_repeated_guess_changes_with_the_first_input_and_other_inputs_stay() -> None:
+    query, mask = np.zeros((2, 16), np.float32), np.zeros((3,), np.float32)
+    [changed] = asked_for([query, query, mask, None],
+                          "ValueError: Dense shape error, got x_col: 16, w_row: 32.")
+    assert [None if a is None else a.shape for a in changed] == [(2, 32), (2, 32), (3,), None]
+
+
+CELLS = '''\
+from mindspore import nn, ops
+
+
+class Conv(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def construct(self, x):
+        return self.conv(x)
+
+
+class Grouped(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, group=2)
+
+    def construct(self, x):
+        return self.conv(x)
+
+
+class Volume(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(4, 8, 3)
+
+    def construct(self, x):
+        return self.conv(x)
+
+
+class Norm(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm((64,))
+
+    def construct(self, x):
+        return self.norm(x)
+
+
+class Unpack(nn.Cell):
+    def construct(self, x):
+        b, c, h, w = x.shape
+        return x.reshape(b, c, h * w).mean(2)
+
+
+class Attention(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Dense(32, 32)
+
+    def construct(self, q, k):
+        return ops.matmul(self.q(q), k.swapaxes(-1, -2))
+
+
+class Broken(nn.Cell):
+    def construct(self, x):
+        return x.no_such_method()
+'''
+
+
+def job(name: str, *shapes: list[int], guessed: bool = True) -> dict[str, object]:
+    return {"key": name, "module": "cells", "name": name, "kwargs": {}, "compare": None,
+            "guessed": guessed,
+            "inputs": [{"shape": s, "dtype": "float32", "high": 0} for s in shapes]}
+
+
+def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> None:
+    (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
+    jobs = [job("Conv", [2, 16]), job("Grouped", [2, 16, 16, 16]),
+            job("Volume", [2, 4, 16, 16]), job("Norm", [2, 16]), job("Unpack", [2, 16]),
+            job("Attention", [2, 16], [2, 16]), job("Broken", [2, 16]),
+            job("Conv", [2, 16], guessed=False) | {"key": "Given"}]
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)}, jobs,
+                          timeout=60)
+    ran = {key: (res["pynative"], res["graph"], res["input_shape"], res["input_fits"])
+           for key, res in got.items()}
+    assert ran == {
+        "Conv": ("pass", "pass", "(2, 3, 16, 16)", True),  # four dimensions, then three channels
+        "Grouped": ("pass", "pass", "(2, 8, 16, 16)", True),
+        "Volume": ("pass", "pass", "(2, 4, 8, 8, 8)", True),
+        "Norm": ("pass", "pass", "(2, 64)", True),
+        "Unpack": ("pass", "pass", "(2, 16, 16, 16)", True),
+        "Attention": ("pass", "pass", "(2, 32), (2, 32)", True),
+        # nothing about the input: no input fits, and the error is the first guess's
+        "Broken": ("fail", "fail", "(2, 16)", False),
+        # an input the repository gives is not a guess: it is run as it is
+        "Given": ("fail", "fail", "(2, 16)", True),
+    }
+    assert "no attribute 'no_such_method'" in got["Broken"]["error"]
+
+
+@pytest.mark.parametrize(("error", "translation"), [
+    # a torch tensor method MindSpore's tensors lack fails on any input
+    ("PyNative: AttributeError: 'Tensor' object has no attribute 'masked_scatter_'; "
+     "GRAPH_MODE: AttributeError: 'Tensor' object has no attribute 'masked_scatter_'", True),
+    ("PyNative: NotImplementedError: torch.distributed.is_available has no MindSpore form "
+     "for this target and is left in the Cell", True),
+    # a name the input was expected to have: the input is not a tensor at all
+    ("PyNative: AttributeError: 'Tensor' object has no attribute 'proposal_boxes'", False),
+    ("PyNative: ValueError: For primitive[Conv2D], the x shape size must be equal to 4, "
+     "but got 2.", False),
+    # only the PyNative part counts
+    ("PyNative: AssertionError; GRAPH_MODE: AttributeError: 'Tensor' object has no "
+     "attribute 'masked_scatter_'", False),
+])
+def test_a_translation_error_is_a_failure_whatever_the_input(error: str,
+                                                             translation: bool) -> None:
+    assert _translation_error(error) is translation
+
+
+SOURCES = {
+    "__init__.py": "",
+    "tables.py": '''\
+import torch
+import torch.nn as nn
+
+
+class BiasTable(nn.Module):
+    def __init__(self, heads=2):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(9, heads))
+
+    def forward(self):
+        return self.table * 2
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, *xs):
+        return self.fc(torch.stack(xs).sum(0))
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory,
+          run_cells: Callable[[Path, dict[str, str]], CellRun]) -> CellRun:
+    return run_cells(tmp_path_factory.mktemp("search"), SOURCES)
+
+
+def test_a_forward_without_parameters_runs_without_an_input(built: CellRun) -> None:
+    res = built[1]["BiasTable"]
+    assert (res.pynative, res.graph, res.input_shape, res.output_shape) == (
+        "pass", "pass", "", "(9, 2)")
+
+
+def test_a_forward_taking_star_args_still_gets_an_input(built: CellRun) -> None:
+    res = built[1]["Stack"]
+    assert (res.pynative, res.input_shape) == ("pass", "(2, 8)")
