@@ -67,6 +67,15 @@ def _bind(plan: Plan) -> None:
 def _defaults(plan: Plan, diffs: tuple[ParamDiff, ...]) -> None:
     semantic = {d.torch for d in diffs if d.kind == "semantics"}
     for diff in diffs:
+        if plan.options.cell and diff.kind == "default" and diff.torch == "stride" \
+                and diff.torch_default == "None" \
+                and "stride" in plan.bound and "kernel_size" in plan.bound \
+                and plan.bound["stride"].text.isidentifier() \
+                and plan.bound["stride"].text not in ("None", "True", "False"):
+            # in a Cell, ``stride=stride`` may hold torch's None (the kernel size), which
+            # MindSpore's layer refuses (a Fix keeps the name: the person knows its value)
+            stride, kernel = plan.value("stride"), plan.value("kernel_size")
+            plan.values["stride"] = f"{kernel} if {stride} is None else {stride}"
         if diff.kind != "default" or diff.torch in plan.bound or diff.torch in semantic:
             continue
         name = diff.mindspore or diff.torch

@@ -372,13 +372,11 @@ def embedding(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 
 @handler("torch.nn.Sequential")
 def sequential(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """Sequential(*modules) -> SequentialCell([...]); an OrderedDict passes through."""
+    """Sequential(*modules) -> SequentialCell([...]). One argument passes through:
+    SequentialCell, like Sequential, takes one layer or an OrderedDict of them (built in
+    place or held by a name, ``stem = OrderedDict(); ...; nn.Sequential(stem)``)."""
     func = "nn.SequentialCell"
-    if call.star or (len(call.args) == 1 and not m.matches(call.args[0][1], m.Call() | m.Name())):
-        return Rewrite(func, list(call.args))
-    if len(call.args) == 1 and m.matches(call.args[0][1], m.Call(func=m.Name("OrderedDict")
-                                                               | m.Attribute(
-                                                                   attr=m.Name("OrderedDict")))):
+    if call.star or len(call.args) == 1:
         return Rewrite(func, list(call.args))
     items = [cst.Element(v) for _, v in call.args]
     return Rewrite(func, [(None, cst.List(items))])

@@ -147,6 +147,16 @@ SmallResult = (cst.BaseSmallStatement | cst.RemovalSentinel
                | cst.FlattenSentinel[cst.BaseSmallStatement])
 
 
+def _plain_value(node: cst.BaseExpression) -> bool:
+    """A name, a constant, or a tuple or list of them: safe to write a second time."""
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(_plain_value(e.value) for e in node.elements
+                   if isinstance(e, cst.Element))
+    if isinstance(node, cst.UnaryOperation):
+        return _plain_value(node.expression)
+    return isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString))
+
+
 def _attribute_renames(torch_layer: str, backend: str) -> dict[str, str]:
     """How a subclass of ``torch_layer`` reads its base's attributes on the MindSpore
     layer: parameters by MindSpore's names (``weight`` -> ``gamma``), settings by the
@@ -192,6 +202,8 @@ class CellTransformer(cst.CSTTransformer):
         # per enclosing class: the adapter it subclasses instead of its torch layer base,
         # when its ``super().__init__(*args, **kwargs)`` passes torch's arguments on
         self._adapter_bases: list[str | None] = []
+        # per enclosing class: torch settings of its layer base that it reads itself
+        self._base_settings: list[frozenset[str]] = []
         self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
         # ``self.<name> = nn.ModuleDict(dict(<key>=nn.Embedding(...)))``: the torch layers
         self._held_items: dict[tuple[str, str], str] = {}
@@ -281,6 +293,9 @@ class CellTransformer(cst.CSTTransformer):
                                   updated_node: cst.SimpleStatementLine
                                   ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
         attached = self._attach(original_node, updated_node, whole=True)
+        kept = self._base_settings_kept(original_node)
+        if kept:
+            return cst.FlattenSentinel([attached, *kept])
         if self._classes and self._classes[-1] and self._functions \
                 and self._functions[-1] == "__init__":
             # ``Lambda(lambda x: x.mean(...))`` in a constructor: GRAPH_MODE finds a lambda
@@ -573,6 +588,7 @@ class CellTransformer(cst.CSTTransformer):
         self._class_names.append(qualname)
         self._layer_bases.append(self._layer_base(node))
         self._adapter_bases.append(self._adapter_base(node, self._layer_bases[-1]))
+        self._base_settings.append(self._settings_read(node, self._layer_bases[-1]))
         self._sequentials = set()
         self._held_items = {}
         self._held.append(held_layers.read_class(node, self.qualify))
@@ -591,6 +607,66 @@ class CellTransformer(cst.CSTTransformer):
                                           attr=m.Name("__init__")),
                          args=[m.ZeroOrMore(), m.Arg(star=m.MatchIfTrue(bool)), m.ZeroOrMore()])
         return adapter if find_all(node.body, starred) else None
+
+    def _settings_read(self, node: cst.ClassDef, layer: str | None) -> frozenset[str]:
+        """The settings of the torch layer a class subclasses that its own forward reads
+        and MindSpore's layer may not keep under torch's name (``self.dilation``,
+        ``self.ceil_mode`` of a ``MaxPool2d``): none when the class sets them itself,
+        when MindSpore's name differs (``groups`` is read as ``group``), or when the
+        layer's own forward runs (``super().forward``), whose attributes must stay
+        MindSpore's."""
+        order = apis.torch_order(layer) if layer else None
+        if not order or find_all(node.body, m.Call(func=m.Attribute(
+                value=m.Call(func=m.Name("super")), attr=m.Name("forward")))) or not any(
+                isinstance(f, cst.FunctionDef) and f.name.value == "forward"
+                for f in node.body.body):
+            return frozenset()
+        assert layer is not None
+        renamed = _attribute_renames(layer, self.backend)
+        read = {a.attr.value for a in find_all(node.body, m.Attribute(value=m.Name("self")))
+                if isinstance(a, cst.Attribute)}
+        written = {t.attr.value for assign in find_all(node.body, m.AssignTarget(
+            m.Attribute(value=m.Name("self")))) if isinstance(assign, cst.AssignTarget)
+            for t in [assign.target] if isinstance(t, cst.Attribute)}
+        return frozenset(name for name in order if name in read and name not in written
+                         and name not in renamed and name not in ("weight", "bias"))
+
+    def _base_settings_kept(self, original: cst.SimpleStatementLine
+                            ) -> list[cst.SimpleStatementLine]:
+        """``self.dilation = dilation`` after ``super().__init__(k, s, 0, dilation)`` in
+        a layer subclass that reads the setting (:meth:`_settings_read`): the value the
+        torch call gave, when it is a name or a constant."""
+        settings = self._base_settings[-1] if self._base_settings else frozenset()
+        if not settings or not self._functions or self._functions[-1] != "__init__" or \
+                len(original.body) != 1 or not m.matches(original.body[0], m.Expr(m.Call(
+                    func=m.Attribute(value=m.Call(func=m.Name("super")),
+                                     attr=m.Name("__init__"))))):
+            return []
+        statement = original.body[0]
+        assert isinstance(statement, cst.Expr) and self._layer_bases[-1] is not None
+        call = statement.value
+        assert isinstance(call, cst.Call)
+        order = apis.torch_order(self._layer_bases[-1]) or ()
+        given: dict[str, cst.BaseExpression] = {}
+        kernel: cst.BaseExpression | None = None
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else (
+                order[index] if index < len(order) else None)
+            if name in settings and _plain_value(arg.value):
+                given[name] = arg.value
+            if name == "kernel_size":
+                kernel = arg.value
+        stride = given.get("stride")
+        if "Pool" in self._layer_bases[-1] and isinstance(stride, cst.Name) and \
+                stride.value != "None" and kernel is not None:
+            # torch's pooling keeps its kernel size as the stride a None stride means
+            given["stride"] = cst.IfExp(test=cst.Comparison(stride, [cst.ComparisonTarget(
+                cst.Is(), cst.Name("None"))]), body=kernel, orelse=stride)
+        return [cst.SimpleStatementLine([cst.Assign(
+            [cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))], value)])
+            for name, value in given.items()]
 
     def _layer_base(self, node: cst.ClassDef) -> str | None:
         """The torch layer a class subclasses (``class StdConv2d(nn.Conv2d)``), when its
@@ -614,6 +690,7 @@ class CellTransformer(cst.CSTTransformer):
         self._class_names.pop()
         self._scope.pop()
         self._layer_bases.pop()
+        self._base_settings.pop()
         self._held.pop()
         adapter = self._adapter_bases.pop()
         if self._classes.pop():

@@ -51,6 +51,15 @@ class StdConv(nn.Conv2d):
         return F.conv2d(x, w, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
+class MaxPoolSame(nn.MaxPool2d):
+    def __init__(self, kernel_size, stride=None, dilation=1, ceil_mode=False):
+        super().__init__(kernel_size, stride, 0, dilation, ceil_mode=ceil_mode)
+
+    def forward(self, x):
+        x = F.pad(x, (0, 1, 0, 1), value=-float('inf'))
+        return F.max_pool2d(x, self.kernel_size, self.stride, 0, self.dilation, self.ceil_mode)
+
+
 class GroupNorm1(nn.GroupNorm):
     def __init__(self, channels, device=None):
         super().__init__(1, channels, eps=1e-5, device=device)
@@ -430,3 +439,32 @@ def test_a_layer_subclass_handing_on_its_arguments_gets_the_layers_sizes(
     _, cells = run_cells(tmp_path, {"bn.py": PASSED_THROUGH_BATCH_NORM})
     cell = cells["NaiveSyncBatchNorm"]
     assert (cell.status, cell.graph, cell.synthesized) == ("pass", "pass", "num_features=16")
+
+
+def test_a_layer_subclass_reading_torch_settings_keeps_them_after_its_base_is_built(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    # MindSpore's MaxPool2d keeps no ``dilation`` or ``ceil_mode``: the values the torch
+    # call gave are set after it, for the subclass's own forward to read, with torch's
+    # stride (a None stride is the kernel size); MindSpore's layer takes no None stride
+    out, results = built
+    written = lines(out, "layers.py")
+    start = written.index("class MaxPoolSame(nn.MaxPool2d):") + 2
+    assert written[start:start + 5] == [
+        "super().__init__(kernel_size, kernel_size if stride is None else stride, padding=0, "
+        "dilation=dilation, ceil_mode=ceil_mode, pad_mode='pad')",
+        "self.kernel_size = kernel_size",
+        "self.stride = kernel_size if stride is None else stride",
+        "self.dilation = dilation",
+        "self.ceil_mode = ceil_mode"]
+    res = results["MaxPoolSame"]
+    assert (res.pynative, res.graph, res.input_shape, res.output_shape) == (
+        "pass", "pass", "(2, 3, 32, 32)", "(2, 3, 11, 11)")
+
+
+def test_a_layer_subclass_using_its_bases_forward_keeps_mindspores_settings(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    # GroupNorm1 has no forward of its own: MindSpore's GroupNorm runs on its own settings
+    out, _ = built
+    text = (out / "models" / "layers.py").read_text()
+    group_norm = text.split("class GroupNorm1")[1].split("class ")[0]
+    assert "self." not in group_norm.split("super().__init__")[1]

@@ -107,6 +107,10 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.s = nn.Sequential(nn.ReLU(), nn.Tanh())", "nn.SequentialCell([nn.ReLU(), nn.Tanh()])"),
     ("self.s = nn.Sequential(*[nn.ReLU() for _ in range(2)])",
      "nn.SequentialCell(*[nn.ReLU() for _ in range(2)])"),
+    # one argument passes through: a layer, or an OrderedDict held by a name
+    ("stem = OrderedDict()\nstem['act'] = nn.ReLU()\nself.s = nn.Sequential(stem)",
+     "self.s = nn.SequentialCell(stem)"),
+    ("self.s = nn.Sequential(nn.ReLU())", "nn.SequentialCell(nn.ReLU())"),
     ("self.l = nn.ModuleList([nn.ReLU()])", "nn.CellList([nn.ReLU()])"),
     # torch takes any iterable, CellList only a list
     ("self.l = nn.ModuleList(nn.ReLU() for _ in range(2))",
