@@ -324,26 +324,29 @@ def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]], search: boo
             return as_tensors(ms.Tensor, arrays), True
         errors.append(error)
     if search:
+        # depth first: the error of the input just tried is followed next (a rank, then
+        # the channels, then the size), within a budget of runs
         tried = {_shapes(c) for c in candidates}
-        queue = [(c, e) for c, e in zip(candidates, errors, strict=True)][:1]
-        for _ in range(_SEARCH_STEPS):
-            if not queue:
-                break
-            arrays, error = queue.pop(0)
+        stack = [(candidates[0], errors[0])]
+        runs = 0
+        while stack and runs < _SEARCH_RUNS:
+            arrays, error = stack.pop()
+            followed = []
             for shaped in asked_for(arrays, error):
-                if _shapes(shaped) in tried:
+                if _shapes(shaped) in tried or runs >= _SEARCH_RUNS:
                     continue
                 tried.add(_shapes(shaped))
+                runs += 1
                 found = _try_input(ms, cell, shaped)
                 if found is None:
                     return as_tensors(ms.Tensor, shaped), True
-                queue.append((shaped, found))
+                followed.append((shaped, found))
+            stack.extend(reversed(followed))
     return as_tensors(ms.Tensor, candidates[0]), False
 
 
-# How many errors an input search follows, one after the other (each may ask for a rank,
-# then a channel count, then a width).
-_SEARCH_STEPS = 6
+# How many inputs an input search runs at most.
+_SEARCH_RUNS = 16
 
 
 def _try_input(ms: Any, cell: Any, arrays: list[Any]) -> str | None:
@@ -385,8 +388,8 @@ _MINT_CONV = re.compile(r"in_channels/groups is (\d+), and weight\[1\] is (\d+)"
 _NORM = re.compile(r"channel dimension: \d+, bug got (?:scale\.shape\[0\]: |shape: "
                    r"\[const vector\]\{)(\d+)")
 # Widths (the last dimensions): a matrix product's, a Dense layer's, a LayerNorm's.
-_LAST = (re.compile(r"'x1_col': \d+ and 'x2_row': (\d+)"),
-         re.compile(r"x_col: \d+, w_row: (\d+)"))
+_LAST = (re.compile(r"'x1_col': (\d+) and 'x2_row': (\d+)"),
+         re.compile(r"x_col: (\d+), w_row: (\d+)"))
 _LAYER_NORM = re.compile(r"gamma shape: \[const vector\]\{([\d, ]+)\}")
 
 
@@ -409,7 +412,11 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
         wanted.append(_with_dim(shape, 1, int(norm.group(1))))
     for pattern in _LAST:
         if (width := pattern.search(error)) is not None:
-            wanted.append(_with_dim(shape, len(shape) - 1, int(width.group(1))))
+            got, want = int(width.group(1)), int(width.group(2))
+            if len(shape) >= 3:  # a feature map flattened: as much wider as it asks
+                wanted.append(_scaled_sides(shape, want / got))
+            if len(shape) <= 3:
+                wanted.append(_with_dim(shape, len(shape) - 1, want))
     if (norm := _LAYER_NORM.search(error)) is not None:
         tail = tuple(int(v) for v in norm.group(1).split(",") if v.strip())
         if 0 < len(tail) < len(shape):
@@ -418,13 +425,26 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
             wanted.append((2, *tail))
     rng = np.random.default_rng(0)
     out = []
+    at = next(i for i, a in enumerate(arrays) if a is first)
+    repeated = any(isinstance(a, np.ndarray) and a.shape == shape and i != at
+                   for i, a in enumerate(arrays))
     for new in dict.fromkeys(w for w in wanted if w != shape and 0 < len(w) <= 6
                              and all(0 < d <= 4096 for d in w)):
         made = rng.integers(0, max(1, int(first.max()) + 1), new).astype(first.dtype) \
             if first.dtype.kind in "iu" else rng.standard_normal(new).astype(first.dtype)
         out.append([made if isinstance(a, np.ndarray) and a.shape == shape else a
                     for a in arrays])
+        if repeated:  # the other inputs may be something else the guess did not know
+            out.append([made if i == at else a for i, a in enumerate(arrays)])
+    if _SCALAR.search(error):  # a later input is read as a number: a step, an index
+        out += [[0 if i == later else a for i, a in enumerate(arrays)]
+                for later, a in enumerate(arrays) if later > at and isinstance(a, np.ndarray)]
     return out
+
+
+# A tensor of many values read as one number (``if step:``, ``table[step]``).
+_SCALAR = re.compile(r"should have only one element|Only one element tensors|only integer "
+                     r"tensors of a single element")
 
 
 def _ranks(error: str, rank: int) -> list[int]:
@@ -447,6 +467,16 @@ def _with_rank(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
     side = 16 if rank <= 4 else 8
     head = shape[:2] if len(shape) >= 2 else (*shape, side)
     return (*head, *([side] * (rank - len(head))))
+
+
+def _scaled_sides(shape: tuple[int, ...], area: float) -> tuple[int, ...]:
+    """``shape`` with its spatial sides (after the batch and channels) scaled for their
+    product to grow by ``area``: a Dense layer after the convolutions wants a feature map
+    ``area`` times as large (an image of 80 x 80 where 16 x 16 was tried)."""
+    sides = len(shape) - 2
+    scale = area ** (1 / sides)
+    new = tuple(max(1, round(side * scale)) for side in shape[2:])
+    return (*shape[:2], *new)
 
 
 def _with_dim(shape: tuple[int, ...], index: int, size: int) -> tuple[int, ...]:

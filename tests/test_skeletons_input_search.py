@@ -67,11 +67,29 @@ def test_an_error_that_says_nothing_about_the_input_asks_for_nothing(error: str)
     assert shapes_asked((2, 16), error) == []
 
 
-def test_a_repeated_guess_changes_with_the_first_input_and_other_inputs_stay() -> None:
+def test_a_repeated_guess_changes_with_the_first_input_or_stays_and_others_stay() -> None:
     query, mask = np.zeros((2, 16), np.float32), np.zeros((3,), np.float32)
-    [changed] = asked_for([query, query, mask, None],
-                          "ValueError: Dense shape error, got x_col: 16, w_row: 32.")
-    assert [None if a is None else a.shape for a in changed] == [(2, 32), (2, 32), (3,), None]
+    both, alone = asked_for([query, query, mask, None],
+                            "ValueError: Dense shape error, got x_col: 16, w_row: 32.")
+    assert [None if a is None else a.shape for a in both] == [(2, 32), (2, 32), (3,), None]
+    assert [None if a is None else a.shape for a in alone] == [(2, 32), (2, 16), (3,), None]
+
+
+def test_a_dense_layer_after_convolutions_asks_for_a_larger_image() -> None:
+    # 64 features came out of a 16 x 16 image, the Dense layer wants 1600: 80 x 80
+    error = "ValueError: For 'MatMul' the input dimensions must be equal, but got " \
+            "'x1_col': 64 and 'x2_row': 1600."
+    assert shapes_asked((2, 3, 16, 16), error) == [(2, 3, 80, 80)]
+    # a sequence of tokens may be longer, or wider
+    assert shapes_asked((2, 8, 16), error) == [(2, 8, 400), (2, 8, 1600)]
+
+
+def test_a_tensor_read_as_one_number_makes_a_later_input_zero() -> None:
+    image, step = np.zeros((2, 3, 16, 16), np.float32), np.zeros((2, 16), np.float32)
+    [changed] = asked_for([image, step], "ValueError: The tensor should have only one "
+                                         "element, but got 1536, more than one element is "
+                                         "ambiguous.")
+    assert changed[0] is image and changed[1] == 0
 
 
 CELLS = '''\
@@ -129,6 +147,19 @@ class Attention(nn.Cell):
         return ops.matmul(self.q(q), k.swapaxes(-1, -2))
 
 
+class Stepped(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, stride=2, pad_mode='same')
+        self.fc = nn.Dense(4 * 10 * 10, 2)  # after a 20 x 20 image
+
+    def construct(self, x, step):
+        if step > 0:
+            x = x * 2
+        x = self.conv(x)
+        return self.fc(x.reshape(x.shape[0], -1))
+
+
 class Broken(nn.Cell):
     def construct(self, x):
         return x.no_such_method()
@@ -145,7 +176,8 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
     (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
     jobs = [job("Conv", [2, 16]), job("Grouped", [2, 16, 16, 16]),
             job("Volume", [2, 4, 16, 16]), job("Norm", [2, 16]), job("Unpack", [2, 16]),
-            job("Attention", [2, 16], [2, 16]), job("Broken", [2, 16]),
+            job("Attention", [2, 16], [2, 16]), job("Stepped", [2, 16], [2, 16]),
+            job("Broken", [2, 16]),
             job("Conv", [2, 16], guessed=False) | {"key": "Given"}]
     got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)}, jobs,
                           timeout=60)
@@ -158,6 +190,8 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
         "Norm": ("pass", "pass", "(2, 64)", True),
         "Unpack": ("pass", "pass", "(2, 16, 16, 16)", True),
         "Attention": ("pass", "pass", "(2, 32), (2, 32)", True),
+        # four dimensions, three channels, a step that is a number, then 20 x 20
+        "Stepped": ("pass", "pass", "(2, 3, 20, 20), 0", True),
         # nothing about the input: no input fits, and the error is the first guess's
         "Broken": ("fail", "fail", "(2, 16)", False),
         # an input the repository gives is not a guess: it is run as it is
