@@ -1548,3 +1548,69 @@ def test_a_forward_chosen_in_the_constructor_is_what_the_cell_runs(
                                                                "(2, 16, 16, 16)")
     # the child has no forward of its own to find an input from: its parent proves it
     assert cells["PartialConv"].ran_inside == "partial.Block"
+
+
+def test_a_parameter_whose_items_key_a_dictionary_is_made_up_as_names() -> None:
+    # ``shapes[f] for f in in_features``: names of feature maps, not sizes. Numbers stay
+    # for ``level`` (keying something not known as a dictionary, not named for a name),
+    # ``channels`` walked as numbers, ``out_indices`` keying a list, and the
+    # ``in_features`` of a Linear
+    init = cst.parse_statement(
+        "def __init__(self, backbone, in_features, level, channels, out_indices, width):\n"
+        "    shapes = backbone.output_shape()\n"
+        "    self.strides = [shapes[f].stride for f in in_features]\n"
+        "    self.top = shapes[level].channels\n"
+        "    self.convs = [nn.Conv2d(c, c, 3) for c in channels]\n"
+        "    self.outs = [self.stages[i] for i in out_indices]\n")
+    linear = cst.parse_statement("def __init__(self, in_features):\n"
+                                 "    self.fc = nn.Linear(in_features, 10)\n")
+    assert isinstance(init, cst.FunctionDef) and isinstance(linear, cst.FunctionDef)
+    got = {name: arguments.synthesize(name, arguments.usage(name, init))
+           for name in ("in_features", "level", "channels", "out_indices")}
+    assert got == {"in_features": ("p2", "p3", "p4", "p5"), "level": 1,
+                   "channels": (16,) * 4, "out_indices": (16,) * 4}
+    assert arguments.synthesize("in_features", arguments.usage("in_features", linear)) == 16
+
+
+def test_names_are_found_through_the_attribute_they_are_stored_in_and_a_dicts_keys() -> None:
+    # ``self.in_features = in_features`` read by name in forward; ``k in names`` picking
+    # keys of a dictionary; ``in_feature`` keying one by itself is one name
+    forward = cst.parse_statement(
+        "def forward(self, features):\n"
+        "    top = features[self.in_features[-1]]\n"
+        "    return [features[f] for i, f in enumerate(self.in_features)], features[self.key]\n")
+    picked = cst.parse_statement(
+        "def __init__(self, shapes, keep, in_feature):\n"
+        "    shapes = {k: v for k, v in shapes.items() if k in keep}\n"
+        "    self.top = self.shapes[in_feature]\n")
+    assert isinstance(forward, cst.FunctionDef) and isinstance(picked, cst.FunctionDef)
+    stored = arguments.attribute_usage({"in_features"}, forward)
+    assert arguments.synthesize("in_features", stored) == ("p2", "p3", "p4", "p5")
+    one = arguments.attribute_usage({"key"}, forward)
+    assert (one.named, one.a_name) == (False, True)
+    assert arguments.synthesize("keep", arguments.usage("keep", picked)) == (
+        "p2", "p3", "p4", "p5")
+    assert arguments.synthesize("in_feature", arguments.usage("in_feature", picked)) == "p5"
+
+
+def test_a_dictionary_of_shape_records_is_made_up_by_the_same_names() -> None:
+    # ``input_shape.items()`` and ``input_shape[f].channels``: a dictionary from the names
+    # to records with the fields read, strides doubling from 4; a dictionary whose values
+    # are not read holds widths
+    init = cst.parse_statement(
+        "def __init__(self, input_shape: Dict[str, ShapeSpec], in_features, sizes):\n"
+        "    shapes = sorted(input_shape.items(), key=lambda kv: kv[1].stride)\n"
+        "    self.strides = [v.stride for _, v in shapes]\n"
+        "    self.widths = [input_shape[f].channels for f in in_features]\n"
+        "    self.total = sum(sizes.values())\n")
+    assert isinstance(init, cst.FunctionDef)
+    shape = arguments.synthesize("input_shape", arguments.usage("input_shape", init))
+    assert arguments.describe({"input_shape": shape}) == "input_shape=dict(" + ", ".join(
+        f"p{level}={{stride={2 ** level}, channels=16}}" for level in (2, 3, 4, 5)) + ")"
+    sizes = arguments.synthesize("sizes", arguments.usage("sizes", init))
+    assert arguments.describe({"sizes": sizes}) == "sizes=dict(p2=16, p3=16, p4=16, p5=16)"
+    # widened variants keep the strides
+    wider = arguments.scaled("input_shape", shape, 2)
+    assert arguments.describe({"input_shape": wider}).startswith(
+        "input_shape=dict(p2={stride=4, channels=32}, p3={stride=8, channels=32}")
+
