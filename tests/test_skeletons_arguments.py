@@ -1614,3 +1614,60 @@ def test_a_dictionary_of_shape_records_is_made_up_by_the_same_names() -> None:
     assert arguments.describe({"input_shape": wider}).startswith(
         "input_shape=dict(p2={stride=4, channels=32}, p3={stride=8, channels=32}")
 
+
+NAMED_PYRAMID = '''\
+import torch.nn.functional as F
+from torch import nn
+
+
+class Neck(nn.Module):
+    """Lateral convolutions over feature maps picked by name, fused top-down."""
+
+    def __init__(self, input_shape, in_features, out_channels):
+        super().__init__()
+        self.in_features = in_features
+        strides = [input_shape[f].stride for f in in_features]
+        assert all(b == 2 * a for a, b in zip(strides, strides[1:]))
+        self.lateral = nn.ModuleList(
+            [nn.Conv2d(input_shape[f].channels, out_channels, 1) for f in in_features])
+
+    def forward(self, features):
+        maps = [conv(features[f]) for f, conv in zip(self.in_features, self.lateral)]
+        out = maps[-1]
+        for lateral in maps[-2::-1]:
+            out = lateral + F.interpolate(out, scale_factor=2.0, mode="nearest")
+        return {"out": out}
+
+
+class SegHead(nn.Module):
+    def __init__(self, input_shape: dict, num_classes):
+        super().__init__()
+        input_shape = sorted(input_shape.items(), key=lambda kv: kv[1].stride)
+        self.in_features = [k for k, _ in input_shape]
+        self.heads = nn.ModuleList([nn.Conv2d(v.channels, num_classes, 1)
+                                    for _, v in input_shape])
+        self.scales = [v.stride // input_shape[0][1].stride for _, v in input_shape]
+
+    def forward(self, features):
+        return self.fuse(features)
+
+    def fuse(self, features):
+        out = 0
+        for head, scale, f in zip(self.heads, self.scales, self.in_features):
+            out = out + F.interpolate(head(features[f]), scale_factor=scale, mode="nearest")
+        return out
+'''
+
+
+def test_a_forward_reading_feature_maps_by_name_gets_them_by_the_made_up_names(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"pyramid.py": NAMED_PYRAMID})
+    neck, head = cells["Neck"], cells["SegHead"]
+    maps = "{" + ", ".join(f"p{level}: (2, 16, {128 >> level}, {128 >> level})"
+                           for level in (2, 3, 4, 5)) + "}"
+    assert (neck.pynative, neck.graph, neck.input_shape, neck.output_shape) == (
+        "pass", "pass", maps, "(2, 16, 32, 32)")
+    assert neck.synthesized.startswith("input_shape=dict(p2={stride=4, channels=16}, ")
+    assert neck.synthesized.endswith("in_features=('p2', 'p3', 'p4', 'p5'), out_channels=16")
+    assert (head.pynative, head.graph, head.input_shape, head.output_shape) == (
+        "pass", "pass", maps, "(2, 10, 32, 32)")
