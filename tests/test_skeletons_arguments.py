@@ -1671,3 +1671,16 @@ def test_a_forward_reading_feature_maps_by_name_gets_them_by_the_made_up_names(
     assert neck.synthesized.endswith("in_features=('p2', 'p3', 'p4', 'p5'), out_channels=16")
     assert (head.pynative, head.graph, head.input_shape, head.output_shape) == (
         "pass", "pass", maps, "(2, 10, 32, 32)")
+
+
+def test_feature_maps_by_name_are_compared_with_torch_by_name(tmp_path: Path) -> None:
+    # torch runs the same dictionary: each map crosses to the comparison under its name
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "pyramid.py").write_text(NAMED_PYRAMID, encoding="utf-8")
+    result = scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False,
+                                                              target="cpu"))
+    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=True,
+                            cache=False)
+    neck = next(s for s in found if s.torch_class.endswith(".Neck"))
+    assert neck.pynative == "pass" and neck.max_abs_diff is not None
+    assert neck.max_abs_diff < 1e-4
