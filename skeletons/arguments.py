@@ -489,8 +489,8 @@ def _walked_by_items(body: cst.CSTNode, name: str | None,
             assert isinstance(target, cst.Name)
             items.add(target.value)
     dicts = _dictionaries(body)
-    named = _NAME_LISTS.fullmatch(name or "") is not None or any(
-        _NAME_LISTS.fullmatch(a) for a in aliases)
+    named = any(_NAME_LISTS.fullmatch(n) and not _COUNT.fullmatch(n)  # not ``num_features``
+                for n in [*([name] if name else []), *aliases])
     by_items = by_itself = False
     for sub in find_all(body, m.Subscript()):
         assert isinstance(sub, cst.Subscript)

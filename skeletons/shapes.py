@@ -499,14 +499,13 @@ class Planner(ConstructorFinder):
                          first: list[InputSpec | None],
                          alternatives: list[list[InputSpec | None]]
                          ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]]]:
-        """The inputs with a dictionary of feature maps, by the made-up names, for an
-        argument that forward reads by name (``features[f] for f in self.in_features``):
-        4-D maps as wide as the records of a made-up dictionary say (else the width),
-        halving in size from one name to the next."""
+        """The inputs with a dictionary of feature maps for an argument that forward
+        reads by name (``features[f] for f in self.in_features``), by the names among the
+        constructor arguments (the keys of a dictionary of records, else a list of names):
+        4-D maps as wide as the records say (else the width), halving in size from one
+        name to the next. Without names among the arguments, the inputs stay."""
         keyed = self._keyed(cls)
-        if not keyed:
-            return first, alternatives
-        names: tuple[str, ...] = arguments.NAMES
+        names: tuple[str, ...] = ()
         width = arguments.WIDTH
         for value in kwargs.values():
             if isinstance(value, ConfigValue) and (value.module, value.name) == \
@@ -517,6 +516,11 @@ class Planner(ConstructorFinder):
                     else record
                 width = channels if type(channels) is int and channels > 0 else width
                 break
+            if not names and isinstance(value, tuple) and value and all(
+                    isinstance(v, str) and v.isidentifier() for v in value):
+                names = tuple(str(v) for v in value)
+        if not keyed or not names:
+            return first, alternatives
         spec = InputSpec((2, width, 32, 32), spatial=2, keyed=names)
 
         def as_dictionaries(inputs: list[InputSpec | None]) -> list[InputSpec | None]:

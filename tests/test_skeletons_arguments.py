@@ -1553,22 +1553,24 @@ def test_a_forward_chosen_in_the_constructor_is_what_the_cell_runs(
 def test_a_parameter_whose_items_key_a_dictionary_is_made_up_as_names() -> None:
     # ``shapes[f] for f in in_features``: names of feature maps, not sizes. Numbers stay
     # for ``level`` (keying something not known as a dictionary, not named for a name),
-    # ``channels`` walked as numbers, ``out_indices`` keying a list, and the
-    # ``in_features`` of a Linear
+    # ``channels`` walked as numbers, ``out_indices`` keying a list, a count
+    # (``num_features``) and the ``in_features`` of a Linear
     init = cst.parse_statement(
-        "def __init__(self, backbone, in_features, level, channels, out_indices, width):\n"
+        "def __init__(self, backbone, in_features, level, channels, out_indices,\n"
+        "             num_features):\n"
         "    shapes = backbone.output_shape()\n"
         "    self.strides = [shapes[f].stride for f in in_features]\n"
         "    self.top = shapes[level].channels\n"
+        "    self.norm = self.norms[num_features]\n"
         "    self.convs = [nn.Conv2d(c, c, 3) for c in channels]\n"
         "    self.outs = [self.stages[i] for i in out_indices]\n")
     linear = cst.parse_statement("def __init__(self, in_features):\n"
                                  "    self.fc = nn.Linear(in_features, 10)\n")
     assert isinstance(init, cst.FunctionDef) and isinstance(linear, cst.FunctionDef)
     got = {name: arguments.synthesize(name, arguments.usage(name, init))
-           for name in ("in_features", "level", "channels", "out_indices")}
+           for name in ("in_features", "level", "channels", "out_indices", "num_features")}
     assert got == {"in_features": ("p2", "p3", "p4", "p5"), "level": 1,
-                   "channels": (16,) * 4, "out_indices": (16,) * 4}
+                   "channels": (16,) * 4, "out_indices": (16,) * 4, "num_features": 16}
     assert arguments.synthesize("in_features", arguments.usage("in_features", linear)) == 16
 
 
