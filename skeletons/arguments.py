@@ -31,13 +31,20 @@ import libcst.matchers as m
 from msready.analyzer.syntax import find_all, read_with
 from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
 
-__all__ = ["UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve", "synthesize"]
+__all__ = ["NAMES", "UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve",
+           "synthesize"]
 
 # The one width every synthesized channel / hidden size takes, and the head count that
 # divides it; small so that Cells build and run quickly on a CPU.
 WIDTH = 16
 HEADS = 2
 NAMESPACE = ("types", "SimpleNamespace")
+# The names made up for the items of a parameter that key a dictionary (``in_features``
+# read as ``features[f] for f in in_features``): a pyramid's levels, finest first, whose
+# records (a dictionary of them: ``input_shape[f].stride``) have strides 4, 8, 16, 32.
+NAMES = ("p2", "p3", "p4", "p5")
+# A synthesized dictionary: ``dict(p2=..., p3=...)`` when the Cell is built.
+MAPPING = ("builtins", "dict")
 
 # Channels a Module's input or output has: an image's three, when nothing says more.
 _IMAGE_CHANNELS = (r"(in_?chans?|in_?channels|input_?channels|n_?channels|nc|img_?channels|"
@@ -116,6 +123,11 @@ def keep_shape(*args, **kwargs):
         return args[0]
     return KeepShape()
 '''
+# Parameters whose items, when they key a dictionary, are names (``in_features``,
+# ``out_names``); a list of positions (``out_indices``) keys a list, and keeps numbers.
+_NAME_LISTS = re.compile(r"(\w+_)?(features?|names?|keys?)", re.IGNORECASE)
+_MAPPING_TYPES = frozenset({"Dict", "dict", "Mapping", "MutableMapping", "OrderedDict"})
+_STRIDE = re.compile(r"(\w+_)?strides?", re.IGNORECASE)
 # A count of something no pattern above knows (``num_convs``, ``NUM_FC``): one of it.
 _COUNT = re.compile(r"_*(num|n)_[a-z]\w*", re.IGNORECASE)
 _COMPILED = tuple((re.compile(rf"(?:{pattern})", re.IGNORECASE), value)
@@ -138,6 +150,9 @@ class Usage:
     # attribute chains read from its items: ``p[0].channels``, ``[s.stride for s in p]``
     item_fields: tuple[tuple[str, ...], ...] = ()
     type_tested: bool = False  # ``isinstance(p, float)``: more than one kind is expected
+    named: bool = False  # its items key a dictionary: ``features[f] for f in p``
+    a_name: bool = False  # it keys a dictionary itself: ``features[p]``
+    mapping: bool = False  # ``p.items()``, ``p[f]`` with ``f`` one of some names
 
 
 @dataclass(slots=True)
@@ -184,6 +199,26 @@ def _chains_to_tree(chains: Sequence[tuple[str, ...]]) -> dict[str, object]:
     return tree
 
 
+def names(count: int) -> tuple[str, ...]:
+    """``count`` made-up names of feature maps: :data:`NAMES`, continued (``p6``...)."""
+    return tuple(f"p{level + 2}" for level in range(count))
+
+
+def mapping_of(fields: Sequence[tuple[str, ...]]) -> ConfigValue:
+    """A dictionary from the made-up :data:`NAMES` to records with the ``fields`` read
+    from its values (``input_shape[f].channels``): a width for a size, a stride that
+    doubles from 4 along the names; the width itself when no field is read."""
+    items: list[tuple[str, object]] = []
+    for level, name in enumerate(NAMES):
+        if not fields:
+            items.append((name, WIDTH))
+            continue
+        tree = _chains_to_tree(fields)
+        tree = {k: 2 ** (level + 2) if _STRIDE.fullmatch(k) else v for k, v in tree.items()}
+        items.append((name, _namespace(tree)))
+    return ConfigValue(MAPPING[0], MAPPING[1], (), tuple(items))
+
+
 def holds_network(name: str) -> bool:
     """A parameter named for a network or a callable (``model``, ``backbone``, ``fn``)."""
     return _OBJECT_NAMES.fullmatch(name) is not None
@@ -200,6 +235,12 @@ def synthesize(name: str, usage: Usage) -> object:
         return _namespace(_chains_to_tree(usage.fields))
     if usage.keys:
         return UNKNOWN
+    if usage.mapping or (usage.annotation in _MAPPING_TYPES and usage.item_fields):
+        return mapping_of(usage.item_fields)
+    if usage.named:  # ``features[f] for f in in_features``: names, not sizes
+        return names(usage.unpacked or max(len(NAMES), usage.length))
+    if usage.a_name:  # ``features[in_feature]``: one name, the coarsest level's
+        return NAMES[-1]
     if usage.item_fields:  # a list of shape records: ``[s.channels for s in input_shape]``
         record = _namespace(_chains_to_tree(usage.item_fields))
         return (record,) * (usage.unpacked or max(4, usage.length))
@@ -357,10 +398,162 @@ def _item_chain(node: cst.Attribute, name: str, items: set[str]) -> tuple[str, .
     while isinstance(cur, cst.Attribute):
         parts.append(cur.attr.value)
         cur = cur.value
+    if isinstance(cur, cst.Subscript) and isinstance(cur.value, cst.Name) \
+            and cur.value.value in items:
+        cur = cur.value  # ``x[1].channels`` with ``x`` a (name, record) pair of ``p``
     if (isinstance(cur, cst.Subscript) and m.matches(cur.value, m.Name(name))) or (
             isinstance(cur, cst.Name) and cur.value in items):
         return tuple(reversed(parts))
     return ()
+
+
+def _is_ref(node: cst.BaseExpression, name: str | None, aliases: set[str]) -> bool:
+    """``node`` is the parameter ``name`` or an attribute it is stored in (``self.x``)."""
+    if isinstance(node, cst.Name):
+        return node.value == name
+    return isinstance(node, cst.Attribute) and m.matches(node.value, m.Name("self")) \
+        and node.attr.value in aliases
+
+
+def _loops(body: cst.CSTNode) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(what a loop walks, the loop's name for an item) for every ``for`` loop and
+    comprehension: ``enumerate(p)``, ``zip(p, q)``, ``reversed(p)``, ``p[::-1]`` walk
+    ``p`` (and ``q``)."""
+    out: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+    for loop in find_all(body, m.For() | m.CompFor()):
+        assert isinstance(loop, (cst.For, cst.CompFor))
+        out += _walks(loop.iter, loop.target)
+    return out
+
+
+def _walks(walked: cst.BaseExpression, target: cst.BaseExpression
+           ) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    args = [a.value for a in walked.args if a.keyword is None and not a.star] \
+        if isinstance(walked, cst.Call) else []
+    func = walked.func.value if isinstance(walked, cst.Call) and isinstance(
+        walked.func, cst.Name) else None
+    parts = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else []
+    if func == "enumerate" and args and len(parts) == 2:
+        return _walks(args[0], parts[1])
+    if func == "zip" and args and len(parts) == len(args):
+        return [pair for arg, part in zip(args, parts, strict=True)
+                for pair in _walks(arg, part)]
+    if func in ("reversed", "sorted", "list", "tuple") and args:
+        return _walks(args[0], target)
+    if isinstance(walked, cst.Subscript) and walked.slice and isinstance(
+            walked.slice[0].slice, cst.Slice):  # ``p[::-1]``
+        return _walks(walked.value, target)
+    return [(walked, target)]
+
+
+def _text(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _dictionaries(body: cst.CSTNode) -> set[str]:
+    """The names (and ``self.`` attributes) a function uses as dictionaries: walked with
+    ``.items()``, ``.keys()`` or ``.values()``, or assigned a dictionary."""
+    out = {_text(call.func.value) for call in find_all(body, m.Call(func=m.Attribute(
+        attr=m.Name("items") | m.Name("keys") | m.Name("values")))) if isinstance(
+        call, cst.Call) and isinstance(call.func, cst.Attribute)}
+    made = m.Dict() | m.DictComp() | m.Call(func=m.Name("dict") | m.Name("OrderedDict")
+                                            | m.Attribute(attr=m.Name("ModuleDict")))
+    for assign in find_all(body, m.Assign(targets=[m.AssignTarget()], value=made)):
+        assert isinstance(assign, cst.Assign)
+        out.add(_text(assign.targets[0].target))
+    return out
+
+
+def _index(node: cst.Subscript) -> cst.BaseExpression | None:
+    """The one index of ``x[i]`` (None for a slice or several)."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    return node.slice[0].slice.value
+
+
+def _walked_by_items(body: cst.CSTNode, name: str | None,
+                     aliases: set[str]) -> tuple[bool, bool]:
+    """Whether the items of a parameter key a dictionary (``features[f] for f in p``,
+    ``features[p[-1]]``, ``if k in p`` over a dictionary's keys), and whether the
+    parameter keys one itself (``features[p]``). A list of positions keys a list: only a
+    parameter named for names (``in_features``) or a dictionary being keyed counts."""
+    def ref(node: cst.BaseExpression) -> bool:
+        return _is_ref(node, name, aliases)
+
+    items = {t.value for walked, t in _loops(body) if ref(walked) and isinstance(t, cst.Name)}
+    for assign in find_all(body, m.Assign(targets=[m.AssignTarget(m.Name())],
+                                          value=m.Subscript())):
+        assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Subscript)
+        if ref(assign.value.value):  # ``feature = self.in_features[-idx - 1]``
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Name)
+            items.add(target.value)
+    dicts = _dictionaries(body)
+    named = any(_NAME_LISTS.fullmatch(n) and not _COUNT.fullmatch(n)  # not ``num_features``
+                for n in [*([name] if name else []), *aliases])
+    by_items = by_itself = False
+    for sub in find_all(body, m.Subscript()):
+        assert isinstance(sub, cst.Subscript)
+        key = _index(sub)
+        if key is None or ref(sub.value) or not (named or _text(sub.value) in dicts):
+            continue
+        if (isinstance(key, cst.Name) and key.value in items) or (
+                isinstance(key, cst.Subscript) and ref(key.value)):
+            by_items = True
+        elif ref(key):
+            by_itself = True
+    keys = {_text(t.elements[0].value) if isinstance(t, cst.Tuple) and t.elements
+            else _text(t) for walked, t in _loops(body) if m.matches(walked, m.Call(
+                func=m.Attribute(attr=m.Name("items") | m.Name("keys"))))}
+    for test in find_all(body, m.Comparison()):
+        assert isinstance(test, cst.Comparison)
+        if _text(test.left) in keys and any(
+                isinstance(c.operator, (cst.In, cst.NotIn)) and ref(c.comparator)
+                for c in test.comparisons):
+            by_items = True  # ``{k: v for k, v in shapes.items() if k in p}``
+    return by_items, by_itself
+
+
+def walked_as_mapping(body: cst.CSTNode, name: str | None,
+                       aliases: set[str]) -> tuple[bool, set[str]]:
+    """Whether a parameter is used as a dictionary (``p.items()``, ``p[f]`` with ``f``
+    one of some names: ``for f in self.in_features``), and the loop names of its values
+    (``for k, v in p.items()``, ``for v in p.values()``)."""
+    def ref(node: cst.BaseExpression) -> bool:
+        return _is_ref(node, name, aliases)
+
+    mapping = any(ref(call.func.value) for call in find_all(body, m.Call(
+        func=m.Attribute(attr=m.Name("items") | m.Name("keys") | m.Name("values"))))
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute))
+    names_of = {t.value for walked, t in _loops(body) if isinstance(t, cst.Name) and (
+        isinstance(walked, (cst.Name, cst.Attribute)) and _NAME_LISTS.fullmatch(
+            walked.value if isinstance(walked, cst.Name) else walked.attr.value))}
+    for sub in find_all(body, m.Subscript()):
+        assert isinstance(sub, cst.Subscript)
+        key = _index(sub)
+        if ref(sub.value) and isinstance(key, cst.Name) and key.value in names_of:
+            mapping = True
+    # ``shapes = sorted(p.items(), key=...)``: a list of the (name, record) pairs
+    pairs = {_text(a.targets[0].target) for a in find_all(body, m.Assign(
+        targets=[m.AssignTarget(m.Name())])) if isinstance(a, cst.Assign) and any(
+            isinstance(w, cst.Call) and isinstance(w.func, cst.Attribute)
+            and w.func.attr.value == "items" and ref(w.func.value)
+            for w, _ in _walks(a.value, cst.Name("_")))}
+    values: set[str] = set()
+    for walked, target in _loops(body):
+        pair = isinstance(target, cst.Tuple) and len(target.elements) == 2 \
+            and isinstance(target.elements[1].value, cst.Name)
+        method = walked.func.attr.value if isinstance(walked, cst.Call) and isinstance(
+            walked.func, cst.Attribute) and ref(walked.func.value) else None
+        if method == "values" and isinstance(target, cst.Name):
+            values.add(target.value)
+        elif pair and (method == "items" or (mapping and ref(walked)) or (
+                isinstance(walked, cst.Name) and walked.value in pairs)):
+            assert isinstance(target, cst.Tuple)  # ``for k, v in p.items()``
+            value = target.elements[1].value
+            assert isinstance(value, cst.Name)
+            values.add(value.value)
+    return mapping, values
 
 
 def usage(name: str, function: cst.FunctionDef) -> Usage:
@@ -371,6 +564,9 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                           | m.CompFor(iter=m.Name(name), target=m.Name())):
         assert isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name)
         visitor.item_names.add(loop.target.value)
+    named, a_name = _walked_by_items(function.body, name, visitor.aliases)
+    mapping, values = walked_as_mapping(function.body, name, visitor.aliases)
+    visitor.item_names |= values
     read_with(function.body, visitor)
     annotation = None
     for param in [*function.params.params, *function.params.kwonly_params,
@@ -383,7 +579,8 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                 ann.value if isinstance(ann, cst.Name) else None)
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
-                 visitor.tested, tuple(visitor.item_fields), visitor.type_tested)
+                 visitor.tested, tuple(visitor.item_fields), visitor.type_tested,
+                 named and not mapping, a_name, mapping)
 
 
 _METHODS = ("get", "items", "keys", "values", "copy", "pop", "update", "format", "split",
@@ -421,7 +618,10 @@ def attribute_usage(aliases: set[str], function: cst.FunctionDef) -> Usage:
                            | m.IfExp(test=stored) | m.BooleanOperation(left=stored)
                            | m.UnaryOperation(operator=m.Not(), expression=stored)
                            | m.ComparisonTarget(comparator=stored)))
-    return Usage(fields, called=called, tested=tested)
+    named, a_name = _walked_by_items(function.body, None, aliases)
+    mapping, _ = walked_as_mapping(function.body, None, aliases)
+    return Usage(fields, called=called, tested=tested, named=named and not mapping,
+                 a_name=a_name, mapping=mapping)
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -501,7 +701,8 @@ def merge(first: Usage, other: Usage) -> Usage:
                  first.unpacked or other.unpacked, first.tested or other.tested,
                  (*first.item_fields, *(f for f in other.item_fields
                                         if f not in first.item_fields)),
-                 first.type_tested or other.type_tested)
+                 first.type_tested or other.type_tested, first.named or other.named,
+                 first.a_name or other.a_name, first.mapping or other.mapping)
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],
@@ -707,12 +908,17 @@ def scaled(name: str, value: object, factor: int, images: bool = False) -> objec
     """A synthesized value with its widths (multiples of :data:`WIDTH`) ``factor`` times
     wider, for a Cell that a made-up width does not suit (``GroupNorm(32, dim)``); sizes
     of images and windows stay."""
+    if isinstance(value, ConfigValue) and (value.module, value.name) == MAPPING:
+        # a dictionary of records (``input_shape``) is no (height, width) pair
+        return ConfigValue(*MAPPING, (), tuple((k, scaled(k, v, factor, images))
+                                               for k, v in value.kwargs))
     if _PAIR_NAMES.search(name):
         return value
     if isinstance(value, tuple):
         return tuple(scaled(name, v, factor, images) for v in value)
     if isinstance(value, ConfigValue) and (value.module, value.name) == NAMESPACE:
-        return _namespace({k: scaled(k, v, factor, images) for k, v in value.fields})
+        return _namespace({k: v if _STRIDE.fullmatch(k) else scaled(k, v, factor, images)
+                           for k, v in value.fields})
     if type(value) is int and value >= WIDTH and value % WIDTH == 0:
         return value * factor
     if images and value == 3 and re.fullmatch(_IMAGE_CHANNELS, name, re.IGNORECASE):

@@ -82,6 +82,12 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
         spatial = int(spec.get("spatial", 0))
         if size is not None and spatial:
             shape = (*shape[:-spatial], *([size] * spatial))
+        keyed = spec.get("keyed") or []
+        if keyed:  # a pyramid by name: each level half the size of the one before
+            out.append({name: rng.standard_normal((*shape[:-spatial], *(
+                max(1, s >> level) for s in shape[-spatial:]))).astype(np.float32)
+                for level, name in enumerate(keyed)})
+            continue
         arrays = [rng.integers(0, max(1, spec["high"]), shape).astype(np.int64)
                   if spec["dtype"] == "int64" else rng.standard_normal(shape).astype(np.float32)
                   for _ in range(max(1, int(spec.get("listed", 0))))]
@@ -91,9 +97,11 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
 
 def as_tensors(tensor: Any, arrays: list[Any]) -> list[Any]:
     """Inputs as the framework's tensors (``tensor`` makes one from an array); a list of
-    arrays (a pyramid's feature maps) becomes a list of tensors."""
+    arrays (a pyramid's feature maps) becomes a list of tensors, a dictionary of them a
+    dictionary of tensors."""
     return [a if a is None or isinstance(a, int) else [tensor(x) for x in a]
-            if isinstance(a, list) else tensor(a) for a in arrays]
+            if isinstance(a, list) else {k: tensor(x) for k, x in a.items()}
+            if isinstance(a, dict) else tensor(a) for a in arrays]
 
 
 def job_candidates(job: dict[str, Any]) -> list[list[Any]]:
@@ -212,8 +220,8 @@ def _build(cls: Any, job: dict[str, Any]) -> tuple[Any, dict[str, Any], int]:
 
 
 def _first_output(value: Any) -> Any:
-    while isinstance(value, (tuple, list)) and value:
-        value = value[0]
+    while isinstance(value, (tuple, list, dict)) and value:
+        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
     return value
 
 
@@ -493,6 +501,8 @@ def _shape_text(inputs: list[Any]) -> str:
     def one(a: Any) -> str:
         if isinstance(a, (list, tuple)):
             return f"[{_shape_text(list(a))}]"
+        if isinstance(a, dict):
+            return "{" + ", ".join(f"{k}: {one(v)}" for k, v in a.items()) + "}"
         if a is None or isinstance(a, int):
             return str(a)
         return f"{tuple(a.shape)}{'' if 'float' in str(a.dtype).lower() else ' int'}"
@@ -515,6 +525,8 @@ def _load_torch(ms: Any, cell: Any, weights: dict[str, Any],
         params[name].set_data(ms.Tensor(value).astype(params[name].dtype))
     inputs = [[data[f"input:{i}:{j}"] for j in range(int(data[f"input:{i}:listed"]))]
               if f"input:{i}:listed" in data.files
+              else {str(k): data[f"input:{i}:{k}"] for k in data[f"input:{i}:keyed"]}
+              if f"input:{i}:keyed" in data.files
               else int(data[f"input:{i}:int"]) if f"input:{i}:int" in data.files
               else data[f"input:{i}"] if f"input:{i}" in data.files else None
               for i in range(int(data["inputs"]))]

@@ -17,11 +17,14 @@ class InputSpec:
     high: int = 0
     spatial: int = 0  # trailing image / signal dimensions, whose size is a guess
     listed: int = 0  # fed as a list of this many such tensors (a pyramid's feature maps)
+    # fed as a dictionary of such tensors by these names, each level half the size of the
+    # one before (a pyramid's feature maps by name: ``features["p3"]``)
+    keyed: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         """The spec as a Cell job carries it."""
         return {"shape": list(self.shape), "dtype": self.dtype, "high": self.high,
-                "spatial": self.spatial, "listed": self.listed}
+                "spatial": self.spatial, "listed": self.listed, "keyed": list(self.keyed)}
 
 
 # A forward argument that indexes (``self.running_mean[step]``): the Python int 0.

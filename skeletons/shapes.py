@@ -473,6 +473,8 @@ class Planner(ConstructorFinder):
             return [], [], False  # ``def forward(self)``: a table or a bias, run as it is
         first, alternatives, guessed = self._as_lists(
             cls, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
+        first, alternatives = self._as_dictionaries(cls, kwargs, required, first,
+                                                    alternatives)
         example = self._example_inputs(cls, forward[0]) if forward and examples else None
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
@@ -500,6 +502,71 @@ class Planner(ConstructorFinder):
                     if s is not None and n in listed else s
                     for n, s in zip(required, inputs, strict=True)]
         return as_lists(first), [as_lists(a) for a in alternatives], guessed
+
+    def _as_dictionaries(self, cls: str, kwargs: dict[str, object], required: list[str],
+                         first: list[InputSpec | None],
+                         alternatives: list[list[InputSpec | None]]
+                         ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]]]:
+        """The inputs with a dictionary of feature maps for an argument that forward
+        reads by name (``features[f] for f in self.in_features``), by the names among the
+        constructor arguments (the keys of a dictionary of records, else a list of names):
+        4-D maps as wide as the records say (else the width), halving in size from one
+        name to the next. Without names among the arguments, the inputs stay."""
+        keyed = self._keyed(cls)
+        names: tuple[str, ...] = ()
+        width = arguments.WIDTH
+        for value in kwargs.values():
+            if isinstance(value, ConfigValue) and (value.module, value.name) == \
+                    arguments.MAPPING and value.kwargs:
+                names = tuple(k for k, _ in value.kwargs)
+                record = value.kwargs[0][1]
+                channels = record.get("channels") if isinstance(record, ConfigValue) \
+                    else record
+                width = channels if type(channels) is int and channels > 0 else width
+                break
+            if not names and isinstance(value, tuple) and value and all(
+                    isinstance(v, str) and v.isidentifier() for v in value):
+                names = tuple(str(v) for v in value)
+        if not keyed or not names:
+            return first, alternatives
+        spec = InputSpec((2, width, 32, 32), spatial=2, keyed=names)
+
+        def as_dictionaries(inputs: list[InputSpec | None]) -> list[InputSpec | None]:
+            if len(inputs) != len(required):
+                return inputs
+            return [spec if n in keyed else s for n, s in zip(required, inputs, strict=True)]
+        others: list[list[InputSpec | None]] = []
+        for one in map(as_dictionaries, alternatives):
+            if one not in others and one != as_dictionaries(first):
+                others.append(one)
+        return as_dictionaries(first), others
+
+    def _keyed(self, cls: str) -> set[str]:
+        """``forward``'s parameters it reads by name (``features[f] for f in
+        self.in_features``), itself or in the methods it hands them to."""
+        def keyed(node: cst.FunctionDef, param: cst.Param) -> bool:
+            return self._read_by_name(cls, node, param.name.value, 0)
+        return self._forward_params(cls, keyed)
+
+    def _read_by_name(self, cls: str, node: cst.FunctionDef, name: str, depth: int) -> bool:
+        if arguments.walked_as_mapping(node.body, name, set())[0]:
+            return True
+        if depth >= 2:
+            return False
+        for call in find_all(node.body, m.Call(func=m.Attribute(value=m.Name("self")), args=[
+                m.ZeroOrMore(), m.Arg(m.Name(name), keyword=None), m.ZeroOrMore()])):
+            assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            position = next(i for i, a in enumerate(call.args)
+                            if m.matches(a.value, m.Name(name)))
+            method = self.model.find_method(cls, call.func.attr.value)
+            found = self.function_node(method) if method else None
+            if found is None:
+                continue
+            params = [*found[0].params.posonly_params, *found[0].params.params][1:]
+            if position < len(params) and self._read_by_name(
+                    cls, found[0], params[position].name.value, depth + 1):
+                return True
+        return False
 
     def _example_inputs(self, cls: str, params: list[tuple[str, object, bool]]
                         ) -> list[InputSpec | None] | None:

@@ -27,8 +27,8 @@ from msready.skeletons.child import (
 
 
 def _first_output(value: Any) -> Any:
-    while isinstance(value, (tuple, list)) and value:
-        value = value[0]
+    while isinstance(value, (tuple, list, dict)) and value:
+        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
     return value
 
 
@@ -62,6 +62,9 @@ def run_module(torch: Any, job: dict[str, Any], root: str = "") -> dict[str, Any
             if isinstance(a, list):  # a list of feature maps: each, and how many
                 arrays[f"input:{i}:listed"] = np.asarray(len(a))
                 arrays.update({f"input:{i}:{j}": x for j, x in enumerate(a)})
+            elif isinstance(a, dict):  # feature maps by name: each, and the names
+                arrays[f"input:{i}:keyed"] = np.asarray(list(a))
+                arrays.update({f"input:{i}:{k}": x for k, x in a.items()})
             elif isinstance(a, int):  # an index
                 arrays[f"input:{i}:int"] = np.asarray(a)
             elif a is not None:

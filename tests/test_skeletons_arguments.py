@@ -1548,3 +1548,141 @@ def test_a_forward_chosen_in_the_constructor_is_what_the_cell_runs(
                                                                "(2, 16, 16, 16)")
     # the child has no forward of its own to find an input from: its parent proves it
     assert cells["PartialConv"].ran_inside == "partial.Block"
+
+
+def test_a_parameter_whose_items_key_a_dictionary_is_made_up_as_names() -> None:
+    # ``shapes[f] for f in in_features``: names of feature maps, not sizes. Numbers stay
+    # for ``level`` (keying something not known as a dictionary, not named for a name),
+    # ``channels`` walked as numbers, ``out_indices`` keying a list, a count
+    # (``num_features``) and the ``in_features`` of a Linear
+    init = cst.parse_statement(
+        "def __init__(self, backbone, in_features, level, channels, out_indices,\n"
+        "             num_features):\n"
+        "    shapes = backbone.output_shape()\n"
+        "    self.strides = [shapes[f].stride for f in in_features]\n"
+        "    self.top = shapes[level].channels\n"
+        "    self.norm = self.norms[num_features]\n"
+        "    self.convs = [nn.Conv2d(c, c, 3) for c in channels]\n"
+        "    self.outs = [self.stages[i] for i in out_indices]\n")
+    linear = cst.parse_statement("def __init__(self, in_features):\n"
+                                 "    self.fc = nn.Linear(in_features, 10)\n")
+    assert isinstance(init, cst.FunctionDef) and isinstance(linear, cst.FunctionDef)
+    got = {name: arguments.synthesize(name, arguments.usage(name, init))
+           for name in ("in_features", "level", "channels", "out_indices", "num_features")}
+    assert got == {"in_features": ("p2", "p3", "p4", "p5"), "level": 1,
+                   "channels": (16,) * 4, "out_indices": (16,) * 4, "num_features": 16}
+    assert arguments.synthesize("in_features", arguments.usage("in_features", linear)) == 16
+
+
+def test_names_are_found_through_the_attribute_they_are_stored_in_and_a_dicts_keys() -> None:
+    # ``self.in_features = in_features`` read by name in forward; ``k in names`` picking
+    # keys of a dictionary; ``in_feature`` keying one by itself is one name
+    forward = cst.parse_statement(
+        "def forward(self, features):\n"
+        "    top = features[self.in_features[-1]]\n"
+        "    return [features[f] for i, f in enumerate(self.in_features)], features[self.key]\n")
+    picked = cst.parse_statement(
+        "def __init__(self, shapes, keep, in_feature):\n"
+        "    shapes = {k: v for k, v in shapes.items() if k in keep}\n"
+        "    self.top = self.shapes[in_feature]\n")
+    assert isinstance(forward, cst.FunctionDef) and isinstance(picked, cst.FunctionDef)
+    stored = arguments.attribute_usage({"in_features"}, forward)
+    assert arguments.synthesize("in_features", stored) == ("p2", "p3", "p4", "p5")
+    one = arguments.attribute_usage({"key"}, forward)
+    assert (one.named, one.a_name) == (False, True)
+    assert arguments.synthesize("keep", arguments.usage("keep", picked)) == (
+        "p2", "p3", "p4", "p5")
+    assert arguments.synthesize("in_feature", arguments.usage("in_feature", picked)) == "p5"
+
+
+def test_a_dictionary_of_shape_records_is_made_up_by_the_same_names() -> None:
+    # ``input_shape.items()`` and ``input_shape[f].channels``: a dictionary from the names
+    # to records with the fields read, strides doubling from 4; a dictionary whose values
+    # are not read holds widths
+    init = cst.parse_statement(
+        "def __init__(self, input_shape: Dict[str, ShapeSpec], in_features, sizes):\n"
+        "    shapes = sorted(input_shape.items(), key=lambda kv: kv[1].stride)\n"
+        "    self.strides = [v.stride for _, v in shapes]\n"
+        "    self.widths = [input_shape[f].channels for f in in_features]\n"
+        "    self.total = sum(sizes.values())\n")
+    assert isinstance(init, cst.FunctionDef)
+    shape = arguments.synthesize("input_shape", arguments.usage("input_shape", init))
+    assert arguments.describe({"input_shape": shape}) == "input_shape=dict(" + ", ".join(
+        f"p{level}={{stride={2 ** level}, channels=16}}" for level in (2, 3, 4, 5)) + ")"
+    sizes = arguments.synthesize("sizes", arguments.usage("sizes", init))
+    assert arguments.describe({"sizes": sizes}) == "sizes=dict(p2=16, p3=16, p4=16, p5=16)"
+    # widened variants keep the strides
+    wider = arguments.scaled("input_shape", shape, 2)
+    assert arguments.describe({"input_shape": wider}).startswith(
+        "input_shape=dict(p2={stride=4, channels=32}, p3={stride=8, channels=32}")
+
+
+NAMED_PYRAMID = '''\
+import torch.nn.functional as F
+from torch import nn
+
+
+class Neck(nn.Module):
+    """Lateral convolutions over feature maps picked by name, fused top-down."""
+
+    def __init__(self, input_shape, in_features, out_channels):
+        super().__init__()
+        self.in_features = in_features
+        strides = [input_shape[f].stride for f in in_features]
+        assert all(b == 2 * a for a, b in zip(strides, strides[1:]))
+        self.lateral = nn.ModuleList(
+            [nn.Conv2d(input_shape[f].channels, out_channels, 1) for f in in_features])
+
+    def forward(self, features):
+        maps = [conv(features[f]) for f, conv in zip(self.in_features, self.lateral)]
+        out = maps[-1]
+        for lateral in maps[-2::-1]:
+            out = lateral + F.interpolate(out, scale_factor=2.0, mode="nearest")
+        return {"out": out}
+
+
+class SegHead(nn.Module):
+    def __init__(self, input_shape: dict, num_classes):
+        super().__init__()
+        input_shape = sorted(input_shape.items(), key=lambda kv: kv[1].stride)
+        self.in_features = [k for k, _ in input_shape]
+        self.heads = nn.ModuleList([nn.Conv2d(v.channels, num_classes, 1)
+                                    for _, v in input_shape])
+        self.scales = [v.stride // input_shape[0][1].stride for _, v in input_shape]
+
+    def forward(self, features):
+        return self.fuse(features)
+
+    def fuse(self, features):
+        out = 0
+        for head, scale, f in zip(self.heads, self.scales, self.in_features):
+            out = out + F.interpolate(head(features[f]), scale_factor=scale, mode="nearest")
+        return out
+'''
+
+
+def test_a_forward_reading_feature_maps_by_name_gets_them_by_the_made_up_names(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"pyramid.py": NAMED_PYRAMID})
+    neck, head = cells["Neck"], cells["SegHead"]
+    maps = "{" + ", ".join(f"p{level}: (2, 16, {128 >> level}, {128 >> level})"
+                           for level in (2, 3, 4, 5)) + "}"
+    assert (neck.pynative, neck.graph, neck.input_shape, neck.output_shape) == (
+        "pass", "pass", maps, "(2, 16, 32, 32)")
+    assert neck.synthesized.startswith("input_shape=dict(p2={stride=4, channels=16}, ")
+    assert neck.synthesized.endswith("in_features=('p2', 'p3', 'p4', 'p5'), out_channels=16")
+    assert (head.pynative, head.graph, head.input_shape, head.output_shape) == (
+        "pass", "pass", maps, "(2, 10, 32, 32)")
+
+
+def test_feature_maps_by_name_are_compared_with_torch_by_name(tmp_path: Path) -> None:
+    # torch runs the same dictionary: each map crosses to the comparison under its name
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "pyramid.py").write_text(NAMED_PYRAMID, encoding="utf-8")
+    result = scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False,
+                                                              target="cpu"))
+    found = build_skeletons(result, tmp_path / "out", run=True, compare_torch=True,
+                            cache=False)
+    neck = next(s for s in found if s.torch_class.endswith(".Neck"))
+    assert neck.pynative == "pass" and neck.max_abs_diff is not None
+    assert neck.max_abs_diff < 1e-4
