@@ -172,9 +172,31 @@ def attribute_path(module: Any, path: str) -> Any:
     runs it only when it reads none of the function's local names)."""
     value = module
     for name in path.split("."):
-        value = _class_in_function(module, value, name) if inspect.isfunction(value) \
-            else getattr(value, name)
+        if inspect.isfunction(value):
+            value = _class_in_function(module, value, name)
+        elif value is module and not hasattr(module, name):
+            value = _class_in_main(module, name)
+        else:
+            value = getattr(value, name)
     return value
+
+
+def _class_in_main(module: Any, name: str) -> Any:
+    """The class ``name`` a module defines only when run as a script (under ``if
+    __name__ == "__main__":``), executed on its own in the module's namespace."""
+    source = inspect.getsource(module)
+    path = inspect.getsourcefile(module) or "<cell>"
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.If):
+            continue
+        found = next((c for c in ast.walk(node) if isinstance(c, ast.ClassDef)
+                      and c.name == name), None)
+        if found is not None:
+            space = dict(vars(module))
+            exec(compile(ast.Module([found], []), path, "exec",
+                         flags=__future__.annotations.compiler_flag, dont_inherit=True), space)
+            return space[name]
+    raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
 
 
 def _class_in_function(module: Any, function: Any, name: str) -> Any:

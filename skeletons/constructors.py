@@ -665,6 +665,16 @@ class ConstructorFinder:
             self._usages[key] = self._param_usage(cls, name, depth)
         return self._usages[key]
 
+    def _positional_names(self, cls: str) -> list[str]:
+        """The parameters of ``cls``'s constructor a positional argument can bind, after
+        ``self`` (keyword-only ones never are)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return []
+        params = found[0].params
+        return [p.name.value for p in [*params.posonly_params, *params.params][1:]]
+
     def _param_usage(self, cls: str, name: str, depth: int) -> arguments.Usage:
         init = self.model.find_method(cls, "__init__")
         found = self.function_node(init) if init else None
@@ -696,8 +706,7 @@ class ConstructorFinder:
             if resolved is None or resolved.kind != "class" or \
                     resolved.name not in self.model.module_classes:
                 continue
-            sig = self._signature(resolved.name, "__init__")
-            names = [n for n, _, _ in sig[0]] if sig else []
+            names = self._positional_names(resolved.name)
             for i, arg in enumerate(call.args):
                 if not m.matches(arg.value, m.Name(name)) or arg.star:
                     continue

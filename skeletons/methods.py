@@ -196,8 +196,13 @@ method_fix("min")(_extreme("min"))
 @method_fix("split")
 def split(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.split(n, dim=d)`` -> ``ops.split(x, n, axis=d)``: MindSpore's ``Tensor.split``
-    with ``dim=`` runs the SplitTensor kernel, which GRAPH_MODE lacks on CPU."""
-    if not args or args[0][0] not in (None, "split_size_or_sections", "split_size"):
+    with ``dim=`` runs the SplitTensor kernel, which GRAPH_MODE lacks on CPU. A string's
+    ``split`` (``args.dims.split("-")``, a separator, or none) stays as it is."""
+    if not args or isinstance(args[0][1], (cst.SimpleString, cst.ConcatenatedString,
+                                           cst.FormattedString)) or args[0][0] == "sep":
+        return cst.Call(cst.Attribute(receiver, cst.Name("split")),
+                        [cst.Arg(v) if k is None else _keyword(k, v) for k, v in args])
+    if args[0][0] not in (None, "split_size_or_sections", "split_size"):
         return None
     rest = [cst.Arg(args[0][1])]
     for k, v in args[1:]:

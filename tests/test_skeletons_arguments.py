@@ -1686,3 +1686,41 @@ def test_feature_maps_by_name_are_compared_with_torch_by_name(tmp_path: Path) ->
     neck = next(s for s in found if s.torch_class.endswith(".Neck"))
     assert neck.pynative == "pass" and neck.max_abs_diff is not None
     assert neck.max_abs_diff < 1e-4
+
+
+STAR_BASE = '''\
+import torch
+from torch import nn
+
+
+class Base(nn.Module):
+    def __init__(self, width, *extra, pooler=None):
+        super().__init__()
+        self.fc = nn.Linear(width, 2)
+        self.pooler = pooler
+        self.extra = extra
+
+    def forward(self, x):
+        if self.pooler is not None:
+            x = self.pooler(x)
+        return self.fc(x)
+
+
+class Head(Base):
+    def __init__(self, width, scale):
+        super().__init__(width, scale)
+        self.scale = scale
+
+    def forward(self, x):
+        return super().forward(x) * self.scale
+'''
+
+
+def test_a_positional_argument_to_the_base_never_binds_a_keyword_only_parameter(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``scale`` goes to ``*extra``, not to ``pooler`` (a network the base calls): it is
+    # made up as a number
+    _, cells = run_cells(tmp_path, {"heads.py": STAR_BASE})
+    head = cells["Head"]
+    assert (head.status, head.graph) == ("pass", "pass")
+    assert head.synthesized == "width=32, scale=1"

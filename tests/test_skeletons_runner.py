@@ -105,3 +105,34 @@ def test_a_time_out_is_cached_but_a_child_that_could_not_start_is_not(tmp_path: 
                        "error": "cannot start the child process: [Errno 12]"})
     assert (store.get(slow) or {}).get("error") == "timed out after 60 s"
     assert store.get(broken) is None
+
+
+SCRIPT = '''\
+from mindspore import nn
+
+
+def helper(x):
+    return x * 2
+
+
+if __name__ == "__main__":
+    class Probe(nn.Cell):
+        def construct(self, x):
+            return helper(x)
+
+    Probe()(None)
+'''
+
+
+def test_a_class_defined_only_when_the_file_runs_as_a_script_is_built_from_its_lines(
+        tmp_path: Path) -> None:
+    # the module imports without running its script part; the class is built on its own,
+    # with the module's names
+    (tmp_path / "script.py").write_text(SCRIPT, encoding="utf-8")
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("Probe") | {"module": "script"},
+                           job("Missing") | {"module": "script"}], timeout=60)
+    assert (got["Probe"]["pynative"], got["Probe"]["graph"], got["Probe"]["error"]) == (
+        "pass", "pass", None)
+    assert got["Missing"]["error"] == ("building the Cell: AttributeError: module 'script' "
+                                       "has no attribute 'Missing'")

@@ -174,6 +174,10 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.new = torch.__version__ >= '1.7'", f"self.new = {TORCH} >= '1.7'"),
     ("self.major = int(torch.__version__.split('.')[0])",
      f"self.major = int({TORCH}.split('.')[0])"),
+    # a string's split keeps its separator; a tensor's split is MindSpore's
+    ("self.dims = tuple(map(int, opt.dims.split('-')))",
+     "self.dims = tuple(map(int, opt.dims.split('-')))"),
+    ("self.parts = x.split(2, dim=1)", "self.parts = ops.split(x, 2, axis=1)"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.normal_(self.fc.weight)",
      "mindspore.common.initializer.Normal(sigma=1.0)"),
     ("self.fc = nn.Linear(4, 4)\nnn.init.uniform_(self.fc.bias, -0.5, 0.5)",
