@@ -260,6 +260,7 @@ class TorchLayerNorm(nn.LayerNorm):
         self.normalized_shape = shape
         self.eps = eps
         self.elementwise_affine = elementwise_affine
+        self.without_bias = False
 
     @property
     def weight(self):
@@ -267,7 +268,19 @@ class TorchLayerNorm(nn.LayerNorm):
 
     @property
     def bias(self):
-        return self.beta
+        return None if self.without_bias else self.beta
+
+    @bias.setter
+    def bias(self, value):
+        # ``self.bias = None``, a norm without a bias: torch's forward adds nothing, and
+        # MindSpore's adds a zero that is not trained
+        if value is None:
+            self.beta.set_data(ops.zeros_like(self.beta))
+            self.beta.requires_grad = False
+            self.without_bias = True
+        else:
+            self.beta = value
+            self.without_bias = False
 
 
 TorchLayerNorm.__name__ = "LayerNorm"

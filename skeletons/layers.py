@@ -124,16 +124,18 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     if mapping.api is None:
         reason = mapping.note or "no MindSpore equivalent in the API table"
         return Rewrite(None, todos=[("MS100", f"{call.torch}: {reason}")])
-    args = call.bound(apis.torch_order(call.torch))
+    # where a tensor lives is MindSpore's context, even where the target takes a device
+    # (``mindspore.tensor(..., device='cpu')`` refuses torch's device names)
+    args = [(k, v) for k, v in call.bound(apis.torch_order(call.torch)) if k not in PLACEMENT]
     todos = [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
-             for k, _ in args if k in mapping.dropped and k not in PLACEMENT]
+             for k, _ in args if k in mapping.dropped]
     # In-place variants are a torch memory optimisation; MindSpore's are Ascend kernels.
     args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
     known = apis.ms_keywords(mapping.api)
     if known is not None:  # what the table missed, measured on the installed MindSpore
         args = [((synonym(k, known) or k) if k else k, v) for k, v in args]
         todos += [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
-                  for k, _ in args if k and k not in known and k not in PLACEMENT]
+                  for k, _ in args if k and k not in known]
         args = [(k, v) for k, v in args if k is None or k in known]
     ms_order = apis.ms_order(mapping.api)
     out: ArgList = []

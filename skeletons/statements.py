@@ -60,6 +60,14 @@ def buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
     target = cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))
     if m.matches(value, m.Name("None")):
         return cst.Assign([target], value)
+    if isinstance(value, cst.IfExp) and (m.matches(value.body, m.Name("None"))
+                                         or m.matches(value.orelse, m.Name("None"))):
+        # ``None if dynamic else mask``: the None branch stays None, the other is held
+        def held(branch: cst.BaseExpression) -> cst.BaseExpression:
+            return branch if m.matches(branch, m.Name("None")) else expr(
+                f"Parameter({code(branch)}, requires_grad=False)")
+        return cst.Assign([target], value.with_changes(body=held(value.body),
+                                                       orelse=held(value.orelse)))
     param = expr(f"Parameter({code(value)}, requires_grad=False)")
     if m.matches(value, m.Name() | m.Attribute()):
         # a variable may hold None, which torch keeps as a buffer and Parameter refuses

@@ -60,6 +60,23 @@ class MaxPoolSame(nn.MaxPool2d):
         return F.max_pool2d(x, self.kernel_size, self.stride, 0, self.dilation, self.ceil_mode)
 
 
+class NormNoBias(nn.LayerNorm):
+    def __init__(self, channels, **kwargs):
+        super().__init__(channels, **kwargs)
+        self.bias = None
+
+
+class ChannelNormNoBias(nn.LayerNorm):
+    def __init__(self, channels, eps=1e-6):
+        super().__init__(channels, eps=eps)
+        self.bias = None
+
+    def forward(self, x):
+        x = x.permute(0, 2, 3, 1)
+        x = F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
 class GroupNorm1(nn.GroupNorm):
     def __init__(self, channels, device=None):
         super().__init__(1, channels, eps=1e-5, device=device)
@@ -468,3 +485,13 @@ def test_a_layer_subclass_using_its_bases_forward_keeps_mindspores_settings(
     text = (out / "models" / "layers.py").read_text()
     group_norm = text.split("class GroupNorm1")[1].split("class ")[0]
     assert "self." not in group_norm.split("super().__init__")[1]
+
+
+def test_a_layer_norm_subclass_without_a_bias_runs_with_its_own_forward_and_with_its_bases(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    # ``self.bias = None``: torch's forward adds nothing; MindSpore's LayerNorm adds a
+    # zero that is not trained
+    _, results = built
+    for name in ("NormNoBias", "ChannelNormNoBias"):
+        res = results[name]
+        assert (res.pynative, res.graph) == ("pass", "pass"), (name, res.error)

@@ -127,6 +127,9 @@ def module(init: str, forward: str = "return x") -> str:
     # a variable may hold None (``attn_mask = ... if shifted else None``): torch keeps it
     ("mask = None\nself.register_buffer('mask', mask, persistent=False)",
      "self.mask = None if mask is None else Parameter(mask, requires_grad=False)"),
+    # a conditional with a None branch keeps None there
+    ("self.register_buffer('mask', None if dynamic else torch.zeros(4), persistent=False)",
+     "self.mask = None if dynamic else Parameter(ops.zeros(4), requires_grad=False)"),
     ("self.a = nn.Softmax(dim=1)", "nn.Softmax(axis=1)"),
     # MindSpore's interpolate takes no scale factor for 4-D inputs: the size is computed
     ("self.up = nn.Upsample(scale_factor=2, mode='bilinear')",
@@ -307,6 +310,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return torch.cat([x, x], 1)", "ops.cat([x, x], 1)"),
     ("return torch.zeros(2, 3) + torch.randn(2, 3)", "ops.zeros((2, 3)) + ops.randn(2, 3)"),
     ("return torch.ones(2, device=x.device, requires_grad=False)", "ops.ones(2)"),
+    # MindSpore's tensor takes a device, but not torch's names for one
+    ("return torch.tensor([1.0, 2.0], device='cpu', dtype=torch.float32)",
+     "mindspore.tensor([1.0, 2.0], dtype=mindspore.float32)"),
     # a scalar: MindSpore's CPU kernels want a dtype with an empty shape
     ("return x * torch.ones([])", "ops.ones([], dtype=mindspore.float32)"),
     ("return x + torch.zeros((), dtype=x.dtype)", "ops.zeros((), dtype=x.dtype)"),
