@@ -41,6 +41,11 @@ from msready.skeletons.values import (
 SUPER_INIT = m.Attribute(value=m.Call(func=m.Name("super")), attr=m.Name("__init__"))
 
 
+def order_names(params: list[tuple[str, object, bool]]) -> set[str]:
+    """The names of a signature's parameters."""
+    return {name for name, _, _ in params}
+
+
 class ConstructorFinder:
     """Finds constructor arguments for the repository's Module classes."""
 
@@ -535,11 +540,42 @@ class ConstructorFinder:
             if network is not None:  # ``GaussianDiffusion(model)``: a repository network
                 resolved.kwargs[name] = resolved.synthesized[name] = network
                 resolved.missing.remove(name)
+        for name, value in self._keywords_read(cls).items():
+            if name not in resolved.kwargs and name not in order_names(params):
+                resolved.kwargs[name] = resolved.synthesized[name] = value
         self._meet_requirements(cls, params, resolved)
         order = {name: i for i, (name, _, _) in enumerate(params)}
         resolved.synthesized = dict(sorted(resolved.synthesized.items(),
                                            key=lambda kv: order.get(kv[0], len(order))))
         return resolved
+
+    def _keywords_read(self, cls: str) -> dict[str, object]:
+        """Keyword arguments a constructor reads from its ``**kwargs`` by name and without
+        a default (``conv_kwargs = dict(norm_layer=block_kwargs.get('norm_layer'))``),
+        made up by their names when the name says what they are (a layer factory: a
+        layer that keeps its input's shape; a size)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init == f"{cls}.__init__" else None
+        star = found[0].params.star_kwarg if found else None
+        if found is None or star is None:
+            return {}
+        kw = m.Name(star.name.value)
+        keys = [call.args[0].value for call in find_all(found[0].body, m.Call(
+            func=m.Attribute(value=kw, attr=m.Name("get")), args=[m.Arg(m.SimpleString())]))
+            if isinstance(call, cst.Call)]
+        keys += [sub.slice[0].slice.value for sub in find_all(found[0].body, m.Subscript(
+            value=kw, slice=[m.SubscriptElement(m.Index(m.SimpleString()))]))
+            if isinstance(sub, cst.Subscript) and isinstance(sub.slice[0].slice, cst.Index)]
+        out: dict[str, object] = {}
+        for key in keys:
+            name = key.evaluated_value if isinstance(key, cst.SimpleString) else None
+            if not isinstance(name, str) or not name.isidentifier() or name in out:
+                continue
+            value = arguments.synthesize(name, self.param_usage(cls, name))
+            if value is arguments.KEEP_SHAPE or (type(value) is int and
+                                                 arguments.by_name(name) is not UNKNOWN):
+                out[name] = value
+        return out
 
     def _meet_requirements(self, cls: str, params: list[tuple[str, object, bool]],
                            resolved: arguments.Resolved) -> None:

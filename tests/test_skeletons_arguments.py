@@ -1724,3 +1724,44 @@ def test_a_positional_argument_to_the_base_never_binds_a_keyword_only_parameter(
     head = cells["Head"]
     assert (head.status, head.graph) == ("pass", "pass")
     assert head.synthesized == "width=32, scale=1"
+
+
+KWARGS_READ = '''\
+import torch
+from torch import nn
+
+
+class ConvAct(nn.Module):
+    def __init__(self, cin, cout, norm_layer=nn.BatchNorm2d, act_layer=nn.ReLU):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+        self.norm = norm_layer(cout)
+        self.act = act_layer()
+
+    def forward(self, x):
+        return self.act(self.norm(self.conv(x)))
+
+
+class Stage(nn.Module):
+    def __init__(self, cin, cout, depth, **block_kwargs):
+        super().__init__()
+        conv_kwargs = dict(norm_layer=block_kwargs.get('norm_layer'),
+                           act_layer=block_kwargs.get('act_layer'))
+        self.eps = block_kwargs.get('eps', 1e-5)
+        self.blocks = nn.Sequential(*[ConvAct(cin if i == 0 else cout, cout, **conv_kwargs)
+                                      for i in range(depth)])
+
+    def forward(self, x):
+        return self.blocks(x)
+'''
+
+
+def test_layer_factories_a_constructor_reads_from_its_kwargs_are_made_up(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``block_kwargs.get('norm_layer')`` is None unless the caller passes one: made up
+    # as a layer that keeps its input's shape; ``eps`` has its own default
+    _, cells = run_cells(tmp_path, {"stages.py": KWARGS_READ})
+    stage = cells["Stage"]
+    assert (stage.status, stage.graph) == ("pass", "pass"), stage.error
+    assert stage.synthesized == ("cin=16, cout=16, depth=1, norm_layer=keep_shape, "
+                                 "act_layer=keep_shape")
