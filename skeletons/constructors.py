@@ -24,6 +24,7 @@ from msready.analyzer.syntax import find_all
 from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
 from msready.skeletons.inputs import ORDERS, InputSpec
+from msready.skeletons.methods import MODULE_API
 from msready.skeletons.values import (
     UNKNOWN,
     CallHook,
@@ -183,24 +184,26 @@ class ConstructorFinder:
 
     def stand_in_network(self, cls: str, param: str) -> ConfigValue | None:
         """A network for a parameter that holds one (``GaussianDiffusion(model)``,
-        ``MAML(model)``) when nothing in the repository gives it: the first Module class,
-        in the same file, then the same package, then anywhere, that has every attribute
-        the class reads from it and can itself be built, built with its own arguments."""
+        ``MAML(model)``) when nothing in the repository gives it: the first Module class
+        (the one its annotation names, then in the same file, the same package, anywhere)
+        that has every attribute the class reads from it (what every Module has aside)
+        and can itself be built, built with its own arguments."""
         used = self.param_usage(cls, param)
         if used.keys or used.indexed or used.stored or not (
                 used.called or arguments.holds_network(param)):
             return None
-        needed = {chain[0] for chain in used.fields}
+        needed = {chain[0] for chain in used.fields} - MODULE_API  # not ``model.parameters``
         arities = self._call_arities(cls, param)
         module = cls.rpartition(".")[0]
         package = module.rpartition(".")[0]
         related = set(self.model.mro(cls))
 
-        def rank(candidate: str) -> tuple[int, int, str]:
-            where = candidate.rpartition(".")[0]
+        def rank(candidate: str) -> tuple[int, int, int, str]:
+            where, _, short = candidate.rpartition(".")
             line = self.model.classes[candidate].span.line \
                 if candidate in self.model.classes else 0
-            return (0 if where == module else 1 if where.startswith(package + ".") else 2,
+            return (0 if short == used.annotation else 1,  # ``model: UViT`` first
+                    0 if where == module else 1 if where.startswith(package + ".") else 2,
                     line, candidate)
 
         self._networks.add(cls)

@@ -353,6 +353,13 @@ MODULE_METHODS = frozenset({"modules", "children", "named_modules", "parameters"
                             "named_parameters", "state_dict", "eval", "train"})
 
 
+# What every torch.nn.Module has: a network read through these needs no particular class.
+MODULE_API = frozenset({*CELL_METHODS, *NAMED_MODULE_METHODS, *MODULE_METHODS, "forward",
+                        "training", "apply", "zero_grad", "buffers", "named_buffers",
+                        "requires_grad_", "half", "float", "double", "load_state_dict",
+                        "register_buffer", "register_forward_hook"})
+
+
 def cell_method(receiver: cst.BaseExpression, method: str,
                 args: list[cst.Arg]) -> cst.BaseExpression | None:
     """``self.modules()`` -> ``self.cells()``, ``self.train(False)`` -> ``self.set_train(False)``,

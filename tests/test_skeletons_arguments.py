@@ -1765,3 +1765,47 @@ def test_layer_factories_a_constructor_reads_from_its_kwargs_are_made_up(
     assert (stage.status, stage.graph) == ("pass", "pass"), stage.error
     assert stage.synthesized == ("cin=16, cout=16, depth=1, norm_layer=keep_shape, "
                                  "act_layer=keep_shape")
+
+
+ANNOTATED_NETWORK = '''\
+import torch
+from torch import nn
+
+
+class Small(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Chosen(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Trainer(nn.Module):
+    def __init__(self, model: Chosen, lr=0.1):
+        super().__init__()
+        self.model = model
+        self.lr = lr
+        self.count = sum(p.numel() for p in self.model.parameters())
+
+    def forward(self, x):
+        return self.model(x) * self.lr
+'''
+
+
+def test_a_network_nothing_gives_is_the_annotated_class_whatever_every_module_has(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``model.parameters()`` is read from it, which every network has: the class its
+    # annotation names is built, not the first network of the file
+    _, cells = run_cells(tmp_path, {"trainer.py": ANNOTATED_NETWORK})
+    trainer = cells["Trainer"]
+    assert (trainer.status, trainer.synthesized) == ("pass", "model=Chosen()"), trainer.error
