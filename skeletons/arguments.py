@@ -100,6 +100,8 @@ _LAYER_FACTORY_NAMES = re.compile(
     re.IGNORECASE)
 SYNTHESIZED_MODULE = "msready_synthesized"
 KEEP_SHAPE = ConfigValue(SYNTHESIZED_MODULE, "keep_shape", (), is_class=True)
+# The same as a layer, for a parameter that holds one (``self.module = module``).
+KEEP_SHAPE_LAYER = ConfigValue(SYNTHESIZED_MODULE, "KeepShape", ())
 SYNTHESIZED_SOURCE = '''"""Values msready made up for constructor arguments nothing in the scanned
 repository gives. A Cell built with one says so in its status line (``synthesized:``)."""
 

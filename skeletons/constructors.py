@@ -538,6 +538,9 @@ class ConstructorFinder:
                 resolved.kwargs[name] = resolved.synthesized[name] = block
                 if name in resolved.missing:
                     resolved.missing.remove(name)
+        for name in [n for n, v in resolved.synthesized.items() if v == arguments.KEEP_SHAPE]:
+            if self._holds_layer(owner[name], name):
+                resolved.kwargs[name] = resolved.synthesized[name] = arguments.KEEP_SHAPE_LAYER
         for name in list(resolved.missing):
             network = self.stand_in_network(owner[name], name)
             if network is not None:  # ``GaussianDiffusion(model)``: a repository network
@@ -551,6 +554,14 @@ class ConstructorFinder:
         resolved.synthesized = dict(sorted(resolved.synthesized.items(),
                                            key=lambda kv: order.get(kv[0], len(order))))
         return resolved
+
+    def _holds_layer(self, cls: str, name: str) -> bool:
+        """True when ``cls``'s constructor stores its parameter ``name`` without calling
+        it (``self.module = module``): a layer, not a factory of layers."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init == f"{cls}.__init__" else None
+        return found is not None and bool(arguments.stored_as(name, found[0])) and \
+            not arguments.usage(name, found[0]).called
 
     def _keywords_read(self, cls: str) -> dict[str, object]:
         """Keyword arguments a constructor reads from its ``**kwargs`` by name and without

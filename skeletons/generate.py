@@ -22,7 +22,7 @@ from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.analyzer.syntax import tensor_methods
 from msready.skeletons import adapters, runner
-from msready.skeletons.arguments import KEEP_SHAPE, SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
+from msready.skeletons.arguments import SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
 from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan, Planner
@@ -145,7 +145,7 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     _write_packages(out_dir, generated)
     # What the runs can import, by path under out_dir: it keys the cached outcomes.
     tree = {gen.out.relative_to(out_dir).as_posix(): gen.body for gen in generated}
-    if any(value == KEEP_SHAPE for plan in plans.values() for value in plan.synthesized.values()):
+    if SYNTHESIZED_MODULE in extra:  # a made-up layer, also inside a made-up network
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / f"{SYNTHESIZED_MODULE}.py").write_text(SYNTHESIZED_SOURCE, encoding="utf-8")
         tree[f"{SYNTHESIZED_MODULE}.py"] = SYNTHESIZED_SOURCE

@@ -400,7 +400,7 @@ def test_a_block_class_named_by_the_annotation_is_synthesized(
     assert (resnet.status, resnet.graph, resnet.synthesized) == (
         "pass", "pass", "block=BasicBlock, layers=(1, 1, 1, 1)")
     # a network it keeps is never given a class (here a layer that keeps shape stands in)
-    assert cells["Wrapper"].synthesized == "body=keep_shape"
+    assert cells["Wrapper"].synthesized == "body=KeepShape()"
 
 
 CONFIG_TO_BASE = '''\
@@ -1809,3 +1809,41 @@ def test_a_network_nothing_gives_is_the_annotated_class_whatever_every_module_ha
     _, cells = run_cells(tmp_path, {"trainer.py": ANNOTATED_NETWORK})
     trainer = cells["Trainer"]
     assert (trainer.status, trainer.synthesized) == ("pass", "model=Chosen()"), trainer.error
+
+
+HELD_MODULE = '''\
+import torch
+from torch import nn
+
+
+class Wrapper(nn.Module):
+    def __init__(self, module, scale=2.0):
+        super().__init__()
+        self.module = module
+        self.scale = scale
+
+    def forward(self, x):
+        kept = self.__dict__['_modules']['module']
+        return kept(x) * self.scale
+
+
+class Pre(nn.Module):
+    def __init__(self, dim, fn):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(self.norm(x))
+'''
+
+
+def test_a_layer_the_constructor_only_stores_is_made_up_as_a_layer_not_a_factory(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self.module = module``: a layer held among the Cell's children; ``fn`` is called
+    # only in forward too, and is a layer as well
+    _, cells = run_cells(tmp_path, {"wrap.py": HELD_MODULE})
+    wrapper, pre = cells["Wrapper"], cells["Pre"]
+    assert (wrapper.status, wrapper.synthesized) == ("pass", "module=KeepShape()"), \
+        wrapper.error
+    assert (pre.status, pre.synthesized) == ("pass", "dim=16, fn=KeepShape()")
