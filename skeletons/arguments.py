@@ -128,6 +128,8 @@ def keep_shape(*args, **kwargs):
 # Parameters whose items, when they key a dictionary, are names (``in_features``,
 # ``out_names``); a list of positions (``out_indices``) keys a list, and keeps numbers.
 _NAME_LISTS = re.compile(r"(\w+_)?(features?|names?|keys?)", re.IGNORECASE)
+_INPUT_NAMES = re.compile(r"_*in(put)?_", re.IGNORECASE)
+_MADE_UP_NAME = re.compile(r"p\d+")
 _MAPPING_TYPES = frozenset({"Dict", "dict", "Mapping", "MutableMapping", "OrderedDict"})
 _STRIDE = re.compile(r"(\w+_)?strides?", re.IGNORECASE)
 # A count of something no pattern above knows (``num_convs``, ``NUM_FC``): one of it.
@@ -219,6 +221,19 @@ def mapping_of(fields: Sequence[tuple[str, ...]]) -> ConfigValue:
         tree = {k: 2 ** (level + 2) if _STRIDE.fullmatch(k) else v for k, v in tree.items()}
         items.append((name, _namespace(tree)))
     return ConfigValue(MAPPING[0], MAPPING[1], (), tuple(items))
+
+
+def made_up_names(value: object) -> bool:
+    """A value :func:`synthesize` makes up as names: one (``"p5"``) or several."""
+    several = value if isinstance(value, tuple) and value else (value,)
+    return all(isinstance(v, str) and _MADE_UP_NAME.fullmatch(v) for v in several)
+
+
+def names_parameter(name: str) -> bool:
+    """A parameter named for the names of a network's outputs (``out_features``,
+    ``out_feature``, ``names``), not for those of its inputs (``in_features``)."""
+    return _NAME_LISTS.fullmatch(name) is not None and _COUNT.fullmatch(name) is None \
+        and _INPUT_NAMES.match(name) is None
 
 
 def holds_network(name: str) -> bool:
@@ -473,6 +488,91 @@ def _index(node: cst.Subscript) -> cst.BaseExpression | None:
     return node.slice[0].slice.value
 
 
+def _item_names(body: cst.CSTNode, ref: Callable[[cst.BaseExpression], bool]) -> set[str]:
+    """The names a function gives the items of a sequence: loop names over it (``for f
+    in p``, ``zip(p, convs)``) and names assigned one item (``f = p[-1]``)."""
+    items = {t.value for walked, t in _loops(body) if ref(walked) and isinstance(t, cst.Name)}
+    for assign in find_all(body, m.Assign(targets=[m.AssignTarget(m.Name())],
+                                          value=m.Subscript())):
+        assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Subscript)
+        if ref(assign.value.value):  # ``feature = self.in_features[-idx - 1]``
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Name)
+            items.add(target.value)
+    return items
+
+
+def keys_outputs(body: cst.CSTNode, network: str | None, network_aliases: set[str],
+                 name: str | None, aliases: set[str]) -> bool:
+    """Whether a function reads what a network parameter returns (``net(x)``, a method's
+    ``net.output_shape()``) by a names parameter or by its items: ``features =
+    self.bottom_up(x)`` then ``features[f] for f in self.in_features``, or
+    ``net.output_shape()[in_feature]``. ``name`` None: only its ``self.`` attributes."""
+    def ref(node: cst.BaseExpression) -> bool:
+        return _is_ref(node, name, aliases)
+
+    def output(node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Call) and (
+            _is_ref(node.func, network, network_aliases) or (
+                isinstance(node.func, cst.Attribute)
+                and _is_ref(node.func.value, network, network_aliases)))
+
+    outputs = {a.targets[0].target.value for a in find_all(body, m.Assign(
+        targets=[m.AssignTarget(m.Name())])) if isinstance(a, cst.Assign)
+        and isinstance(a.targets[0].target, cst.Name) and output(a.value)}
+    items = _item_names(body, ref)
+    for sub in find_all(body, m.Subscript()):
+        assert isinstance(sub, cst.Subscript)
+        key = _index(sub)
+        if key is None or not (output(sub.value) or (
+                isinstance(sub.value, cst.Name) and sub.value.value in outputs)):
+            continue
+        if ref(key) or (isinstance(key, cst.Name) and key.value in items) or (
+                isinstance(key, cst.Subscript) and ref(key.value)):
+            return True
+    return False
+
+
+# What a names parameter may be handed to and stay names: the builtins that copy, walk
+# or measure a sequence.
+_SEQUENCE_CALLS = frozenset({"list", "tuple", "set", "sorted", "reversed", "len", "zip",
+                             "enumerate", "dict", "isinstance", "str", "iter"})
+_SEQUENCE_METHODS = frozenset({"append", "extend", "insert", "add", "format", "join"})
+
+
+def takes_any_names(body: cst.CSTNode, name: str | None, aliases: set[str]) -> bool:
+    """Whether a parameter a network is given its output names by (``out_features``) can
+    be any names: nothing checks them against names of its own (``assert f in
+    children``, ``if name in out_features``), looks them up (``table.get(f)``), or
+    hands them to something that is no builtin of sequences (``nn.Linear(d,
+    out_features)`` takes a size)."""
+    def ref(node: cst.BaseExpression) -> bool:
+        return _is_ref(node, name, aliases)
+
+    items = _item_names(body, ref)
+
+    def mine(node: cst.BaseExpression) -> bool:
+        return ref(node) or (isinstance(node, cst.Name) and node.value in items)
+
+    for test in find_all(body, m.Comparison()):
+        assert isinstance(test, cst.Comparison)
+        if any(isinstance(c.operator, (cst.In, cst.NotIn)) and (
+                mine(test.left) or mine(c.comparator)) for c in test.comparisons):
+            return False
+    for call in find_all(body, m.Call()):
+        assert isinstance(call, cst.Call)
+        builtin = (isinstance(call.func, cst.Name) and call.func.value in _SEQUENCE_CALLS) \
+            or (isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in _SEQUENCE_METHODS)
+        if not builtin and any(mine(a.value) for a in call.args):
+            return False
+    for op in find_all(body, m.BinaryOperation()):
+        assert isinstance(op, cst.BinaryOperation)
+        if mine(op.left) or mine(op.right):
+            return False
+    return True
+
+
 def _walked_by_items(body: cst.CSTNode, name: str | None,
                      aliases: set[str]) -> tuple[bool, bool]:
     """Whether the items of a parameter key a dictionary (``features[f] for f in p``,
@@ -482,14 +582,7 @@ def _walked_by_items(body: cst.CSTNode, name: str | None,
     def ref(node: cst.BaseExpression) -> bool:
         return _is_ref(node, name, aliases)
 
-    items = {t.value for walked, t in _loops(body) if ref(walked) and isinstance(t, cst.Name)}
-    for assign in find_all(body, m.Assign(targets=[m.AssignTarget(m.Name())],
-                                          value=m.Subscript())):
-        assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Subscript)
-        if ref(assign.value.value):  # ``feature = self.in_features[-idx - 1]``
-            target = assign.targets[0].target
-            assert isinstance(target, cst.Name)
-            items.add(target.value)
+    items = _item_names(body, ref)
     dicts = _dictionaries(body)
     named = any(_NAME_LISTS.fullmatch(n) and not _COUNT.fullmatch(n)  # not ``num_features``
                 for n in [*([name] if name else []), *aliases])
@@ -594,6 +687,21 @@ def stored_as(name: str, function: cst.FunctionDef) -> set[str]:
     out: set[str] = set()
     for assign in find_all(function.body, m.Assign(
             targets=[m.AssignTarget(m.Attribute(value=m.Name("self")))], value=m.Name(name))):
+        assert isinstance(assign, cst.Assign)
+        target = assign.targets[0].target
+        assert isinstance(target, cst.Attribute)
+        out.add(target.attr.value)
+    return out
+
+
+def copied_as(name: str, function: cst.FunctionDef) -> set[str]:
+    """The attributes a constructor stores its parameter or a copy of it in
+    (``self.names = names``, ``self.names = list(names or ["last"])``)."""
+    given = m.Name(name) | m.BooleanOperation(left=m.Name(name), operator=m.Or())
+    copied = given | m.Call(func=m.Name("list") | m.Name("tuple"), args=[m.Arg(given)])
+    out: set[str] = set()
+    for assign in find_all(function.body, m.Assign(
+            targets=[m.AssignTarget(m.Attribute(value=m.Name("self")))], value=copied)):
         assert isinstance(assign, cst.Assign)
         target = assign.targets[0].target
         assert isinstance(target, cst.Attribute)

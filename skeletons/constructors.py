@@ -182,12 +182,19 @@ class ConstructorFinder:
         star = isinstance(params.star_arg, cst.Param)
         return all(required <= n and (star or n <= len(positional)) for n in arities)
 
-    def stand_in_network(self, cls: str, param: str) -> ConfigValue | None:
+    def stand_in_network(self, cls: str, param: str, names: object = None
+                         ) -> tuple[ConfigValue, object] | None:
         """A network for a parameter that holds one (``GaussianDiffusion(model)``,
         ``MAML(model)``) when nothing in the repository gives it: the first Module class
         (the one its annotation names, then in the same file, the same package, anywhere)
         that has every attribute the class reads from it (what every Module has aside)
-        and can itself be built, built with its own arguments."""
+        and can itself be built, built with its own arguments.
+
+        ``names``: the made-up names (or one name) the class reads the network's outputs
+        by (``features[f] for f in in_features``). A network that takes the names of its
+        outputs (``out_features``) and can be given any comes first, given them; one that
+        takes a single name, given the last, comes next. With the network, the names it
+        was given (None when it takes none)."""
         used = self.param_usage(cls, param)
         if used.keys or used.indexed or used.stored or not (
                 used.called or arguments.holds_network(param)):
@@ -197,6 +204,7 @@ class ConstructorFinder:
         module = cls.rpartition(".")[0]
         package = module.rpartition(".")[0]
         related = set(self.model.mro(cls))
+        several = isinstance(names, tuple)
 
         def rank(candidate: str) -> tuple[int, int, int, str]:
             where, _, short = candidate.rpartition(".")
@@ -206,6 +214,7 @@ class ConstructorFinder:
                     0 if where == module else 1 if where.startswith(package + ".") else 2,
                     line, candidate)
 
+        found: dict[int, tuple[ConfigValue, object]] = {}  # by how well it gives the names
         self._networks.add(cls)
         try:
             for candidate in sorted(self.model.module_classes, key=rank):
@@ -217,13 +226,50 @@ class ConstructorFinder:
                         self.model.classes[candidate].attributes if candidate in
                         self.model.classes else ()) or not self._accepts(candidate, arities):
                     continue  # a network holds layers and takes what it is called with
+                taken = self._names_parameter(candidate) if names is not None else None
+                if taken is None and 2 in found:
+                    continue  # only a network that takes names can do better
                 built = self.constructor_arguments(candidate)
                 if built.missing:
                     continue
                 where, _, short = candidate.rpartition(".")
-                return ConfigValue(where, short, (), tuple(built.kwargs.items()))
+                kwargs = dict(built.kwargs)
+                given: object = None
+                if taken is not None:
+                    name, takes_several = taken
+                    last = names[-1] if isinstance(names, tuple) else names
+                    given = names if takes_several or not several else last
+                    kwargs[name] = (given,) if takes_several and isinstance(given, str) \
+                        else given
+                tier = 2 if taken is None else 1 if given != names else 0
+                found.setdefault(tier, (ConfigValue(where, short, (), tuple(kwargs.items())),
+                                        given))
+                if names is None or tier == 0:
+                    break
         finally:
             self._networks.discard(cls)
+        return found[min(found)] if found else None
+
+    def _names_parameter(self, cls: str) -> tuple[str, bool] | None:
+        """The constructor parameter a network takes the names of its outputs by
+        (``out_features=None``, ``out_feature="last"``) when it can be given any names,
+        and whether it takes several."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        sig = self._signature(cls, "__init__")
+        if found is None or sig is None:
+            return None
+        node = found[0]
+        methods = [method for klass in self.model.mro(cls) for method in self._methods(klass)]
+        for name, default, _ in sig[0]:
+            if not arguments.names_parameter(name) or isinstance(default, (int, float)):
+                continue  # ``out_features=10``: a size
+            aliases = arguments.copied_as(name, node)
+            if arguments.takes_any_names(node.body, name, aliases) and all(
+                    arguments.takes_any_names(method.body, None, aliases)
+                    for method in methods):
+                return name, not isinstance(default, str) and (
+                    default not in (None, UNKNOWN) or name.endswith("s"))
         return None
 
     def qualify(self, node: cst.BaseExpression, file: FileResult) -> str | None:
@@ -542,10 +588,18 @@ class ConstructorFinder:
             if self._holds_layer(owner[name], name):
                 resolved.kwargs[name] = resolved.synthesized[name] = arguments.KEEP_SHAPE_LAYER
         for name in list(resolved.missing):
-            network = self.stand_in_network(owner[name], name)
+            keyed = self._output_names(owner[name], name, {
+                n: v for n, v in resolved.synthesized.items() if owner[n] == owner[name]})
+            names = resolved.kwargs[keyed] if keyed is not None else None
+            network = self.stand_in_network(owner[name], name, names)
             if network is not None:  # ``GaussianDiffusion(model)``: a repository network
-                resolved.kwargs[name] = resolved.synthesized[name] = network
+                resolved.kwargs[name] = resolved.synthesized[name] = network[0]
                 resolved.missing.remove(name)
+                used = self.param_usage(owner[name], keyed) if keyed is not None else None
+                if keyed is not None and network[1] not in (None, names) and used is not None \
+                        and used.length <= 1 and not used.unpacked:
+                    # a network that gives one name: the class reads that one
+                    resolved.kwargs[keyed] = resolved.synthesized[keyed] = (network[1],)
         for name, value in self._keywords_read(cls).items():
             if name not in resolved.kwargs and name not in order_names(params):
                 resolved.kwargs[name] = resolved.synthesized[name] = value
@@ -590,6 +644,28 @@ class ConstructorFinder:
                                                  arguments.by_name(name) is not UNKNOWN):
                 out[name] = value
         return out
+
+    def _output_names(self, cls: str, network: str,
+                      synthesized: dict[str, object]) -> str | None:
+        """The parameter of ``cls``, made up as names, that it reads what its ``network``
+        parameter returns by (``features = self.bottom_up(x)``, ``features[f] for f in
+        self.in_features``; ``bottom_up.output_shape()[f]``)."""
+        init = self.model.find_method(cls, "__init__")
+        found = self.function_node(init) if init else None
+        if found is None:
+            return None
+        node = found[0]
+        held = arguments.stored_as(network, node)
+        methods = [method for klass in self.model.mro(cls) for method in self._methods(klass)]
+        for name, value in synthesized.items():
+            if not arguments.made_up_names(value):
+                continue
+            aliases = arguments.stored_as(name, node)
+            if arguments.keys_outputs(node.body, network, held, name, aliases) or any(
+                    arguments.keys_outputs(method.body, None, held, None, aliases)
+                    for method in methods):
+                return name
+        return None
 
     def _meet_requirements(self, cls: str, params: list[tuple[str, object, bool]],
                            resolved: arguments.Resolved) -> None:

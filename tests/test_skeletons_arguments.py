@@ -1688,6 +1688,168 @@ def test_feature_maps_by_name_are_compared_with_torch_by_name(tmp_path: Path) ->
     assert neck.max_abs_diff < 1e-4
 
 
+NAMED_TRUNKS = '''\
+import torch.nn.functional as F
+from torch import nn
+
+
+class Shape:
+    def __init__(self, channels, stride):
+        self.channels = channels
+        self.stride = stride
+
+
+class Trunk(nn.Module):
+    """A network whose outputs go by name."""
+
+    def output_shape(self):
+        return {n: Shape(self.widths[n], self.strides[n]) for n in self.out_names}
+
+
+class Plain(Trunk):
+    def __init__(self, width=8, out_feature="last"):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, 3, stride=16, padding=1)
+        self.out_names = [out_feature]
+        self.widths = {out_feature: width}
+        self.strides = {out_feature: 16}
+
+    def forward(self, x):
+        return {self.out_names[0]: self.conv(x)}
+
+
+LEVELS = """
+class Picky(Trunk):
+    def __init__(self, width=8, out_features=None):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, 3, stride=4, padding=1)
+        self.out_names = out_features or ["c2"]
+        for name in self.out_names:
+            assert name in ("c2",), name
+        self.widths, self.strides = {"c2": width}, {"c2": 4}
+
+    def forward(self, x):
+        return {"c2": self.conv(x)}
+
+
+class Stages(Trunk):
+    def __init__(self, width=8, out_features=None):
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, stride=4, padding=1)
+        self.downs = nn.ModuleList(
+            [nn.Conv2d(width, width, 3, stride=2, padding=1) for _ in range(3)])
+        self.out_names = list(out_features or ["s5"])
+        self.widths = {n: width for n in self.out_names}
+        self.strides = {n: 4 * 2 ** i for i, n in enumerate(self.out_names)}
+
+    def forward(self, x):
+        maps = [self.stem(x)]
+        for down in self.downs:
+            maps.append(down(maps[-1]))
+        out = {}
+        for name, level in zip(self.out_names, maps[-len(self.out_names):]):
+            out[name] = level
+        return out
+"""
+
+
+class Neck(Trunk):
+    def __init__(self, bottom_up, in_features, out_channels):
+        super().__init__()
+        assert isinstance(bottom_up, Trunk)
+        shapes = bottom_up.output_shape()
+        self.lateral = nn.ModuleList(
+            [nn.Conv2d(shapes[f].channels, out_channels, 1) for f in in_features])
+        self.bottom_up = bottom_up
+        self.in_features = in_features
+
+    def forward(self, x):
+        features = self.bottom_up(x)
+        maps = [conv(features[f]) for f, conv in zip(self.in_features, self.lateral)]
+        out = maps[-1]
+        for i in range(len(maps) - 2, -1, -1):
+            out = maps[i] + F.interpolate(out, scale_factor=2.0, mode="nearest")
+        return out
+
+
+class Single(nn.Module):
+    def __init__(self, net, in_feature, out_channels):
+        super().__init__()
+        self.proj = nn.Conv2d(net.output_shape()[in_feature].channels, out_channels, 1)
+        self.net = net
+        self.in_feature = in_feature
+
+    def forward(self, x):
+        return self.proj(self.net(x)[self.in_feature])
+
+
+class Wrapper(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)
+'''
+
+
+def named_trunks(levels: bool) -> str:
+    """The trunks file, with the networks that take several output names or without."""
+    head, _, rest = NAMED_TRUNKS.partition("LEVELS = \"\"\"\n")
+    body, _, tail = rest.partition('"""\n')
+    return head + (body if levels else "") + tail
+
+
+def test_a_stand_in_network_gives_the_names_the_class_reads_its_outputs_by(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Neck reads its bottom-up network's outputs and output shapes by its made-up names:
+    # the first network that takes any output names (Stages; Picky checks its own) is
+    # built with them. Single reads one name: the file's first network, which takes one,
+    # is given it. Wrapper reads no names: its network is built as it is.
+    _, cells = run_cells(tmp_path, {"trunks.py": named_trunks(levels=True)})
+    neck, single = cells["Neck"], cells["Single"]
+    assert (neck.pynative, neck.graph, neck.output_shape) == ("pass", "pass", "(2, 16, 8, 8)")
+    assert neck.synthesized == ("bottom_up=Stages(out_features=('p2', 'p3', 'p4', 'p5')), "
+                                "in_features=('p2', 'p3', 'p4', 'p5'), out_channels=16")
+    assert (single.pynative, single.graph) == ("pass", "pass")
+    assert single.synthesized == "net=Plain(out_feature='p5'), in_feature='p5', out_channels=16"
+    assert (cells["Wrapper"].status, cells["Wrapper"].synthesized) == ("pass", "net=Plain()")
+
+
+def test_a_class_reading_several_names_of_a_network_that_gives_one_reads_that_one(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"trunks.py": named_trunks(levels=False)})
+    neck = cells["Neck"]
+    assert (neck.pynative, neck.graph, neck.output_shape) == ("pass", "pass", "(2, 16, 2, 2)")
+    assert neck.synthesized == ("bottom_up=Plain(out_feature='p5'), in_features=('p5',), "
+                                "out_channels=16")
+
+
+def test_output_names_a_network_checks_or_uses_as_sizes_are_not_any_names() -> None:
+    init = cst.parse_statement(
+        "def __init__(self, out_features, out_names, out_feature, names, widths):\n"
+        "    self.fc = nn.Linear(8, out_features)\n"
+        "    self._names = out_names\n"
+        "    for name in self._names:\n"
+        "        assert name in self.children\n"
+        "    self.stages = [STAGES.get(f) for f in names]\n"
+        "    self.widths = {out_feature: 8}\n"
+        "    self.order = list(widths) + ['{}'.format(w) for w in widths]\n")
+    assert isinstance(init, cst.FunctionDef)
+    free = {name: arguments.takes_any_names(init.body, name, arguments.stored_as(name, init))
+            for name in ("out_features", "out_names", "out_feature", "names", "widths")}
+    assert free == {"out_features": False, "out_names": False, "out_feature": True,
+                    "names": False, "widths": True}
+    forward = cst.parse_statement(
+        "def forward(self, x):\n"
+        "    features = self.body(x)\n"
+        "    top = features[self.in_features[-1]]\n"
+        "    return self.other(x)[self.key], features['last']\n")
+    assert isinstance(forward, cst.FunctionDef)
+    assert arguments.keys_outputs(forward.body, None, {"body"}, None, {"in_features"})
+    assert not arguments.keys_outputs(forward.body, None, {"body"}, None, {"key"})
+    assert arguments.keys_outputs(forward.body, None, {"other"}, None, {"key"})
+
 STAR_BASE = '''\
 import torch
 from torch import nn
