@@ -11,6 +11,7 @@ import ast
 import importlib
 import inspect
 import json
+import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
@@ -55,6 +56,25 @@ class Mapping:
 def ms_object(dotted: str) -> Any:
     """The installed MindSpore object a dotted name denotes, None when it does not exist."""
     return import_object(dotted)
+
+
+@lru_cache(maxsize=256)
+def kept_attributes(dotted: str) -> frozenset[str]:
+    """The attributes the constructors of a MindSpore class (its own and its bases') set
+    on the instance (``self.stride = ...``), read from their source; empty when the class
+    or its source is not there."""
+    cls = ms_object(dotted)
+    if not inspect.isclass(cls):
+        return frozenset()
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        try:
+            source = inspect.getsource(init) if init is not None else ""
+        except (OSError, TypeError):
+            continue
+        found.update(re.findall(r"self\.(\w+)\s*=", source))
+    return frozenset(found)
 
 
 def _signature_names(obj: Any) -> set[str] | None:

@@ -610,8 +610,8 @@ class CellTransformer(cst.CSTTransformer):
 
     def _settings_read(self, node: cst.ClassDef, layer: str | None) -> frozenset[str]:
         """The settings of the torch layer a class subclasses that its own forward reads
-        and MindSpore's layer may not keep under torch's name (``self.dilation``,
-        ``self.ceil_mode`` of a ``MaxPool2d``): none when the class sets them itself,
+        and MindSpore's layer does not keep (``self.dilation``, ``self.ceil_mode`` of a
+        ``MaxPool2d``; a Conv2d keeps its stride): none when the class sets them itself,
         when MindSpore's name differs (``groups`` is read as ``group``), or when the
         layer's own forward runs (``super().forward``), whose attributes must stay
         MindSpore's."""
@@ -623,13 +623,16 @@ class CellTransformer(cst.CSTTransformer):
             return frozenset()
         assert layer is not None
         renamed = _attribute_renames(layer, self.backend)
+        api = apis.lookup(layer, self.backend).api
+        kept = apis.kept_attributes(api) if api else frozenset()  # kept in MindSpore's form
         read = {a.attr.value for a in find_all(node.body, m.Attribute(value=m.Name("self")))
                 if isinstance(a, cst.Attribute)}
         written = {t.attr.value for assign in find_all(node.body, m.AssignTarget(
             m.Attribute(value=m.Name("self")))) if isinstance(assign, cst.AssignTarget)
             for t in [assign.target] if isinstance(t, cst.Attribute)}
         return frozenset(name for name in order if name in read and name not in written
-                         and name not in renamed and name not in ("weight", "bias"))
+                         and name not in renamed and name not in kept
+                         and name not in ("weight", "bias"))
 
     def _base_settings_kept(self, original: cst.SimpleStatementLine
                             ) -> list[cst.SimpleStatementLine]:

@@ -461,30 +461,34 @@ def test_a_layer_subclass_handing_on_its_arguments_gets_the_layers_sizes(
 def test_a_layer_subclass_reading_torch_settings_keeps_them_after_its_base_is_built(
         built: tuple[Path, dict[str, SkeletonResult]]) -> None:
     # MindSpore's MaxPool2d keeps no ``dilation`` or ``ceil_mode``: the values the torch
-    # call gave are set after it, for the subclass's own forward to read, with torch's
-    # stride (a None stride is the kernel size); MindSpore's layer takes no None stride
+    # call gave are set after it, for the subclass's own forward to read; it keeps its
+    # kernel size and stride (a None stride is the kernel size: MindSpore's layer takes
+    # no None stride)
     out, results = built
     written = lines(out, "layers.py")
     start = written.index("class MaxPoolSame(nn.MaxPool2d):") + 2
-    assert written[start:start + 5] == [
+    assert written[start:start + 4] == [
         "super().__init__(kernel_size, kernel_size if stride is None else stride, padding=0, "
         "dilation=dilation, ceil_mode=ceil_mode, pad_mode='pad')",
-        "self.kernel_size = kernel_size",
-        "self.stride = kernel_size if stride is None else stride",
         "self.dilation = dilation",
-        "self.ceil_mode = ceil_mode"]
+        "self.ceil_mode = ceil_mode",
+        ""]
     res = results["MaxPoolSame"]
     assert (res.pynative, res.graph, res.input_shape, res.output_shape) == (
         "pass", "pass", "(2, 3, 32, 32)", "(2, 3, 11, 11)")
 
 
-def test_a_layer_subclass_using_its_bases_forward_keeps_mindspores_settings(
+def test_a_layer_subclass_keeps_the_settings_mindspores_layer_keeps_and_its_own_forward(
         built: tuple[Path, dict[str, SkeletonResult]]) -> None:
-    # GroupNorm1 has no forward of its own: MindSpore's GroupNorm runs on its own settings
-    out, _ = built
+    # GroupNorm1 has no forward of its own: MindSpore's GroupNorm runs on its own settings;
+    # StdConv reads stride, padding and dilation, which MindSpore's Conv2d keeps as tuples
+    out, results = built
     text = (out / "models" / "layers.py").read_text()
-    group_norm = text.split("class GroupNorm1")[1].split("class ")[0]
-    assert "self." not in group_norm.split("super().__init__")[1]
+    for name in ("GroupNorm1", "StdConv"):
+        body = text.split(f"class {name}(")[1].split("\nclass ")[0]
+        init = body.split("super().__init__")[1].split("def construct")[0]
+        assert "self." not in init, name
+    assert results["StdConv"].pynative == "pass"
 
 
 def test_a_layer_norm_subclass_without_a_bias_runs_with_its_own_forward_and_with_its_bases(
