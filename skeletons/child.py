@@ -356,20 +356,25 @@ def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]], search: boo
     if search:
         # depth first: the error of the input just tried is followed next (a rank, then
         # the channels, then the size), within a budget of runs
-        tried = {_shapes(c) for c in candidates}
+        # (a guess tried already is not run again, but its error is followed)
+        tried = {_shapes(c): e for c, e in zip(candidates, errors, strict=True)}
+        seen = {_shapes(candidates[0])}
         stack = [(candidates[0], errors[0])]
         runs = 0
         while stack and runs < _SEARCH_RUNS:
             arrays, error = stack.pop()
             followed = []
             for shaped in asked_for(arrays, error):
-                if _shapes(shaped) in tried or runs >= _SEARCH_RUNS:
+                key = _shapes(shaped)
+                if key in seen or runs >= _SEARCH_RUNS:
                     continue
-                tried.add(_shapes(shaped))
-                runs += 1
-                found = _try_input(ms, cell, shaped)
+                seen.add(key)
+                found = tried.get(key)
                 if found is None:
-                    return as_tensors(ms.Tensor, shaped), True
+                    runs += 1
+                    found = _try_input(ms, cell, shaped)
+                    if found is None:
+                        return as_tensors(ms.Tensor, shaped), True
                 followed.append((shaped, found))
             stack.extend(reversed(followed))
     return as_tensors(ms.Tensor, candidates[0]), False

@@ -178,6 +178,10 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
             job("Volume", [2, 4, 16, 16]), job("Norm", [2, 16]), job("Unpack", [2, 16]),
             job("Attention", [2, 16], [2, 16]), job("Stepped", [2, 16], [2, 16]),
             job("Broken", [2, 16]),
+            # a guess among the alternatives is the shape the first error asks for: it is
+            # not run again, and its own error (three channels) is followed
+            job("Conv", [2, 16]) | {"key": "Alternatives", "alternatives": [
+                [{"shape": [2, 16, 16, 16], "dtype": "float32", "high": 0}]]},
             job("Conv", [2, 16], guessed=False) | {"key": "Given"}]
     got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)}, jobs,
                           timeout=60)
@@ -190,6 +194,7 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
         "Norm": ("pass", "pass", "(2, 64)", True),
         "Unpack": ("pass", "pass", "(2, 16, 16, 16)", True),
         "Attention": ("pass", "pass", "(2, 32), (2, 32)", True),
+        "Alternatives": ("pass", "pass", "(2, 3, 16, 16)", True),
         # four dimensions, three channels, a step that is a number, then 20 x 20
         "Stepped": ("pass", "pass", "(2, 3, 20, 20), 0", True),
         # nothing about the input: no input fits, and the error is the first guess's
