@@ -383,6 +383,9 @@ class Planner(ConstructorFinder):
                 and not self._sequential(cls):
             plan.reason = "no forward method: nothing to run"
             return plan
+        if self._abstract_forward(cls):
+            plan.reason = "its forward is abstract (a base class its subclasses implement)"
+            return plan
         resolved = self.constructor_arguments(cls)
         plan.kwargs = dict(resolved.kwargs)
         plan.synthesized = dict(resolved.synthesized)
@@ -479,6 +482,22 @@ class Planner(ConstructorFinder):
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
         return first, alternatives, guessed
+
+    def _abstract_forward(self, cls: str) -> bool:
+        """``@abstractmethod def forward(self): ...``, or one that only raises
+        NotImplementedError: the class is a base, and running it proves nothing."""
+        qualname = self.model.find_method(cls, "forward")
+        found = self.function_node(qualname) if qualname else None
+        if found is None:
+            return False
+        node = found[0]
+        if any(m.matches(d.decorator, m.Name("abstractmethod") | m.Attribute(
+                attr=m.Name("abstractmethod"))) for d in node.decorators):
+            return True
+        body = [s for s in node.body.body if not m.matches(s, m.SimpleStatementLine(
+            [m.Expr(m.SimpleString() | m.ConcatenatedString())]))]
+        return len(body) == 1 and m.matches(body[0], m.SimpleStatementLine([m.Raise(
+            exc=m.Name("NotImplementedError") | m.Call(func=m.Name("NotImplementedError")))]))
 
     def _takes_star_args(self, cls: str) -> bool:
         """``forward(self, *args)``: it takes inputs its signature does not name."""

@@ -227,6 +227,8 @@ def test_a_translation_error_is_a_failure_whatever_the_input(error: str,
 SOURCES = {
     "__init__.py": "",
     "tables.py": '''\
+from abc import abstractmethod
+
 import torch
 import torch.nn as nn
 
@@ -238,6 +240,17 @@ class BiasTable(nn.Module):
 
     def forward(self):
         return self.table * 2
+
+
+class Base(nn.Module):
+    @abstractmethod
+    def forward(self):
+        """Subclasses give their features."""
+
+
+class Stub(nn.Module):
+    def forward(self, x):
+        raise NotImplementedError
 
 
 class Stack(nn.Module):
@@ -266,3 +279,10 @@ def test_a_forward_without_parameters_runs_without_an_input(built: CellRun) -> N
 def test_a_forward_taking_star_args_still_gets_an_input(built: CellRun) -> None:
     res = built[1]["Stack"]
     assert (res.pynative, res.input_shape) == ("pass", "(2, 8)")
+
+
+def test_a_base_class_whose_forward_is_abstract_is_not_run(built: CellRun) -> None:
+    for name in ("Base", "Stub"):
+        res = built[1][name]
+        assert (res.status, res.error) == (
+            "unverified", "its forward is abstract (a base class its subclasses implement)")
