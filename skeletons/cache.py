@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from msready.analyzer.scan import default_cache_dir
+from msready.skeletons.runner import STOPPED_FROM_OUTSIDE
 from msready.skeletons.values import OBJECT_KEY
 
 
@@ -179,9 +180,10 @@ class CellCache:
 
     def put(self, job: dict[str, Any], outcome: dict[str, Any]) -> None:
         """Store an outcome, a time-out or a crash too (a big network compiles as slowly
-        next time; ``--no-cache`` runs it again), but not a child that could not start."""
+        next time; ``--no-cache`` runs it again), but not a child that could not start or
+        that someone else stopped."""
         error = str(outcome.get("error") or "")
-        if not self.enabled or "cannot start" in error:
+        if not self.enabled or "cannot start" in error or STOPPED_FROM_OUTSIDE in error:
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,12 @@ def _watch(proc: subprocess.Popen[str], limit: int, over: threading.Event) -> No
         over.wait(_WATCH_EVERY)
 
 
+# A child ended by a signal someone else sent (the scan interrupted, a CI job cancelled):
+# not the Cell's failure, and never cached.
+STOPPED_FROM_OUTSIDE = "the child process was stopped from outside"
+_FROM_OUTSIDE = frozenset({-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP})
+
+
 def run_jobs(entry: str, job: dict[str, Any], cells: list[dict[str, Any]],
              timeout: float = CELL_TIMEOUT,
              memory: int = CELL_MEMORY) -> dict[str, dict[str, Any]]:
@@ -107,6 +114,9 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
                 proc.wait(timeout=10)
                 last = tail[-1] if tail else f"exit code {proc.returncode}"
                 error = f"the child process crashed ({last[:200]})"
+                if proc.returncode in _FROM_OUTSIDE and not over.is_set():
+                    error = (f"{STOPPED_FROM_OUTSIDE} (signal {-proc.returncode}): the Cell "
+                             "did not run to its end")
                 if over.is_set():
                     if i > 0:  # what the Cells before it left may be the excess: a new
                         return  # child runs it first

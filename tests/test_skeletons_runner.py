@@ -47,6 +47,14 @@ class Hog(nn.Cell):
         return x + float(held[-1])
 
 
+class Stopped(nn.Cell):
+    def construct(self, x):
+        import signal
+        os.kill(os.getpid(), signal.SIGTERM)  # as a cancelled job's would be
+        time.sleep(5)
+        return x
+
+
 class GraphOnlyFails(nn.Cell):
     def construct(self, x):
         try:
@@ -103,8 +111,23 @@ def test_a_time_out_is_cached_but_a_child_that_could_not_start_is_not(tmp_path: 
     store.put(slow, {"pynative": "fail", "graph": "fail", "error": "timed out after 60 s"})
     store.put(broken, {"pynative": "fail", "graph": "fail",
                        "error": "cannot start the child process: [Errno 12]"})
+    stopped = {"key": "m.Stopped", "inputs": [[2, 3]]}
+    store.put(stopped, {"pynative": "fail", "graph": "fail",
+                        "error": f"{runner.STOPPED_FROM_OUTSIDE} (signal 15): the Cell did "
+                                 "not run to its end"})
     assert (store.get(slow) or {}).get("error") == "timed out after 60 s"
     assert store.get(broken) is None
+    assert store.get(stopped) is None
+
+
+def test_a_child_stopped_from_outside_is_not_a_crash_of_the_cell(tmp_path: Path) -> None:
+    # SIGTERM (a scan interrupted, a CI job cancelled): said as such, and never cached
+    (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("Stopped"), job("Good", {"width": 4})], timeout=60)
+    assert got["Stopped"]["error"] == (f"{runner.STOPPED_FROM_OUTSIDE} (signal 15): the Cell "
+                                       "did not run to its end")
+    assert got["Good"]["pynative"] == "pass"
 
 
 SCRIPT = '''\
