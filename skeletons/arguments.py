@@ -23,12 +23,13 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
 
-from msready.analyzer.syntax import find_all, read_with
+from msready.analyzer.syntax import code, find_all, read_with
 from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
 
 __all__ = ["NAMES", "UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve",
@@ -463,21 +464,17 @@ def _walks(walked: cst.BaseExpression, target: cst.BaseExpression
     return [(walked, target)]
 
 
-def _text(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
 def _dictionaries(body: cst.CSTNode) -> set[str]:
     """The names (and ``self.`` attributes) a function uses as dictionaries: walked with
     ``.items()``, ``.keys()`` or ``.values()``, or assigned a dictionary."""
-    out = {_text(call.func.value) for call in find_all(body, m.Call(func=m.Attribute(
+    out = {code(call.func.value) for call in find_all(body, m.Call(func=m.Attribute(
         attr=m.Name("items") | m.Name("keys") | m.Name("values")))) if isinstance(
         call, cst.Call) and isinstance(call.func, cst.Attribute)}
     made = m.Dict() | m.DictComp() | m.Call(func=m.Name("dict") | m.Name("OrderedDict")
                                             | m.Attribute(attr=m.Name("ModuleDict")))
     for assign in find_all(body, m.Assign(targets=[m.AssignTarget()], value=made)):
         assert isinstance(assign, cst.Assign)
-        out.add(_text(assign.targets[0].target))
+        out.add(code(assign.targets[0].target))
     return out
 
 
@@ -508,8 +505,7 @@ def keys_outputs(body: cst.CSTNode, network: str | None, network_aliases: set[st
     ``net.output_shape()``) by a names parameter or by its items: ``features =
     self.bottom_up(x)`` then ``features[f] for f in self.in_features``, or
     ``net.output_shape()[in_feature]``. ``name`` None: only its ``self.`` attributes."""
-    def ref(node: cst.BaseExpression) -> bool:
-        return _is_ref(node, name, aliases)
+    ref = partial(_is_ref, name=name, aliases=aliases)
 
     def output(node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and (
@@ -546,8 +542,7 @@ def takes_any_names(body: cst.CSTNode, name: str | None, aliases: set[str]) -> b
     children``, ``if name in out_features``), looks them up (``table.get(f)``), or
     hands them to something that is no builtin of sequences (``nn.Linear(d,
     out_features)`` takes a size)."""
-    def ref(node: cst.BaseExpression) -> bool:
-        return _is_ref(node, name, aliases)
+    ref = partial(_is_ref, name=name, aliases=aliases)
 
     items = _item_names(body, ref)
 
@@ -579,8 +574,7 @@ def _walked_by_items(body: cst.CSTNode, name: str | None,
     ``features[p[-1]]``, ``if k in p`` over a dictionary's keys), and whether the
     parameter keys one itself (``features[p]``). A list of positions keys a list: only a
     parameter named for names (``in_features``) or a dictionary being keyed counts."""
-    def ref(node: cst.BaseExpression) -> bool:
-        return _is_ref(node, name, aliases)
+    ref = partial(_is_ref, name=name, aliases=aliases)
 
     items = _item_names(body, ref)
     dicts = _dictionaries(body)
@@ -590,19 +584,19 @@ def _walked_by_items(body: cst.CSTNode, name: str | None,
     for sub in find_all(body, m.Subscript()):
         assert isinstance(sub, cst.Subscript)
         key = _index(sub)
-        if key is None or ref(sub.value) or not (named or _text(sub.value) in dicts):
+        if key is None or ref(sub.value) or not (named or code(sub.value) in dicts):
             continue
         if (isinstance(key, cst.Name) and key.value in items) or (
                 isinstance(key, cst.Subscript) and ref(key.value)):
             by_items = True
         elif ref(key):
             by_itself = True
-    keys = {_text(t.elements[0].value) if isinstance(t, cst.Tuple) and t.elements
-            else _text(t) for walked, t in _loops(body) if m.matches(walked, m.Call(
+    keys = {code(t.elements[0].value) if isinstance(t, cst.Tuple) and t.elements
+            else code(t) for walked, t in _loops(body) if m.matches(walked, m.Call(
                 func=m.Attribute(attr=m.Name("items") | m.Name("keys"))))}
     for test in find_all(body, m.Comparison()):
         assert isinstance(test, cst.Comparison)
-        if _text(test.left) in keys and any(
+        if code(test.left) in keys and any(
                 isinstance(c.operator, (cst.In, cst.NotIn)) and ref(c.comparator)
                 for c in test.comparisons):
             by_items = True  # ``{k: v for k, v in shapes.items() if k in p}``
@@ -614,8 +608,7 @@ def walked_as_mapping(body: cst.CSTNode, name: str | None,
     """Whether a parameter is used as a dictionary (``p.items()``, ``p[f]`` with ``f``
     one of some names: ``for f in self.in_features``), and the loop names of its values
     (``for k, v in p.items()``, ``for v in p.values()``)."""
-    def ref(node: cst.BaseExpression) -> bool:
-        return _is_ref(node, name, aliases)
+    ref = partial(_is_ref, name=name, aliases=aliases)
 
     mapping = any(ref(call.func.value) for call in find_all(body, m.Call(
         func=m.Attribute(attr=m.Name("items") | m.Name("keys") | m.Name("values"))))
@@ -629,7 +622,7 @@ def walked_as_mapping(body: cst.CSTNode, name: str | None,
         if ref(sub.value) and isinstance(key, cst.Name) and key.value in names_of:
             mapping = True
     # ``shapes = sorted(p.items(), key=...)``: a list of the (name, record) pairs
-    pairs = {_text(a.targets[0].target) for a in find_all(body, m.Assign(
+    pairs = {code(a.targets[0].target) for a in find_all(body, m.Assign(
         targets=[m.AssignTarget(m.Name())])) if isinstance(a, cst.Assign) and any(
             isinstance(w, cst.Call) and isinstance(w.func, cst.Attribute)
             and w.func.attr.value == "items" and ref(w.func.value)

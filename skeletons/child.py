@@ -192,11 +192,16 @@ def _class_in_main(module: Any, name: str) -> Any:
         found = next((c for c in ast.walk(node) if isinstance(c, ast.ClassDef)
                       and c.name == name), None)
         if found is not None:
-            space = dict(vars(module))
-            exec(compile(ast.Module([found], []), path, "exec",
-                         flags=__future__.annotations.compiler_flag, dont_inherit=True), space)
-            return space[name]
+            return _defined(module, found, path)
     raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+
+def _defined(module: Any, node: ast.ClassDef, path: str) -> Any:
+    """The class ``node`` defines, executed on its own in a copy of the module's names."""
+    space = dict(vars(module))
+    exec(compile(ast.Module([node], []), path, "exec",
+                 flags=__future__.annotations.compiler_flag, dont_inherit=True), space)
+    return space[node.name]
 
 
 def _class_in_function(module: Any, function: Any, name: str) -> Any:
@@ -209,11 +214,7 @@ def _class_in_function(module: Any, function: Any, name: str) -> Any:
                   and node.name == name), None)
     if found is None:
         raise AttributeError(f"{function.__name__}() defines no class {name}")
-    space = dict(vars(module))
-    code = compile(ast.Module([found], []), inspect.getsourcefile(function) or "<cell>", "exec",
-                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
-    exec(code, space)
-    return space[name]
+    return _defined(module, found, inspect.getsourcefile(function) or "<cell>")
 
 
 class _NotBuilt(Exception):
@@ -241,7 +242,8 @@ def _build(cls: Any, job: dict[str, Any]) -> tuple[Any, dict[str, Any], int]:
         raise _NotBuilt(first, last) from first
 
 
-def _first_output(value: Any) -> Any:
+def first_output(value: Any) -> Any:
+    """The first tensor of a Cell's output (of a tuple, list or dictionary of them)."""
     while isinstance(value, (tuple, list, dict)) and value:
         value = next(iter(value.values())) if isinstance(value, dict) else value[0]
     return value
@@ -283,7 +285,7 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
         watch = _Watch(cell, job) if field == "pynative" else None
         try:
             try:
-                out = _first_output(cell(*inputs))
+                out = first_output(cell(*inputs))
             finally:
                 if watch is not None:
                     watch.stop()
@@ -387,12 +389,12 @@ _SEARCH_RUNS = 16
 def _try_input(ms: Any, cell: Any, arrays: list[Any]) -> str | None:
     """None when the Cell runs on ``arrays`` in PyNative mode, else the error's first line."""
     inputs = as_tensors(ms.Tensor, arrays)
-    error = "no run"
+    error = ""
     # PyNative runs kernels asynchronously: an error of the input before may surface in
     # this one's run, so a failure is flushed and the input tried again
     for _ in range(2):
         try:
-            out = _first_output(cell(*inputs))
+            out = first_output(cell(*inputs))
             if hasattr(out, "asnumpy"):
                 out.asnumpy()
             return None
@@ -413,9 +415,10 @@ _RANK = (re.compile(r"shape size must be equal to (\d+), but got (\d+)"),
          re.compile(r"in_shape must have (\d+) dims, but got (\d+)"),
          re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)"),
          re.compile(r"too many values to unpack \(expected (\d+)\)"))
-_LEAST_RANK = (re.compile(r"input dims .* must be greater than or equal to (\d+), but got"),
-               re.compile(r"axis value must be in \[-\d+,\s*\d+\), but got (\d+)"),
-               re.compile(r"too many indices for tensor of dimension\s*(\d+)"))
+# (with what to add to the number read for the least rank: an axis, or a rank too small)
+_LEAST_RANK = ((re.compile(r"input dims .* must be greater than or equal to (\d+), but got"), 0),
+               (re.compile(r"axis value must be in \[-\d+,\s*\d+\), but got (\d+)"), 1),
+               (re.compile(r"too many indices for tensor of dimension\s*(\d+)"), 1))
 # Channels (the second dimension): a convolution's weight, a batch or group norm's scale.
 _CONV = re.compile(r"'C_in' of input 'weight' shape: (\d+), but got 'C_in' of input 'x' "
                    r"shape: (\d+), and 'group': (\d+)")
@@ -487,9 +490,9 @@ def _ranks(error: str, rank: int) -> list[int]:
     for pattern in _RANK:
         if (found := pattern.search(error)) is not None:
             return [int(found.group(1))]
-    for pattern in _LEAST_RANK:
+    for pattern, past in _LEAST_RANK:
         if (found := pattern.search(error)) is not None:
-            least = int(found.group(1)) + (0 if "greater than" in error else 1)
+            least = int(found.group(1)) + past
             return [r for r in (4, least, least + 1) if r >= max(least, rank + 1)][:2]
     return []
 

@@ -42,11 +42,6 @@ from msready.skeletons.values import (
 SUPER_INIT = m.Attribute(value=m.Call(func=m.Name("super")), attr=m.Name("__init__"))
 
 
-def order_names(params: list[tuple[str, object, bool]]) -> set[str]:
-    """The names of a signature's parameters."""
-    return {name for name, _, _ in params}
-
-
 class ConstructorFinder:
     """Finds constructor arguments for the repository's Module classes."""
 
@@ -83,6 +78,15 @@ class ConstructorFinder:
         table = self.model.class_module if kind == "class" else self.model.function_module
         module = table.get(qualname)
         return self.model.modules.get(module) if module else None
+
+    def method_node(self, cls: str, method: str, own: bool = False
+                    ) -> tuple[cst.FunctionDef, FileResult] | None:
+        """The node of the method ``cls`` runs under that name (its own or a base's; with
+        ``own``, only one ``cls`` defines itself)."""
+        qualname = self.model.find_method(cls, method)
+        if qualname is None or (own and qualname != f"{cls}.{method}"):
+            return None
+        return self.function_node(qualname)
 
     def function_node(self, qualname: str) -> tuple[cst.FunctionDef, FileResult] | None:
         """The libcst definition of a repository method (``pkg.mod.Class.method``)."""
@@ -155,8 +159,7 @@ class ConstructorFinder:
     def _call_arities(self, cls: str, param: str) -> set[int]:
         """How many positional arguments ``cls`` calls its parameter with (``param(x)``
         in the constructor, ``self.<stored>(x, t)`` in any method)."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         if found is None:
             return set()
         aliases = arguments.stored_as(param, found[0])
@@ -172,8 +175,7 @@ class ConstructorFinder:
 
     def _accepts(self, cls: str, arities: set[int]) -> bool:
         """True when ``cls.forward`` can be called with each number of positional arguments."""
-        forward = self.model.find_method(cls, "forward")
-        found = self.function_node(forward) if forward else None
+        found = self.method_node(cls, "forward")
         if found is None:
             return False
         params = found[0].params
@@ -254,8 +256,7 @@ class ConstructorFinder:
         """The constructor parameter a network takes the names of its outputs by
         (``out_features=None``, ``out_feature="last"``) when it can be given any names,
         and whether it takes several."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         sig = self._signature(cls, "__init__")
         if found is None or sig is None:
             return None
@@ -527,8 +528,7 @@ class ConstructorFinder:
     def config_for(self, cls: str, param: str) -> ConfigValue | None:
         """A configuration object for a constructor parameter read as ``param.<field>``:
         the repository class whose field defaults cover every field read."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         if found is None:
             return None
         needed = attributes_read(found[0].body, param)
@@ -601,7 +601,7 @@ class ConstructorFinder:
                     # a network that gives one name: the class reads that one
                     resolved.kwargs[keyed] = resolved.synthesized[keyed] = (network[1],)
         for name, value in self._keywords_read(cls).items():
-            if name not in resolved.kwargs and name not in order_names(params):
+            if name not in resolved.kwargs and name not in owner:  # not a parameter
                 resolved.kwargs[name] = resolved.synthesized[name] = value
         self._meet_requirements(cls, params, resolved)
         order = {name: i for i, (name, _, _) in enumerate(params)}
@@ -612,8 +612,7 @@ class ConstructorFinder:
     def _holds_layer(self, cls: str, name: str) -> bool:
         """True when ``cls``'s constructor stores its parameter ``name`` without calling
         it (``self.module = module``): a layer, not a factory of layers."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init == f"{cls}.__init__" else None
+        found = self.method_node(cls, "__init__", own=True)
         return found is not None and bool(arguments.stored_as(name, found[0])) and \
             not arguments.usage(name, found[0]).called
 
@@ -622,8 +621,7 @@ class ConstructorFinder:
         a default (``conv_kwargs = dict(norm_layer=block_kwargs.get('norm_layer'))``),
         made up by their names when the name says what they are (a layer factory: a
         layer that keeps its input's shape; a size)."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init == f"{cls}.__init__" else None
+        found = self.method_node(cls, "__init__", own=True)
         star = found[0].params.star_kwarg if found else None
         if found is None or star is None:
             return {}
@@ -650,8 +648,7 @@ class ConstructorFinder:
         """The parameter of ``cls``, made up as names, that it reads what its ``network``
         parameter returns by (``features = self.bottom_up(x)``, ``features[f] for f in
         self.in_features``; ``bottom_up.output_shape()[f]``)."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         if found is None:
             return None
         node = found[0]
@@ -672,8 +669,7 @@ class ConstructorFinder:
         """Synthesized numbers, and None defaults the constructor insists on, changed so
         that its ``assert`` statements and ``if ...: raise`` guards pass (WideResNet's
         ``assert (depth - 4) % 6 == 0`` takes depth=4, not 1)."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init == f"{cls}.__init__" else None
+        found = self.method_node(cls, "__init__", own=True)
         required = arguments.requirements(found[0]) if found else []
         if not required:
             return
@@ -694,8 +690,7 @@ class ConstructorFinder:
         ``**kwargs`` to, with the base's parameters ``cls`` neither declares nor gives
         itself: ``super().__init__(model, *args, **kwargs)`` leaves the base's
         ``image_size`` to the caller. Bases that hand theirs on in turn follow."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         kwargs = found[0].params.star_kwarg if found else None
         if found is None or kwargs is None:
             return
@@ -721,8 +716,7 @@ class ConstructorFinder:
         (``block: Union[BasicBlock, Bottleneck]``, ``Type[Block]``) when the constructor
         uses the parameter as a class: it never keeps it as a built network, and reads
         only the class's own attributes (``block.expansion``)."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         if found is None:
             return None
         node, file = found
@@ -763,8 +757,7 @@ class ConstructorFinder:
     def passes_through(self, cls: str) -> bool:
         """True when a torch layer subclass takes the layer's arguments as they are: no
         constructor of its own, or one that hands on ``*args`` / ``**kwargs``."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         if found is None:
             return True
         params = found[0].params
@@ -794,16 +787,14 @@ class ConstructorFinder:
     def _positional_names(self, cls: str) -> list[str]:
         """The parameters of ``cls``'s constructor a positional argument can bind, after
         ``self`` (keyword-only ones never are)."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         if found is None:
             return []
         params = found[0].params
         return [p.name.value for p in [*params.posonly_params, *params.params][1:]]
 
     def _param_usage(self, cls: str, name: str, depth: int) -> arguments.Usage:
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         if found is None:
             return arguments.Usage()
         node, file = found

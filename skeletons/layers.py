@@ -21,6 +21,7 @@ from msready.analyzer.apitable import load_table, synonym
 from msready.analyzer.conversion import CELL, TorchCall, neutral_arg, plan_call
 from msready.analyzer.conversion_plan import RUNTIME_PADDING
 from msready.analyzer.facts import Arg, CallKind
+from msready.analyzer.syntax import code
 from msready.skeletons import apis
 
 ArgList = list[tuple[str | None, cst.BaseExpression]]
@@ -232,7 +233,7 @@ def upsample(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     fixed: ArgList = []
     for k, v in rewrite.args:
         if k == "scale_factor" and not m.matches(v, m.Float() | m.Tuple() | m.Name("None")):
-            v = expr(f"float({_code(v)})")
+            v = expr(f"float({code(v)})")
         fixed.append((k, v))
     rewrite.args = fixed
     return rewrite
@@ -311,8 +312,8 @@ ENGINE_INITS = tuple(f"torch.nn.init.{name}{end}" for name in (
 
 def _engine_arg(key: str | None, value: cst.BaseExpression) -> Arg:
     if key == "**":
-        return neutral_arg(None, _code(value), "**")
-    return neutral_arg(key, _code(value))
+        return neutral_arg(None, code(value), "**")
+    return neutral_arg(key, code(value))
 
 
 @handler(*ENGINE_APIS)
@@ -335,7 +336,7 @@ def one_engine(call: CallIn, mapping: apis.Mapping) -> Rewrite:
         return generic(call, mapping)
     out: ArgList = [("**" if a.star == "**" else a.keyword.value if a.keyword else None,
                      a.value) for a in node.args]
-    return Rewrite(_code(node.func), out, [("MS100", f"{call.torch}: {t}") for t in plan.todos])
+    return Rewrite(code(node.func), out, [("MS100", f"{call.torch}: {t}") for t in plan.todos])
 
 
 # Tensor methods converted by the engine, as ``x.var(...)`` with the receiver's code.
@@ -350,7 +351,7 @@ def engine_method(method: str, receiver: cst.BaseExpression, args: ArgList,
     if entry is None or method not in ENGINE_METHODS or entry.target(backend).api is None:
         return None
     call = TorchCall(tuple(_engine_arg(k, v) for k, v in args), CallKind.TENSOR_METHOD,
-                     _code(receiver))
+                     code(receiver))
     try:
         return cst.parse_expression(plan_call(call, entry, backend, options=CELL).rewrite)
     except cst.ParserSyntaxError:
@@ -463,6 +464,3 @@ def attention_call(args: ArgList) -> tuple[ArgList, list[tuple[str, str]]]:
     torch returns ``(output, None)``; keep the weights so the unpacking still works."""
     return [(k, v) for k, v in args if k != "need_weights"], []
 
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)

@@ -11,6 +11,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.apitable import synonym
+from msready.analyzer.syntax import code
 from msready.skeletons import apis
 from msready.skeletons.adapters import TO
 from msready.skeletons.layers import ArgList, expr
@@ -29,17 +30,13 @@ def method_fix(*names: str) -> Callable[[MethodFix], MethodFix]:
     return register
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
 def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
     return cst.Arg(value, keyword=cst.Name(name), equal=cst.AssignEqual(
         cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
 
 
 def _is_dtype(node: cst.BaseExpression) -> bool:
-    text = _code(node)
+    text = code(node)
     return text.startswith("mindspore.") and text.rsplit(".", 1)[-1][:1].islower()
 
 
@@ -165,7 +162,7 @@ def tensor_type(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpressi
 @method_fix("detach")
 def detach(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.detach()`` -> ``ops.stop_gradient(x)``."""
-    return expr(f"ops.stop_gradient({_code(receiver)})")
+    return expr(f"ops.stop_gradient({code(receiver)})")
 
 
 @method_fix("transpose")
@@ -263,7 +260,7 @@ _OPERATORS = ("add_", "sub_", "mul_", "div_", "pow_")  # one operand, written as
 
 def _operand(node: cst.BaseExpression) -> str:
     """The expression's code, in parentheses unless it is a single term."""
-    text = _code(node)
+    text = code(node)
     simple = (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.Integer, cst.Float)
     return text if isinstance(node, simple) else f"({text})"
 
@@ -289,7 +286,7 @@ def _fill(method: str) -> MethodFix:
             return cst.Call(cst.Name(_FILLS[method]), [cst.Arg(receiver), *rest])
         if method in _OPERATORS and (len(args) != 1 or args[0][0]):
             return None  # ``add_(y, alpha=2)``: left as written
-        text = ", ".join(f"{k}={_code(v)}" if k else _code(v) for k, v in args)
+        text = ", ".join(f"{k}={code(v)}" if k else code(v) for k, v in args)
         if method in _OPERATORS:
             text = _operand(args[0][1])
         value = _COMPUTED[method].format(x=_operand(receiver), args=text)

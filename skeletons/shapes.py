@@ -80,8 +80,7 @@ class Planner(ConstructorFinder):
                                               Sequence[cst.BaseStatement]] | None:
         """``cls.__init__`` (its own or inherited), its file and its statements (none for
         a one-line body)."""
-        init = self.model.find_method(cls, "__init__")
-        found = self.function_node(init) if init else None
+        found = self.method_node(cls, "__init__")
         if found is None:
             return None
         body = found[0].body
@@ -207,8 +206,7 @@ class Planner(ConstructorFinder):
     def _forward_input(self, cls: str) -> tuple[cst.FunctionDef, FileResult, str] | None:
         """``cls``'s forward (its own or inherited), its file, and the name of its first
         input parameter; None without a forward or an input."""
-        qualname = self.model.find_method(cls, "forward")
-        found = self.function_node(qualname) if qualname else None
+        found = self.method_node(cls, "forward")
         if found is None:
             return None
         node, file = found
@@ -486,8 +484,7 @@ class Planner(ConstructorFinder):
     def _abstract_forward(self, cls: str) -> bool:
         """``@abstractmethod def forward(self): ...``, or one that only raises
         NotImplementedError: the class is a base, and running it proves nothing."""
-        qualname = self.model.find_method(cls, "forward")
-        found = self.function_node(qualname) if qualname else None
+        found = self.method_node(cls, "forward")
         if found is None:
             return False
         node = found[0]
@@ -501,8 +498,7 @@ class Planner(ConstructorFinder):
 
     def _takes_star_args(self, cls: str) -> bool:
         """``forward(self, *args)``: it takes inputs its signature does not name."""
-        qualname = self.model.find_method(cls, "forward")
-        found = self.function_node(qualname) if qualname else None
+        found = self.method_node(cls, "forward")
         return found is not None and isinstance(found[0].params.star_arg, cst.Param)
 
     def _as_lists(self, cls: str, required: list[str], first: list[InputSpec | None],
@@ -617,8 +613,7 @@ class Planner(ConstructorFinder):
     def _forward_params(self, cls: str,
                         test: Callable[[cst.FunctionDef, cst.Param], bool]) -> set[str]:
         """The names of ``cls``'s forward parameters after ``self`` that pass ``test``."""
-        qualname = self.model.find_method(cls, "forward")
-        found = self.function_node(qualname) if qualname else None
+        found = self.method_node(cls, "forward")
         if found is None:
             return set()
         node = found[0]

@@ -10,7 +10,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.repo import TORCH_ROOTS
-from msready.analyzer.syntax import find_all
+from msready.analyzer.syntax import code, find_all
 from msready.skeletons.adapters import STAND_IN
 from msready.skeletons.arguments import argparse_defaults
 from msready.skeletons.layers import expr
@@ -23,11 +23,6 @@ Todo = tuple[str, str]
 def is_torch(name: str | None) -> bool:
     """True for a fully qualified torch / torchvision name."""
     return name is not None and name.split(".")[0] in TORCH_ROOTS
-
-
-def code(node: cst.CSTNode) -> str:
-    """The source text of a node."""
-    return cst.Module([]).code_for_node(node)
 
 
 def todo_line(rule: str, reason: str) -> cst.EmptyLine:

@@ -21,15 +21,10 @@ from msready.skeletons.child import (
     attribute_path,
     build_kwargs,
     first_line,
+    first_output,
     import_module,
     input_candidates,
 )
-
-
-def _first_output(value: Any) -> Any:
-    while isinstance(value, (tuple, list, dict)) and value:
-        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
-    return value
 
 
 def _run_fitting(torch: Any, net: Any, candidates: list[list[Any]]) -> tuple[Any, list[Any]]:
@@ -39,7 +34,7 @@ def _run_fitting(torch: Any, net: Any, candidates: list[list[Any]]) -> tuple[Any
         inputs = as_tensors(torch.from_numpy, arrays)
         try:
             with torch.no_grad():
-                return _first_output(net(*inputs)), arrays
+                return first_output(net(*inputs)), arrays
         except Exception as exc:  # the size does not fit: try the next one
             error = error or exc
     assert error is not None

@@ -19,7 +19,7 @@ from msready.analyzer.localvalues import is_torch_metadata
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import MINDSPORE_REQUIRES, RepositoryModel
-from msready.analyzer.syntax import find_all
+from msready.analyzer.syntax import code, find_all
 from msready.skeletons import (
     adapters,
     apis,
@@ -29,6 +29,7 @@ from msready.skeletons import (
     held_layers,
     module_level,
 )
+from msready.skeletons.constructors import SUPER_INIT
 from msready.skeletons.layers import (
     CALL_FIXES,
     ENGINE_METHODS,
@@ -56,7 +57,6 @@ from msready.skeletons.statements import (
     FileTranslation,
     Todo,
     buffer,
-    code,
     import_fallback,
     is_torch,
     keep_top,
@@ -603,8 +603,7 @@ class CellTransformer(cst.CSTTransformer):
         adapter = adapters.VALUE_ADAPTED.get(layer or "")
         if adapter is None:
             return None
-        starred = m.Call(func=m.Attribute(value=m.Call(func=m.Name("super")),
-                                          attr=m.Name("__init__")),
+        starred = m.Call(func=SUPER_INIT,
                          args=[m.ZeroOrMore(), m.Arg(star=m.MatchIfTrue(bool)), m.ZeroOrMore()])
         return adapter if find_all(node.body, starred) else None
 
@@ -641,9 +640,8 @@ class CellTransformer(cst.CSTTransformer):
         torch call gave, when it is a name or a constant."""
         settings = self._base_settings[-1] if self._base_settings else frozenset()
         if not settings or not self._functions or self._functions[-1] != "__init__" or \
-                len(original.body) != 1 or not m.matches(original.body[0], m.Expr(m.Call(
-                    func=m.Attribute(value=m.Call(func=m.Name("super")),
-                                     attr=m.Name("__init__"))))):
+                len(original.body) != 1 or not m.matches(original.body[0],
+                                                         m.Expr(m.Call(func=SUPER_INIT))):
             return []
         statement = original.body[0]
         assert isinstance(statement, cst.Expr) and self._layer_bases[-1] is not None
@@ -651,7 +649,6 @@ class CellTransformer(cst.CSTTransformer):
         assert isinstance(call, cst.Call)
         order = apis.torch_order(self._layer_bases[-1]) or ()
         given: dict[str, cst.BaseExpression] = {}
-        kernel: cst.BaseExpression | None = None
         for index, arg in enumerate(call.args):
             if arg.star:
                 break
@@ -659,14 +656,6 @@ class CellTransformer(cst.CSTTransformer):
                 order[index] if index < len(order) else None)
             if name in settings and _plain_value(arg.value):
                 given[name] = arg.value
-            if name == "kernel_size":
-                kernel = arg.value
-        stride = given.get("stride")
-        if "Pool" in self._layer_bases[-1] and isinstance(stride, cst.Name) and \
-                stride.value != "None" and kernel is not None:
-            # torch's pooling keeps its kernel size as the stride a None stride means
-            given["stride"] = cst.IfExp(test=cst.Comparison(stride, [cst.ComparisonTarget(
-                cst.Is(), cst.Name("None"))]), body=kernel, orelse=stride)
         return [cst.SimpleStatementLine([cst.Assign(
             [cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))], value)])
             for name, value in given.items()]
@@ -1328,8 +1317,7 @@ class CellTransformer(cst.CSTTransformer):
         base = self._layer_bases[-1] if self._layer_bases else None
         if self._adapter_bases and self._adapter_bases[-1]:
             return None  # the adapter base takes torch's arguments as they are
-        if base is None or not m.matches(original.func, m.Attribute(
-                value=m.Call(func=m.Name("super")), attr=m.Name("__init__"))):
+        if base is None or not m.matches(original.func, SUPER_INIT):
             return None
         new = self._torch_call(base, call)
         return new.with_changes(func=call.func) if isinstance(new, cst.Call) else None
