@@ -94,6 +94,13 @@ def _from_entry(entry: ApiEntry, backend: str) -> Mapping:
                    target.platforms, entry.suggestion or entry.notes)
 
 
+def _synonym_renames(obj: Any) -> dict[str, str]:
+    """torch keywords -> the names ``obj`` takes for them, by the table's synonyms."""
+    names = _signature_names(obj)
+    return {} if names is None else {
+        old: new for old in param_synonyms() if (new := synonym(old, names)) is not None}
+
+
 def _fallback(name: str) -> Mapping:
     for prefix, candidates in _FALLBACK:
         if not name.startswith(prefix):
@@ -103,10 +110,7 @@ def _fallback(name: str) -> Mapping:
             obj = ms_object(base + rest)
             if obj is None:
                 continue
-            names = _signature_names(obj)
-            renames = {} if names is None else {
-                old: new for old in param_synonyms() if (new := synonym(old, names)) is not None}
-            return Mapping(name, base + rest, renames, from_table=False,
+            return Mapping(name, base + rest, _synonym_renames(obj), from_table=False,
                            note="same name in the installed MindSpore (not in the API table)")
         break
     return Mapping(name, None, from_table=False)
@@ -126,10 +130,27 @@ def lookup(name: str, backend: str) -> Mapping:
     # A member of a family mapped to a namespace (``torch.nn.functional.x`` -> ``ops``):
     # the member of that namespace when MindSpore has one, else nothing to call.
     member = name[len(family.torch.rstrip(".")) + 1:]
-    if mapping.api is None or not isinstance(ms_object(mapping.api), ModuleType):
+    if mapping.api is None:
         return mapping
-    target = f"{mapping.api}.{member}"
-    return replace(mapping, api=target if ms_object(target) is not None else None)
+    if isinstance(ms_object(mapping.api), ModuleType):
+        target = f"{mapping.api}.{member}"
+        return replace(mapping, api=target if ms_object(target) is not None else None)
+    # A family mapped to one class names where its members live, not what they become
+    # (``torch.distributions.Normal`` is no ``Distribution()``): the member of that
+    # class's namespace with the same name (``distribution.Normal``), else the class
+    # itself only for the member it is (``torch.profiler.profile``), else nothing.
+    # (A family mapped to one function, ``torch.jit.`` to ``mindspore.jit``, keeps it.)
+    *modules, member = [family.torch.rstrip(".").rpartition(".")[2], *member.split(".")]
+    if not inspect.isclass(ms_object(mapping.api)) or member.startswith("_") or not all(
+            part.islower() for part in modules):
+        return mapping  # torch.nn.Module.train: a member of a class, not of a namespace
+    namespace, _, own = mapping.api.rpartition(".")
+    target = f"{namespace}.{member}"
+    found = ms_object(target)
+    if found is not None and target != mapping.api:
+        return replace(mapping, api=target, renames={**_synonym_renames(found),
+                                                     **mapping.renames})
+    return mapping if member == own else replace(mapping, api=None)
 
 
 def canonical(name: str) -> str:

@@ -19,7 +19,7 @@ from msready.analyzer.localvalues import is_torch_metadata
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import MINDSPORE_REQUIRES, RepositoryModel
-from msready.analyzer.syntax import code, find_all
+from msready.analyzer.syntax import code, descendants, find_all
 from msready.skeletons import (
     adapters,
     apis,
@@ -721,6 +721,8 @@ class CellTransformer(cst.CSTTransformer):
         self._narrowed.pop()
         if self._classes and self._classes[-1] and updated_node.name.value == "forward":
             return updated_node.with_changes(name=cst.Name("construct"))
+        if self._classes and self._classes[-1] and updated_node.name.value == "__getattr__":
+            return _lookup_misses_are_attribute_errors(updated_node)
         return updated_node
 
     # ----- gradient contexts and decorators -------------------------------------------
@@ -1573,6 +1575,25 @@ def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, bac
     module = parsed.module.visit(transformer)
     return FileTranslation(module.code, transformer.cells, transformer.all_todos,
                            list(transformer.dropped))
+
+
+def _lookup_misses_are_attribute_errors(method: cst.FunctionDef) -> cst.FunctionDef:
+    """A Cell's ``__getattr__`` that looks a name up in a dictionary raises AttributeError
+    for a missing key. MindSpore's Cell asks for attributes with ``hasattr`` (``bprop``)
+    while ``Cell.__init__`` runs, before the subclass has set what its ``__getattr__``
+    reads (``self.__dict__['_cells']['module']``); torch's Module never asks, so a
+    KeyError there went unnoticed. ``hasattr`` passes on AttributeError only."""
+    params = method.params.params
+    if len(params) < 2 or not isinstance(method.body, cst.IndentedBlock) or not any(
+            isinstance(node, cst.Subscript) for node in descendants(method.body)):
+        return method
+    handler = cst.parse_statement(
+        "try:\n    pass\n"
+        "except KeyError as error:  # MindSpore's Cell asks for attributes while it is built\n"
+        f"    raise AttributeError({params[1].name.value}) from error\n")
+    assert isinstance(handler, cst.Try)
+    return method.with_changes(body=cst.IndentedBlock(
+        [handler.with_changes(body=method.body)]))
 
 
 def _function_torch_imports(module: cst.Module) -> dict[str, str]:

@@ -2009,3 +2009,64 @@ def test_a_layer_the_constructor_only_stores_is_made_up_as_a_layer_not_a_factory
     assert (wrapper.status, wrapper.synthesized) == ("pass", "module=KeepShape()"), \
         wrapper.error
     assert (pre.status, pre.synthesized) == ("pass", "dim=16, fn=KeepShape()")
+
+
+DELEGATING = '''\
+from torch import nn
+
+
+class Learner(nn.Module):
+    def __init__(self, module=None):
+        super().__init__()
+        self.module = module
+
+    def __getattr__(self, attr):
+        try:
+            return super().__getattr__(attr)
+        except AttributeError:
+            return getattr(self.__dict__['_modules']['module'], attr)
+
+    def forward(self, x):
+        return self.module(x)
+'''
+
+
+def test_a_wrapper_that_hands_unknown_attributes_to_its_module_is_built_and_runs(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # MindSpore's Cell asks for ``bprop`` before ``self.module`` is set: the lookup of the
+    # missing key answers AttributeError, as ``hasattr`` expects
+    _, cells = run_cells(tmp_path, {"learner.py": DELEGATING})
+    learner = cells["Learner"]
+    assert (learner.status, learner.synthesized) == ("pass", "module=KeepShape()"), \
+        learner.error
+
+
+NORMAL_POLICY = '''\
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+
+class Policy(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.mean = nn.Linear(size, size)
+        self.sigma = nn.Parameter(torch.ones(size))
+
+    def forward(self, x):
+        return Normal(loc=self.mean(x), scale=self.sigma).log_prob(x)
+'''
+
+
+def test_a_torch_distribution_becomes_mindspores_distribution_of_the_same_name(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # the table maps the family to MindSpore's base class; the Cell builds the namesake,
+    # with its keywords (``loc`` is ``mean``, ``scale`` is ``sd``)
+    out, cells = run_cells(tmp_path, {"policy.py": NORMAL_POLICY})
+    assert "Normal(mean=self.mean(x), sd=self.sigma).log_prob(x)" in (
+        out / "policy.py").read_text()
+    policy = cells["Policy"]
+    assert (policy.pynative, policy.output_shape) == ("pass", "(2, 32)"), policy.error
+    # GRAPH_MODE builds a distribution only from constants: said, not hidden
+    assert policy.graph == "fail"
+    assert "all arguments are required to be constants" in policy.error

@@ -261,6 +261,30 @@ def test_a_namespace_family_member_maps_only_to_a_member_mindspore_has() -> None
     assert apis.lookup("torch.nn.functional.rrelu_with_noise", "cpu").api is None
 
 
+@pytest.mark.parametrize(("torch", "mindspore", "renames"), [
+    # a family the table maps to one class (``torch.distributions.`` to ``Distribution``)
+    # names where its members live: the member of the same name there, with its keywords
+    ("torch.distributions.Normal", "mindspore.nn.probability.distribution.Normal",
+     {"loc": "mean", "scale": "sd"}),
+    ("torch.distributions.normal.Normal", "mindspore.nn.probability.distribution.Normal",
+     {"loc": "mean", "scale": "sd"}),
+    ("torch.distributions.Categorical", "mindspore.nn.probability.distribution.Categorical",
+     {}),
+    # a member MindSpore lacks there is nothing to call, not the class
+    ("torch.distributions.kl_divergence", None, {}),
+    ("torch.profiler.record_function", None, {}),
+    # the member the class is keeps it
+    ("torch.profiler.profile", "mindspore.profiler.profile", {}),
+    # members of a class, not of a namespace, keep the family's word
+    ("torch.nn.Module.train", "mindspore.nn.Cell", {}),
+    ("torch.nn.modules.module.Module.__init__", "mindspore.nn.Cell", {}),
+])
+def test_a_member_of_a_family_mapped_to_a_class_is_its_namesake_there(
+        torch: str, mindspore: str | None, renames: dict[str, str]) -> None:
+    found = apis.lookup(torch, "cpu")
+    assert (found.api, found.renames) == (mindspore, renames)
+
+
 @pytest.mark.parametrize(("source", "kept"), [
     ("X = dict(a=1)\n", True),
     ("for k in X:\n    X[k] += 1\n", True),

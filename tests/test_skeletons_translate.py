@@ -673,6 +673,49 @@ def test_torch_only_names_evaluated_at_import_do_not_break_the_file(tmp_path: Pa
     assert "Net" in namespace
 
 
+DELEGATING = """\
+class Learner(nn.Module):
+    def __init__(self, module=None):
+        super().__init__()
+        self.module = module
+
+    def __getattr__(self, attr):
+        try:
+            return super().__getattr__(attr)
+        except AttributeError:
+            return getattr(self.__dict__['_modules']['module'], attr)
+
+    def forward(self, x):
+        return self.module(x)
+
+
+class Named(nn.Module):
+    def __getattr__(self, attr):
+        return attr
+
+    def forward(self, x):
+        return x
+"""
+
+
+def test_a_getattr_that_looks_names_up_turns_a_missing_key_into_an_attribute_error(
+        tmp_path: Path) -> None:
+    # MindSpore's Cell asks ``hasattr(self, 'bprop')`` before ``self.module`` is set; a
+    # KeyError there would stop the Cell from being built
+    code = generated(tmp_path, DELEGATING)
+    assert ("    def __getattr__(self, attr):\n"
+            "        try:\n"
+            "            try:\n"
+            "                return super().__getattr__(attr)\n"
+            "            except AttributeError:\n"
+            "                return getattr(self.__dict__['_cells']['module'], attr)\n"
+            "        except KeyError as error:  # MindSpore's Cell asks for attributes while it"
+            " is built\n"
+            "            raise AttributeError(attr) from error\n") in code
+    # one that looks nothing up cannot raise a KeyError: left as written
+    assert "    def __getattr__(self, attr):\n        return attr\n" in code
+
+
 def test_a_module_without_forward_is_skipped(tmp_path: Path) -> None:
     body = ("class Holder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.fc = nn.Linear(4, 4)\n")
