@@ -77,10 +77,17 @@ def kept_attributes(dotted: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _signature(obj: Any) -> inspect.Signature:
+    """What a call of ``obj`` takes: a class's own ``__init__``, else its ``__new__``
+    (``ParameterTuple(iterable)``, whose ``__init__`` is tuple's ``*args``)."""
+    if inspect.isclass(obj) and not inspect.isfunction(obj.__init__):
+        return inspect.signature(obj)
+    return inspect.signature(obj.__init__ if inspect.isclass(obj) else obj)
+
+
 def _signature_names(obj: Any) -> set[str] | None:
     try:
-        target = obj.__init__ if inspect.isclass(obj) else obj
-        params = inspect.signature(target).parameters.values()
+        params = _signature(obj).parameters.values()
     except (TypeError, ValueError):
         return None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
@@ -233,8 +240,7 @@ def ms_order(api: str) -> tuple[str, ...] | None:
     if obj is None:
         return None
     try:
-        target = obj.__init__ if inspect.isclass(obj) else obj
-        params = list(inspect.signature(target).parameters.values())
+        params = list(_signature(obj).parameters.values())
     except (TypeError, ValueError):
         return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)

@@ -236,6 +236,10 @@ def module(init: str, forward: str = "return x") -> str:
      "self.w = self.W[0].weight", "self.w = self.W[0].weight"),
     ("self.W = nn.Sequential(nn.BatchNorm2d(4) if x else nn.GroupNorm(2, 4))\n"
      "self.w = self.W[0].weight", "self.w = self.W[0].gamma"),
+    # ParameterTuple is built by its __new__ (tuple's __init__ takes anything): its one
+    # argument, iterable, is torch's values, passed by position
+    ("self.lrs = nn.ParameterList([nn.Parameter(torch.ones(4))])",
+     "self.lrs = mindspore.ParameterTuple([Parameter(ops.ones(4))])"),
     # forward chosen in the constructor: what a Cell calls is construct
     ("self.forward = self.forward_fused", "self.construct = self.forward_fused"),
 ])
