@@ -451,10 +451,17 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
     for pattern in _LAST:
         if (width := pattern.search(error)) is not None:
             got, want = int(width.group(1)), int(width.group(2))
-            if len(shape) >= 3:  # a feature map flattened: as much wider as it asks
+            if len(shape) >= 3:  # a feature map flattened: as much wider as it asks,
+                # else an image a few pixels larger or smaller (unpadded kernels take a
+                # constant off every side)
                 wanted.append(_scaled_sides(shape, want / got))
+            if len(shape) >= 4:
+                step = 4 if want > got else -4
+                wanted.append((*shape[:2], *(max(1, side + step) for side in shape[2:])))
             if len(shape) <= 3:
                 wanted.append(_with_dim(shape, len(shape) - 1, want))
+    if _TOO_SMALL.search(error) and len(shape) >= 3:  # a kernel larger than what is left
+        wanted.append(_scaled_sides(shape, 4.0))
     if (norm := _LAYER_NORM.search(error)) is not None:
         tail = tuple(int(v) for v in norm.group(1).split(",") if v.strip())
         if 0 < len(tail) < len(shape):
@@ -478,6 +485,13 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
         out += [[0 if i == later else a for i, a in enumerate(arrays)]
                 for later, a in enumerate(arrays) if later > at and isinstance(a, np.ndarray)]
     return out
+
+
+# A feature map that convolutions and pooling shrank below their kernel: the input image
+# is too small for the network (sides twice as long are tried).
+_TOO_SMALL = re.compile(r"after padding must be greater than or equal to kernel_size|"
+                        r"H_out/W_out must be positive|output shape must be larger than 0|"
+                        r"Output size is too small")
 
 
 # A tensor of many values read as one number (``if step:``, ``table[step]``).

@@ -47,6 +47,13 @@ def shapes_asked(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
     # unpacking ``x.shape`` says how many dimensions there are
     ((2, 16), "ValueError: not enough values to unpack (expected 4, got 2)", [(2, 16, 16, 16)]),
     ((2, 192, 16, 16), "ValueError: too many values to unpack (expected 3)", [(2, 192, 16)]),
+    # a kernel larger than what the convolutions and pooling left: a larger image
+    ((2, 1, 16, 16), "ValueError: For 'Conv2d', input shape's h and w after padding must be "
+                     "greater than or equal to kernel_size's h and w respectively.",
+     [(2, 1, 32, 32)]),
+    ((2, 3, 8, 8), "RuntimeError: For 'AvgPool' op, H_out/W_out must be positive, but "
+                   "H_out/W_out is 0, please check input and parameters of op",
+     [(2, 3, 16, 16)]),
     # an axis past the last one: an image first, then one more dimension
     ((2, 16), "ValueError: For primitive[MeanExt], the axis value must be in [-2,2), but "
               "got 2.", [(2, 16, 16, 16), (2, 16, 16)]),
@@ -79,7 +86,8 @@ def test_a_dense_layer_after_convolutions_asks_for_a_larger_image() -> None:
     # 64 features came out of a 16 x 16 image, the Dense layer wants 1600: 80 x 80
     error = "ValueError: For 'MatMul' the input dimensions must be equal, but got " \
             "'x1_col': 64 and 'x2_row': 1600."
-    assert shapes_asked((2, 3, 16, 16), error) == [(2, 3, 80, 80)]
+    # (else a few pixels larger: unpadded kernels take a constant off every side)
+    assert shapes_asked((2, 3, 16, 16), error) == [(2, 3, 80, 80), (2, 3, 20, 20)]
     # a sequence of tokens may be longer, or wider
     assert shapes_asked((2, 8, 16), error) == [(2, 8, 400), (2, 8, 1600)]
 
@@ -160,6 +168,18 @@ class Stepped(nn.Cell):
         return self.fc(x.reshape(x.shape[0], -1))
 
 
+class Shrinking(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.down = nn.SequentialCell([nn.Conv2d(1, 4, 3, stride=2), nn.Conv2d(4, 4, 3, stride=2)])
+        self.last = nn.Conv2d(4, 4, 7, pad_mode='valid')  # 7 x 7 left of a 28 x 28 image
+        self.fc = nn.Dense(4, 2)
+
+    def construct(self, x):
+        x = self.last(self.down(x))
+        return self.fc(x.reshape(x.shape[0], -1))
+
+
 class Broken(nn.Cell):
     def construct(self, x):
         return x.no_such_method()
@@ -177,7 +197,7 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
     jobs = [job("Conv", [2, 16]), job("Grouped", [2, 16, 16, 16]),
             job("Volume", [2, 4, 16, 16]), job("Norm", [2, 16]), job("Unpack", [2, 16]),
             job("Attention", [2, 16], [2, 16]), job("Stepped", [2, 16], [2, 16]),
-            job("Broken", [2, 16]),
+            job("Broken", [2, 16]), job("Shrinking", [2, 16]),
             # a guess among the alternatives is the shape the first error asks for: it is
             # not run again, and its own error (three channels) is followed
             job("Conv", [2, 16]) | {"key": "Alternatives", "alternatives": [
@@ -197,6 +217,9 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
         "Alternatives": ("pass", "pass", "(2, 3, 16, 16)", True),
         # four dimensions, three channels, a step that is a number, then 20 x 20
         "Stepped": ("pass", "pass", "(2, 3, 20, 20), 0", True),
+        # 16 x 16 is too small for the last kernel, 32 x 32 four times too large for the
+        # Dense layer (back to 16 x 16, tried), so a few pixels smaller: 28 x 28
+        "Shrinking": ("pass", "pass", "(2, 1, 28, 28)", True),
         # nothing about the input: no input fits, and the error is the first guess's
         "Broken": ("fail", "fail", "(2, 16)", False),
         # an input the repository gives is not a guess: it is run as it is
