@@ -2035,7 +2035,17 @@ def test_a_wrapper_that_hands_unknown_attributes_to_its_module_is_built_and_runs
         tmp_path: Path, run_cells: CellRun) -> None:
     # MindSpore's Cell asks for ``bprop`` before ``self.module`` is set: the lookup of the
     # missing key answers AttributeError, as ``hasattr`` expects
-    _, cells = run_cells(tmp_path, {"learner.py": DELEGATING})
+    out, cells = run_cells(tmp_path, {"learner.py": DELEGATING})
+    assert ("    def __getattr__(self, attr):\n"
+            "        try:\n"
+            "            try:\n"
+            "                return super().__getattr__(attr)\n"
+            "            except AttributeError:\n"
+            "                return getattr(self.__dict__['_cells']['module'], attr)\n"
+            "        except KeyError as error:  # MindSpore's Cell asks for attributes while it"
+            " is built\n"
+            "            raise AttributeError(attr) from error\n") in (
+                out / "learner.py").read_text()
     learner = cells["Learner"]
     assert (learner.status, learner.synthesized) == ("pass", "module=KeepShape()"), \
         learner.error
