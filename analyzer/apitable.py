@@ -322,6 +322,17 @@ def proof_for(api: str, backend: str, call: CallSite) -> Proof | None:
 
 
 @lru_cache(maxsize=1)
+def legacy_tensor_types() -> dict[str, str]:
+    """torch's legacy typed tensor constructors -> the MindSpore dtype they hold
+    (``torch.FloatTensor`` -> ``float32``; ``torch.Tensor`` too), from the
+    ``[legacy_tensor_types]`` of ``analyzer/data/overrides.toml``."""
+    ref = resources.files("msready.analyzer").joinpath("data/overrides.toml")
+    data = tomllib.loads(ref.read_text(encoding="utf-8")).get("legacy_tensor_types", {})
+    return {"torch.Tensor": "float32", **{f"torch.{name}": str(dtype)
+                                          for name, dtype in data.items() if name != "reason"}}
+
+
+@lru_cache(maxsize=1)
 def param_synonyms() -> dict[str, tuple[str, ...]]:
     """torch keyword -> the MindSpore names it is often renamed to, in order: the
     ``[param_synonyms]`` of ``analyzer/data/overrides.toml``, which the table builder

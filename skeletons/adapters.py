@@ -40,6 +40,7 @@ KEYWORDS = "torch_kwargs"
 ADD_MODULE = "torch_add_module"
 LAYER = "torch_layer"
 TO = "torch_to"
+LEGACY_TENSOR = "torch_legacy_tensor"
 # A torch name left in a Cell (no MindSpore form for the target) reads as this stand-in:
 # the file imports, and only the code that reaches the name fails, saying which it is.
 TORCH_LEFT = "torch"
@@ -187,6 +188,19 @@ class TorchLeftInCell:
 
 
 torch = TorchLeftInCell("torch")
+''',
+    LEGACY_TENSOR: '''
+def torch_legacy_tensor(dtype):
+    """torch.FloatTensor and its kind held as a value, called later: with sizes (ints, or
+    one shape tuple, which torch's x.size() is) zeros of that shape, where torch makes an
+    uninitialised tensor; with anything else a tensor of that data, of its dtype."""
+    def make(*args):
+        if len(args) == 1 and isinstance(args[0], tuple):
+            args = args[0]
+        if args and all(isinstance(size, int) for size in args):
+            return ops.zeros(args, dtype)
+        return mindspore.Tensor(*args, dtype=dtype)
+    return make
 ''',
     TO: '''
 def torch_to(x, dtype):

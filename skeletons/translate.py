@@ -12,7 +12,7 @@ from typing import TypeVar
 import libcst as cst
 import libcst.matchers as m
 
-from msready.analyzer.apitable import load_table
+from msready.analyzer.apitable import legacy_tensor_types, load_table
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.findings import Finding
 from msready.analyzer.localvalues import is_torch_metadata
@@ -977,6 +977,11 @@ class CellTransformer(cst.CSTTransformer):
         if value_adapter is not None and node not in self._type_tests:
             self._replace[node] = expr(value_adapter)
             return False
+        legacy = legacy_tensor_types().get(apis.canonical(name))
+        if legacy is not None and name != "torch.Tensor" and node not in self._type_tests:
+            # ``self.FloatTensor = torch.FloatTensor``, called later with sizes or data
+            self._replace[node] = expr(f"{adapters.LEGACY_TENSOR}(mindspore.{legacy})")
+            return False
         mapping = apis.lookup(apis.canonical(name), self.backend)
         constant = compositions.CONSTANTS.get(apis.canonical(name))
         if mapping.api is None and constant is not None:  # ``torch.pi``
@@ -1456,11 +1461,11 @@ class CellTransformer(cst.CSTTransformer):
 
     @staticmethod
     def _sized_tensor(canonical: str, call: cst.Call) -> cst.BaseExpression | None:
-        """``torch.Tensor(c_out, c_in, *kernel)``: torch's legacy constructor given sizes
-        makes a tensor of that shape (MindSpore's Tensor takes data): zeros of it. Given
-        data (``torch.Tensor(array)``), it makes float32 whatever the data's type."""
-        if canonical not in ("torch.Tensor", "torch.FloatTensor") or any(
-                a.keyword is not None for a in call.args):
+        """``torch.Tensor(c_out, c_in, *kernel)``: torch's legacy constructors given sizes
+        make a tensor of that shape (MindSpore's Tensor takes data): zeros of it. Given
+        data (``torch.LongTensor(array)``), they make their own dtype whatever the data's."""
+        dtype = legacy_tensor_types().get(canonical)
+        if dtype is None or any(a.keyword is not None for a in call.args):
             return None
         sizes = [a for a in call.args if a.star != "**"]
         sized = len(sizes) > 1 or any(a.star == "*" for a in sizes) or (
@@ -1469,10 +1474,10 @@ class CellTransformer(cst.CSTTransformer):
             if len(call.args) != 1 or call.args[0].star:
                 return None
             return cst.Call(expr("mindspore.Tensor"), [
-                cst.Arg(call.args[0].value), cst.Arg(expr("mindspore.float32"))])
+                cst.Arg(call.args[0].value), cst.Arg(expr(f"mindspore.{dtype}"))])
         shape = cst.Tuple([cst.StarredElement(a.value) if a.star == "*" else cst.Element(a.value)
                            for a in sizes])
-        return cst.Call(expr("ops.zeros"), [cst.Arg(shape), cst.Arg(expr("mindspore.float32"))])
+        return cst.Call(expr("ops.zeros"), [cst.Arg(shape), cst.Arg(expr(f"mindspore.{dtype}"))])
 
     def _mapped_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
         args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args

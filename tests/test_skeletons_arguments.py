@@ -2080,3 +2080,31 @@ def test_a_torch_distribution_becomes_mindspores_distribution_of_the_same_name(
     # GRAPH_MODE builds a distribution only from constants: said, not hidden
     assert policy.graph == "fail"
     assert "all arguments are required to be constants" in policy.error
+
+
+LEGACY_CONSTRUCTOR = '''\
+import torch
+from torch import nn
+
+
+class Sampler(nn.Module):
+    def __init__(self, size, cuda=False):
+        super().__init__()
+        self.mean = nn.Linear(size, size)
+        self.FloatTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+        self.log_det = self.FloatTensor(1).zero_()
+
+    def forward(self, x):
+        mean = self.mean(x)
+        eps = self.FloatTensor(mean.size()).normal_()
+        return mean + eps + self.log_det
+'''
+
+
+def test_a_legacy_tensor_constructor_held_as_a_value_makes_tensors_of_the_sizes_given(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self.FloatTensor(mean.size())`` is an uninitialised tensor of that shape in torch;
+    # mindspore.Tensor would have held the sizes as data
+    _, cells = run_cells(tmp_path, {"sampler.py": LEGACY_CONSTRUCTOR})
+    sampler = cells["Sampler"]
+    assert (sampler.pynative, sampler.output_shape) == ("pass", "(2, 32)"), sampler.error

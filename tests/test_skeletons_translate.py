@@ -240,6 +240,12 @@ def module(init: str, forward: str = "return x") -> str:
     # argument, iterable, is torch's values, passed by position
     ("self.lrs = nn.ParameterList([nn.Parameter(torch.ones(4))])",
      "self.lrs = mindspore.ParameterTuple([Parameter(ops.ones(4))])"),
+    # torch's legacy typed constructors: sizes make a tensor of that shape and dtype,
+    # data a tensor of that dtype; held as a value, an adapter decides when called
+    ("self.v = torch.LongTensor(2, 3)", "self.v = ops.zeros((2, 3), mindspore.int64)"),
+    ("self.ids = torch.LongTensor([1, 2])", "self.ids = mindspore.Tensor([1, 2], mindspore.int64)"),
+    ("self.make = torch.FloatTensor", "self.make = torch_legacy_tensor(mindspore.float32)"),
+    ("self.make = torch.ByteTensor", "self.make = torch_legacy_tensor(mindspore.uint8)"),
     # forward chosen in the constructor: what a Cell calls is construct
     ("self.forward = self.forward_fused", "self.construct = self.forward_fused"),
 ])
