@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import math
 import re
 import sys
 import textwrap
@@ -428,6 +429,8 @@ _NORM = re.compile(r"channel dimension: \d+, bug got (?:scale\.shape\[0\]: |shap
 # Widths (the last dimensions): a matrix product's, a Dense layer's, a LayerNorm's.
 _LAST = (re.compile(r"'x1_col': (\d+) and 'x2_row': (\d+)"),
          re.compile(r"x_col: (\d+), w_row: (\d+)"))
+_RESHAPE = re.compile(r"proposed_shape '\[const vector\]\{([\d, ]+)\}' is invalid for input "
+                      r"of size (\d+)")
 _LAYER_NORM = re.compile(r"gamma shape: \[const vector\]\{([\d, ]+)\}")
 
 
@@ -451,15 +454,18 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
     for pattern in _LAST:
         if (width := pattern.search(error)) is not None:
             got, want = int(width.group(1)), int(width.group(2))
-            if len(shape) >= 3:  # a feature map flattened: as much wider as it asks,
-                # else an image a few pixels larger or smaller (unpadded kernels take a
-                # constant off every side)
+            if len(shape) >= 3:  # a feature map flattened: as much wider as it asks
                 wanted.append(_scaled_sides(shape, want / got))
             if len(shape) >= 4:
-                step = 4 if want > got else -4
-                wanted.append((*shape[:2], *(max(1, side + step) for side in shape[2:])))
+                wanted.append(_stepped_sides(shape, want > got))
             if len(shape) <= 3:
                 wanted.append(_with_dim(shape, len(shape) - 1, want))
+    if (sizes := _RESHAPE.search(error)) is not None and len(shape) >= 4:
+        # a feature map reshaped to sizes the image gives another count of values for
+        proposed = [int(v) for v in sizes.group(1).split(",") if v.strip()]
+        want, got = math.prod(proposed), int(sizes.group(2))
+        if want > 0 and got > 0:
+            wanted += [_scaled_sides(shape, want / got), _stepped_sides(shape, want > got)]
     if _TOO_SMALL.search(error) and len(shape) >= 3:  # a kernel larger than what is left
         wanted.append(_scaled_sides(shape, 4.0))
     if (norm := _LAYER_NORM.search(error)) is not None:
@@ -529,6 +535,14 @@ def _scaled_sides(shape: tuple[int, ...], area: float) -> tuple[int, ...]:
     scale = area ** (1 / sides)
     new = tuple(max(1, round(side * scale)) for side in shape[2:])
     return (*shape[:2], *new)
+
+
+def _stepped_sides(shape: tuple[int, ...], larger: bool) -> tuple[int, ...]:
+    """``shape`` with its spatial sides 4 larger or smaller: unpadded kernels take a
+    constant off every side, so a feature map's size is not proportional to the image's
+    (28 x 28 where 32 x 32 gave four times too much, and 16 x 16 too little)."""
+    step = 4 if larger else -4
+    return (*shape[:2], *(max(1, side + step) for side in shape[2:]))
 
 
 def _with_dim(shape: tuple[int, ...], index: int, size: int) -> tuple[int, ...]:

@@ -54,6 +54,10 @@ def shapes_asked(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
     ((2, 3, 8, 8), "RuntimeError: For 'AvgPool' op, H_out/W_out must be positive, but "
                    "H_out/W_out is 0, please check input and parameters of op",
      [(2, 3, 16, 16)]),
+    # a feature map reshaped to sizes that hold a quarter of its values: a quarter of the
+    # image, or a few pixels less (after unpadded kernels, 28 x 28 where 32 x 32 was tried)
+    ((2, 1, 32, 32), "ValueError: proposed_shape '[const vector]{2, 4, 64, 1}' is invalid "
+                     "for input of size 2048", [(2, 1, 16, 16), (2, 1, 28, 28)]),
     # an axis past the last one: an image first, then one more dimension
     ((2, 16), "ValueError: For primitive[MeanExt], the axis value must be in [-2,2), but "
               "got 2.", [(2, 16, 16, 16), (2, 16, 16)]),
@@ -67,6 +71,10 @@ def test_an_error_about_the_input_asks_for_a_shape(shape: tuple[int, ...], error
     "AttributeError: 'Tensor' object has no attribute 'is_cuda'",
     "ValueError: For 'AddExt', input.shape and other.shape need to broadcast.",
     "AssertionError",
+    # a reshape whose size is open (-1), or of something that is not an image
+    "ValueError: proposed_shape '[const vector]{2, 8, -1, 49}' is invalid for input of "
+    "size 65536",
+    "ValueError: proposed_shape '[const vector]{2, 4, 8}' is invalid for input of size 32",
     # the rank it already has
     "ValueError: For primitive[Conv2D], the x shape size must be equal to 2, but got 2.",
 ])
