@@ -67,6 +67,8 @@ def _watch(proc: subprocess.Popen[str], limit: int, over: threading.Event) -> No
         over.wait(_WATCH_EVERY)
 
 
+CRASHED = "the child process crashed"
+
 # A child ended by a signal someone else sent (the scan interrupted, a CI job cancelled):
 # not the Cell's failure, and never cached.
 STOPPED_FROM_OUTSIDE = "the child process was stopped from outside"
@@ -79,11 +81,19 @@ def run_jobs(entry: str, job: dict[str, Any], cells: list[dict[str, Any]],
     """Run ``cells`` with the child module ``entry``; results by cell key, in any case."""
     results: dict[str, dict[str, Any]] = {}
     remaining = list(cells)
+    again: set[str] = set()  # Cells whose child crashed once
     with tempfile.TemporaryDirectory(prefix="msready-run-") as tmp:
         while remaining:
             job_file = Path(tmp) / "job.json"
             job_file.write_text(json.dumps({**job, "cells": remaining}), encoding="utf-8")
             _run_child(entry, job_file, remaining, results, (timeout, memory), tmp)
+            # a crash is the Cell's only when a fresh child crashes on it too: a signal
+            # from outside that the child turned into an abort, or a machine out of
+            # memory, would otherwise be recorded (and cached) as the Cell's failure
+            for key, outcome in list(results.items()):
+                if str(outcome.get("error", "")).startswith(CRASHED) and key not in again:
+                    again.add(key)
+                    del results[key]
             remaining = [c for c in remaining if c["key"] not in results]
     return results
 
@@ -113,7 +123,7 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
             else:
                 proc.wait(timeout=10)
                 last = tail[-1] if tail else f"exit code {proc.returncode}"
-                error = f"the child process crashed ({last[:200]})"
+                error = f"{CRASHED} ({last[:200]})"
                 if proc.returncode in _FROM_OUTSIDE and not over.is_set():
                     error = (f"{STOPPED_FROM_OUTSIDE} (signal {-proc.returncode}): the Cell "
                              "did not run to its end")

@@ -34,6 +34,15 @@ class Crasher(nn.Cell):
         os._exit(3)
 
 
+class CrashesOnce(nn.Cell):
+    def construct(self, x):
+        marker = os.path.join(os.path.dirname(__file__), "crashed-once")
+        if not os.path.exists(marker):  # as a child aborted by a signal from outside
+            open(marker, "w").close()
+            os.abort()
+        return x
+
+
 class Broken(nn.Cell):
     def __init__(self):
         super().__init__()
@@ -127,6 +136,19 @@ def test_a_child_stopped_from_outside_is_not_a_crash_of_the_cell(tmp_path: Path)
                           [job("Stopped"), job("Good", {"width": 4})], timeout=60)
     assert got["Stopped"]["error"] == (f"{runner.STOPPED_FROM_OUTSIDE} (signal 15): the Cell "
                                        "did not run to its end")
+    assert got["Good"]["pynative"] == "pass"
+
+
+def test_a_crash_is_the_cells_only_when_a_fresh_child_crashes_on_it_too(
+        tmp_path: Path) -> None:
+    # the first child aborts; a second one runs the Cell to its end, and that is its result
+    (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("CrashesOnce"), job("Crasher"), job("Good", {"width": 4})],
+                          timeout=60)
+    assert (got["CrashesOnce"]["pynative"], got["CrashesOnce"]["error"]) == ("pass", None)
+    assert (tmp_path / "crashed-once").exists()
+    assert got["Crasher"]["error"].startswith(runner.CRASHED)  # crashed twice
     assert got["Good"]["pynative"] == "pass"
 
 
