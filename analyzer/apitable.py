@@ -322,12 +322,19 @@ def proof_for(api: str, backend: str, call: CallSite) -> Proof | None:
 
 
 @lru_cache(maxsize=1)
+def _overrides() -> dict[str, Any]:
+    """``analyzer/data/overrides.toml``, read once: the hand-written knowledge the table
+    builder merged, of which the Cells read a few tables themselves."""
+    ref = resources.files("msready.analyzer").joinpath("data/overrides.toml")
+    return tomllib.loads(ref.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def legacy_tensor_types() -> dict[str, str]:
     """torch's legacy typed tensor constructors -> the MindSpore dtype they hold
     (``torch.FloatTensor`` -> ``float32``; ``torch.Tensor`` too), from the
     ``[legacy_tensor_types]`` of ``analyzer/data/overrides.toml``."""
-    ref = resources.files("msready.analyzer").joinpath("data/overrides.toml")
-    data = tomllib.loads(ref.read_text(encoding="utf-8")).get("legacy_tensor_types", {})
+    data = _overrides().get("legacy_tensor_types", {})
     return {"torch.Tensor": "float32", **{f"torch.{name}": str(dtype)
                                           for name, dtype in data.items() if name != "reason"}}
 
@@ -337,8 +344,7 @@ def param_synonyms() -> dict[str, tuple[str, ...]]:
     """torch keyword -> the MindSpore names it is often renamed to, in order: the
     ``[param_synonyms]`` of ``analyzer/data/overrides.toml``, which the table builder
     matched signatures with; the Cells use them for APIs the table does not know."""
-    ref = resources.files("msready.analyzer").joinpath("data/overrides.toml")
-    data = tomllib.loads(ref.read_text(encoding="utf-8")).get("param_synonyms", {})
+    data = _overrides().get("param_synonyms", {})
     return {str(k): tuple(str(v) for v in vs) for k, vs in data.items()}
 
 

@@ -44,12 +44,13 @@ _SOURCE_ORDER: dict[type, tuple[str, ...]] = {
 }
 MAX_ARG_TEXT = 200
 
-@lru_cache(maxsize=1)
+
 def code(node: cst.CSTNode) -> str:
     """The source text of a node, as libcst writes it."""
     return cst.Module([]).code_for_node(node)
 
 
+@lru_cache(maxsize=1)
 def tensor_methods() -> frozenset[str]:
     """Public ``torch.Tensor`` method names, from the package data."""
     text = resources.files("msready.analyzer").joinpath("data/tensor_methods.txt").read_text()

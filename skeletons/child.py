@@ -432,6 +432,11 @@ _LAST = (re.compile(r"'x1_col': (\d+) and 'x2_row': (\d+)"),
 _RESHAPE = re.compile(r"proposed_shape '\[const vector\]\{([\d, ]+)\}' is invalid for input "
                       r"of size (\d+)")
 _LAYER_NORM = re.compile(r"gamma shape: \[const vector\]\{([\d, ]+)\}")
+# A feature map that convolutions and pooling shrank below their kernel: the input image
+# is too small for the network (sides twice as long are tried).
+_TOO_SMALL = re.compile(r"after padding must be greater than or equal to kernel_size|"
+                        r"H_out/W_out must be positive|output shape must be larger than 0|"
+                        r"Output size is too small")
 
 
 def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
@@ -491,13 +496,6 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
         out += [[0 if i == later else a for i, a in enumerate(arrays)]
                 for later, a in enumerate(arrays) if later > at and isinstance(a, np.ndarray)]
     return out
-
-
-# A feature map that convolutions and pooling shrank below their kernel: the input image
-# is too small for the network (sides twice as long are tried).
-_TOO_SMALL = re.compile(r"after padding must be greater than or equal to kernel_size|"
-                        r"H_out/W_out must be positive|output shape must be larger than 0|"
-                        r"Output size is too small")
 
 
 # A tensor of many values read as one number (``if step:``, ``table[step]``).
