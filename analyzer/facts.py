@@ -10,10 +10,19 @@ import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from msready.analyzer.checklist_source import SourceFact
-from msready.analyzer.findings import Finding, Span, compact_reduce
+from msready.analyzer.findings import (
+    Category,
+    Confidence,
+    Finding,
+    Location,
+    Scope,
+    Severity,
+    Span,
+    compact_reduce,
+)
 from msready.analyzer.values import Expr, Truth
 
 T = TypeVar("T")
@@ -144,15 +153,51 @@ class ClassFact:
     attr_values: tuple[tuple[str, Expr], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
+class Pending(NamedTuple):
     """A finding whose condition depends on values from other functions or files: the
-    repository solver decides it (:func:`msready.analyzer.values.decide`)."""
+    repository solver decides it (:func:`msready.analyzer.values.decide`).
 
-    __reduce__ = compact_reduce
+    A large repository has tens of thousands of these, and the solver keeps a few
+    hundred. So they travel as plain tuples (the finding's fields, its location laid
+    flat), which pickle and load without running any constructor, and only the ones
+    kept become a :class:`Finding` (:attr:`finding`).
+    """
 
-    finding: Finding
     condition: Truth
+    rule: str
+    rule_name: str
+    category: Category
+    severity: Severity
+    confidence: Confidence
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    cell: int | None
+    symbol: str
+    message: str
+    suggestion: str
+    function: str | None
+    scope: Scope
+
+    @classmethod
+    def of(cls, finding: Finding, condition: Truth) -> Pending:
+        """The finding ``finding``, waiting for ``condition``."""
+        loc = finding.location
+        return cls(condition, finding.rule, finding.rule_name, finding.category,
+                   finding.severity, finding.confidence, loc.path, loc.line, loc.column,
+                   loc.end_line, loc.end_column, loc.cell, finding.symbol, finding.message,
+                   finding.suggestion, finding.function, finding.scope)
+
+    @property
+    def finding(self) -> Finding:
+        """The finding, as reported once its condition holds."""
+        return Finding(self.rule, self.rule_name, self.category, self.severity,
+                       self.confidence, Location(self.path, self.line, self.column,
+                                                 self.end_line, self.end_column, self.cell),
+                       self.symbol, self.message, self.suggestion, function=self.function,
+                       scope=self.scope)
 
 
 class PackedList(Generic[T]):
@@ -243,3 +288,6 @@ class FileResult:
     globals: dict[str, Expr] = field(default_factory=dict)
     options: dict[str, tuple[Expr, int]] = field(default_factory=dict)
     pending: PackedList[Pending] = field(default_factory=PackedList)
+    # The file builds a sparse tensor (a sparse constructor or a ``to_sparse*`` converter
+    # in its value tables): without one in any file, no value of the repository is sparse.
+    makes_sparse: bool = False

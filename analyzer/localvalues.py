@@ -25,6 +25,8 @@ from msready.analyzer.values import (
     OTHER,
     PYTHON,
     SHAPE,
+    SPARSE_CONSTRUCTORS,
+    SPARSE_CONVERTERS,
     UNKNOWN,
     Expr,
     Truth,
@@ -325,6 +327,8 @@ class LocalValues:
                     return PYTHON  # torch.__version__.split("."): strings, not tensors
                 if target.startswith("torch.Tensor."):
                     return tensor()
+                if target in SPARSE_CONSTRUCTORS:
+                    walker.result.makes_sparse = True
                 return apply("torch", (target, names, torch_result_kind(target)), args)
             if root == "builtins" or target.startswith("math."):
                 args, _ = self.call_args(call, depth)
@@ -342,6 +346,8 @@ class LocalValues:
                     and receiver.func.value == "super"):
                 return self.call_ref(call)
             args, names = self.call_args(call, depth)
+            if func.attr.value in SPARSE_CONVERTERS:
+                walker.result.makes_sparse = True
             return apply("method", (func.attr.value, names), [self.expr(receiver, depth), *args])
         if isinstance(func, cst.Name):
             return self.call_ref(call)

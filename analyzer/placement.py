@@ -154,6 +154,12 @@ class Placement:
             return HOST
         return UNKNOWN
 
+    def reports_forward_hazard(self, function: str | None) -> bool:
+        """Whether a hazard that matters only in graph code is reported in ``function``:
+        in graph code, and in a library function nothing calls that uses torch."""
+        where = self.where(function)
+        return where == GRAPH or (where == UNKNOWN and function in self.torch_functions)
+
     def trace(self, function: str | None) -> tuple[str, ...]:
         """The path from a forward (or a training step's loss) to a graph function."""
         if function is None:

@@ -385,7 +385,7 @@ def scope_findings(model: RepositoryModel, findings: Iterable[Finding]) -> Itera
             yield replace(finding, where=where, trace=finding.trace or trace)
         elif where == "graph":
             yield replace(finding, where=where, trace=trace)
-        elif where == "unknown" and finding.function in placement.torch_functions:
+        elif placement.reports_forward_hazard(finding.function):
             yield replace(
                 finding, where=where, severity=_LOWER[finding.severity],
                 message=finding.message + _UNREACHED.format(
@@ -415,8 +415,12 @@ def load_repository_rules() -> None:
 def decided_findings(model: RepositoryModel) -> Iterator[Finding]:
     """Findings whose condition the value analysis decides once the repository is known;
     a condition that cannot be decided costs only its own finding."""
+    placement = model.placement
     for file in model.files.values():
         for pending in file.pending:
+            if pending.scope is Scope.FORWARD and pending.function is not None and (
+                    not placement.reports_forward_hazard(pending.function)):
+                continue  # host code: the finding would be dropped, so it is not decided
             try:
                 if not model.values.decide(pending.condition):
                     continue

@@ -70,6 +70,11 @@ class ValueAnalysis(Env):
         # Functions whose parameters hold tensors when no caller says otherwise (a loss
         # computed between the network's output and backward; see Placement).
         self.tensor_inputs: set[str] = set()
+        # Predicates no value of the repository can meet, so that deciding a condition
+        # does not evaluate what they ask about: nothing is sparse when no file builds a
+        # sparse tensor (sparse values start only at a constructor or a converter).
+        self.never: frozenset[str] = frozenset() if any(
+            f.makes_sparse for f in model.files.values()) else frozenset({"sparse"})
         # (path, function) -> its facts: local tables are per file, since two files may
         # define functions of the same qualified name.
         self.local_tables: dict[tuple[str, str], FunctionFact] = {
@@ -219,7 +224,7 @@ class ValueAnalysis(Env):
 
     def decide(self, condition: Truth) -> bool:
         """Whether a rule's condition holds, now that the repository is known."""
-        return decide(condition, self.value)
+        return decide(condition, self.value, self.never)
 
     def _compute(self, expr: tuple[Any, ...]) -> Value:
         head = expr[0]

@@ -875,17 +875,19 @@ def t_not(part: Truth) -> Truth:
     return ("not", part)
 
 
-def decide(condition: Truth, evaluate: Callable[[Expr], Value]) -> bool:
-    """The answer to a truth once symbolic expressions can be evaluated."""
+def decide(condition: Truth, evaluate: Callable[[Expr], Value],
+           never: frozenset[str] = frozenset()) -> bool:
+    """The answer to a truth once symbolic expressions can be evaluated. The predicates
+    in ``never`` hold for no value of the repository: their expressions are not evaluated."""
     if isinstance(condition, bool):
         return condition
     head = condition[0]
     if head == "pred":
-        return PREDICATES[condition[1]](evaluate(condition[2]))
+        return condition[1] not in never and PREDICATES[condition[1]](evaluate(condition[2]))
     if head == "and":
-        return all(decide(p, evaluate) for p in condition[1:])
+        return all(decide(p, evaluate, never) for p in condition[1:])
     if head == "or":
-        return any(decide(p, evaluate) for p in condition[1:])
+        return any(decide(p, evaluate, never) for p in condition[1:])
     if head == "not":
-        return not decide(condition[1], evaluate)
+        return not decide(condition[1], evaluate, never)
     return False

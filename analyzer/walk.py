@@ -375,24 +375,27 @@ class FileWalker:
         other functions or files waits for the repository solver."""
         if when is False:
             return
-        span = self.span(node) or Span(1, 1, 1, 1)
-        finding = Finding(
+        span, cell = self._cell_span(self.span(node) or Span(1, 1, 1, 1))
+        if when is not True:  # plain data until the solver keeps it (see Pending)
+            self.result.pending.append(Pending(
+                when, rule.id, rule.name, rule.category, severity or rule.severity,
+                confidence or rule.confidence, self.path, span.line, span.column,
+                span.end_line, span.end_column, cell, sys.intern(symbol),
+                sys.intern(message), sys.intern(suggestion), self.function, rule.scope))
+            return
+        self.result.findings.append(Finding(
             rule=rule.id,
             rule_name=rule.name,
             category=rule.category,
             severity=severity or rule.severity,
             confidence=confidence or rule.confidence,
-            location=self.location(span),
+            location=Location.at(self.path, span, cell),
             symbol=sys.intern(symbol),
             message=sys.intern(message),
             suggestion=sys.intern(suggestion),
             function=self.function,
             scope=rule.scope,
-        )
-        if when is True:
-            self.result.findings.append(finding)
-        else:
-            self.result.pending.append(Pending(finding, when))
+        ))
 
     # ----- locations ----------------------------------------------------------------
 

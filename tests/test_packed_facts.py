@@ -49,7 +49,9 @@ def test_an_empty_list_packs_to_nothing() -> None:
 def test_a_file_result_keeps_its_findings_and_pending_ones_through_pickle() -> None:
     result = FileResult("m.py", "m", False, "parsed", 10)
     result.findings.append(_finding(3))
-    result.pending.append(Pending(_finding(5), ("pred", "tensor_test", ("p", "m.f", "x"))))
+    result.pending.append(Pending.of(_finding(5), ("pred", "tensor_test", ("p", "m.f", "x"))))
     loaded = pickle.loads(pickle.dumps(result))
     assert loaded == result
-    assert next(iter(loaded.pending)).condition == ("pred", "tensor_test", ("p", "m.f", "x"))
+    pending = next(iter(loaded.pending))
+    assert pending.condition == ("pred", "tensor_test", ("p", "m.f", "x"))
+    assert pending.finding == _finding(5)

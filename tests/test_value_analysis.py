@@ -5,9 +5,12 @@ report, or says that nothing may be reported."""
 
 from __future__ import annotations
 
+import pytest
+
 from msready.analyzer.findings import Finding, Severity
 from msready.analyzer.scan import ScanResult, scan_files
-from msready.analyzer.values import Kind
+from msready.analyzer.valueflow import ValueAnalysis
+from msready.analyzer.values import Kind, Truth
 from msready.skeletons.constructors import ConstructorFinder
 
 HEAD = "import torch\nimport torch.nn as nn\n\n"
@@ -326,3 +329,62 @@ def test_a_call_with_values_is_the_call_replaced() -> None:
     assert [f.name for f in dataclasses.fields(CallSite)][-2:] == ["recv", "arg_values"]
     assert site.with_values(tensor(), (const(3),)) == dataclasses.replace(
         site, recv=tensor(), arg_values=(const(3),))
+
+
+# ----- what the solver need not evaluate ------------------------------------------------------
+
+SPARSE_USE = (
+    "from graph import adjacency\n"                # 4
+    "\n"
+    "def propagate(adj, x):\n"
+    "    return torch.mm(adj, x)\n"                # 7
+    "\n"
+    "class GCN(nn.Module):\n"
+    "    def forward(self, x, adj):\n"
+    "        return propagate(adjacency(adj), x)\n")
+
+
+def test_a_sparse_tensor_built_in_another_file_reaches_a_dense_operation() -> None:
+    result = scan(SPARSE_USE,
+                  **{"graph.py": "import torch\n\ndef adjacency(a):\n    return a.to_sparse()\n"})
+    assert found(result, "MS307") == [("model.py", 7)]
+    assert [f.path for f in result.files if f.makes_sparse] == ["graph.py"]
+    assert result.model.values.never == frozenset()
+
+
+def test_without_a_sparse_constructor_anywhere_no_value_is_sparse() -> None:
+    # ``is_sparse`` asks; it builds nothing: the solver need not follow ``adj`` at all.
+    result = scan(SPARSE_USE,
+                  **{"graph.py": "import torch\n\ndef adjacency(a):\n"
+                                 "    return a if a.is_sparse else a * 2\n"})
+    assert found(result, "MS307") == []
+    assert "MS307" in [p.rule for f in result.files for p in f.pending]
+    assert not any(f.makes_sparse for f in result.files)
+    assert result.model.values.never == frozenset({"sparse"})
+
+
+def test_a_condition_in_host_code_is_not_decided(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = {"model.py": HEAD + "def helper(x, y):\n"      # 4
+                          "    if x.sum() > y:\n"           # 5
+                          "        return x\n"
+                          "    return y\n",
+              "train.py": "from model import helper\n\ndef main(a, b):\n"
+                          "    print(helper(a, b))\n"}
+    asked: list[object] = []
+    decide = ValueAnalysis.decide
+
+    def counted(self: ValueAnalysis, condition: Truth) -> bool:
+        asked.append(condition)
+        return decide(self, condition)
+
+    monkeypatch.setattr(ValueAnalysis, "decide", counted)
+    result = scan_files(source)
+    assert ("MS213", 5) in [(p.rule, p.line) for f in result.files for p in f.pending]
+    assert result.model.placement.where("model.helper") == "host"
+    assert found(result, "MS213") == []
+    assert "tensor_test" not in repr(asked)
+    # The same condition in a forward is decided, and reported.
+    result = scan_files({**source, "net.py": HEAD + "from model import helper\n\n"
+                         "class Net(nn.Module):\n    def forward(self, x):\n"
+                         "        return helper(x, x.mean())\n"})
+    assert found(result, "MS213") == [("model.py", 5)] and "tensor_test" in repr(asked)
