@@ -16,7 +16,8 @@ argument, ``net_d(fake)`` where ``net_d`` is a parameter, ``model.encoder(x)``) 
 to the classes those values hold, and the edges are added to the repository's call graph.
 
 The analysis is demand-driven and context-insensitive: a value is computed when asked,
-memoised, and recursion through cycles is cut and iterated a bounded number of times.
+memoised, and recursion through cycles is cut (values computed with a cut are not kept
+past the cycle) and iterated a bounded number of times.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ class ValueAnalysis(Env):
         self._distinct: dict[Value, Value] = {}  # each value computed, once
         self._depth = 0
         self._steps = 0
+        # Cycles (see value): the depth of each expression being computed, the lowest
+        # such depth the current computation read, and values computed with a cycle cut,
+        # with that depth, kept only until the expression at that depth is done.
+        self._open: dict[Any, int] = {}
+        self._low = 0
+        self._provisional: dict[Any, tuple[Value, int]] = {}
+        self._waiting: dict[int, list[Any]] = {}
         self.resolved_by_value: dict[tuple[str, Any], tuple[str, ...]] = {}
         # Functions whose parameters hold tensors when no caller says otherwise (a loss
         # computed between the network's output and backward; see Placement).
@@ -192,29 +200,60 @@ class ValueAnalysis(Env):
 
     def value(self, expr: Expr) -> Value:
         """What a (possibly symbolic) expression holds. Results are memoised; a value
-        met again while it is being computed (recursion) contributes nothing."""
+        met again while it is being computed (recursion) contributes nothing to it.
+
+        A value computed while such a cycle was cut is not final: it lacks what the
+        expression being computed will hold. It is kept only until that expression is
+        done (so the cycle is computed once), then forgotten, and computed again when
+        asked later, from outside the cycle. Otherwise whichever member of a cycle was
+        asked about first would leave the others with an incomplete join for good (a
+        parameter of a recursive function holding nothing of what its callers pass), and
+        the findings would depend on the order in which rules ask. The expression a
+        cycle is entered by still sees itself cut once (no fixpoint is iterated)."""
         if isinstance(expr, frozenset):
             return expr
         memo = self._memo
         found = memo.get(expr, _ABSENT)
         if found is not _ABSENT:
-            return NOTHING if found is None else found
+            if found is None:  # being computed: the cycle is cut here
+                self._low = min(self._low, self._open[expr])
+                return NOTHING
+            return found
+        provisional = self._provisional.get(expr)
+        if provisional is not None:
+            self._low = min(self._low, provisional[1])
+            return provisional[0]
         self._steps += 1
         if self._depth > MAX_DEPTH or self._steps > MAX_STEPS:
             return UNKNOWN
+        depth = self._depth
         memo[expr] = None
+        self._open[expr] = depth
+        outer_low, self._low = self._low, depth + 1
         self._depth += 1
         try:
             result = self._compute(expr)
         except BaseException:
             del memo[expr]  # not computed: asked again, it is computed again
+            self._low = outer_low
             raise
         finally:
             self._depth -= 1
+            del self._open[expr]
         # Equal values share one object: a large repository's memo holds a few thousand
         # distinct values for hundreds of thousands of expressions.
         result = self._distinct.setdefault(result, result)
-        memo[expr] = result
+        low = self._low
+        if low < depth:  # it read an expression still being computed: not final
+            del memo[expr]
+            self._provisional[expr] = (result, low)
+            self._waiting.setdefault(low, []).append(expr)
+            self._low = min(outer_low, low)
+        else:
+            memo[expr] = result
+            self._low = outer_low
+        for done in self._waiting.pop(depth, ()):  # what waited for this one is stale
+            self._provisional.pop(done, None)
         return result
 
     def assume_tensor_inputs(self, functions: Iterable[str]) -> None:

@@ -388,3 +388,36 @@ def test_a_condition_in_host_code_is_not_decided(monkeypatch: pytest.MonkeyPatch
                          "class Net(nn.Module):\n    def forward(self, x):\n"
                          "        return helper(x, x.mean())\n"})
     assert found(result, "MS213") == [("model.py", 5)] and "tensor_test" in repr(asked)
+
+
+RECURSIVE = (
+    "class Net(nn.Module):\n"
+    "    def forward(self, x, n):\n"
+    "        return walk(x, n)\n"
+    "\n"
+    "def walk(x, n):\n"
+    "    if n > 0:\n"
+    "        return walk(x, trim(n))\n"
+    "    return x\n"
+    "\n"
+    "def trim(m):\n"
+    "    return m - 1\n"
+    "\n"
+    "def main():\n"
+    "    net = Net()\n"
+    "    net(torch.zeros(3), 4)\n")
+
+
+@pytest.mark.parametrize("first", ["model.walk", "model.trim", "model.Net.forward"])
+def test_answers_do_not_depend_on_the_order_of_the_questions(first: str) -> None:
+    # ``n`` of ``walk`` joins 4 (from forward) and ``trim(n)``, which reads ``n`` again: a
+    # cycle. Asked first about ``trim``'s ``m``, the solver meets ``walk``'s ``n`` inside
+    # that cycle; what it computed there with the cycle cut is not what ``n`` holds.
+    model = scan(RECURSIVE).model
+    names = {"model.Net.forward": "n", "model.walk": "n", "model.trim": "m"}
+    alone = {fn: ValueAnalysis(model).value(("p", fn, p)) for fn, p in names.items()}
+    solver = ValueAnalysis(model)
+    order = [first, *(fn for fn in names if fn != first)]
+    asked = {fn: solver.value(("p", fn, names[fn])) for fn in order}
+    assert asked == alone
+    assert any(a.const == 4 for a in asked["model.walk"])
