@@ -213,7 +213,7 @@ class ValueAnalysis(Env):
         if isinstance(expr, frozenset):
             return expr
         memo = self._memo
-        found = memo.get(expr, _ABSENT)
+        found: Value | None = memo.get(expr, _ABSENT)
         if found is not _ABSENT:
             if found is None:  # being computed: the cycle is cut here
                 self._low = min(self._low, self._open[expr])
