@@ -320,6 +320,14 @@ def main() -> int:
     if "paconvert" in rows:
         print(f"cold scan / paconvert --no_format: {cold / median('paconvert'):.2f} "
               "(target <= 1)")
+    # The commands of one round run one after the other, so a round's ratio is the least
+    # touched by a machine whose speed drifts between rounds: their median, with the range.
+    peers = [f"libcst parse x{args.jobs}", "paconvert"]
+    paired = [(peer, [c.seconds / p.seconds for c, p in zip(rows["msready cold"], rows[peer],
+                                                             strict=True)])
+              for peer in peers if peer in rows]
+    print("cold scan / peer, round by round (median, min-max): " + "; ".join(
+        f"{peer} {statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})" for peer, r in paired))
     # On a shared machine other processes stretch wall-clock time (the more processes a
     # run has, the more so); CPU time, the work done, much less.
     cpu_line = (f"CPU time (user + system, whole process tree): cold scan / bare parse "
