@@ -99,11 +99,7 @@ class ValueAnalysis(Env):
         fact = self.model.functions.get(callee)
         if fact is None:
             return
-        last = rc.call.target.rsplit(".", 1)[-1]
-        unbound = (rc.call.kind is CallKind.NAME and callee.endswith(f".{last}")
-                   and not callee.endswith(".__init__"))  # ``Base.forward(self, x)``
-        bound = fact.class_qualname is not None and not fact.is_static and not unbound
-        self.incoming.setdefault(callee, []).append((rc, 1 if bound else 0))
+        self.incoming.setdefault(callee, []).append((rc, _offset(rc, fact, callee)))
 
     def _unresolved(self) -> Iterable[ResolvedCall]:
         # A Tensor-method guess may be a repository method only if some class defines it.
@@ -335,8 +331,24 @@ class ValueAnalysis(Env):
             if fact.name == "__init__" and call.kind is CallKind.NAME:
                 parts.append(instance(fact.class_qualname or ""))
             elif fact.returns is not None:
-                parts.append(self.value(fact.returns))
+                parts.append(self.value(self._returned(rc, fact, callee)))
         return join(*parts) if parts else UNKNOWN
+
+    @staticmethod
+    def _returned(rc: ResolvedCall, fact: FunctionFact, callee: str) -> Expr:
+        """What ``callee`` returns to this call: a function that returns one of its
+        parameters (``init_net(net)``: ``return net``) returns what this call passes,
+        not what every caller passes (which would make each network any other)."""
+        returns = fact.returns
+        assert returns is not None
+        single = returns
+        if isinstance(single, tuple) and single[:3] == ("o", "join", ()) and len(single) == 4:
+            single = single[3]  # the join of a single ``return``
+        if isinstance(single, tuple) and single[0] == "p" and single[1] == callee:
+            bound = bind_argument(fact, rc.call, single[2], _offset(rc, fact, callee))
+            if bound is not None:
+                return bound
+        return returns
 
     def called_value(self, rc: ResolvedCall) -> Value:
         """What the called object holds: ``self.head`` in ``self.head(x)``, ``net`` in
@@ -423,6 +435,16 @@ class ValueAnalysis(Env):
         """Each argument of a call with its keyword and value."""
         return [(arg.keyword, self.value(expr))
                 for arg, expr in zip(call.args, call.arg_values, strict=False)]
+
+
+def _offset(rc: ResolvedCall, fact: FunctionFact, callee: str) -> int:
+    """How many parameters a call fills before its first argument (``self`` of a
+    method called through an instance)."""
+    last = rc.call.target.rsplit(".", 1)[-1]
+    unbound = (rc.call.kind is CallKind.NAME and callee.endswith(f".{last}")
+               and not callee.endswith(".__init__"))  # ``Base.forward(self, x)``
+    bound = fact.class_qualname is not None and not fact.is_static and not unbound
+    return 1 if bound else 0
 
 
 def bind_argument(fact: FunctionFact, call: CallSite, name: str, offset: int) -> Expr | None:

@@ -421,3 +421,35 @@ def test_answers_do_not_depend_on_the_order_of_the_questions(first: str) -> None
     asked = {fn: solver.value(("p", fn, names[fn])) for fn in order}
     assert asked == alone
     assert any(a.const == 4 for a in asked["model.walk"])
+
+
+def test_a_function_returning_its_argument_returns_what_each_call_passes() -> None:
+    # ``prepare`` hands back whatever network it is given, as ``init_net`` does. Joined
+    # over its callers, ``self.sampler`` would also be the generator, and the generator's
+    # call would bind ``num`` of ``Sampler.forward`` to a tensor.
+    result = scan(
+        "def prepare(net, gain=0.02):\n"               # 4
+        "    return net\n"
+        "\n"
+        "class Generator(nn.Module):\n"                 # 7
+        "    def forward(self, x, layers):\n"
+        "        return x\n"
+        "\n"
+        "class Sampler(nn.Module):\n"                   # 11
+        "    def forward(self, feats, num=64):\n"
+        "        if num > 0:\n"                          # 13
+        "            return feats[:, :2]\n"
+        "        return feats\n"
+        "\n"
+        "class Model:\n"                                 # 17
+        "    def __init__(self):\n"
+        "        self.gen = prepare(Generator())\n"
+        "        self.sampler = prepare(Sampler())\n"
+        "\n"
+        "    def step(self, x):\n"                       # 22
+        "        feats = self.gen(x, torch.ones(3))\n"
+        "        return self.sampler(feats, 256)\n")
+    values = result.model.values
+    gen = values.attribute("model.Model", "gen")
+    assert {a.cls for a in gen} == {"model.Generator"}
+    assert found(result, "MS213") == []
