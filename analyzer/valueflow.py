@@ -236,6 +236,8 @@ class ValueAnalysis(Env):
         finally:
             self._depth -= 1
             del self._open[expr]
+            for done in self._waiting.pop(depth, ()):  # what waited for this one is stale
+                self._provisional.pop(done, None)
         # Equal values share one object: a large repository's memo holds a few thousand
         # distinct values for hundreds of thousands of expressions.
         result = self._distinct.setdefault(result, result)
@@ -248,8 +250,6 @@ class ValueAnalysis(Env):
         else:
             memo[expr] = result
             self._low = outer_low
-        for done in self._waiting.pop(depth, ()):  # what waited for this one is stale
-            self._provisional.pop(done, None)
         return result
 
     def assume_tensor_inputs(self, functions: Iterable[str]) -> None:
