@@ -73,6 +73,10 @@ class SkeletonResult:
     input_shape: str = ""  # the input the Cell ran with: ``(2, 3, 32, 32)``
     output_shape: str = ""  # the first output's shape in PyNative
     ran_inside: str = ""  # the parent Cell it ran in, when it found no input of its own
+    # when the input the repository's layers give failed and the input it ran with was
+    # found by following the errors: that given input, and its PyNative error
+    given_input: str = ""
+    given_error: str = ""
 
 
 @dataclass(frozen=True, slots=True)

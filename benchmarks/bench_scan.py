@@ -17,6 +17,7 @@ run, on the same files and cores, it times:
 * ``msready 1M cold``: a cold scan of a tree of about a million lines (``--million``
   lines: the corpus copied several times over), run once.
 
+msready is timed with its modules' bytecode written first, as an install writes it.
 Each is run ``--repeat`` times (each in a fresh process); the medians and the ratios to
 the bare parse are printed, with the peak memory of each command's whole process tree
 (the command and all its children, sampled every 50 ms): the sum of their resident sets,
@@ -32,6 +33,8 @@ one invocation mean anything.
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import os
 import shutil
 import statistics
@@ -220,6 +223,24 @@ def paconvert_command(corpus: Path, out: Path) -> list[str] | None:
     return cmd
 
 
+def compile_msready() -> Path:
+    """Write the bytecode of msready's modules, as ``pip install .`` does when it installs
+    a package (the README's install). An editable install has none until a first run
+    writes it, and none at all where PYTHONDONTWRITEBYTECODE is set: every scan would
+    then compile msready's sources in the main process and in the workers' server, a
+    cost no installed copy pays (the peers' packages are installed with their bytecode)."""
+    spec = importlib.util.find_spec("msready")
+    if spec is None or spec.origin is None:
+        raise SystemExit("msready is not installed in this Python")
+    package = Path(spec.origin).parent
+    for entry in package.iterdir():  # an editable install's folder also holds .venv
+        if entry.suffix == ".py":
+            compileall.compile_file(entry, quiet=1)
+        elif entry.is_dir() and (entry / "__init__.py").is_file() and entry.name != "tests":
+            compileall.compile_dir(entry, quiet=1)
+    return package
+
+
 def million_tree(corpus: Path, lines: int, per_copy: int) -> tuple[Path, int]:
     """A tree of at least ``lines`` lines: the corpus copied as many times as needed,
     each copy its own top-level package. Returns the folder and the number of copies."""
@@ -258,6 +279,7 @@ def main() -> int:
     print(f"corpus: {args.package} wheel, {len(files)} files, {lines} lines; "
           f"{args.jobs} jobs on {os.cpu_count()} cores; {args.repeat} runs each")
 
+    print(f"msready's bytecode written under {compile_msready()}, as an install does")
     me = [sys.executable, str(Path(__file__).resolve())]
     cache = Path(tempfile.mkdtemp(prefix="msready-bench-cache-"))
     out = Path(tempfile.mkdtemp(prefix="msready-bench-out-"))

@@ -114,7 +114,8 @@ def _parts(result: ScanResult) -> dict[str, Any]:
              "cell_file": s.cell_file, "pynative": s.pynative, "graph": s.graph,
              "error": s.error, "max_abs_diff": s.max_abs_diff, "status": s.status,
              "synthesized": s.synthesized, "input_shape": s.input_shape,
-             "output_shape": s.output_shape, "ran_inside": s.ran_inside}
+             "output_shape": s.output_shape, "ran_inside": s.ran_inside,
+             "given_input": s.given_input, "given_error": s.given_error}
             for s in result.skeletons
         ],
         "train_steps": [

@@ -280,37 +280,54 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
     search = bool(job.get("guessed")) and reference is None
     inputs, res["input_fits"] = _fitting_inputs(ms, cell, candidates, search)
     res["input_shape"] = _shape_text(inputs)
-    errors = []
-    for mode, field in ((ms.PYNATIVE_MODE, "pynative"), (ms.GRAPH_MODE, "graph")):
-        ms.set_context(mode=mode)
-        watch = _Watch(cell, job) if field == "pynative" else None
-        try:
-            try:
-                out = first_output(cell(*inputs))
-            finally:
-                if watch is not None:
-                    watch.stop()
-            # PyNative runs kernels asynchronously: reading the value surfaces their errors.
-            got = np.asarray(out.asnumpy(), dtype=np.float64) if hasattr(out, "asnumpy") \
-                else None
-            res[field] = "pass"
-            if watch is not None:
-                res["ran"] = watch.ran
-            if field == "pynative" and got is not None:
-                res["output_shape"] = str(tuple(got.shape))
-            if field == "pynative" and reference is not None and got is not None:
-                if got.shape == reference.shape:
-                    res["max_abs_diff"] = float(np.max(np.abs(got - reference))) if got.size \
-                        else 0.0
-                else:
-                    errors.append(f"output shape {got.shape} != torch {reference.shape}")
-        except Exception as exc:
-            errors.append(f"{'PyNative' if field == 'pynative' else 'GRAPH_MODE'}: "
-                          f"{first_line(exc)}")
+    pynative = _run_mode(ms, cell, job, inputs, reference, res, "pynative")
+    if pynative is not None and reference is None and not job.get("guessed"):
+        # the input the repository's layers give failed: the errors are followed from
+        # it, and an input found that way is reported as found by search, beside the
+        # given one's error (with torch's own input, a failure is the translation's)
+        given_error = pynative.removeprefix("PyNative: ")
+        found = _search(ms, cell, [(candidates[0], given_error)], {_shapes(candidates[0])})
+        if found is not None:
+            res["given_input"] = [res["input_shape"], given_error]
+            inputs = as_tensors(ms.Tensor, found)
+            res["input_shape"] = _shape_text(inputs)
+            pynative = _run_mode(ms, cell, job, inputs, reference, res, "pynative")
+    graph = _run_mode(ms, cell, job, inputs, reference, res, "graph")
     ms.set_context(mode=ms.PYNATIVE_MODE)
+    errors = [e for e in (pynative, graph) if e is not None]
     if errors:
         res["error"] = "; ".join(errors) if res["error"] is None else res["error"]
     return res
+
+
+def _run_mode(ms: Any, cell: Any, job: dict[str, Any], inputs: list[Any],
+              reference: Any, res: dict[str, Any], field: str) -> str | None:
+    """Run the Cell on ``inputs`` in one mode (``field``: "pynative" or "graph"), noting
+    the result in ``res``; the error to report (``PyNative: ...``), None when it ran."""
+    ms.set_context(mode=ms.PYNATIVE_MODE if field == "pynative" else ms.GRAPH_MODE)
+    watch = _Watch(cell, job) if field == "pynative" else None
+    try:
+        try:
+            out = first_output(cell(*inputs))
+        finally:
+            if watch is not None:
+                watch.stop()
+        # PyNative runs kernels asynchronously: reading the value surfaces their errors.
+        got = np.asarray(out.asnumpy(), dtype=np.float64) if hasattr(out, "asnumpy") \
+            else None
+    except Exception as exc:
+        res[field] = "fail"
+        return f"{'PyNative' if field == 'pynative' else 'GRAPH_MODE'}: {first_line(exc)}"
+    res[field] = "pass"
+    if watch is not None:
+        res["ran"] = watch.ran
+    if field == "pynative" and got is not None:
+        res["output_shape"] = str(tuple(got.shape))
+        if reference is not None:
+            if got.shape != reference.shape:
+                return f"output shape {got.shape} != torch {reference.shape}"
+            res["max_abs_diff"] = float(np.max(np.abs(got - reference))) if got.size else 0.0
+    return None
 
 
 class _Watch:
@@ -357,30 +374,41 @@ def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]], search: boo
             return as_tensors(ms.Tensor, arrays), True
         errors.append(error)
     if search:
-        # depth first: the error of the input just tried is followed next (a rank, then
-        # the channels, then the size), within a budget of runs
         # (a guess tried already is not run again, but its error is followed)
         tried = {_shapes(c): e for c, e in zip(candidates, errors, strict=True)}
-        seen = {_shapes(candidates[0])}
-        stack = [(candidates[0], errors[0])]
-        runs = 0
-        while stack and runs < _SEARCH_RUNS:
-            arrays, error = stack.pop()
-            followed = []
-            for shaped in asked_for(arrays, error):
-                key = _shapes(shaped)
-                if key in seen or runs >= _SEARCH_RUNS:
-                    continue
-                seen.add(key)
-                found = tried.get(key)
-                if found is None:
-                    runs += 1
-                    found = _try_input(ms, cell, shaped)
-                    if found is None:
-                        return as_tensors(ms.Tensor, shaped), True
-                followed.append((shaped, found))
-            stack.extend(reversed(followed))
+        found = _search(ms, cell, [(candidates[0], errors[0])], {_shapes(candidates[0])},
+                        tried)
+        if found is not None:
+            return as_tensors(ms.Tensor, found), True
     return as_tensors(ms.Tensor, candidates[0]), False
+
+
+def _search(ms: Any, cell: Any, stack: list[tuple[list[Any], str]], seen: set[Shapes],
+            tried: dict[Shapes, str] | None = None) -> list[Any] | None:
+    """An input the Cell runs on in PyNative mode, found by following what the errors of
+    the inputs on ``stack`` ask for (:func:`asked_for`), depth first: the error of the
+    input just tried is followed next (a rank, then the channels, then the size), within
+    :data:`_SEARCH_RUNS` runs. None when there is none. ``seen`` holds the shapes not to
+    try again; ``tried``, the errors of inputs run already."""
+    tried = tried or {}
+    runs = 0
+    while stack and runs < _SEARCH_RUNS:
+        arrays, error = stack.pop()
+        followed = []
+        for shaped in asked_for(arrays, error):
+            key = _shapes(shaped)
+            if key in seen or runs >= _SEARCH_RUNS:
+                continue
+            seen.add(key)
+            found = tried.get(key)
+            if found is None:
+                runs += 1
+                found = _try_input(ms, cell, shaped)
+                if found is None:
+                    return shaped
+            followed.append((shaped, found))
+        stack.extend(reversed(followed))
+    return None
 
 
 # How many inputs an input search runs at most.
@@ -405,7 +433,11 @@ def _try_input(ms: Any, cell: Any, arrays: list[Any]) -> str | None:
     return error
 
 
-def _shapes(arrays: list[Any]) -> tuple[object, ...]:
+# The shapes of a list of inputs (each input's ``repr`` when it is not an array).
+Shapes = tuple[object, ...]
+
+
+def _shapes(arrays: list[Any]) -> Shapes:
     return tuple(tuple(a.shape) if isinstance(a, np.ndarray) else repr(a) for a in arrays)
 
 

@@ -294,13 +294,15 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
         error += (f" (the Cell uses {target} APIs and ran on this machine's CPU; "
                   "scan with --target cpu to check a CPU version)")
     pynative = str(outcome.get("pynative", "fail"))
+    given_input, given_error = outcome.get("given_input") or ("", "")
     return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file, pynative,
                           str(outcome.get("graph", "fail")), error,
                           float(diff) if diff is not None else None,
                           status="pass" if pynative == "pass" else "fail",
                           synthesized=synthesized, input_shape=shape,
                           output_shape=str(outcome.get("output_shape") or ""),
-                          ran_inside=str(outcome.get("inside") or ""))
+                          ran_inside=str(outcome.get("inside") or ""),
+                          given_input=str(given_input), given_error=str(given_error))
 
 
 _TENSOR_ATTRIBUTE = re.compile(r"AttributeError: '(?:Tensor|Parameter)' object has no "
@@ -327,6 +329,9 @@ def _status_line(res: SkeletonResult) -> str:
     if res.output_shape:
         text += f" -> {res.output_shape}"
     text += made_up
+    if res.given_input:
+        text += (f" (input found by search: its layers give {res.given_input}, which fails "
+                 f"with {res.given_error})")
     if res.ran_inside:
         text += f" (run inside {res.ran_inside.rsplit('.', 1)[-1]})"
     if res.max_abs_diff is not None:

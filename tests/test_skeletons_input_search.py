@@ -210,7 +210,8 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
             # not run again, and its own error (three channels) is followed
             job("Conv", [2, 16]) | {"key": "Alternatives", "alternatives": [
                 [{"shape": [2, 16, 16, 16], "dtype": "float32", "high": 0}]]},
-            job("Conv", [2, 16], guessed=False) | {"key": "Given"}]
+            job("Conv", [2, 16], guessed=False) | {"key": "Given"},
+            job("Broken", [2, 16], guessed=False) | {"key": "BrokenGiven"}]
     got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)}, jobs,
                           timeout=60)
     ran = {key: (res["pynative"], res["graph"], res["input_shape"], res["input_fits"])
@@ -230,10 +231,17 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
         "Shrinking": ("pass", "pass", "(2, 1, 28, 28)", True),
         # nothing about the input: no input fits, and the error is the first guess's
         "Broken": ("fail", "fail", "(2, 16)", False),
-        # an input the repository gives is not a guess: it is run as it is
-        "Given": ("fail", "fail", "(2, 16)", True),
+        # an input the repository's layers give is run first; when it fails, the errors
+        # are followed from it too, and the given input is kept beside its error
+        "Given": ("pass", "pass", "(2, 3, 16, 16)", True),
+        # an error that says nothing about the input: the given input's failure stands
+        "BrokenGiven": ("fail", "fail", "(2, 16)", True),
     }
     assert "no attribute 'no_such_method'" in got["Broken"]["error"]
+    assert got["Given"]["given_input"] == [
+        "(2, 16)", "ValueError: For primitive[Conv2D], the x shape size must be equal to 4, "
+                   "but got 2."]
+    assert "given_input" not in got["BrokenGiven"] and "given_input" not in got["Conv"]
 
 
 @pytest.mark.parametrize(("error", "translation"), [
