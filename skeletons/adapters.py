@@ -12,6 +12,7 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.localvalues import TORCH_ROOTS
 from msready.analyzer.syntax import find_all
 from msready.skeletons import compositions
 from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT
@@ -43,7 +44,7 @@ TO = "torch_to"
 LEGACY_TENSOR = "torch_legacy_tensor"
 # A torch name left in a Cell (no MindSpore form for the target) reads as this stand-in:
 # the file imports, and only the code that reaches the name fails, saying which it is.
-TORCH_LEFT = "torch"
+TORCH_LEFT = "TorchLeftInCell"
 LEFT_IN_CELL = "has no MindSpore form for this target and is left in the Cell"
 
 # One source for the three convolution adapters; ``{d}`` is the dimension.
@@ -185,10 +186,9 @@ class TorchLeftInCell:
 
     def __repr__(self):
         return self._path
-
-
-torch = TorchLeftInCell("torch")
 ''',
+    # each torch package a Cell keeps a name of (``torch.version.cuda``) is bound to it
+    **{root: f'\n{root} = {TORCH_LEFT}("{root}")\n' for root in TORCH_ROOTS},
     LEGACY_TENSOR: '''
 def torch_legacy_tensor(dtype):
     """torch.FloatTensor and its kind held as a value, called later: with sizes (ints, or
@@ -421,5 +421,11 @@ def used(module: cst.Module) -> list[cst.BaseStatement]:
     for name in wanted:  # and what they use (torch_layer calls torch_kwargs)
         wanted += [other for other in SOURCES if other not in wanted
                    and re.search(rf"\b{other}\(", SOURCES[name])]
-    return [stmt for name, source in SOURCES.items() if name in wanted
-            for stmt in cst.parse_module(source.lstrip("\n")).body]
+    out: list[cst.BaseStatement] = []
+    for name, source in SOURCES.items():
+        if name in wanted:
+            body = list(cst.parse_module(source.lstrip("\n")).body)
+            if out:  # two blank lines between one adapter and the next
+                body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine()] * 2)
+            out += body
+    return out

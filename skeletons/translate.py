@@ -79,10 +79,16 @@ _FUNCTIONAL = frozenset({"amax", "amin", "sum", "prod", "all", "any", "logsumexp
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 
 
-def _torch_version() -> cst.SimpleString:
+def _torch_version(root: str = "torch") -> cst.SimpleString:
     """``torch.__version__`` in a Cell: the torch the API table was read from, whose
-    behaviour the translation follows, so a version test takes the branch it maps."""
-    return cst.SimpleString(repr(load_table().torch_version or "2.0.0"))
+    behaviour the translation follows, so a version test takes the branch it maps;
+    ``torchvision.__version__``: the torchvision released with that torch (torch 2.N
+    came with torchvision 0.N+15)."""
+    version = load_table().torch_version or "2.0.0"
+    if root == "torchvision":
+        _, minor, patch = [*version.split("+")[0].split("."), "0", "0"][:3]
+        version = f"0.{15 + int(minor)}.{patch}"
+    return cst.SimpleString(repr(version))
 
 
 # torch.nn.Module's own dictionaries and the Cell's that hold the same things.
@@ -958,8 +964,9 @@ class CellTransformer(cst.CSTTransformer):
         if not is_torch(name):
             return True
         assert name is not None
-        if name == "torch.__version__":
-            self._replace[node] = _torch_version()
+        root, _, rest = name.partition(".")
+        if rest == "__version__":  # ``torch.__version__``, ``torchvision.__version__``
+            self._replace[node] = _torch_version(root)
             return False
         if is_torch_metadata(name):  # ``torch.version.cuda``: about torch, kept as it is
             self._replace[node] = kept = expr(name)
@@ -1220,10 +1227,11 @@ class CellTransformer(cst.CSTTransformer):
             if name.endswith(".__init__") and name[:-len(".__init__")] in _MODULE_BASES:
                 # ``nn.Module.__init__(self)``: the base a translated Module has
                 return updated_node.with_changes(func=expr("nn.Cell.__init__"))
-            if name.startswith("torch.__version__.") and isinstance(
+            root, _, rest = name.partition(".")
+            if rest.startswith("__version__.") and isinstance(
                     updated_node.func, cst.Attribute):  # ``torch.__version__.split(".")``
                 return updated_node.with_changes(
-                    func=updated_node.func.with_changes(value=_torch_version()))
+                    func=updated_node.func.with_changes(value=_torch_version(root)))
             if is_torch_metadata(name):
                 kept = expr(name)
                 self._untranslated.add(kept)
@@ -1607,6 +1615,18 @@ def _function_torch_imports(module: cst.Module) -> dict[str, str]:
     translated like those of a module-level import."""
     out: dict[str, str] = {}
     for function in find_all(module, m.FunctionDef()):
+        for plain in find_all(function, m.Import()):  # ``import torch``, ``import torch.nn as nn``
+            assert isinstance(plain, cst.Import)
+            for alias in plain.names:
+                name = dotted(alias.name)
+                if not is_torch(name):
+                    continue
+                assert name is not None
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    out.setdefault(alias.asname.name.value, name)
+                elif alias.asname is None:
+                    root = name.partition(".")[0]
+                    out.setdefault(root, root)
         for node in find_all(function, m.ImportFrom()):
             assert isinstance(node, cst.ImportFrom)
             source = dotted(node.module) if node.module is not None and not node.relative \

@@ -177,6 +177,12 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.new = torch.__version__ >= '1.7'", f"self.new = {TORCH} >= '1.7'"),
     ("self.major = int(torch.__version__.split('.')[0])",
      f"self.major = int({TORCH}.split('.')[0])"),
+    # torch imported inside the function (in a ``try``) is the same torch
+    ("try:\n    import torch as t\nexcept ImportError:\n    t = None\n"
+     "self.new = t.__version__ >= '1.7'", f"self.new = {TORCH} >= '1.7'"),
+    # torchvision's version is that of the torchvision released with that torch
+    ("from torchvision import __version__\nself.v = __version__.split('.')",
+     f"self.v = '0.{15 + int(load_table().torch_version.split('.')[1])}."),
     # a string's split keeps its separator; a tensor's split is MindSpore's
     ("self.dims = tuple(map(int, opt.dims.split('-')))",
      "self.dims = tuple(map(int, opt.dims.split('-')))"),
@@ -485,6 +491,13 @@ def test_torch_imports_go_and_mindspore_imports_come(tmp_path: Path) -> None:
     assert "import torch" not in code
     assert "import math" in code
     assert "from mindspore import Parameter, Tensor, mint, nn, ops" in code
+
+
+def test_a_torchvision_name_left_in_the_cell_is_bound_to_the_stand_in(tmp_path: Path) -> None:
+    code = generated(tmp_path, "import torchvision\n\n\n" + module(
+        "self.kind = torchvision.ops.misc.SqueezeExcitation"))
+    assert 'torchvision = TorchLeftInCell("torchvision")' in code
+    assert "\ntorch = " not in code  # torch itself is not kept: no stand-in for it
 
 
 def test_untranslatable_call_keeps_its_torch_name_with_a_todo(tmp_path: Path) -> None:
