@@ -493,6 +493,18 @@ def test_a_passing_cells_note_is_not_shown_as_an_error(result: ScanResult) -> No
     assert "<pre>RuntimeError: &lt;graph&gt; failed</pre>" in page  # a failure stays one
 
 
+def test_an_input_found_by_search_shows_the_given_input_and_its_error(
+        result: ScanResult) -> None:
+    ran = SkeletonResult("model.Pool", "model.py", 40, "skeletons/model.py", "pass", "pass",
+                         status="pass", input_shape="(2, 16, 8, 8)",
+                         given_input="(2, 8, 8, 16)",
+                         given_error="ValueError: Dense shape error, got x_col: 8, w_row: 16.")
+    page = html.render(replace(result, skeletons=[*result.skeletons, ran]))
+    assert "found by search: its layers give <code>(2, 8, 8, 16)</code>" in page
+    assert ('<pre class="note">with (2, 8, 8, 16): ValueError: Dense shape error, got '
+            'x_col: 8, w_row: 16.</pre>') in page
+
+
 def test_empty_repository_renders(tmp_path: Path) -> None:
     empty = scan_files({"notes.py": "print('no torch here')\n"}, target="cpu")
     page = html.render(empty)

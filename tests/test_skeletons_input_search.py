@@ -14,7 +14,7 @@ import pytest
 from msready.analyzer.result import SkeletonResult
 from msready.skeletons import runner
 from msready.skeletons.child import asked_for
-from msready.skeletons.generate import _translation_error
+from msready.skeletons.generate import _status_line, _translation_error
 
 CellRun = tuple[Path, dict[str, SkeletonResult]]
 
@@ -325,3 +325,12 @@ def test_a_base_class_whose_forward_is_abstract_is_not_run(built: CellRun) -> No
         res = built[1][name]
         assert (res.status, res.error) == (
             "unverified", "its forward is abstract (a base class its subclasses implement)")
+
+
+def test_the_status_line_of_a_cell_run_on_a_searched_input_names_the_given_one() -> None:
+    res = SkeletonResult("model.Pool", "model.py", 40, "skeletons/model.py", "pass", "pass",
+                         status="pass", input_shape="(2, 16, 8, 8)", output_shape="(2, 16)",
+                         given_input="(2, 8, 8, 16)", given_error="ValueError: too small")
+    assert _status_line(res) == (
+        "PyNative pass, GRAPH_MODE pass, input (2, 16, 8, 8) -> (2, 16) (input found by "
+        "search: its layers give (2, 8, 8, 16), which fails with ValueError: too small)")
