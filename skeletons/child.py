@@ -374,10 +374,11 @@ def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]], search: boo
             return as_tensors(ms.Tensor, arrays), True
         errors.append(error)
     if search:
-        # (a guess tried already is not run again, but its error is followed)
+        # (a guess tried already is not run again, but its error is followed: the first
+        # guess's errors first, then each other guess's)
         tried = {_shapes(c): e for c, e in zip(candidates, errors, strict=True)}
-        found = _search(ms, cell, [(candidates[0], errors[0])], {_shapes(candidates[0])},
-                        tried)
+        found = _search(ms, cell, list(reversed(list(zip(candidates, errors, strict=True)))),
+                        {_shapes(candidates[0])}, tried)
         if found is not None:
             return as_tensors(ms.Tensor, found), True
     return as_tensors(ms.Tensor, candidates[0]), False
@@ -497,16 +498,13 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
                 wanted.append(_stepped_sides(shape, want > got))
             if len(shape) <= 3:
                 wanted.append(_with_dim(shape, len(shape) - 1, want))
-    if (sizes := _RESHAPE.search(error)) is not None and len(shape) >= 4:
-        # a feature map reshaped to sizes the image gives another count of values for
-        proposed = [int(v) for v in sizes.group(1).split(",") if v.strip()]
-        want, got = math.prod(proposed), int(sizes.group(2))
-        if want > 0 and got > 0:
-            wanted += [_scaled_sides(shape, want / got), _stepped_sides(shape, want > got)]
+    if (sizes := _RESHAPE.search(error)) is not None:
+        wanted += _reshaped(shape, _numbers(sizes.group(1)), int(sizes.group(2)))
+    wanted += _broadcast(shape, error)
     if _TOO_SMALL.search(error) and len(shape) >= 3:  # a kernel larger than what is left
         wanted.append(_scaled_sides(shape, 4.0))
     if (norm := _LAYER_NORM.search(error)) is not None:
-        tail = tuple(int(v) for v in norm.group(1).split(",") if v.strip())
+        tail = _numbers(norm.group(1))
         if 0 < len(tail) < len(shape):
             wanted.append((*shape[:len(shape) - len(tail)], *tail))
         elif tail:
@@ -528,6 +526,71 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
         out += [[0 if i == later else a for i, a in enumerate(arrays)]
                 for later, a in enumerate(arrays) if later > at and isinstance(a, np.ndarray)]
     return out
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(",") if v.strip())
+
+
+def _reshaped(shape: tuple[int, ...], proposed: tuple[int, ...], got: int
+              ) -> list[tuple[int, ...]]:
+    """Inputs for a reshape of ``got`` values to ``proposed`` sizes that do not hold them."""
+    want = math.prod(proposed)
+    if got <= 0 or any(v < 0 for v in proposed):  # a size left open (-1): nothing to read
+        return []
+    if 0 in proposed:
+        # a size divided down to nothing (``c // (r * r)``): the channels are what the
+        # other sizes leave of the product (``(2, 16, 16, 0, 8, 8)`` of a 2 x 8 x 8
+        # feature map: 256 channels)
+        rest = math.prod(v for v in proposed if v)
+        others = math.prod(shape) // shape[1] if len(shape) >= 3 else 0
+        if others and rest % others == 0 and rest // others > shape[1]:
+            return [_with_dim(shape, 1, rest // others)]
+        return []
+    if len(shape) >= 4:  # a feature map reshaped to sizes the image gives another count for
+        return [_scaled_sides(shape, want / got), _stepped_sides(shape, want > got)]
+    if len(shape) == 3 and shape[1] * want % got == 0:
+        # a sequence of tokens laid out as a grid (``x.view(B, 14, 14, C)``): as many
+        # tokens as the grid has
+        return [_with_dim(shape, 1, shape[1] * want // got)]
+    return []
+
+
+# Two shapes that do not broadcast: an addition's or a product's operands, a mask and
+# what it masks, a tensor and the shape it is broadcast to.
+_BROADCAST = (re.compile(r"\.shape = \[([\d, ]*)\] and \w+\.shape = \[([\d, ]*)\]"),
+              re.compile(r"x_shape: \(([\d, ]*)\), target shape: \(([\d, ]*)\)"))
+
+
+def _broadcast(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
+    """Inputs whose sizes broadcast with what the Cell adds to them or multiplies them by
+    (a position table, a relative-position bias, an attention mask), as ``error`` says.
+    When the input is one of the two operands, it takes the other's sizes where they
+    differ (the batch kept); when the operands were computed from it, a size of the
+    input that one operand has where the other has another becomes the other's (a
+    sequence of 8 tokens whose attention scores meet a bias for 1024)."""
+    for pattern in _BROADCAST:
+        if (found := pattern.search(error)) is not None:
+            break
+    else:
+        return []
+    first, second = _numbers(found.group(1)), _numbers(found.group(2))
+    if shape in (first, second):
+        other = second if shape == first else first
+        if len(other) > len(shape):  # the other has more dimensions: the input has them too
+            return [(shape[0], *other[1:]), (shape[0], *other)]
+        new = list(shape)
+        for i in range(1, min(len(other), len(shape) - 1) + 1):
+            if other[-i] != 1:
+                new[-i] = other[-i]
+        return [tuple(new)]
+    out = []
+    for one, two in zip(reversed(first), reversed(second), strict=False):  # right-aligned
+        if one == two or 1 in (one, two):
+            continue
+        for have, want in ((one, two), (two, one)):
+            out += [_with_dim(shape, i, want) for i in range(1, len(shape)) if shape[i] == have]
+    return list(dict.fromkeys(out))
 
 
 # A tensor of many values read as one number (``if step:``, ``table[step]``).

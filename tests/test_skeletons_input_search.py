@@ -58,6 +58,28 @@ def shapes_asked(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
     # image, or a few pixels less (after unpadded kernels, 28 x 28 where 32 x 32 was tried)
     ((2, 1, 32, 32), "ValueError: proposed_shape '[const vector]{2, 4, 64, 1}' is invalid "
                      "for input of size 2048", [(2, 1, 16, 16), (2, 1, 28, 28)]),
+    # a sequence of tokens laid out as a 32 x 32 grid: 1024 tokens
+    ((2, 8, 16), "ValueError: proposed_shape '[const vector]{2, 32, 32, 16}' is invalid for "
+                 "input of size 256", [(2, 1024, 16)]),
+    # channels divided down to nothing (``c // (16 * 16)``): the channels the other sizes
+    # leave of the product
+    ((2, 3, 8, 8), "ValueError: proposed_shape '[const vector]{2, 16, 16, 0, 8, 8}' is "
+                   "invalid for input of size 384", [(2, 256, 8, 8)]),
+    # the input added to a table it does not broadcast with takes the table's sizes
+    ((2, 16, 16, 16), "ValueError: For 'Mul', input1.shape and input2.shape need to "
+                      "broadcast. The value of input1.shape[4] or input2.shape[2] must be 1 "
+                      "or -1 when they are not the same, but got input1.shape = "
+                      "[2, 16, 16, 16] and input2.shape = [256, 16]", [(2, 16, 256, 16)]),
+    # (a table with more dimensions: the input has them too, the batch kept)
+    ((2, 16), "ValueError: For 'AddExt', input.shape and other.shape need to broadcast. The "
+              "value of input.shape[2] or other.shape[4] must be 1 or -1 when they are not "
+              "the same, but got input.shape = [2, 16] and other.shape = [1, 2, 256, 256]",
+     [(2, 2, 256, 256), (2, 1, 2, 256, 256)]),
+    # attention scores of 8 tokens meet a bias for 1024: 1024 tokens
+    ((2, 8, 384), "ValueError: For 'AddExt', input.shape and other.shape need to broadcast. "
+                  "The value of input.shape[5] or other.shape[4] must be 1 or -1 when they "
+                  "are not the same, but got input.shape = [2, 8, 8, 8] and other.shape = "
+                  "[8, 1024, 1024]", [(2, 1024, 384)]),
     # an axis past the last one: an image first, then one more dimension
     ((2, 16), "ValueError: For primitive[MeanExt], the axis value must be in [-2,2), but "
               "got 2.", [(2, 16, 16, 16), (2, 16, 16)]),
