@@ -218,8 +218,9 @@ class CellTransformer(cst.CSTTransformer):
         self._functions: list[str] = []  # names of the enclosing functions
         self._scope: list[str] = []  # enclosing classes and functions, outermost first
         self._statement_values: set[cst.CSTNode] = set()  # expressions used as statements
-        # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layer it holds there
-        self._narrowed: list[dict[str, str]] = []
+        # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layers it may hold
+        # there (``isinstance(m, (nn.BatchNorm2d, nn.GroupNorm))``: either)
+        self._narrowed: list[dict[str, tuple[str, ...]]] = []
         self._inputs: set[str] = set()  # the parameters of the forward being translated
         self._targets: set[cst.Attribute] = set()  # ``x.attr = ...``: stays an attribute
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
@@ -881,7 +882,7 @@ class CellTransformer(cst.CSTTransformer):
                                                    *node.params.params][1:]}
         return True
 
-    def _local_layers(self, function: cst.FunctionDef) -> dict[str, str]:
+    def _local_layers(self, function: cst.FunctionDef) -> dict[str, tuple[str, ...]]:
         """Local names bound once, to a torch layer (``bn = nn.BatchNorm2d(c)``): their
         parameters go by the MindSpore names (``bn.weight`` -> ``bn.gamma``)."""
         layers: dict[str, str] = {}
@@ -895,7 +896,7 @@ class CellTransformer(cst.CSTTransformer):
                 else None
             if name is not None and is_torch(name):
                 layers[target.value] = apis.canonical(name)
-        return {k: v for k, v in layers.items() if bound[k] == 1}
+        return {k: (v,) for k, v in layers.items() if bound[k] == 1}
 
     def _named_tuple(self, node: cst.BaseExpression) -> bool:
         """True for a call returning torch's ``(values, indices)`` named tuple."""
@@ -1047,24 +1048,24 @@ class CellTransformer(cst.CSTTransformer):
         return self._parameter_name(original_node, updated_node)
 
     def visit_If_body(self, node: cst.If) -> None:
-        narrowed: dict[str, str] = {}
+        narrowed: dict[str, tuple[str, ...]] = {}
         if m.matches(node.test, m.Call(func=m.Name("isinstance"), args=[m.Arg(m.Name()),
                                                                          m.Arg()])):
             assert isinstance(node.test, cst.Call)
             name = node.test.args[0].value
             classes = node.test.args[1].value
-            first = classes.elements[0].value if isinstance(classes, cst.Tuple) and \
-                len(classes.elements) == 1 else classes
-            torch_name = self.qualify(first)
-            if isinstance(name, cst.Name) and is_torch(torch_name):
-                narrowed[name.value] = apis.canonical(torch_name or "")
+            listed = [e.value for e in classes.elements] \
+                if isinstance(classes, cst.Tuple) else [classes]
+            torch_names = [self.qualify(c) for c in listed]
+            if isinstance(name, cst.Name) and listed and all(is_torch(t) for t in torch_names):
+                narrowed[name.value] = tuple(apis.canonical(t or "") for t in torch_names)
         self._narrowed.append(narrowed)
 
     def leave_If_body(self, node: cst.If) -> None:
         self._narrowed.pop()
 
-    def _narrowed_layer(self, name: str) -> str | None:
-        return next((n[name] for n in reversed(self._narrowed) if name in n), None)
+    def _narrowed_layers(self, name: str) -> tuple[str, ...]:
+        return next((n[name] for n in reversed(self._narrowed) if name in n), ())
 
     def _parameter_name(self, original: cst.Attribute,
                         updated: cst.Attribute) -> cst.BaseExpression:
@@ -1072,9 +1073,11 @@ class CellTransformer(cst.CSTTransformer):
         held layer, as its MindSpore Cell spells them (``weight_map``'s renames); in a
         subclass of a torch layer, ``self.groups`` -> ``self.group`` as well."""
         if isinstance(original.value, cst.Name) and original.value.value != "self":
-            layer = self._narrowed_layer(original.value.value)  # inside isinstance(m, X)
-            renames = _attribute_renames(layer, self.backend) if layer else {}
-            new = renames.get(original.attr.value)
+            # inside ``isinstance(m, X)``: renamed when every class it names renames it
+            # alike (``weight`` is ``gamma`` of a BatchNorm, a LayerNorm and a GroupNorm)
+            renamed = {_attribute_renames(layer, self.backend).get(original.attr.value)
+                       for layer in self._narrowed_layers(original.value.value)}
+            new = renamed.pop() if len(renamed) == 1 else None
             return updated.with_changes(attr=cst.Name(new)) if new else updated
         if not self._class_names:
             return updated

@@ -486,6 +486,22 @@ def test_a_layer_narrowed_by_isinstance_reads_its_mindspore_attribute_names(
     assert "m.embedding_table" in code
 
 
+def test_a_layer_narrowed_to_several_classes_reads_the_name_they_all_give(
+        tmp_path: Path) -> None:
+    # ``weight`` of a BatchNorm, a LayerNorm and a GroupNorm is ``gamma`` in all three;
+    # with a Conv2d among them (whose ``weight`` stays) nothing is renamed
+    code = generated(tmp_path, module(
+        "self.n = nn.GroupNorm(2, 4)\nself.apply(self._init)") + (
+        "\n    def _init(self, m):\n"
+        "        if isinstance(m, (nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)):\n"
+        "            nn.init.ones_(m.weight)\n"
+        "            nn.init.zeros_(m.bias)\n"
+        "        elif isinstance(m, (nn.Conv2d, nn.BatchNorm2d)):\n"
+        "            nn.init.ones_(m.weight)\n"))
+    assert "m.gamma.set_data(" in code and "m.beta.set_data(" in code
+    assert "m.weight.set_data(" in code
+
+
 def test_torch_imports_go_and_mindspore_imports_come(tmp_path: Path) -> None:
     code = generated(tmp_path, "import math\n" + module("self.fc = nn.Linear(4, 4)"))
     assert "import torch" not in code
