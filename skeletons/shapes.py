@@ -398,10 +398,11 @@ class Planner(ConstructorFinder):
             plan.kwargs[name] = plan.synthesized[name] = width
         plan.inputs, plan.alternatives, plan.guessed = self._inputs(cls, plan.kwargs,
                                                                     bool(plan.synthesized))
-        # wider made-up sizes, for a width something must divide; then an image's three
-        # channels widened too (``GroupNorm(32, in_channels)``)
+        # wider made-up sizes, for a width something must divide (eight times as wide:
+        # a quarter of it in 32 groups); then an image's three channels widened too
+        # (``GroupNorm(32, in_channels)``)
         tried = [plan.synthesized]
-        for images, factor in ((False, 2), (False, 4), (True, 2), (True, 4)):
+        for images, factor in ((False, 2), (False, 4), (False, 8), (True, 2), (True, 4)):
             synthesized = {k: arguments.scaled(k, v, factor, images)
                            for k, v in plan.synthesized.items()}
             if synthesized in tried:

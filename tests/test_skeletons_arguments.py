@@ -781,6 +781,18 @@ class NonLocal(nn.Module):
         return x + self.theta(self.norm(x))
 
 
+class Bottleneck(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        mid = channels // 4  # a quarter of the width: 32 groups need 128 channels
+        self.reduce = nn.Conv2d(channels, mid, 1)
+        self.norm = nn.GroupNorm(32, mid)
+        self.expand = nn.Conv2d(mid, channels, 1)
+
+    def forward(self, x):
+        return x + self.expand(self.norm(self.reduce(x)))
+
+
 class Gated(nn.Module):
     def __init__(self, in_channels):
         super().__init__()
@@ -806,6 +818,10 @@ def test_a_cell_that_a_made_up_width_does_not_suit_is_built_wider(
     assert (non_local.status, non_local.graph, non_local.input_shape) == (
         "pass", "pass", "(2, 32, 16, 16)")
     assert non_local.synthesized == "in_channels=32"
+    # a width divided before it is grouped: eight times as wide
+    bottleneck = cells["Bottleneck"]
+    assert (bottleneck.status, bottleneck.input_shape) == ("pass", "(2, 128, 16, 16)")
+    assert bottleneck.synthesized == "channels=128"
     # when no width builds it, the error past the made-up width's is said too
     gated = cells["Gated"]
     assert gated.status == "fail" and gated.error is not None
