@@ -158,8 +158,23 @@ PLACEMENT = frozenset({"device", "pin_memory", "layout", "memory_format", "requi
                         "non_blocking", "inplace"})
 
 
-@handler("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn",
-         any_target=True)
+# torch functions that take a tensor's sizes one by one (``torch.zeros(2, 3)``).
+FACTORIES = ("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn")
+
+
+def packed_sizes(call: cst.Call) -> cst.Call:
+    """A factory call whose sizes are unpacked from a sequence (``torch.zeros(1, c,
+    *hw, **dd)``) with its sizes in one tuple (``torch.zeros((1, c, *hw), **dd)``): the
+    shape argument MindSpore's counterparts take, whatever the sequence holds."""
+    sizes = [a for a in call.args if a.keyword is None and a.star != "**"]
+    if not any(a.star == "*" for a in sizes):
+        return call
+    shape = cst.Tuple([cst.StarredElement(a.value) if a.star else cst.Element(a.value)
+                       for a in sizes])
+    return call.with_changes(args=[cst.Arg(shape), *[a for a in call.args if a not in sizes]])
+
+
+@handler(*FACTORIES, any_target=True)
 def factory(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """``torch.zeros(2, 3)`` takes sizes as separate arguments; MindSpore's ``ops.zeros``
     takes one shape tuple (``ops.randn`` takes both)."""

@@ -33,6 +33,7 @@ from msready.skeletons.constructors import SUPER_INIT
 from msready.skeletons.layers import (
     CALL_FIXES,
     ENGINE_METHODS,
+    FACTORIES,
     NAMED_TUPLE_FIELDS,
     NAMED_TUPLES,
     WRAPPER_TODO,
@@ -41,6 +42,7 @@ from msready.skeletons.layers import (
     call_args,
     engine_method,
     expr,
+    packed_sizes,
     translate_call,
 )
 from msready.skeletons.methods import (
@@ -1491,6 +1493,8 @@ class CellTransformer(cst.CSTTransformer):
         return cst.Call(expr("ops.zeros"), [cst.Arg(shape), cst.Arg(expr(f"mindspore.{dtype}"))])
 
     def _mapped_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
+        if apis.canonical(name) in FACTORIES:
+            call = packed_sizes(call)
         args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args
                 if not a.star]
         star = any(a.star == "*" for a in call.args)

@@ -121,6 +121,9 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.m = nn.ModuleDict({'h': nn.ModuleList([nn.ReLU()])})",
      "TorchModuleDict({'h': nn.CellList([nn.ReLU()])})"),
     ("self.w = nn.Parameter(torch.zeros(3, 4))", "Parameter(ops.zeros((3, 4))"),
+    # sizes unpacked from a sequence go into the one shape tuple, the device is dropped
+    ("hw = (4, 4)\ndd = {'device': None}\nself.w = nn.Parameter(torch.zeros(1, 8, *hw, **dd))",
+     "self.w = Parameter(ops.zeros((1, 8, *hw), **torch_kwargs(dd, "),
     ("self.register_buffer('steps', torch.zeros(1))",
      "self.steps = Parameter(ops.zeros(1), requires_grad=False)"),
     ("self.register_buffer('mask', None)", "self.mask = None"),
