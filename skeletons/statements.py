@@ -67,7 +67,19 @@ def buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
     if m.matches(value, m.Name() | m.Attribute()):
         # a variable may hold None, which torch keeps as a buffer and Parameter refuses
         param = expr(f"None if {code(value)} is None else {code(param)}")
+    elif m.matches(value, _REPOSITORY_CALL) and not m.matches(value, _MINDSPORE_CALL):
+        # so may what the repository's own function or method returns (``def
+        # get_attn_mask(self): ... return None`` without a shifted window): called once
+        param = expr(f"None if (buffer_ := {code(value)}) is None else "
+                     "Parameter(buffer_, requires_grad=False)")
     return cst.Assign([target], param)
+
+
+# A call of the module's own method or of a function named alone, not one of the
+# MindSpore names a translated call or an adapter is written with.
+_REPOSITORY_CALL = m.Call(func=m.Attribute(value=m.Name("self")) | m.Name())
+_MINDSPORE_CALL = m.Call(func=m.Name(value=m.MatchIfTrue(
+    lambda name: name in ("Parameter", "Tensor") or name.startswith("torch_"))))
 
 
 def keep_top(stmt: cst.BaseStatement) -> bool:

@@ -130,6 +130,10 @@ def module(init: str, forward: str = "return x") -> str:
     # a variable may hold None (``attn_mask = ... if shifted else None``): torch keeps it
     ("mask = None\nself.register_buffer('mask', mask, persistent=False)",
      "self.mask = None if mask is None else Parameter(mask, requires_grad=False)"),
+    # so may what a method of the module returns: it is called once
+    ("self.register_buffer('mask', self.make_mask(), persistent=False)",
+     "self.mask = None if (buffer_ := self.make_mask()) is None else "
+     "Parameter(buffer_, requires_grad=False)"),
     # a conditional with a None branch keeps None there
     ("self.register_buffer('mask', None if dynamic else torch.zeros(4), persistent=False)",
      "self.mask = None if dynamic else Parameter(ops.zeros(4), requires_grad=False)"),
