@@ -474,7 +474,8 @@ _TOO_SMALL = re.compile(r"after padding must be greater than or equal to kernel_
 
 def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
     """Inputs changed as ``error`` says the Cell wants them: another rank, another channel
-    count, another width; empty when the error says nothing about its input. The first
+    count, another width, another number of tokens, sizes that broadcast with what the
+    Cell adds to them; empty when the error says nothing about its input. The first
     tensor changes, and every other input that had its shape (a guess repeated for a
     query, key and value)."""
     first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
