@@ -19,6 +19,7 @@ import math
 import re
 import sys
 import textwrap
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -389,16 +390,18 @@ def _search(ms: Any, cell: Any, stack: list[tuple[list[Any], str]], seen: set[Sh
     """An input the Cell runs on in PyNative mode, found by following what the errors of
     the inputs on ``stack`` ask for (:func:`asked_for`), depth first: the error of the
     input just tried is followed next (a rank, then the channels, then the size), within
-    :data:`_SEARCH_RUNS` runs. None when there is none. ``seen`` holds the shapes not to
-    try again; ``tried``, the errors of inputs run already."""
+    :data:`_SEARCH_RUNS` runs and :data:`_SEARCH_SECONDS`. None when there is none.
+    ``seen`` holds the shapes not to try again; ``tried``, the errors of inputs run
+    already."""
     tried = tried or {}
     runs = 0
-    while stack and runs < _SEARCH_RUNS:
+    deadline = time.monotonic() + _SEARCH_SECONDS
+    while stack and runs < _SEARCH_RUNS and time.monotonic() < deadline:
         arrays, error = stack.pop()
         followed = []
         for shaped in asked_for(arrays, error):
             key = _shapes(shaped)
-            if key in seen or runs >= _SEARCH_RUNS:
+            if key in seen or runs >= _SEARCH_RUNS or time.monotonic() >= deadline:
                 continue
             seen.add(key)
             found = tried.get(key)
@@ -412,8 +415,11 @@ def _search(ms: Any, cell: Any, stack: list[tuple[list[Any], str]], seen: set[Sh
     return None
 
 
-# How many inputs an input search runs at most.
+# How many inputs an input search runs at most, and for how long: a Cell slow to run
+# ends its search with "no input it accepts was found" well within its time limit
+# (runner.CELL_TIMEOUT), not timed out, which would read as a failed translation.
 _SEARCH_RUNS = 16
+_SEARCH_SECONDS = 20.0
 
 
 def _try_input(ms: Any, cell: Any, arrays: list[Any]) -> str | None:

@@ -266,6 +266,41 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
     assert "given_input" not in got["BrokenGiven"] and "given_input" not in got["Conv"]
 
 
+SLOW = '''\
+import time
+
+from mindspore import nn, ops
+
+
+class Quick(nn.Cell):
+    def construct(self, x):
+        return x * 2
+
+
+class Receding(nn.Cell):
+    """Slow to run, and every input it is given asks for one a little wider."""
+
+    def construct(self, x):
+        time.sleep(1.5)
+        return x + ops.zeros((x.shape[-1] + 1,))
+'''
+
+
+def test_a_search_that_finds_nothing_ends_before_the_cells_time_limit(tmp_path: Path) -> None:
+    # each try takes 3 s (a failed run is run twice) and asks for another width: sixteen
+    # of them would pass the 40 s limit and read as a time-out; the search stops first,
+    # so the Cell says no input was found, with the first guess's error (the quick Cell
+    # first: the first Cell's limit also covers the child's start)
+    (tmp_path / "cells.py").write_text(SLOW, encoding="utf-8")
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("Quick", [2, 16]), job("Receding", [2, 16])], timeout=40)
+    assert got["Quick"]["pynative"] == "pass"
+    outcome = got["Receding"]
+    assert (outcome["pynative"], outcome["input_fits"]) == ("fail", False)
+    assert "timed out" not in outcome["error"]
+    assert "input.shape = [2, 16] and other.shape = [17]" in outcome["error"]
+
+
 @pytest.mark.parametrize(("error", "translation"), [
     # a torch tensor method MindSpore's tensors lack fails on any input
     ("PyNative: AttributeError: 'Tensor' object has no attribute 'masked_scatter_'; "
