@@ -522,7 +522,8 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
     repeated = any(isinstance(a, np.ndarray) and a.shape == shape and i != at
                    for i, a in enumerate(arrays))
     for new in dict.fromkeys(w for w in wanted if w != shape and 0 < len(w) <= 6
-                             and all(0 < d <= 4096 for d in w)):
+                             and all(0 < d <= 4096 for d in w)
+                             and math.prod(w) <= _LARGEST_INPUT):
         made = rng.integers(0, max(1, int(first.max()) + 1), new).astype(first.dtype) \
             if first.dtype.kind in "iu" else rng.standard_normal(new).astype(first.dtype)
         out.append([made if isinstance(a, np.ndarray) and a.shape == shape else a
@@ -598,6 +599,11 @@ def _broadcast(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
         for have, want in ((one, two), (two, one)):
             out += [_with_dim(shape, i, want) for i in range(1, len(shape)) if shape[i] == have]
     return list(dict.fromkeys(out))
+
+
+# The most values an input the search makes may hold: one run on more (192 channels of a
+# 224 x 224 image) can take longer than the whole search may.
+_LARGEST_INPUT = 1 << 22
 
 
 # A tensor of many values read as one number (``if step:``, ``table[step]``).

@@ -104,6 +104,16 @@ def test_an_error_that_says_nothing_about_the_input_asks_for_nothing(error: str)
     assert shapes_asked((2, 16), error) == []
 
 
+def test_an_input_too_large_to_run_quickly_is_not_asked_for() -> None:
+    # 192 channels of a 224 x 224 image: 19 million values, slower to run than the search
+    # may take; of a 16 x 16 image, tried
+    error = "RuntimeError: For 'Conv2D', 'C_in' of input 'x' shape divide by parameter " \
+            "'group' must be equal to 'C_in' of input 'weight' shape: 192, but got 'C_in' " \
+            "of input 'x' shape: 3, and 'group': 1."
+    assert shapes_asked((2, 3, 224, 224), error) == []
+    assert shapes_asked((2, 3, 16, 16), error) == [(2, 192, 16, 16)]
+
+
 def test_a_repeated_guess_changes_with_the_first_input_or_stays_and_others_stay() -> None:
     query, mask = np.zeros((2, 16), np.float32), np.zeros((3,), np.float32)
     both, alone = asked_for([query, query, mask, None],
