@@ -1493,12 +1493,12 @@ class CellTransformer(cst.CSTTransformer):
         return cst.Call(expr("ops.zeros"), [cst.Arg(shape), cst.Arg(expr(f"mindspore.{dtype}"))])
 
     def _mapped_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
-        if apis.canonical(name) in FACTORIES:
+        canonical = apis.canonical(name)
+        if canonical in FACTORIES:
             call = packed_sizes(call)
         args = [(a.keyword.value if a.keyword else None, a.value) for a in call.args
                 if not a.star]
         star = any(a.star == "*" for a in call.args)
-        canonical = apis.canonical(name)
         adapter = adapters.VALUE_ADAPTED.get(canonical) or adapters.ADAPTED.get(canonical)
         if adapter is not None and any(a.star for a in call.args):
             # ``nn.Conv2d(c_in, c_out, k, **kwargs)``: which torch arguments come is known
