@@ -77,6 +77,33 @@ def kept_attributes(dotted: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def torch_default(name: str, param: str, backend: str) -> str | None:
+    """The default of a torch API's parameter, as source text (``False``), when msready
+    knows it: the API table's, where it says the defaults differ, else the default of
+    the parameter MindSpore's target takes for it (by its MindSpore name), which is then
+    the same; None when neither is known or the default is not a plain constant."""
+    entry = load_table().lookup(name)
+    if entry is not None:
+        for diff in entry.params_for(backend):
+            if diff.torch == param and diff.kind == "default":
+                return diff.torch_default
+            if diff.torch == param and diff.kind in ("missing", "semantics"):
+                return None
+    mapping = lookup(name, backend)
+    obj = ms_object(mapping.api) if mapping.api else None
+    try:
+        parameter = _signature(obj).parameters.get(mapping.renames.get(param, param)) \
+            if obj is not None else None
+    except (TypeError, ValueError):
+        return None
+    if parameter is None or parameter.default is inspect.Parameter.empty:
+        return None
+    value = parameter.default
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    return None
+
+
 def _signature(obj: Any) -> inspect.Signature:
     """What a call of ``obj`` takes: a class's own ``__init__``, else its ``__new__``
     (``ParameterTuple(iterable)``, whose ``__init__`` is tuple's ``*args``)."""

@@ -158,6 +158,9 @@ class Usage:
     named: bool = False  # its items key a dictionary: ``features[f] for f in p``
     a_name: bool = False  # it keys a dictionary itself: ``features[p]``
     mapping: bool = False  # ``p.items()``, ``p[f]`` with ``f`` one of some names
+    # the strings it is compared with (``if kind == "s":``, ``kind in ("a", "b")``): one of
+    # the values the code is written for
+    choices: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -253,6 +256,8 @@ def synthesize(name: str, usage: Usage) -> object:
         return _namespace(_chains_to_tree(usage.fields))
     if usage.keys:
         return UNKNOWN
+    if usage.choices and not usage.indexed:  # the first case the code handles
+        return usage.choices[0]
     if usage.mapping or (usage.annotation in _MAPPING_TYPES and usage.item_fields):
         return mapping_of(usage.item_fields)
     if usage.named:  # ``features[f] for f in in_features``: names, not sizes
@@ -309,6 +314,7 @@ class _UsageVisitor(cst.CSTVisitor):
         self.item_fields: list[tuple[str, ...]] = []
         self.aliases: set[str] = set()  # ``self.<alias> = <the parameter>``
         self.type_tested = False
+        self.choices: list[str] = []
 
     def _is_self(self, node: cst.BaseExpression) -> bool:
         return m.matches(node, m.Name(self.name))
@@ -317,6 +323,8 @@ class _UsageVisitor(cst.CSTVisitor):
         if self._is_self(node.left) or any(self._is_self(c.comparator)
                                            for c in node.comparisons):
             self.tested = True
+        self.choices += [c for c in compared_strings(node, self._is_self)
+                         if c not in self.choices]
         return True
 
     def visit_If(self, node: cst.If) -> bool:
@@ -407,6 +415,28 @@ class _UsageVisitor(cst.CSTVisitor):
                 self._is_sequence(a.value) for a in node.args):
             self.indexed = True
         return True
+
+
+def compared_strings(node: cst.Comparison,
+                     is_it: Callable[[cst.BaseExpression], bool]) -> list[str]:
+    """The strings a comparison compares something with: ``p == "s"``, ``"s" != p``,
+    ``p in ("a", "b")``."""
+    found: list[str] = []
+    left = node.left
+    for target in node.comparisons:
+        right = target.comparator
+        if isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            other = right if is_it(left) else left if is_it(right) else None
+            values = [other] if other is not None else []
+        elif isinstance(target.operator, (cst.In, cst.NotIn)) and is_it(left) and isinstance(
+                right, (cst.Tuple, cst.List, cst.Set)):
+            values = [e.value for e in right.elements]
+        else:
+            values = []
+        found += [str(v.evaluated_value) for v in values
+                  if isinstance(v, cst.SimpleString) and isinstance(v.evaluated_value, str)]
+        left = right
+    return found
 
 
 def _item_chain(node: cst.Attribute, name: str, items: set[str]) -> tuple[str, ...]:
@@ -668,7 +698,7 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
                  visitor.tested, tuple(visitor.item_fields), visitor.type_tested,
-                 named and not mapping, a_name, mapping)
+                 named and not mapping, a_name, mapping, tuple(visitor.choices))
 
 
 _METHODS = ("get", "items", "keys", "values", "copy", "pop", "update", "format", "split",
@@ -723,8 +753,10 @@ def attribute_usage(aliases: set[str], function: cst.FunctionDef) -> Usage:
                            | m.ComparisonTarget(comparator=stored)))
     named, a_name = _walked_by_items(function.body, None, aliases)
     mapping, _ = walked_as_mapping(function.body, None, aliases)
+    choices = [c for test in find_all(function.body, m.Comparison()) if isinstance(
+        test, cst.Comparison) for c in compared_strings(test, lambda e: m.matches(e, stored))]
     return Usage(fields, called=called, tested=tested, named=named and not mapping,
-                 a_name=a_name, mapping=mapping)
+                 a_name=a_name, mapping=mapping, choices=tuple(dict.fromkeys(choices)))
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -805,7 +837,8 @@ def merge(first: Usage, other: Usage) -> Usage:
                  (*first.item_fields, *(f for f in other.item_fields
                                         if f not in first.item_fields)),
                  first.type_tested or other.type_tested, first.named or other.named,
-                 first.a_name or other.a_name, first.mapping or other.mapping)
+                 first.a_name or other.a_name, first.mapping or other.mapping,
+                 tuple(dict.fromkeys((*first.choices, *other.choices))))
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],

@@ -51,28 +51,26 @@ def buffer(call: cst.Call) -> cst.BaseSmallStatement | None:
     name = name_node.evaluated_value
     if not isinstance(name, str) or not name.isidentifier():
         return None
-    value = call.args[1].value
     target = cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))
+    return cst.Assign([target], _held(call.args[1].value))
+
+
+def _held(value: cst.BaseExpression) -> cst.BaseExpression:
+    """A buffer's value as a Parameter that is not trained; what may be None stays None,
+    which torch keeps as a buffer and ``Parameter`` refuses."""
     if m.matches(value, m.Name("None")):
-        return cst.Assign([target], value)
-    if isinstance(value, cst.IfExp) and (m.matches(value.body, m.Name("None"))
-                                         or m.matches(value.orelse, m.Name("None"))):
-        # ``None if dynamic else mask``: the None branch stays None, the other is held
-        def held(branch: cst.BaseExpression) -> cst.BaseExpression:
-            return branch if m.matches(branch, m.Name("None")) else expr(
-                f"Parameter({code(branch)}, requires_grad=False)")
-        return cst.Assign([target], value.with_changes(body=held(value.body),
-                                                       orelse=held(value.orelse)))
+        return value
+    if isinstance(value, cst.IfExp):  # ``None if dynamic else self.get_attn_mask()``
+        return value.with_changes(body=_held(value.body), orelse=_held(value.orelse))
     param = expr(f"Parameter({code(value)}, requires_grad=False)")
-    if m.matches(value, m.Name() | m.Attribute()):
-        # a variable may hold None, which torch keeps as a buffer and Parameter refuses
-        param = expr(f"None if {code(value)} is None else {code(param)}")
-    elif m.matches(value, _REPOSITORY_CALL) and not m.matches(value, _MINDSPORE_CALL):
+    if m.matches(value, m.Name() | m.Attribute()):  # a variable may hold None
+        return expr(f"None if {code(value)} is None else {code(param)}")
+    if m.matches(value, _REPOSITORY_CALL) and not m.matches(value, _MINDSPORE_CALL):
         # so may what the repository's own function or method returns (``def
         # get_attn_mask(self): ... return None`` without a shifted window): called once
-        param = expr(f"None if (buffer_ := {code(value)}) is None else "
-                     "Parameter(buffer_, requires_grad=False)")
-    return cst.Assign([target], param)
+        return expr(f"None if (buffer_ := {code(value)}) is None else "
+                    "Parameter(buffer_, requires_grad=False)")
+    return param
 
 
 # A call of the module's own method or of a function named alone, not one of the

@@ -646,7 +646,10 @@ class CellTransformer(cst.CSTTransformer):
                             ) -> list[cst.SimpleStatementLine]:
         """``self.dilation = dilation`` after ``super().__init__(k, s, 0, dilation)`` in
         a layer subclass that reads the setting (:meth:`_settings_read`): the value the
-        torch call gave, when it is a name or a constant."""
+        torch call gave, when it is a name or a constant, or torch's default when the call
+        does not give it (timm's ``MaxPool2dSame`` passes its ``ceil_mode`` fifth, where
+        torch's ``MaxPool2d`` takes ``return_indices``, and reads ``self.ceil_mode``:
+        False)."""
         settings = self._base_settings[-1] if self._base_settings else frozenset()
         if not settings or not self._functions or self._functions[-1] != "__init__" or \
                 len(original.body) != 1 or not m.matches(original.body[0],
@@ -658,13 +661,20 @@ class CellTransformer(cst.CSTTransformer):
         assert isinstance(call, cst.Call)
         order = apis.torch_order(self._layer_bases[-1]) or ()
         given: dict[str, cst.BaseExpression] = {}
+        passed: set[str | None] = set()
         for index, arg in enumerate(call.args):
             if arg.star:
                 break
             name = arg.keyword.value if arg.keyword is not None else (
                 order[index] if index < len(order) else None)
+            passed.add(name)
             if name in settings and _plain_value(arg.value):
                 given[name] = arg.value
+        else:  # every argument seen: a setting the call does not pass has torch's default
+            for name in sorted(settings - passed):
+                default = apis.torch_default(self._layer_bases[-1], name, self.backend)
+                if default is not None:
+                    given[name] = cst.parse_expression(default)
         return [cst.SimpleStatementLine([cst.Assign(
             [cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))], value)])
             for name, value in given.items()]

@@ -27,6 +27,7 @@ _NORM = {"gamma": "weight", "beta": "bias"}
 CELL_RENAMES: dict[str, dict[str, str]] = {
     "BatchNorm1d": _BATCH_NORM, "BatchNorm2d": _BATCH_NORM, "BatchNorm3d": _BATCH_NORM,
     "LayerNorm": _NORM, "GroupNorm": _NORM, "Embedding": {"embedding_table": "weight"},
+    "PReLU": {"w": "weight"},
 }
 # torch keys with no MindSpore counterpart, per owning Cell class.
 CELL_EXTRA: dict[str, tuple[str, ...]] = {

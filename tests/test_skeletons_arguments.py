@@ -202,6 +202,30 @@ def test_a_synthesized_width_is_divisible_by_the_classs_own_head_size() -> None:
     assert got.synthesized == {"dim": 16}
 
 
+def test_a_string_parameter_gets_the_first_value_the_code_compares_it_with() -> None:
+    # ``if kind == "s": ... elif kind == "i": ...``: a value the constructor is written for
+    init = cst.parse_statement(
+        "def __init__(self, dim, kind: str, mode, style: str):\n"
+        "    if kind == 's':\n        self.mix = make(dim)\n"
+        "    elif kind == 'i':\n        self.mix = make(dim * 2)\n"
+        "    self.mode = mode\n"
+        "    self.fast = 'max' != style\n")
+    method = cst.parse_statement(
+        "def forward(self, x):\n"
+        "    return x if self.mode in ('keep', 'skip') else x * 2\n")
+    assert isinstance(init, cst.FunctionDef) and isinstance(method, cst.FunctionDef)
+    got = {name: arguments.synthesize(name, arguments.usage(name, init))
+           for name in ("kind", "style")}
+    assert got == {"kind": "s", "style": "max"}
+    # the constructor only stores it; forward compares what it stored
+    stored = arguments.attribute_usage({"mode"}, method)
+    assert arguments.synthesize("mode", stored) == "keep"
+    # a string annotation alone says nothing about which string
+    plain = cst.parse_statement("def __init__(self, name: str):\n    self.name = name\n")
+    assert isinstance(plain, cst.FunctionDef)
+    assert arguments.synthesize("name", arguments.usage("name", plain)) is arguments.UNKNOWN
+
+
 def test_a_sequence_parameter_gets_a_tuple_and_a_called_one_nothing() -> None:
     init = cst.parse_statement(
         "def __init__(self, layers, backbone, act):\n"

@@ -478,6 +478,43 @@ def test_a_layer_subclass_reading_torch_settings_keeps_them_after_its_base_is_bu
         "pass", "pass", "(2, 3, 32, 32)", "(2, 3, 11, 11)")
 
 
+SETTINGS_FROM_DEFAULTS = '''\
+import torch.nn.functional as F
+from torch import nn
+
+
+class MaxPoolSameAsTf(nn.MaxPool2d):
+    def __init__(self, kernel_size, stride=None, ceil_mode=False):
+        # the fifth positional parameter of torch's MaxPool2d is return_indices: this
+        # layer's ceil_mode is torch's default, False
+        super().__init__(kernel_size, stride, 0, 1, ceil_mode)
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, 0, self.dilation, self.ceil_mode)
+
+
+class LearnedSlope(nn.PReLU):
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+'''
+
+
+def test_a_layer_subclass_reads_torchs_defaults_and_its_bases_parameters_by_mindspores_names(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"models/__init__.py": "",
+                                      "models/pools.py": SETTINGS_FROM_DEFAULTS})
+    written = lines(out, "pools.py")
+    start = written.index("class MaxPoolSameAsTf(nn.MaxPool2d):") + 4
+    assert written[start:start + 3] == [
+        "super().__init__(kernel_size, kernel_size if stride is None else stride, padding=0, "
+        "dilation=1, return_indices=ceil_mode, pad_mode='pad')",
+        "self.dilation = 1",
+        "self.ceil_mode = False"]
+    assert "return ops.prelu(x, self.w)" in written  # MindSpore's PReLU holds ``w``
+    for name in ("MaxPoolSameAsTf", "LearnedSlope"):
+        assert (cells[name].pynative, cells[name].graph) == ("pass", "pass"), cells[name].error
+
+
 def test_a_layer_subclass_keeps_the_settings_mindspores_layer_keeps_and_its_own_forward(
         built: tuple[Path, dict[str, SkeletonResult]]) -> None:
     # GroupNorm1 has no forward of its own: MindSpore's GroupNorm runs on its own settings;

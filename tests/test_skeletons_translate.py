@@ -137,6 +137,10 @@ def module(init: str, forward: str = "return x") -> str:
     # a conditional with a None branch keeps None there
     ("self.register_buffer('mask', None if dynamic else torch.zeros(4), persistent=False)",
      "self.mask = None if dynamic else Parameter(ops.zeros(4), requires_grad=False)"),
+    # and the other branch, a method of the module, may return None too
+    ("self.register_buffer('mask', None if dynamic else self.make_mask(), persistent=False)",
+     "self.mask = None if dynamic else None if (buffer_ := self.make_mask()) is None else "
+     "Parameter(buffer_, requires_grad=False)"),
     ("self.a = nn.Softmax(dim=1)", "nn.Softmax(axis=1)"),
     # MindSpore's interpolate takes no scale factor for 4-D inputs: the size is computed
     ("self.up = nn.Upsample(scale_factor=2, mode='bilinear')",
