@@ -46,6 +46,7 @@ COMPOSED = {
     "torch.nn.functional.batch_norm": "torch_batch_norm",
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.roll": "torch_roll",
+    "torch.nn.functional.fold": "torch_fold",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
     **{f"torch.nn.InstanceNorm{d}d": "TorchInstanceNorm" for d in (1, 2, 3)},
@@ -62,6 +63,11 @@ COMPOSED = {
 # table names a MindSpore form.
 NARROWER = {"torch.nn.functional.batch_norm": ("input", "running_mean", "running_var",
                                                "weight", "bias")}
+
+# torch APIs whose MindSpore form the table names but fails on these backends when called
+# with torch's arguments: the composition stands in there (``ops.fold``'s CPU kernel takes
+# the output size only as a tensor, never as torch's tuple of ints).
+NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"})}
 
 SOURCES = {
     "torch_ntuple": '''
@@ -320,6 +326,24 @@ class TorchInstanceNorm(nn.Cell):
             shape = (1, -1) + (1,) * (x.ndim - 2)
             out = out * self.weight.reshape(shape) + self.bias.reshape(shape)
         return out
+''',
+    "torch_tensor_unfold": '''
+def torch_tensor_unfold(input, dimension, size, step):
+    """torch.Tensor.unfold: every window of ``size`` along ``dimension``, ``step`` apart,
+    the windows along that axis and each window's values on a new last axis (MindSpore's
+    ``Tensor.unfold`` is im2col, another operation)."""
+    dimension = dimension % input.ndim
+    windows = [input.narrow(dimension, i, size)
+               for i in range(0, input.shape[dimension] - size + 1, step)]
+    return ops.movedim(ops.stack(windows, axis=dimension), dimension + 1, -1)
+''',
+    "torch_fold": '''
+def torch_fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.fold through ops.fold, whose CPU kernel takes the output size
+    as a tensor (a tuple of ints fails there)."""
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    return ops.fold(input, mindspore.tensor(size, mindspore.int32), kernel_size, dilation,
+                    padding, stride)
 ''',
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):

@@ -165,6 +165,15 @@ def detach(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | 
     return expr(f"ops.stop_gradient({code(receiver)})")
 
 
+@method_fix("unfold")
+def unfold(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.unfold(dim, size, step)`` (sliding windows along one axis) ->
+    ``torch_tensor_unfold(x, dim, size, step)``: MindSpore's ``Tensor.unfold`` is im2col,
+    which takes a kernel size and reads the same three numbers otherwise."""
+    return cst.Call(cst.Name("torch_tensor_unfold"), [
+        cst.Arg(receiver), *(cst.Arg(v) if k is None else _keyword(k, v) for k, v in args)])
+
+
 @method_fix("transpose")
 def transpose(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.transpose(a, b)`` swaps two axes; MindSpore's ``Tensor.transpose`` permutes all

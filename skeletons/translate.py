@@ -1428,7 +1428,8 @@ class CellTransformer(cst.CSTTransformer):
         position = compositions.SCRIPT_VALUES.get(canonical)
         if position is not None and len(call.args) > position:  # ``jit.annotate(T, v)``: v
             return call.args[position].value
-        if self._leaves_out(compositions.NARROWER.get(canonical, ()), call):
+        if self._leaves_out(compositions.NARROWER.get(canonical, ()), call) or \
+                self.backend in compositions.NARROWER_ON.get(canonical, ()):
             return call.with_changes(func=cst.Name(compositions.COMPOSED[canonical]))
         if apis.lookup(canonical, self.backend).api is None:
             answer = compositions.ANSWERS.get(canonical)

@@ -169,6 +169,33 @@ def test_interpolate_with_a_scale_factor(composed: dict[str, Callable[..., Any]]
           torch.nn.Upsample(scale_factor=factor, mode=mode)(torch.tensor(x)))
 
 
+@pytest.mark.parametrize("output_size, options", [
+    ((5, 5), {"kernel_size": 2}),
+    (8, {"kernel_size": 3, "padding": 1, "stride": 2}),  # volo's outlook attention
+    ((6, 4), {"kernel_size": (2, 3), "dilation": 1, "stride": 1}),
+])
+def test_fold(composed: dict[str, Callable[..., Any]], output_size: Any,
+              options: dict[str, Any]) -> None:
+    # ops.fold's CPU kernel refuses the output size as a tuple: torch's call does not run
+    k = options["kernel_size"]
+    blocks = {(5, 5): 16, 8: 16, (6, 4): 10}[output_size if isinstance(output_size, int)
+                                            else tuple(output_size)]
+    x = _array(2, 3 * (k * k if isinstance(k, int) else k[0] * k[1]), blocks)
+    with pytest.raises(TypeError):
+        ops.fold(Tensor(x), output_size, **options).asnumpy()
+    _same(composed["torch_fold"](Tensor(x), output_size, **options),
+          torch.nn.functional.fold(torch.tensor(x), output_size, **options))
+
+
+@pytest.mark.parametrize("shape, dimension, size, step", [
+    ((2, 3, 8, 8), 2, 3, 1), ((2, 3, 8, 8), -1, 2, 2), ((5, 7), 0, 2, 3)])
+def test_tensor_unfold(composed: dict[str, Callable[..., Any]], shape: tuple[int, ...],
+                       dimension: int, size: int, step: int) -> None:
+    x = _array(*shape)
+    _same(composed["torch_tensor_unfold"](Tensor(x), dimension, size, step),
+          torch.tensor(x).unfold(dimension, size, step))
+
+
 def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(3, 5)
     _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),
@@ -234,6 +261,59 @@ def test_a_cell_using_them_runs(tmp_path: Path, run_cells: CellRun) -> None:
            "is_causal=False," in code
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16)")
+
+
+FOLDED = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Outlook(nn.Module):
+    def __init__(self, dim=16, kernel_size=3):
+        super().__init__()
+        self.k = kernel_size
+        self.v = nn.Conv2d(dim, dim, 1)
+
+    def forward(self, x):
+        B, C, H, W = x.shape
+        patches = F.unfold(self.v(x), self.k, padding=1, stride=2)
+        return F.fold(patches, output_size=(H, W), kernel_size=self.k, padding=1, stride=2)
+'''
+
+
+def test_a_fold_runs_in_both_modes(tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"outlook.py": FOLDED})
+    code = [ln.strip() for ln in (out / "outlook.py").read_text().splitlines()]
+    assert "return torch_fold(patches, output_size=(H, W), kernel_size=self.k, padding=1, " \
+           "stride=2)" in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 16, 16, 16)")
+
+
+WINDOWS = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SmoothPool(nn.Module):
+    def __init__(self, channels=8):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        x = F.pad(self.conv(x), (1, 1, 1, 1), mode='reflect')
+        x = x.unfold(2, 3, 1).unfold(3, 3, 1)
+        return x.mean(dim=-1).mean(dim=-1)
+'''
+
+
+def test_sliding_windows_of_a_tensor_run_in_both_modes(tmp_path: Path,
+                                                       run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"pool.py": WINDOWS})
+    code = [ln.strip() for ln in (out / "pool.py").read_text().splitlines()]
+    assert "x = torch_tensor_unfold(torch_tensor_unfold(x, 2, 3, 1), 3, 3, 1)" in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16, 16)")
 
 
 STANDARDIZED = '''\
