@@ -39,8 +39,9 @@ value does config key X have":
 - ``index.by_param("epochs")`` -> the settings of a migration-guide training parameter
   (:data:`TRAINING_KEYS` maps names to parameters).
 
-The value analysis and the Cell generator read constructor arguments through
-:meth:`ConfigIndex.resolve`; the checklist reads :meth:`ConfigIndex.by_param`.
+The checklist reads :meth:`ConfigIndex.by_param`; the Cell generator gives a made-up
+configuration object the values of the settings written field by field
+(``_C.MODEL.HEAD.NUM_CONVS = 4``, see ``skeletons/config_tree.py``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from msready.analyzer.result import ScanResult
 from msready.analyzer.syntax import find_all
 from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
+from msready.skeletons.config_tree import ConfigTree
 from msready.skeletons.inputs import ORDERS, InputSpec
 from msready.skeletons.methods import MODULE_API
 from msready.skeletons.values import (
@@ -62,6 +63,7 @@ class ConstructorFinder:
         self._arguments: dict[str, arguments.Resolved] = {}
         self._usages: dict[tuple[str, str, int], arguments.Usage] = {}
         self._environments: dict[tuple[str, str], dict[str, object]] = {}
+        self._config_tree: ConfigTree | None = None
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -604,10 +606,20 @@ class ConstructorFinder:
             if name not in resolved.kwargs and name not in owner:  # not a parameter
                 resolved.kwargs[name] = resolved.synthesized[name] = value
         self._meet_requirements(cls, params, resolved)
+        for name, value in resolved.synthesized.items():  # ``cfg.MODEL.X`` as set in code
+            resolved.synthesized[name] = self.config_tree.fill(value)
+            resolved.kwargs[name] = self.config_tree.fill(resolved.kwargs.get(name, value))
         order = {name: i for i, (name, _, _) in enumerate(params)}
         resolved.synthesized = dict(sorted(resolved.synthesized.items(),
                                            key=lambda kv: order.get(kv[0], len(order))))
         return resolved
+
+    @property
+    def config_tree(self) -> ConfigTree:
+        """The configuration trees the repository's code writes field by field."""
+        if self._config_tree is None:
+            self._config_tree = ConfigTree(v for f in self.result.files for v in f.source_facts)
+        return self._config_tree
 
     def _holds_layer(self, cls: str, name: str) -> bool:
         """True when ``cls``'s constructor stores its parameter ``name`` without calling

@@ -2148,3 +2148,58 @@ def test_a_legacy_tensor_constructor_held_as_a_value_makes_tensors_of_the_sizes_
     _, cells = run_cells(tmp_path, {"sampler.py": LEGACY_CONSTRUCTOR})
     sampler = cells["Sampler"]
     assert (sampler.pynative, sampler.output_shape) == ("pass", "(2, 32)"), sampler.error
+
+
+CONFIG_DEFAULTS = '''\
+class CfgNode(dict):
+    def __getattr__(self, name):
+        return self[name]
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+
+def add_head_config(cfg):
+    _C = cfg
+    _C.MODEL.HEAD = CfgNode()
+    _C.MODEL.HEAD.CHANNELS = [8, 12]
+    _C.MODEL.HEAD.NORM = "BN"
+    _C.MODEL.HEAD.STAGE = CfgNode()
+    _C.MODEL.HEAD.STAGE.KERNEL = 3
+    _C.MODEL.HEAD.STAGE.DILATION = 1
+'''
+
+CONFIG_READER = '''\
+import torch.nn as nn
+
+
+def make_stage(stage, channels):
+    return nn.Conv2d(channels, channels, stage.KERNEL, padding=stage.DILATION,
+                     dilation=stage.DILATION)
+
+
+class Head(nn.Module):
+    def __init__(self, cfg, in_channels=4):
+        super().__init__()
+        convs = []
+        for c in cfg.MODEL.HEAD.CHANNELS:
+            convs.append(nn.Conv2d(in_channels, c, 3, padding=1))
+            in_channels = c
+        self.convs = nn.Sequential(*convs)
+        self.norm = nn.BatchNorm2d(in_channels) if cfg.MODEL.HEAD.NORM == "BN" else None
+        self.stage = make_stage(cfg.MODEL.HEAD.STAGE, in_channels)
+
+    def forward(self, x):
+        return self.stage(self.norm(self.convs(x)))
+'''
+
+
+def test_a_config_read_field_by_field_gets_the_values_the_repositorys_defaults_set(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # the list of widths the loop walks, the string the test compares, and a node of the
+    # tree handed whole to a helper, all as the configuration code writes them
+    _, cells = run_cells(tmp_path, {"config.py": CONFIG_DEFAULTS, "head.py": CONFIG_READER})
+    head = cells["Head"]
+    assert head.synthesized == ("cfg={MODEL={HEAD={CHANNELS=(8, 12), NORM='BN', "
+                                "STAGE={KERNEL=3, DILATION=1}}}}")
+    assert (head.pynative, head.graph, head.output_shape) == ("pass", "pass", "(2, 12, 16, 16)")
