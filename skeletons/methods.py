@@ -174,6 +174,19 @@ def unfold(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | 
         cst.Arg(receiver), *(cst.Arg(v) if k is None else _keyword(k, v) for k, v in args)])
 
 
+@method_fix("is_contiguous")
+def is_contiguous(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.is_contiguous(memory_format=torch.channels_last)`` -> ``False``: MindSpore
+    tensors have one layout, torch's default one, so a test for another is false and a
+    test for the default one is ``x.is_contiguous()``."""
+    formats = [code(v) for k, v in args if k in (None, "memory_format")]
+    if not formats:
+        return None
+    if formats[0].rsplit(".", 1)[-1] in ("channels_last", "channels_last_3d"):
+        return cst.Name("False")
+    return cst.Call(cst.Attribute(receiver, cst.Name("is_contiguous")), [])
+
+
 @method_fix("transpose")
 def transpose(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.transpose(a, b)`` swaps two axes; MindSpore's ``Tensor.transpose`` permutes all
@@ -385,14 +398,22 @@ def cell_method(receiver: cst.BaseExpression, method: str,
     return cst.Call(cst.Attribute(receiver, cst.Name(new)), args)
 
 
+# Keywords torch also takes in numpy's spelling, by the name torch's signature gives them.
+_NUMPY_SPELLINGS = {"keepdims": "keepdim"}
+
+
 def rename_keywords(args: Sequence[cst.Arg], mapping: apis.Mapping) -> list[cst.Arg]:
     """Keywords renamed as the table says, else as the MindSpore signature needs
     (``dim=`` -> ``axis=`` where the MindSpore API has ``axis`` but no ``dim``)."""
     known = apis.ms_keywords(mapping.api or "")
+    torch_params = apis.torch_order(mapping.torch) or ()
     out = []
     for arg in args:
         key = arg.keyword.value if arg.keyword else None
         if key is not None:
+            if key in _NUMPY_SPELLINGS and _NUMPY_SPELLINGS[key] in torch_params:
+                key = _NUMPY_SPELLINGS[key]  # ``keepdims=True`` is torch's ``keepdim``
+                arg = arg.with_changes(keyword=cst.Name(key))
             new = mapping.renames.get(key) or synonym(key, known)
             if new:
                 arg = arg.with_changes(keyword=cst.Name(new))

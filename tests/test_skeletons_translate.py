@@ -287,6 +287,13 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # a held Cell runs through construct
     ("return self.fc.forward(x)", "return self.fc.construct(x)"),
     ("return torch.var(x, 1, keepdim=True)", "return ops.var(x, 1, keepdims=True, ddof=1)"),
+    # torch takes numpy's ``keepdims`` as well; MindSpore's mean takes torch's spelling
+    ("return x.mean((1, 2), keepdims=True)", "return x.mean((1, 2), keepdim=True)"),
+    # one layout in MindSpore, torch's default: channels-last never holds
+    ("if x.is_contiguous(memory_format=torch.channels_last):\n    x = x * 2\nreturn x",
+     "if False:"),
+    ("return x if x.is_contiguous(memory_format=torch.contiguous_format) else x * 2",
+     "return x if x.is_contiguous() else x * 2"),
     ("return x.var(correction=0)", "return x.var(ddof=0)"),
     # on CPU ops.conv1d runs although the table has no CPU target for it
     ("return F.conv1d(x, x, padding=1)", "return ops.conv1d(x, x, pad_mode='pad', padding=1)"),
