@@ -35,6 +35,8 @@ ADAPTED = {
 # torch layers whose MindSpore class needs converted arguments, as values only: a class
 # subclassing one gets its super().__init__ translated instead (``translate``).
 VALUE_ADAPTED = {**{f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)},
+                 **{f"torch.nn.{kind}Pool{d}d": f"Torch{kind}Pool{d}d"
+                    for kind in ("Max", "Avg") for d in (1, 2, 3)},
                  "torch.nn.GELU": "TorchGELU"}
 
 KEYWORDS = "torch_kwargs"
@@ -112,6 +114,38 @@ class TorchBatchNorm{d}d(nn.BatchNorm{d}d):
 
 TorchBatchNorm{d}d.__name__ = "BatchNorm{d}d"  # code that dispatches on torch's class name
 '''
+
+# One source for the six pooling adapters; ``{kind}`` is Max or Avg, ``{d}`` the dimension,
+# ``{params}`` / ``{passed}`` the settings after the padding in torch's order.
+_POOL = '''
+class Torch{kind}Pool{d}d(nn.{kind}Pool{d}d):
+    """torch.nn.{kind}Pool{d}d's signature on MindSpore's {kind}Pool{d}d: the stride
+    defaults to the kernel size (MindSpore's to 1), a padding pads on both sides
+    (``pad_mode='pad'``; MindSpore's default pads nothing) and a list is a tuple."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, {params}):
+        kernel_size, stride, padding = (tuple(v) if isinstance(v, list) else v
+                                        for v in (kernel_size, stride, padding))
+        super().__init__(kernel_size, kernel_size if stride is None else stride,
+                         pad_mode="pad", padding=padding, {passed})
+
+
+Torch{kind}Pool{d}d.__name__ = "{kind}Pool{d}d"
+'''
+_POOL_SETTINGS = {
+    "Max": ("dilation", "return_indices", "ceil_mode"),
+    "Avg": ("ceil_mode", "count_include_pad", "divisor_override"),
+}
+_POOL_DEFAULTS = {"dilation": "1", "return_indices": "False", "ceil_mode": "False",
+                  "count_include_pad": "True", "divisor_override": "None"}
+
+
+def _pool(kind: str, d: int) -> str:
+    names = [n for n in _POOL_SETTINGS[kind] if not (d == 1 and n == "divisor_override")]
+    return (_POOL.replace("{kind}", kind).replace("{d}", str(d))
+            .replace("{params}", ", ".join(f"{n}={_POOL_DEFAULTS[n]}" for n in names))
+            .replace("{passed}", ", ".join(f"{n}={n}" for n in names)))
+
 
 SOURCES = {
     LAYER: '''
@@ -301,6 +335,7 @@ TorchLayerNorm.__name__ = "LayerNorm"
 ''',
     **{f"TorchBatchNorm{d}d": _BATCH_NORM.replace("{d}", str(d)) for d in (1, 2, 3)},
     **{f"TorchConv{d}d": _CONV.replace("{d}", str(d)) for d in (1, 2, 3)},
+    **{f"Torch{kind}Pool{d}d": _pool(kind, d) for kind in ("Max", "Avg") for d in (1, 2, 3)},
     "TorchFunctionContext": '''
 class TorchFunctionContext:
     """The ``ctx`` of a torch.autograd.Function's forward: it keeps what is saved."""

@@ -565,3 +565,31 @@ def test_conv_transpose2d_compiles_in_graph_mode(tmp_path: Path,
     x, w = _array(2, 4, 5, 5), _array(4, 1, 4, 4)
     _same(upsampling.upsample(Tensor(x), Tensor(w)), torch.nn.functional.conv_transpose2d(
         torch.tensor(x), torch.tensor(w), stride=2, padding=2, groups=4))
+
+
+@pytest.fixture(scope="module")
+def adapted() -> dict[str, Any]:
+    names: dict[str, Any] = {"ops": ops, "mindspore": mindspore, "Tensor": Tensor, "nn": nn}
+    for source in adapters.SOURCES.values():
+        exec(source, names)
+    return names
+
+
+@pytest.mark.parametrize("layer, args, kwargs, shape", [
+    ("MaxPool2d", (3,), {}, (2, 3, 9, 9)),  # torch's stride is the kernel size
+    ("MaxPool2d", (3, 2, 1), {}, (2, 3, 8, 8)),
+    ("MaxPool2d", ([3, 3], [2, 2]), {"ceil_mode": True}, (2, 3, 8, 8)),
+    ("AvgPool2d", (2,), {}, (2, 3, 8, 8)),
+    ("AvgPool2d", (3, 2, 1), {"count_include_pad": False}, (2, 3, 8, 8)),
+    ("MaxPool1d", (2,), {}, (2, 3, 8)),
+    ("AvgPool1d", (3,), {"padding": 1, "stride": 1}, (2, 3, 8)),
+])
+def test_pooling_layers_used_as_values_take_torchs_arguments(
+        adapted: dict[str, Any], layer: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+        shape: tuple[int, ...]) -> None:
+    # ``partial(nn.MaxPool2d, kernel_size=3)``, ``pool = nn.AvgPool2d``: the layer is built
+    # later with torch's arguments, which MindSpore's layer reads otherwise
+    x = _array(*shape)
+    cell = adapted[f"Torch{layer}"](*args, **kwargs)
+    assert type(cell).__name__ == layer
+    _same(cell(Tensor(x)), getattr(torch.nn, layer)(*args, **kwargs)(torch.tensor(x)))

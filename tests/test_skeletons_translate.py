@@ -263,6 +263,9 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.ids = torch.LongTensor([1, 2])", "self.ids = mindspore.Tensor([1, 2], mindspore.int64)"),
     ("self.make = torch.FloatTensor", "self.make = torch_legacy_tensor(mindspore.float32)"),
     ("self.make = torch.ByteTensor", "self.make = torch_legacy_tensor(mindspore.uint8)"),
+    # a pooling layer built later takes torch's arguments: its stride defaults to the kernel
+    ("self.pool = nn.MaxPool2d if True else nn.AvgPool2d",
+     "self.pool = TorchMaxPool2d if True else TorchAvgPool2d"),
     # forward chosen in the constructor: what a Cell calls is construct
     ("self.forward = self.forward_fused", "self.construct = self.forward_fused"),
 ])
