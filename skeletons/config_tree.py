@@ -4,10 +4,13 @@ the values a made-up configuration object takes for the fields a constructor rea
 
 A constructor that reads ``cfg.MODEL.HRNET.STAGE2.NUM_CHANNELS`` from a parameter nothing
 gives a value gets a namespace of the fields it reads (see ``arguments.synthesize``). A
-field the repository's configuration code sets gets that value; a field read whole that
-is a node of the tree (``cfg.MODEL.HRNET.STAGE2`` handed to a helper) gets the node's
-fields. The paths are matched from the root, whatever the root is called (``_C`` where the
-defaults are written, ``cfg`` where they are read).
+field the repository's configuration code sets gets that value: a string, a flag, a list
+(a loop over ``cfg.MODEL.HEAD.CHANNELS``), or a number msready has no guess for. A number
+msready made up stays: the Cell proves the translation runs, and the repository's sizes
+(512 channels, eight stacked convolutions) would only make it slower than its time limit.
+A field read whole that is a node of the tree (``cfg.MODEL.HRNET.STAGE2`` handed to a
+helper) gets the node's fields. The paths are matched from the root, whatever the root is
+called (``_C`` where the defaults are written, ``cfg`` where they are read).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ def _rank(setting: Setting) -> int:
     the rest (tests and scripts override single fields for their own cases)."""
     path = setting.path.lower()
     return 0 if "default" in path else 1 if "config" in path else 2
+
+
+def _size(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class ConfigTree:
@@ -64,7 +71,7 @@ class ConfigTree:
         filled: list[tuple[str, object]] = []
         for key, item in items:
             path = (*prefix, key)
-            if path in self.leaves:
+            if path in self.leaves and not (_size(item) and _size(self.leaves[path])):
                 item = self.leaves[path]
             elif isinstance(item, ConfigValue):
                 item = self.fill(item, path)

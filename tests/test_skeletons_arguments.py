@@ -2164,6 +2164,7 @@ def add_head_config(cfg):
     _C.MODEL.HEAD = CfgNode()
     _C.MODEL.HEAD.CHANNELS = [8, 12]
     _C.MODEL.HEAD.NORM = "BN"
+    _C.MODEL.HEAD.CONV_DIM = 512
     _C.MODEL.HEAD.STAGE = CfgNode()
     _C.MODEL.HEAD.STAGE.KERNEL = 3
     _C.MODEL.HEAD.STAGE.DILATION = 1
@@ -2188,18 +2189,20 @@ class Head(nn.Module):
         self.convs = nn.Sequential(*convs)
         self.norm = nn.BatchNorm2d(in_channels) if cfg.MODEL.HEAD.NORM == "BN" else None
         self.stage = make_stage(cfg.MODEL.HEAD.STAGE, in_channels)
+        self.proj = nn.Conv2d(in_channels, cfg.MODEL.HEAD.CONV_DIM, 1)
 
     def forward(self, x):
-        return self.stage(self.norm(self.convs(x)))
+        return self.proj(self.stage(self.norm(self.convs(x))))
 '''
 
 
 def test_a_config_read_field_by_field_gets_the_values_the_repositorys_defaults_set(
         tmp_path: Path, run_cells: CellRun) -> None:
     # the list of widths the loop walks, the string the test compares, and a node of the
-    # tree handed whole to a helper, all as the configuration code writes them
+    # tree handed whole to a helper, all as the configuration code writes them; a width
+    # stays the small one msready makes up (the Cell proves the translation, not the size)
     _, cells = run_cells(tmp_path, {"config.py": CONFIG_DEFAULTS, "head.py": CONFIG_READER})
     head = cells["Head"]
     assert head.synthesized == ("cfg={MODEL={HEAD={CHANNELS=(8, 12), NORM='BN', "
-                                "STAGE={KERNEL=3, DILATION=1}}}}")
-    assert (head.pynative, head.graph, head.output_shape) == ("pass", "pass", "(2, 12, 16, 16)")
+                                "STAGE={KERNEL=3, DILATION=1}, CONV_DIM=16}}}")
+    assert (head.pynative, head.graph, head.output_shape) == ("pass", "pass", "(2, 16, 16, 16)")
