@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from msready.analyzer.configvalues import ConfigValue as Setting
-from msready.skeletons.values import ConfigValue
-
-NAMESPACE = ("types", "SimpleNamespace")
+from msready.skeletons.arguments import NAMESPACE
+from msready.skeletons.values import ConfigValue, ListValue
 
 
 def _rank(setting: Setting) -> int:
@@ -56,8 +55,9 @@ class ConfigTree:
     def fill(self, value: object, prefix: tuple[str, ...] = ()) -> object:
         """``value`` with the fields of its made-up namespaces set as the tree has them
         (the namespaces inside another object start again from the root)."""
-        if isinstance(value, tuple):
-            return tuple(self.fill(item) for item in value)
+        if isinstance(value, tuple):  # a list stays a list in the Cell's run
+            items = (self.fill(item) for item in value)
+            return ListValue(items) if isinstance(value, ListValue) else tuple(items)
         if not isinstance(value, ConfigValue) or value.is_class:
             return value
         if (value.module, value.name) != NAMESPACE:
