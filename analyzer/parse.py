@@ -8,11 +8,13 @@ module made of their code cells, with a map back to cell and line.
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import functools
 import io
 import json
 import re
 import tokenize
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -199,20 +201,84 @@ def _no_check(node: CSTNode) -> None:
     """Stands for ``CSTNode.__post_init__`` while libcst's parser builds a tree."""
 
 
+def _node_classes() -> list[type[CSTNode]]:
+    """libcst's node classes that have their own constructor: the slotted dataclasses
+    its parser builds (a class ``add_slots`` replaced stays a subclass without slots of
+    its own, and is skipped)."""
+    found: list[type[CSTNode]] = []
+    todo: list[type[CSTNode]] = [CSTNode]  # type: ignore[type-abstract]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.append(sub)
+                todo.append(sub)
+    return [c for c in found if dataclasses.is_dataclass(c) and "__slots__" in c.__dict__
+            and "__init__" in c.__dict__]
+
+
+def _quick_constructor(cls: type[CSTNode]) -> Callable[..., None]:
+    """A constructor for ``cls`` with the same parameters and defaults as the one the
+    dataclass wrote, that sets each field through its slot directly and runs no checks.
+
+    A frozen dataclass's constructor sets each field with ``object.__setattr__`` (looked
+    up anew for every field) and then runs ``__post_init__``: for the two million nodes
+    of a large repository that is a tenth of the parse. Written as the dataclass module
+    writes its own, as source compiled once per class.
+    """
+    names: dict[str, object] = {"MISSING": dataclasses.MISSING}
+    params: list[str] = []
+    body: list[str] = []
+    for i, f in enumerate(dataclasses.fields(cls)):
+        names[f"set{i}"] = getattr(cls, f.name).__set__  # the slot's own setter
+        value = f.name
+        if f.default is not dataclasses.MISSING:
+            names[f"default{i}"] = f.default
+            params.append(f"{f.name}=default{i}")
+        elif f.default_factory is not dataclasses.MISSING:
+            names[f"factory{i}"] = f.default_factory
+            params.append(f"{f.name}=MISSING")
+            value = f"factory{i}() if {f.name} is MISSING else {f.name}"
+        else:
+            params.append(f.name)
+        body.append(f"    set{i}(self, {value})\n")
+    source = f"def __init__(self, {', '.join(params)}):\n{''.join(body) or '    pass'}\n"
+    exec(source, names)  # generated from the class's own fields
+    made: Callable[..., None] = names["__init__"]  # type: ignore[assignment]
+    made.__qualname__ = f"{cls.__qualname__}.__init__"
+    return made
+
+
+@functools.cache
+def _constructors() -> tuple[tuple[tuple[type[CSTNode], object], ...],
+                             tuple[tuple[type[CSTNode], object], ...]]:
+    """(class, quick constructor) and (class, its own constructor) for every node class."""
+    classes = _node_classes()
+    return (tuple((c, _quick_constructor(c)) for c in classes),
+            tuple((c, c.__dict__["__init__"]) for c in classes))
+
+
 @contextmanager
 def _parser_built() -> Iterator[None]:
-    """Skip libcst's per-node checks while its own parser builds the nodes.
+    """Build nodes quickly, without libcst's per-node checks, while its own parser
+    builds a tree.
 
     Every libcst node checks its invariants when it is built (``__post_init__`` calls
     ``_validate``): a guard for trees written by hand. A tree from the parser satisfies
     them by construction, since the grammar already rejected what they reject, and the
-    checks cost about an eighth of a parse. Nodes built outside this block, such as the
-    Cells' translations, are checked as usual.
+    checks cost about an eighth of a parse. The parser calls each node's class, whose
+    constructor is swapped for a quick one for the time of the parse (see
+    :func:`_quick_constructor`). Nodes built outside this block, such as the Cells'
+    translations, are built and checked as usual.
     """
+    quick, own = _constructors()
     CSTNode.__post_init__ = _no_check  # type: ignore[method-assign, assignment]
+    for cls, init in quick:
+        type.__setattr__(cls, "__init__", init)
     try:
         yield
     finally:
+        for cls, init in own:
+            type.__setattr__(cls, "__init__", init)
         CSTNode.__post_init__ = _CHECK  # type: ignore[method-assign]
 
 

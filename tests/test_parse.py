@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from msready.analyzer.parse import Parsed, ParseFailure, parse_text
+from msready.analyzer.parse import Parsed, ParseFailure, _parser_built, parse_text
 
 SOURCE = """\
 import torch
@@ -33,6 +33,15 @@ def test_nodes_built_after_a_parse_are_checked() -> None:
     assert isinstance(parse_text(SOURCE), Parsed)
     with pytest.raises(cst.CSTValidationError):
         cst.Name("")
+
+
+def test_a_node_built_while_parsing_has_the_defaults_libcsts_constructor_gives() -> None:
+    # The parser's quick constructors take the same arguments, defaults and default
+    # factories (``whitespace_after_func``) as the ones libcst's dataclasses wrote.
+    with _parser_built():
+        quick = cst.Call(cst.Name("f"), args=[cst.Arg(cst.Integer("1"))])
+    assert quick.deep_equals(cst.Call(cst.Name("f"), args=[cst.Arg(cst.Integer("1"))]))
+    assert cst.Module([]).code_for_node(quick) == "f(1)"
 
 
 def test_nodes_built_after_a_syntax_error_are_checked() -> None:
