@@ -51,6 +51,7 @@ from msready.analyzer.walk import walk_file
 from msready.analyzer.whole import WholeScan, whole_key
 from msready.analyzer.workers import (
     PARALLEL_MIN_FILES,
+    Forked,
     Lost,
     WorkerPool,
     few_collections,
@@ -276,10 +277,9 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
     total = len(files)
     if progress:
         progress(done, total)
-    jobs = options.jobs or os.cpu_count() or 1
     outputs: Iterable[tuple[str, FileResult | bytes | Lost]]
-    if jobs > 1 and len(todo) >= PARALLEL_MIN_FILES:
-        pool = WorkerPool(analyze_pickled, jobs)
+    if _parallel(options) and len(todo) >= PARALLEL_MIN_FILES:
+        pool = WorkerPool(analyze_pickled, options.jobs or os.cpu_count() or 1)
         pool.start()
         if meanwhile is not None:
             meanwhile()
@@ -522,7 +522,10 @@ def scan_source(source: Source, options: ScanOptions,
     repo_key = f"repo-{target}-{done_key}" if done_key else None
     repo_findings = cache.get_any(repo_key) if cache and repo_key else None
     if not isinstance(repo_findings, list):
-        repo_findings = [*repo_rule_findings(model), *decided_findings(model)]
+        # The value analysis decides its findings in a copy of this process while this
+        # one runs the repository rules: a second core does the slower half.
+        decided = Forked(lambda: list(decided_findings(model)), fork=_parallel(options))
+        repo_findings = [*repo_rule_findings(model), *decided.result()]
         if cache and repo_key:
             cache.put_any(repo_key, repo_findings)
     result = _new_result(source, skipped, config, target, lambda: (results, model),
@@ -539,6 +542,11 @@ def scan_source(source: Source, options: ScanOptions,
     if cache and key and done_key:
         cache.put_any(key, WholeScan.of(result, before))
     return result
+
+
+def _parallel(options: ScanOptions) -> bool:
+    """Whether the scan may use more than one process."""
+    return (options.jobs or os.cpu_count() or 1) > 1
 
 
 def files_key(files: list[SourceFile], contents: dict[str, bytes | OSError]) -> str | None:
