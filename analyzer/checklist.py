@@ -160,7 +160,12 @@ def _function_where(model: RepositoryModel, fn: str) -> _Where:
 
 def structure_items(model: RepositoryModel) -> list[ChecklistItem]:
     """The top-level networks as trees of their main parts, the backbone / neck / head
-    they hold, and how many leaf Modules there are; not one item per class."""
+    they hold, and how many leaf Modules there are; not one item per class. Found once
+    per model (the scan asks for them early, while another process decides findings)."""
+    return model.provide("checklist.structure", lambda: _structure_items(model))
+
+
+def _structure_items(model: RepositoryModel) -> list[ChecklistItem]:
     zoo = [_item(STRUCTURE, f"torchvision model {_short(rc.external or '')}",
                  _args_text(rc.call.args), _call_where(rc))
            for rc in torch_calls(model, _is_zoo_model)]

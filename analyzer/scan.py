@@ -18,7 +18,7 @@ from pathlib import Path
 
 from msready import __version__
 from msready.analyzer.apitable import load_table
-from msready.analyzer.checklist import build_checklist
+from msready.analyzer.checklist import build_checklist, structure_items
 from msready.analyzer.config import Config, load_config, suppressed_by_comment
 from msready.analyzer.configvalues import read_config_files
 from msready.analyzer.facts import CallKind, FileResult, PackedList
@@ -525,7 +525,10 @@ def scan_source(source: Source, options: ScanOptions,
         # The value analysis decides its findings in a copy of this process while this
         # one runs the repository rules: a second core does the slower half.
         decided = Forked(lambda: list(decided_findings(model)), fork=_parallel(options))
-        repo_findings = [*repo_rule_findings(model), *decided.result()]
+        repo_findings = repo_rule_findings(model)
+        with contextlib.suppress(Exception):  # a failure is reported with the checklist
+            structure_items(model)  # meanwhile, a part of the checklist (kept in the model)
+        repo_findings += decided.result()
         if cache and repo_key:
             cache.put_any(repo_key, repo_findings)
     result = _new_result(source, skipped, config, target, lambda: (results, model),
