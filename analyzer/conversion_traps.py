@@ -30,6 +30,9 @@ def _padding(plan: Plan, diff: ParamDiff) -> None:
     if "Pool" in plan.api:
         _pool_padding(plan, diff)
         return
+    if "_pool" in plan.api:
+        _sides(plan)
+        return
     layer = short(plan.api)
     if "pad_mode" in plan.bound:
         return
@@ -57,6 +60,29 @@ def _padding(plan: Plan, diff: ParamDiff) -> None:
     plan.extra["pad_mode"] = "'pad'"
     plan.add("semantics", f"padding={arg_text(arg)} is ignored by {layer} unless "
              "pad_mode='pad' (its default pad_mode is 'same').", Severity.ERROR)
+
+
+def _sides(plan: Plan) -> None:
+    """Functional average pooling (``ops.avg_pool2d``, ``ops.avg_pool3d``): an int, or
+    both sides of every axis (top, bottom, left, right), where torch takes one amount
+    per axis and pads both of its sides: ``(1, 2)`` is ``(1, 1, 2, 2)``."""
+    arg = plan.bound.get("padding")
+    if arg is None or (arg.is_literal and isinstance(arg.literal, int)):
+        return
+    axes = 3 if "3d" in plan.api else 2
+    if arg.is_literal and isinstance(arg.literal, tuple) and len(arg.literal) == axes:
+        plan.values["padding"] = repr(tuple(v for v in arg.literal for _ in (0, 1)))
+    elif arg.is_literal:
+        return  # already every side, or not a padding MindSpore could take
+    elif plan.options.cell:
+        plan.values["padding"] = f"{RUNTIME_PADDING}({arg.text})"  # an int or a tuple
+    else:
+        plan.add("semantics", f"`{short(plan.api)}` takes padding as an int or as both "
+                 f"sides of each axis; if {arg.text} holds one amount per axis, repeat each "
+                 "amount (torch's (ph, pw) is (ph, ph, pw, pw)).", Severity.WARNING, todo=True)
+        return
+    plan.add("semantics", f"`{short(plan.api)}` takes padding as an int or as both sides "
+             f"of each axis: {arg_text(arg)} is {plan.values['padding']}.", Severity.ERROR)
 
 
 def _ones(arg: Arg | None) -> bool:

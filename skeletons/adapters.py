@@ -166,11 +166,15 @@ def torch_layer(cls, renames, accepted, dropped, order=()):
 ''',
     PADDING: '''
 def torch_padding(padding):
-    """torch's convolution padding, one amount per spatial axis applied on both sides,
-    as MindSpore takes it: an int, or both sides of every axis."""
+    """torch's padding, one amount per spatial axis applied on both sides, as MindSpore
+    takes it: an int, or both sides of every axis (a loop, not a comprehension with two
+    ``for``: GRAPH_MODE compiles this inside construct)."""
     if isinstance(padding, int):
         return padding
-    return tuple(side for amount in padding for side in (amount, amount))
+    sides = ()
+    for amount in padding:
+        sides = sides + (amount, amount)
+    return sides
 ''',
     CONV_PADDING: '''
 def torch_conv_padding(padding):

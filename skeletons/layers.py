@@ -317,6 +317,7 @@ ENGINE_APIS = (
     "torch.nn.Dropout", *(f"torch.nn.Dropout{d}d" for d in (1, 2, 3)),
     "torch.nn.LayerNorm", "torch.nn.GELU", "torch.nn.Linear", "torch.nn.LSTM", "torch.nn.GRU",
     "torch.nn.RNN", "torch.var", "torch.std", "torch.full",
+    *(f"torch.nn.functional.avg_pool{d}d" for d in (1, 2, 3)),
 )
 ENGINE_INITS = tuple(f"torch.nn.init.{name}{end}" for name in (
     "normal", "constant", "xavier_uniform", "xavier_normal", "kaiming_uniform",

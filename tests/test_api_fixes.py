@@ -88,6 +88,14 @@ def test_gelu_approximate_becomes_a_bool() -> None:
     assert _suggestion("act = nn.GELU()\n") == "nn.GELU(approximate=False)"
 
 
+def test_functional_average_pooling_pads_both_sides_of_each_axis() -> None:
+    # ops.avg_pool2d takes an int or (top, bottom, left, right); torch's (ph, pw) pads
+    # each axis on both sides
+    text = _suggestion("def pool(x: torch.Tensor):\n"
+                       "    return F.avg_pool2d(x, (3, 5), 2, padding=(1, 2))\n")
+    assert text == "ops.avg_pool2d(x, (3, 5), 2, padding=(1, 1, 2, 2))"
+
+
 def test_a_form_that_fails_in_graph_mode_is_not_code() -> None:
     text = _suggestion("def peak(x: torch.Tensor):\n    return x.max(1)[1]\n")
     assert not checker().is_code(text) and "GRAPH_MODE" in text

@@ -536,3 +536,37 @@ def test_a_layer_norm_subclass_without_a_bias_runs_with_its_own_forward_and_with
     for name in ("NormNoBias", "ChannelNormNoBias"):
         res = results[name]
         assert (res.pynative, res.graph) == ("pass", "pass"), (name, res.error)
+
+
+FUNCTIONAL_POOLING = '''\
+import torch.nn.functional as F
+from torch import nn
+
+
+class Pools(nn.Module):
+    def __init__(self, channels=8, pad=(1, 1)):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 1)
+        self.pad = pad
+
+    def forward(self, x):
+        x = self.conv(x)
+        a = F.avg_pool2d(x, 3, 2, padding=(1, 1), count_include_pad=False)
+        b = F.avg_pool2d(x, 3, 2, padding=self.pad)
+        return a + b + F.avg_pool2d(x, 2)
+'''
+
+
+def test_functional_average_pooling_takes_torchs_padding_and_stride(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ops.avg_pool2d pads (top, bottom, left, right), where torch pads each axis on both
+    # sides, and its stride defaults to 1, where torch's is the kernel size
+    out, cells = run_cells(tmp_path, {"models/pools.py": FUNCTIONAL_POOLING})
+    written = lines(out, "pools.py")
+    start = written.index("x = self.conv(x)") + 1
+    assert written[start:start + 3] == [
+        "a = ops.avg_pool2d(x, 3, 2, padding=(1, 1, 1, 1), count_include_pad=False)",
+        "b = ops.avg_pool2d(x, 3, 2, padding=torch_padding(self.pad))",
+        "return a + b + ops.avg_pool2d(x, 2, stride=2)"]
+    cell = cells["Pools"]
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 8, 8)")
