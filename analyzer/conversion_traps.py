@@ -9,6 +9,7 @@ semantic trap; :func:`unbiased` and :func:`initializer` are called for every cal
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
 from msready.analyzer.apitable import ParamDiff, load_table
@@ -67,7 +68,8 @@ def _sides(plan: Plan) -> None:
     both sides of every axis (top, bottom, left, right), where torch takes one amount
     per axis and pads both of its sides: ``(1, 2)`` is ``(1, 1, 2, 2)``."""
     arg = plan.bound.get("padding")
-    if arg is None or (arg.is_literal and isinstance(arg.literal, int)):
+    if arg is None or (arg.is_literal and isinstance(arg.literal, int)) or (
+            not arg.is_literal and _a_number(arg.text)):
         return
     axes = 3 if "3d" in plan.api else 2
     if arg.is_literal and isinstance(arg.literal, tuple) and len(arg.literal) == axes:
@@ -83,6 +85,25 @@ def _sides(plan: Plan) -> None:
         return
     plan.add("semantics", f"`{short(plan.api)}` takes padding as an int or as both sides "
              f"of each axis: {arg_text(arg)} is {plan.values['padding']}.", Severity.ERROR)
+
+
+# Operators a tuple does not take: an expression made with one is a number.
+_NUMBER_OPERATORS = (ast.FloorDiv, ast.Div, ast.Sub, ast.Mod, ast.Pow)
+
+
+def _a_number(text: str) -> bool:
+    """True for an expression that can only be a number (``k // 2``, ``int(p)``, ``-p``);
+    a name or an attribute may hold a tuple."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return False
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, _NUMBER_OPERATORS)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, (ast.USub, ast.UAdd))
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id in ("int", "len", "round")
 
 
 def _ones(arg: Arg | None) -> bool:

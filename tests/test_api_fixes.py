@@ -94,6 +94,14 @@ def test_functional_average_pooling_pads_both_sides_of_each_axis() -> None:
     text = _suggestion("def pool(x: torch.Tensor):\n"
                        "    return F.avg_pool2d(x, (3, 5), 2, padding=(1, 2))\n")
     assert text == "ops.avg_pool2d(x, (3, 5), 2, padding=(1, 1, 2, 2))"
+    # a name may hold one amount per axis: said; an amount computed from a number is one
+    # (``k // 2``) and MindSpore takes it as it is
+    held = scan_files({"m.py": HEADER + "def pool(x: torch.Tensor, pad):\n"
+                       "    return F.avg_pool2d(x, 3, 2, padding=pad)\n"}).findings
+    assert [f.location.line for f in held if "both sides of each axis" in f.message] == [5]
+    computed = scan_files({"m.py": HEADER + "def pool(x: torch.Tensor, k: int):\n"
+                           "    return F.avg_pool2d(x, k, 1, padding=k // 2)\n"}).findings
+    assert [f for f in computed if "both sides of each axis" in f.message] == []
 
 
 def test_a_form_that_fails_in_graph_mode_is_not_code() -> None:
