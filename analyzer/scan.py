@@ -526,7 +526,7 @@ def scan_source(source: Source, options: ScanOptions,
         # one runs the repository rules: a second core does the slower half.
         decided = Forked(lambda: list(decided_findings(model)), fork=_parallel(options))
         repo_findings = repo_rule_findings(model)
-        with contextlib.suppress(Exception):  # a failure is reported with the checklist
+        with contextlib.suppress(Exception):  # reported when the checklist asks again
             structure_items(model)  # meanwhile, a part of the checklist (kept in the model)
         repo_findings += decided.result()
         if cache and repo_key:
