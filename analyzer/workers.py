@@ -58,10 +58,11 @@ TRIM_STEP = 8 * 2**20
 GC_THRESHOLD = (100_000, 50, 100)
 STOP_AT_ENV = "MSREADY_TEST_STOP_AT"
 # A process larger than this does its whole-repository work itself rather than in a forked
-# copy (Forked): the copy writes to about half the pages it reads, so a scan of a million
-# lines (an 850 MB main process) peaked at 1.3 GB with it and at 860 MB without. Below
-# this size, the copy and this process stay well under a gigabyte together.
-FORK_BELOW = 384 * 2**20
+# copy (Forked): the copy wrote to about half the pages it shares, so a scan of a million
+# lines (an 843 MB main process) peaked at 1,279 MiB with it and at 863 MiB without. Below
+# this size, the process and its copy stay under about 880 MiB together (the workers are
+# gone by then).
+FORK_BELOW = 576 * 2**20
 # Fewer files than this are analysed in the main process: starting workers costs more.
 PARALLEL_MIN_FILES = 16
 _PRELOAD = ["msready.analyzer.scan"]
