@@ -52,8 +52,7 @@ def _padding(plan: Plan, diff: ParamDiff) -> None:
                  f"{layer}.", Severity.WARNING)
         return
     if arg.is_literal and isinstance(arg.literal, tuple) and len(arg.literal) in (2, 3):
-        doubled = tuple(v for v in arg.literal for _ in (0, 1))
-        plan.values["padding"] = repr(doubled)  # MindSpore pads (before, after) per axis
+        plan.values["padding"] = _both_sides(arg.literal)  # MindSpore pads (before, after)
     elif not arg.is_literal and plan.options.cell and "1d" not in plan.api:
         # an int or a (ph, pw) tuple, known when the Cell runs
         plan.values["padding"] = f"{RUNTIME_PADDING}({arg.text})"
@@ -73,7 +72,7 @@ def _sides(plan: Plan) -> None:
         return
     axes = 3 if "3d" in plan.api else 2
     if arg.is_literal and isinstance(arg.literal, tuple) and len(arg.literal) == axes:
-        plan.values["padding"] = repr(tuple(v for v in arg.literal for _ in (0, 1)))
+        plan.values["padding"] = _both_sides(arg.literal)
     elif arg.is_literal:
         return  # already every side, or not a padding MindSpore could take
     elif plan.options.cell:
@@ -85,6 +84,12 @@ def _sides(plan: Plan) -> None:
         return
     plan.add("semantics", f"`{short(plan.api)}` takes padding as an int or as both sides "
              f"of each axis: {arg_text(arg)} is {plan.values['padding']}.", Severity.ERROR)
+
+
+def _both_sides(amounts: tuple[object, ...]) -> str:
+    """torch's padding, one amount per axis, as both sides of each axis: ``(1, 1, 2, 2)``
+    for ``(1, 2)``."""
+    return repr(tuple(v for v in amounts for _ in (0, 1)))
 
 
 # Operators a tuple does not take: an expression made with one is a number.

@@ -194,13 +194,6 @@ def too_large(text: str) -> ParseFailure | None:
                         suggestion=_TOO_LARGE_FIX)
 
 
-_CHECK = CSTNode.__post_init__
-
-
-def _no_check(node: CSTNode) -> None:
-    """Stands for ``CSTNode.__post_init__`` while libcst's parser builds a tree."""
-
-
 def _node_classes() -> list[type[CSTNode]]:
     """libcst's node classes that have their own constructor: the slotted dataclasses
     its parser builds (a class ``add_slots`` replaced stays a subclass without slots of
@@ -266,12 +259,11 @@ def _parser_built() -> Iterator[None]:
     ``_validate``): a guard for trees written by hand. A tree from the parser satisfies
     them by construction, since the grammar already rejected what they reject, and the
     checks cost about an eighth of a parse. The parser calls each node's class, whose
-    constructor is swapped for a quick one for the time of the parse (see
-    :func:`_quick_constructor`). Nodes built outside this block, such as the Cells'
+    constructor is swapped for the time of the parse for a quick one that runs no checks
+    (see :func:`_quick_constructor`). Nodes built outside this block, such as the Cells'
     translations, are built and checked as usual.
     """
     quick, own = _constructors()
-    CSTNode.__post_init__ = _no_check  # type: ignore[method-assign, assignment]
     for cls, init in quick:
         type.__setattr__(cls, "__init__", init)
     try:
@@ -279,7 +271,6 @@ def _parser_built() -> Iterator[None]:
     finally:
         for cls, init in own:
             type.__setattr__(cls, "__init__", init)
-        CSTNode.__post_init__ = _CHECK  # type: ignore[method-assign]
 
 
 def parse_text(text: str) -> Parsed | ParseFailure:
