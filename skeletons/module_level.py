@@ -54,47 +54,64 @@ def bound_names(node: cst.CSTNode) -> set[str]:
 
 
 class Purity:
-    """Decides whether running an expression or statement at import time is safe."""
+    """Decides whether running an expression or statement at import time is safe.
+
+    Building one of the file's own Modules is not a constant: a module-level ``model =
+    Net()`` would make every Cell of the file pay for (or fail with) that network when the
+    file is imported. It is kept only where the file's code needs it (see
+    :meth:`needed`), as the layer registry ``ACTS = {"swish": Swish(), "relu": nn.ReLU()}``
+    that a constructor reads, and when the Module's own code is pure."""
 
     def __init__(self, module: cst.Module, qualify: Callable[[cst.BaseExpression], str | None],
                  cells: set[str], stand_in: Callable[[str], bool]) -> None:
         self.qualify = qualify
         self.stand_in = stand_in  # is a qualified name bound to the side-library stand-in
-        self.cells = cells  # the file's nn.Module classes: building one is not a constant
+        self.cells = cells  # the file's nn.Module classes
         self.functions = {s.name.value: s for s in module.body
                           if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-        self._pure: dict[str, bool] = {}
+        self._pure: dict[tuple[str, bool], bool] = {}
+        self._read: set[str] | None = None
 
-    def definition(self, name: str) -> bool:
-        """True for a function or class of this file whose code calls only pure code."""
-        if name in self._pure:
-            return self._pure[name]
+    def needed(self, names: set[str]) -> bool:
+        """True when the file's functions or classes read one of ``names``."""
+        if self._read is None:
+            self._read = {n.value for d in self.functions.values()
+                          for n in find_all(d, m.Name()) if isinstance(n, cst.Name)}
+        return bool(names & self._read)
+
+    def definition(self, name: str, build: bool = False) -> bool:
+        """True for a function or class of this file whose code calls only pure code; a
+        Module class only when ``build`` (the statement may build the file's Modules)."""
+        key = (name, build)
+        if key in self._pure:
+            return self._pure[key]
         node = self.functions.get(name)
-        self._pure[name] = False  # a recursive call is judged by the rest of the body
-        if node is None or name in self.cells:
+        self._pure[key] = False  # a recursive call is judged by the rest of the body
+        if node is None or (name in self.cells and not build):
             return False
         local = bound_names(node) | set(self.functions)
-        self._pure[name] = self.calls(node, local)
-        return self._pure[name]
+        self._pure[key] = self.calls(node, local, build)
+        return self._pure[key]
 
-    def calls(self, node: cst.CSTNode, local: set[str]) -> bool:
+    def calls(self, node: cst.CSTNode, local: set[str], build: bool = False) -> bool:
         """True when every call inside ``node`` is pure; ``local`` are names bound by the
-        surrounding code (parameters, loop variables, names kept earlier)."""
+        surrounding code (parameters, loop variables, names kept earlier); with ``build``,
+        building one of the file's Modules is allowed when its code is pure."""
         for call in find_all(node, m.Call()):
             assert isinstance(call, cst.Call)
-            if not self.callee(call.func, local):
+            if not self.callee(call.func, local, build):
                 return False
         return True
 
-    def callee(self, func: cst.BaseExpression, local: set[str]) -> bool:
+    def callee(self, func: cst.BaseExpression, local: set[str], build: bool = False) -> bool:
         root = func
         while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
             root = root.func if isinstance(root, cst.Call) else root.value
         if not isinstance(root, cst.Name):  # ``"".join``, ``(a or b)(x)``: literals' methods
-            return self.calls(root, local)
+            return self.calls(root, local, build)
         head = root.value
         if head in self.functions:
-            return self.definition(head)
+            return self.definition(head, build)
         if head in local or head in MINDSPORE_NAMES or head in adapters.SOURCES:
             return True
         name = self.qualify(func)

@@ -547,9 +547,11 @@ class CellTransformer(cst.CSTTransformer):
             stmt = self._registry_holes(stmt)
         if self._keeps_torch(stmt) or self._reads_dropped(stmt):
             return None
-        if not self._purity.calls(stmt, self._kept_names | module_level.bound_names(stmt)):
+        bound = module_level.bound_names(stmt)
+        if not self._purity.calls(stmt, self._kept_names | bound, build=self._purity.needed(
+                bound) or bool(bound & self._imported)):
             return None
-        self._kept_names |= module_level.bound_names(stmt)
+        self._kept_names |= bound
         return stmt
 
     def _registry_holes(self, stmt: cst.BaseStatement) -> cst.BaseStatement:

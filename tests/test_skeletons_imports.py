@@ -61,6 +61,29 @@ class ConvAct(nn.Module):
     def forward(self, x):
         return torch.utils.checkpoint.checkpoint(self.conv, x, use_reentrant=False) + \\
             self.act(x)
+
+
+class Swish(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.beta = nn.Parameter(torch.tensor(1.0))
+
+    def forward(self, x):
+        return x * torch.sigmoid(self.beta * x)
+
+
+LAYERS = {"swish": Swish(), "relu": nn.ReLU()}
+demo = ConvAct(8)
+
+
+class Gated(nn.Module):
+    def __init__(self, dim, act="swish"):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.act = LAYERS[act]
+
+    def forward(self, x):
+        return self.act(self.fc(x))
 '''
 
 SIDE = '''\
@@ -179,6 +202,17 @@ def test_registries_and_helpers_safe_at_import_are_kept(
     assert "odd=None)" in code  # no MindSpore form: this entry only becomes None
     assert "table.setdefault('swish', table.get('silu'))" in code  # a loop over a registry
     assert results["ConvAct"].pynative == "pass" and results["ConvAct"].graph == "pass"
+
+
+def test_a_registry_of_the_files_own_modules_is_built_where_code_reads_it(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, results = built
+    code = lines(out, "registry.py")
+    # ``Gated`` reads LAYERS: the registry is built at import, Swish's code being pure
+    assert 'LAYERS = {"swish": Swish(), "relu": nn.ReLU()}' in code
+    assert results["Gated"].pynative == "pass" and results["Gated"].graph == "pass"
+    # no code reads ``demo``: a network is not built each time the file is imported
+    assert not any(ln.startswith("demo") for ln in code)
 
 
 def test_torch_feature_tests_ask_whether_mindspore_has_the_feature(
