@@ -1092,6 +1092,9 @@ def shrunk(kwargs: dict[str, object], given: Iterable[str],
 def describe(synthesized: dict[str, object]) -> str:
     """``in_channels=3, num_heads=2`` (configuration objects by their fields)."""
     def show(value: object) -> str:
+        if isinstance(value, ConfigValue) and value.is_class and value.kwargs:
+            return f"partial({value.name}, " + ", ".join(
+                f"{k}={show(v)}" for k, v in value.kwargs) + ")"
         if isinstance(value, ConfigValue) and value.is_class:
             return value.name
         if isinstance(value, ConfigValue) and not value.fields:  # a network, built

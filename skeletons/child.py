@@ -11,6 +11,7 @@ import __future__
 
 import ast
 import contextlib
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -65,7 +66,7 @@ def generated_line(exc: BaseException, root: str) -> str:
 
 # Sizes tried, in order, for image / signal dimensions when the first guess does not fit
 # the network (a Linear after the convolutions fixes the size: 28 for MNIST, 224, ...).
-SPATIAL_SIZES = {1: (32, 64, 128, 256, 28, 16), 2: (16, 28, 32, 64, 224, 8), 3: (4, 8, 16, 32)}
+SPATIAL_SIZES = {1: (32, 64, 128, 256, 28, 16), 2: (16, 28, 32, 64, 96, 224, 8), 3: (4, 8, 16, 32)}
 
 
 def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> list[Any]:
@@ -135,8 +136,9 @@ def build_value(value: Any) -> Any:
     if isinstance(value, dict) and OBJECT_KEY in value:
         module, name = value[OBJECT_KEY]
         cls = getattr(importlib.import_module(module), name)
-        if value.get("class"):
-            return cls
+        if value.get("class"):  # the class, with the keywords a ``partial`` binds
+            bound = {k: build_value(v) for k, v in value["kwargs"].items()}
+            return functools.partial(cls, **bound) if bound else cls
         return cls(**{k: build_value(v) for k, v in value["kwargs"].items()})
     if isinstance(value, dict) and LIST_KEY in value:
         return [build_value(v) for v in value[LIST_KEY]]

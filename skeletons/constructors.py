@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import libcst as cst
@@ -37,6 +38,7 @@ from msready.skeletons.values import (
     constants,
     evaluate,
     evaluate_text,
+    is_complete,
 )
 
 # ``super().__init__(...)``: the base class's construction.
@@ -331,7 +333,7 @@ class ConstructorFinder:
                 value = evaluate_text(arg.text, env, self.call_hook(rc.file))
                 if value is UNKNOWN and i < len(rc.call.arg_values):
                     value = self._analysed(rc.call.arg_values[i])
-                if value is not UNKNOWN:
+                if value is not UNKNOWN and is_complete(value):
                     values[key] = value
             yield values
 
@@ -464,6 +466,8 @@ class ConstructorFinder:
             if isinstance(call, cst.Name):
                 return self._class_ref(call, file)
             name = self.qualify(call.func, file)
+            if name == "functools.partial":
+                return _partial(call, env, hook)
             resolved = self.model.resolve(name, file.module) if name else None
             if resolved is None or resolved.kind != "class":
                 return UNKNOWN
@@ -477,7 +481,7 @@ class ConstructorFinder:
             for i, arg in enumerate(call.args):
                 key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
                 value = evaluate(arg.value, env, hook)
-                if key is None or arg.star or value is UNKNOWN:
+                if key is None or arg.star or value is UNKNOWN or not is_complete(value):
                     return UNKNOWN
                 kwargs[key] = value
             return self._config(resolved.name, kwargs)
@@ -494,7 +498,7 @@ class ConstructorFinder:
         for i, arg in enumerate(call.args):
             key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
             value = evaluate(arg.value, env, hook)
-            if key is None or arg.star or value is UNKNOWN:
+            if key is None or arg.star or value is UNKNOWN or not is_complete(value):
                 return UNKNOWN
             kwargs[key] = value
         module, _, short = cls.rpartition(".")
@@ -907,3 +911,23 @@ def _self_assigned(function: cst.FunctionDef) -> set[str]:
                                  if isinstance(a, cst.AnnAssign)]
     return {t.attr.value for t in targets if isinstance(t, cst.Attribute)
             and m.matches(t.value, m.Name("self"))}
+
+
+def _partial(call: cst.Call, env: dict[str, object], hook: CallHook) -> object:
+    """``partial(ConvNormAct, padding=0, norm_layer=norm)``: the repository class with
+    the keywords it binds; incomplete when a keyword (or an argument bound by position)
+    cannot be computed, which still says what class the constructor builds."""
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return UNKNOWN
+    held = evaluate(call.args[0].value, env, hook)
+    if not isinstance(held, ConfigValue) or not held.is_class or held.kwargs:
+        return UNKNOWN
+    bound: dict[str, object] = {}
+    complete = True
+    for arg in call.args[1:]:
+        value = evaluate(arg.value, env, hook) if arg.keyword is not None else UNKNOWN
+        if arg.keyword is None or arg.star or value is UNKNOWN:
+            complete = False
+        else:
+            bound[arg.keyword.value] = value
+    return replace(held, kwargs=tuple(bound.items()), complete=complete)

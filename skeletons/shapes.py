@@ -139,7 +139,9 @@ class Planner(ConstructorFinder):
                 resolved.name in self.model.module_classes:
             sub_sig = self._signature(resolved.name, "__init__")
             names = [n for n, _, _ in sub_sig[0]] if sub_sig else []
-            sub_kwargs: dict[str, object] = {}
+            # a ``partial`` held in a local name brings the keywords it binds
+            sub_kwargs: dict[str, object] = dict(held.kwargs) if isinstance(
+                held, ConfigValue) else {}
             for i, arg in enumerate(call.args):
                 key = arg.keyword.value if arg.keyword else (names[i] if i < len(names) else None)
                 value = evaluate(arg.value, env)

@@ -127,9 +127,13 @@ def value_code(value: object, imports: list[tuple[str, str]]) -> str:
     if isinstance(value, ConfigValue):
         if (value.module, value.name) not in imports:
             imports.append((value.module, value.name))
+        inner = ", ".join(f"{k}={value_code(v, imports)}" for k, v in value.kwargs)
+        if value.is_class and value.kwargs:  # the keywords a ``partial`` binds
+            if ("functools", "partial") not in imports:
+                imports.append(("functools", "partial"))
+            return f"partial({value.name}, {inner})"
         if value.is_class:
             return value.name
-        inner = ", ".join(f"{k}={value_code(v, imports)}" for k, v in value.kwargs)
         return f"{value.name}({inner})"
     if isinstance(value, (tuple, list)):
         inner = ", ".join(value_code(v, imports) for v in value)

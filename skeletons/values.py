@@ -48,13 +48,18 @@ class ListValue(tuple[object, ...]):
 
 @dataclass(frozen=True, slots=True)
 class ConfigValue:
-    """An instance of a repository configuration class, built with ``kwargs``."""
+    """An instance of a repository configuration class, built with ``kwargs``; with
+    ``is_class``, the class itself, whose ``kwargs`` are the keywords a
+    ``functools.partial`` binds (``partial(ConvNormAct, padding=0)``)."""
 
     module: str
     name: str
     fields: tuple[tuple[str, object], ...]
     kwargs: tuple[tuple[str, object], ...] = ()
     is_class: bool = False  # the class itself (``ResNet(BasicBlock, ...)``), not an instance
+    # False for a ``partial`` some of whose keywords msready could not compute: it still
+    # names the class a constructor builds (its input), but is never handed to a Cell
+    complete: bool = True
 
     def get(self, attr: str) -> object:
         """A field's value, :data:`UNKNOWN` when the class does not define it."""
@@ -64,6 +69,15 @@ class ConfigValue:
         """How a child process rebuilds the object."""
         return {OBJECT_KEY: [self.module, self.name], "class": self.is_class,
                 "kwargs": {k: to_json(v) for k, v in self.kwargs}}
+
+
+def is_complete(value: object) -> bool:
+    """False when ``value`` holds a ``partial`` with keywords msready could not compute."""
+    if isinstance(value, ConfigValue):
+        return value.complete and all(is_complete(v) for _, v in value.kwargs)
+    if isinstance(value, tuple):
+        return all(is_complete(v) for v in value)
+    return True
 
 
 def to_json(value: object) -> object:

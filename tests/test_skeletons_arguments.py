@@ -1258,6 +1258,67 @@ def test_a_block_class_chosen_by_or_gives_the_first_layer(tmp_path: Path,
                                                                 "(2, 12, 16, 16)")
 
 
+PARTIAL_BLOCK = '''\
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvBn(nn.Module):
+    def __init__(self, cin, cout, kernel_size=3, stride=1, padding=None, eps=1e-5):
+        super().__init__()
+        padding = kernel_size // 2 if padding is None else padding
+        self.conv = nn.Conv2d(cin, cout, kernel_size, stride, padding)
+        self.bn = nn.BatchNorm2d(cout, eps=eps)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class Reduce(nn.Module):
+    def __init__(self, cin, conv_block=None):
+        super().__init__()
+        conv_block = conv_block or ConvBn
+        self.conv = conv_block(cin, 8, kernel_size=3, stride=2)
+
+    def forward(self, x):
+        return torch.cat([self.conv(x), F.max_pool2d(x, 3, stride=2)], 1)
+
+
+class Net(nn.Module):
+    def __init__(self, in_chans=3, eps=1e-3):
+        super().__init__()
+        conv_block = partial(ConvBn, padding=0, eps=eps)
+        self.stem = conv_block(in_chans, 16, kernel_size=3)
+        self.reduce = Reduce(16, conv_block=conv_block)
+        self.head = Reduce(24, conv_block=partial(ConvBn, padding=0, eps=get_eps()))
+
+    def forward(self, x):
+        return self.head(self.reduce(self.stem(x)))
+
+
+def get_eps():
+    return 1e-3
+'''
+
+
+def test_a_block_class_bound_by_partial_gives_the_first_layer_and_its_keywords(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"net.py": PARTIAL_BLOCK})
+    # the stem is ``partial(ConvBn, ...)(in_chans, 16)``: three channels, not the 16 of
+    # the first block whose class is named
+    net = cells["Net"]
+    assert (net.pynative, net.graph, net.input_shape) == ("pass", "pass", "(2, 3, 16, 16)")
+    # the parent hands Reduce an unpadded convolution, which its pooling branch needs;
+    # the Cell gets it (the second site's ``partial`` has a keyword msready cannot
+    # compute, so it gives nothing), and runs alone
+    reduce = cells["Reduce"]
+    assert (reduce.pynative, reduce.graph, reduce.ran_inside) == ("pass", "pass", "")
+    assert reduce.input_shape == "(2, 16, 16, 16)"
+
+
 WIDE_RESNET = '''\
 from torch import nn
 
