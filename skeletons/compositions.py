@@ -53,6 +53,9 @@ COMPOSED = {
     "torch.nn.Unfold": "TorchUnfold",
     "torch.nn.Softplus": "TorchSoftplus",
     "torch.nn.modules.utils._ntuple": "torch_ntuple",
+    # MindSpore's initializer module has a private function of the same name, which takes
+    # a shape; torch's takes the weight itself
+    "torch.nn.init._calculate_fan_in_and_fan_out": "torch_fan_in_and_fan_out",
     **{f"torch.nn.modules.utils._{name}": f"torch_{name}"
        for name in ("single", "pair", "triple", "quadruple")},
 }
@@ -70,6 +73,19 @@ NARROWER = {"torch.nn.functional.batch_norm": ("input", "running_mean", "running
 NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"})}
 
 SOURCES = {
+    "torch_fan_in_and_fan_out": '''
+def torch_fan_in_and_fan_out(tensor):
+    """torch.nn.init._calculate_fan_in_and_fan_out: a weight's input and output feature
+    maps, each times its receptive field, as Python ints."""
+    shape = tuple(tensor.shape)
+    if len(shape) < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer "
+                         "than 2 dimensions")
+    receptive = 1
+    for size in shape[2:]:
+        receptive *= size
+    return shape[1] * receptive, shape[0] * receptive
+''',
     "torch_ntuple": '''
 def torch_ntuple(n):
     """torch.nn.modules.utils._ntuple: a function making ``(x,) * n`` of a single value and

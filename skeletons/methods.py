@@ -294,6 +294,17 @@ def storage(receiver: cst.BaseExpression) -> cst.BaseExpression:
     return receiver
 
 
+def written(receiver: cst.BaseExpression) -> cst.BaseExpression:
+    """The tensor a chain of in-place updates holds: each returns the tensor it wrote, so
+    in ``t.mul_(a).add_(b)`` the addition reads ``t`` (already multiplied, arguments
+    being evaluated left to right), never a second ``t.mul_(a)``."""
+    writers = ("torch_assign_", *_FILLS.values())
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) \
+            and receiver.func.value in writers and receiver.args:
+        receiver = receiver.args[0].value
+    return receiver
+
+
 def _fill(method: str) -> MethodFix:
     """``w.uniform_(-1, 1)`` -> ``torch_uniform_(w, -1, 1)``, ``w.zero_()`` ->
     ``torch_assign_(w, ops.zeros_like(w))``, ``x.mul_(s)`` -> ``torch_assign_(x, x * s)``."""
@@ -311,7 +322,7 @@ def _fill(method: str) -> MethodFix:
         text = ", ".join(f"{k}={code(v)}" if k else code(v) for k, v in args)
         if method in _OPERATORS:
             text = _operand(args[0][1])
-        value = _COMPUTED[method].format(x=_operand(receiver), args=text)
+        value = _COMPUTED[method].format(x=_operand(written(receiver)), args=text)
         return cst.Call(cst.Name("torch_assign_"), [cst.Arg(receiver), cst.Arg(expr(value))])
     return fix
 

@@ -53,6 +53,7 @@ from msready.skeletons.methods import (
     named_module_method,
     rename_keywords,
     storage,
+    written,
 )
 from msready.skeletons.statements import (
     HEADER_NAMES,
@@ -1582,7 +1583,7 @@ class CellTransformer(cst.CSTTransformer):
         if apis.lookup(f"torch.Tensor.{twin}", self.backend).api is None:
             return None
         receiver = storage(func.value)
-        twin_func = func.with_changes(value=receiver, attr=cst.Name(twin))
+        twin_func = func.with_changes(value=written(receiver), attr=cst.Name(twin))
         value = self._tensor_method(call.with_changes(func=twin_func), twin_func)
         return cst.Call(cst.Name("torch_assign_"), [cst.Arg(receiver), cst.Arg(value)])
 

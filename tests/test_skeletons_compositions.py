@@ -148,6 +148,14 @@ def test_softplus(composed: dict[str, Callable[..., Any]]) -> None:
           torch.nn.Softplus(beta=2, threshold=5)(torch.tensor(x)))
 
 
+@pytest.mark.parametrize("shape", [(6, 4), (8, 3, 3, 5), (4, 2, 3)])
+def test_fan_in_and_fan_out_of_a_weight(composed: dict[str, Callable[..., Any]],
+                                        shape: tuple[int, ...]) -> None:
+    fans = composed["torch_fan_in_and_fan_out"](Tensor(_array(*shape)))
+    assert fans == torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(shape))
+    assert all(type(f) is int for f in fans)  # numbers, as torch's: math.sqrt takes them
+
+
 def test_unfold(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(2, 3, 6, 5)
     _same(composed["TorchUnfold"](2, padding=1, stride=2)(Tensor(x)),
@@ -357,6 +365,7 @@ def init_truncated(t, a, b):
     with torch.no_grad():
         t.uniform_(a, b)
         t.erfinv_()
+        t.mul_(2.0).add_(1.0)
     return t
 
 
@@ -381,6 +390,8 @@ def test_in_place_fills_write_values_computed_by_mindspore(
     code = [ln.strip() for ln in (out / "model.py").read_text().splitlines()]
     assert "torch_uniform_(t, a, b)" in code
     assert "torch_assign_(t, ops.erfinv(t))" in code
+    # a chain updates once per method: the addition reads ``t``, already doubled
+    assert "torch_assign_(torch_assign_(t, t * 2.0), t + 1.0)" in code
     assert "torch_assign_(self.b, ops.full_like(self.b, 0.25))" in code
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph) == ("pass", "pass")
