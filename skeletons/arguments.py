@@ -30,7 +30,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.syntax import code, find_all, read_with
-from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
+from msready.skeletons.values import UNKNOWN, ConfigValue, DictValue, evaluate
 
 __all__ = ["NAMES", "UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve",
            "synthesize"]
@@ -1101,6 +1101,8 @@ def describe(synthesized: dict[str, object]) -> str:
             return f"{value.name}(" + ", ".join(f"{k}={show(v)}" for k, v in value.kwargs) + ")"
         if isinstance(value, ConfigValue):
             return "{" + ", ".join(f"{k}={show(v)}" for k, v in value.fields) + "}"
+        if isinstance(value, DictValue):
+            return "{" + ", ".join(f"{k!r}: {show(v)}" for k, v in value.items) + "}"
         if isinstance(value, tuple) and any(isinstance(v, ConfigValue) for v in value):
             return "(" + ", ".join(show(v) for v in value) + ")"
         return repr(value)

@@ -144,6 +144,8 @@ def build_value(value: Any) -> Any:
         return [build_value(v) for v in value[LIST_KEY]]
     if isinstance(value, list):
         return tuple(build_value(v) for v in value)
+    if isinstance(value, dict):  # a dictionary of the repository's constants
+        return {k: build_value(v) for k, v in value.items()}
     return value
 
 

@@ -31,6 +31,7 @@ from msready.skeletons.values import (
     UNKNOWN,
     CallHook,
     ConfigValue,
+    DictValue,
     ListValue,
     attributes_read,
     bound_names,
@@ -66,6 +67,7 @@ class ConstructorFinder:
         self._usages: dict[tuple[str, str, int], arguments.Usage] = {}
         self._environments: dict[tuple[str, str], dict[str, object]] = {}
         self._config_tree: ConfigTree | None = None
+        self._handed_classes: dict[str, list[tuple[ResolvedCall, str, str]]] | None = None
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -336,6 +338,97 @@ class ConstructorFinder:
                 if value is not UNKNOWN and is_complete(value):
                     values[key] = value
             yield values
+        yield from self._factory_sites(cls)
+
+    # ----- classes handed to a factory -------------------------------------------------
+
+    def _handed(self) -> dict[str, list[tuple[ResolvedCall, str, str]]]:
+        """Calls that hand a repository Module class to a repository function, by class:
+        (the call, the function, the parameter that receives the class)."""
+        if self._handed_classes is None:
+            self._handed_classes = {}
+            for rc in self.model.calls:
+                if rc.call.kind is not CallKind.NAME:
+                    continue
+                resolved = self.model.resolve(rc.call.target, rc.file.module)
+                if resolved is None or resolved.kind != "function":
+                    continue
+                for i, arg in enumerate(rc.call.args):
+                    if arg.star or not arg.text.replace(".", "").isidentifier():
+                        continue
+                    name = self.model.qualify(arg.text, rc.file.module)
+                    handed = self.model.resolve(name, rc.file.module) if name else None
+                    if handed is None or handed.kind != "class" or \
+                            handed.name not in self.model.module_classes:
+                        continue
+                    param = arg.keyword or _positional(self.function_node(resolved.name), i)
+                    if param is not None:
+                        self._handed_classes.setdefault(handed.name, []).append(
+                            (rc, resolved.name, param))
+        return self._handed_classes
+
+    def _factory_sites(self, cls: str) -> Iterator[dict[str, object]]:
+        """``build_model_with_cfg(VovNet, variant, model_cfg=model_cfgs[variant],
+        **kwargs)`` whose body calls ``model_cls(cfg=model_cfg, **kwargs)``: the arguments
+        that call gives ``cls``, the factory's parameters bound to what its callers pass
+        (through one more function that forwards its own ``variant`` and ``**kwargs``, as
+        ``_create_vovnet('vovnet39a', **kwargs)`` does)."""
+        for rc, function, param in self._handed().get(cls, []):
+            found = self.function_node(function)
+            if found is None:
+                continue
+            node, file = found
+            builds = [c for c in find_all(node.body, m.Call(func=m.Name(param)))
+                      if isinstance(c, cst.Call)]
+            if not builds:
+                continue
+            module_env = self.module_environment(file)
+            for outer in self._call_environments(rc, depth=1):
+                bound = _bind(node, rc.call.args, outer, self.call_hook(rc.file))
+                if bound is None:
+                    continue
+                env = {**module_env, **bound}
+                for build in builds:
+                    values: dict[str, object] = {}
+                    for arg in build.args:
+                        value = evaluate(arg.value, env, self.call_hook(file))
+                        if arg.star == "**" and isinstance(value, DictValue):
+                            values.update({str(k): v for k, v in value.items
+                                           if is_complete(v)})
+                        elif arg.keyword is not None and not arg.star and \
+                                value is not UNKNOWN and is_complete(value):
+                            values[arg.keyword.value] = value
+                    yield values
+
+    def _call_environments(self, rc: ResolvedCall, depth: int) -> Iterator[dict[str, object]]:
+        """The names known at a call, once per way its enclosing function is called when
+        the call reads that function's parameters (``variant``, ``**kwargs``): bound to
+        what each caller passes; a ``**kwargs`` nobody in the repository fills is empty."""
+        base = self._caller_environment(rc.call.caller, rc.file, rc.call.span.line)
+        found = self.function_node(rc.call.caller) \
+            if rc.call.caller in self.model.functions else None
+        if found is None:
+            yield base
+            return
+        node = found[0]
+        params = _parameter_names(node)
+        if not params & {n for a in rc.call.args for n in _NAME.findall(a.text)}:
+            yield base
+            return
+        callers = [c for c in self.model.calls if c.call.kind is CallKind.NAME and (
+            (r := self.model.resolve(c.call.target, c.file.module)) is not None
+            and r.name == rc.call.caller)] if depth > 0 else []
+        yielded = False
+        for caller in callers[:_MAX_FACTORY_SITES]:
+            for outer in self._call_environments(caller, depth - 1):
+                bound = _bind(node, caller.call.args, outer, self.call_hook(caller.file))
+                if bound is not None:
+                    yielded = True
+                    yield {**base, **bound}
+        if not yielded:
+            star = node.params.star_kwarg
+            yield {**base, **({star.name.value: DictValue(())} if isinstance(
+                star, cst.Param) else {})}
 
     def _analysed(self, expr: Expr) -> object:
         """An argument's value by the repository's value analysis, when it is one Python
@@ -931,3 +1024,69 @@ def _partial(call: cst.Call, env: dict[str, object], hook: CallHook) -> object:
         else:
             bound[arg.keyword.value] = value
     return replace(held, kwargs=tuple(bound.items()), complete=complete)
+
+
+# How many callers of a factory's wrapper are followed (timm registers one function per
+# model variant; the first few give the class its arguments).
+_MAX_FACTORY_SITES = 8
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _parameter_names(node: cst.FunctionDef) -> set[str]:
+    params = node.params
+    names = {p.name.value for p in [*params.posonly_params, *params.params,
+                                    *params.kwonly_params]}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
+def _positional(found: tuple[cst.FunctionDef, FileResult] | None, index: int) -> str | None:
+    """The name of the parameter a function binds its ``index``-th positional argument to."""
+    if found is None:
+        return None
+    params = [*found[0].params.posonly_params, *found[0].params.params]
+    return params[index].name.value if index < len(params) else None
+
+
+def _bind(node: cst.FunctionDef, args: Sequence[Any], env: dict[str, object],
+          hook: CallHook) -> dict[str, object] | None:
+    """A function's parameters bound to a call's arguments (evaluated in ``env``): those
+    the call gives a value msready can compute, defaults for the others, and the
+    ``**kwargs`` parameter as the dictionary of the remaining keywords; None when an
+    unpacked argument cannot be computed."""
+    params = node.params
+    positional = [*params.posonly_params, *params.params]
+    names = {p.name.value for p in [*positional, *params.kwonly_params]}
+    bound: dict[str, object] = {}
+    for p in [*positional, *params.kwonly_params]:
+        if p.default is not None:
+            value = evaluate(p.default, {})
+            if value is not UNKNOWN:
+                bound[p.name.value] = value
+    extra: dict[object, object] = {}
+    for i, arg in enumerate(args):
+        value = evaluate_text(arg.text, env, hook)
+        if arg.star == "**":
+            if not isinstance(value, DictValue):
+                return None
+            for key, item in value.items:
+                (bound if key in names else extra)[key] = item  # type: ignore[index]
+        elif arg.star:
+            return None
+        elif arg.keyword is not None:
+            target = bound if arg.keyword in names else extra
+            if value is not UNKNOWN:
+                target[arg.keyword] = value  # type: ignore[index]
+            else:
+                target.pop(arg.keyword, None)  # type: ignore[arg-type]
+        elif i < len(positional):
+            name = positional[i].name.value
+            if value is not UNKNOWN:
+                bound[name] = value
+            else:
+                bound.pop(name, None)
+    if isinstance(params.star_kwarg, cst.Param):
+        bound[params.star_kwarg.name.value] = DictValue(tuple(extra.items()))
+    return bound

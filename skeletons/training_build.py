@@ -21,7 +21,7 @@ from msready.skeletons.shapes import Plan
 from msready.skeletons.training import LoopReader, TrainLoop
 from msready.skeletons.training_loss import LossCode, LossWriter, literal
 from msready.skeletons.training_values import UNKNOWN_VALUE, Construction
-from msready.skeletons.values import ConfigValue
+from msready.skeletons.values import ConfigValue, DictValue
 
 FOLDER = "train_steps"
 LAYER = "<torch layer>"  # the module of a Plan that builds a torch layer, not a Cell
@@ -135,6 +135,8 @@ def value_code(value: object, imports: list[tuple[str, str]]) -> str:
         if value.is_class:
             return value.name
         return f"{value.name}({inner})"
+    if isinstance(value, DictValue):
+        return "{" + ", ".join(f"{k!r}: {value_code(v, imports)}" for k, v in value.items) + "}"
     if isinstance(value, (tuple, list)):
         inner = ", ".join(value_code(v, imports) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"

@@ -47,6 +47,18 @@ class ListValue(tuple[object, ...]):
 
 
 @dataclass(frozen=True, slots=True)
+class DictValue:
+    """A dictionary the repository builds from constants (``dict(depths=(3, 2), num_vit=1)``,
+    ``{"l1": (3, 2, 6, 4)}``, ``model_cfgs["vovnet39a"]``): its items in order, hashable
+    while msready works with it, a ``dict`` again in the Cell's run."""
+
+    items: tuple[tuple[object, object], ...]
+
+    def get(self, key: object) -> object:
+        return dict(self.items).get(key, UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigValue:
     """An instance of a repository configuration class, built with ``kwargs``; with
     ``is_class``, the class itself, whose ``kwargs`` are the keywords a
@@ -77,6 +89,8 @@ def is_complete(value: object) -> bool:
         return value.complete and all(is_complete(v) for _, v in value.kwargs)
     if isinstance(value, tuple):
         return all(is_complete(v) for v in value)
+    if isinstance(value, DictValue):
+        return all(is_complete(v) for _, v in value.items)
     return True
 
 
@@ -86,6 +100,8 @@ def to_json(value: object) -> object:
         return value.to_json()
     if isinstance(value, ListValue):
         return {LIST_KEY: [to_json(v) for v in value]}
+    if isinstance(value, DictValue):
+        return {str(k): to_json(v) for k, v in value.items}
     if isinstance(value, tuple):
         return [to_json(v) for v in value]
     return value
@@ -129,13 +145,66 @@ def evaluate(node: cst.BaseExpression, env: dict[str, object],
         if isinstance(node.operator, cst.Or):  # a class is true, as in Python
             return left if left else evaluate(node.right, env, call)
         return evaluate(node.right, env, call) if left else left
+    if isinstance(node, cst.Dict):
+        return _dict_literal(node, env, call)
+    if isinstance(node, cst.Subscript):  # ``model_cfgs[variant]``, ``depths['l1']``
+        return _item(node, env, call)
     if isinstance(node, cst.Call) and m.matches(node.func, m.Name()):
         assert isinstance(node.func, cst.Name)
+        if node.func.value == "dict" and "dict" not in env:
+            return _dict_call(node, env, call)
         pure = _PURE.get(node.func.value) if node.func.value not in env else None
         if pure is not None:
             return _apply(pure, node, env, call)
     if isinstance(node, cst.Call) and call is not None:
         return call(node, env)
+    return UNKNOWN
+
+
+def _dict_literal(node: cst.Dict, env: dict[str, object], call: CallHook | None) -> object:
+    """``{"l1": (3, 2), **base}`` with keys and values it can compute."""
+    items: dict[object, object] = {}
+    for element in node.elements:
+        if isinstance(element, cst.StarredDictElement):
+            more = evaluate(element.value, env, call)
+            if not isinstance(more, DictValue):
+                return UNKNOWN
+            items.update(more.items)
+            continue
+        assert isinstance(element, cst.DictElement)
+        key, value = evaluate(element.key, env, call), evaluate(element.value, env, call)
+        if not isinstance(key, (str, int)) or isinstance(key, bool) or value is UNKNOWN:
+            return UNKNOWN
+        items[key] = value
+    return DictValue(tuple(items.items()))
+
+
+def _dict_call(node: cst.Call, env: dict[str, object], call: CallHook | None) -> object:
+    """``dict(base, num_vit=1, **kwargs)``: a dictionary, its items updated in order."""
+    items: dict[object, object] = {}
+    for i, arg in enumerate(node.args):
+        value = evaluate(arg.value, env, call)
+        if arg.keyword is not None and value is not UNKNOWN:
+            items[arg.keyword.value] = value
+        elif arg.keyword is None and (arg.star == "**" or (i == 0 and not arg.star)) \
+                and isinstance(value, DictValue):
+            items.update(value.items)
+        else:
+            return UNKNOWN
+    return DictValue(tuple(items.items()))
+
+
+def _item(node: cst.Subscript, env: dict[str, object], call: CallHook | None) -> object:
+    """One item of a known dictionary, tuple or list by a known key or index."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return UNKNOWN
+    owner = evaluate(node.value, env, call)
+    key = evaluate(node.slice[0].slice.value, env, call)
+    if isinstance(owner, DictValue) and isinstance(key, (str, int)):
+        return owner.get(key)
+    if isinstance(owner, tuple) and isinstance(key, int) and not isinstance(key, bool) \
+            and -len(owner) <= key < len(owner):
+        return owner[key]
     return UNKNOWN
 
 

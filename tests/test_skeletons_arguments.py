@@ -1319,6 +1319,85 @@ def test_a_block_class_bound_by_partial_gives_the_first_layer_and_its_keywords(
     assert reduce.input_shape == "(2, 16, 16, 16)"
 
 
+FACTORY_BUILDER = '''\
+def build_model(model_cls, variant, pretrained=False, model_cfg=None, **kwargs):
+    kwargs.pop("pruned", None)
+    if model_cfg is None:
+        model = model_cls(**kwargs)
+    else:
+        model = model_cls(cfg=model_cfg, **kwargs)
+    return model
+'''
+
+FACTORY_MODELS = '''\
+from torch import nn
+
+from ._builder import build_model
+
+
+class Net(nn.Module):
+    def __init__(self, cfg, num_classes=10, in_chans=3):
+        super().__init__()
+        chs = cfg["stem_chs"]
+        self.stem = nn.Conv2d(in_chans, chs[0], 3, padding=1)
+        self.blocks = nn.Sequential(*[nn.Conv2d(a, b, 3, padding=1)
+                                      for a, b in zip(chs[:-1], chs[1:])])
+        self.head = nn.Linear(chs[-1], num_classes)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)).mean((2, 3)))
+
+
+class Former(nn.Module):
+    def __init__(self, dims=(8, 16)):
+        super().__init__()
+        self.conv = nn.Conv2d(3, dims[0], 3, padding=1)
+        self.proj = nn.Linear(dims[0], dims[1])
+
+    def forward(self, x):
+        return self.proj(self.conv(x).flatten(2).transpose(1, 2))
+
+
+model_cfgs = dict(
+    net_s=dict(stem_chs=(8, 12, 16)),
+    net_m=dict(stem_chs=(16, 24, 32)),
+)
+
+
+def _create_net(variant, pretrained=False, **kwargs):
+    return build_model(Net, variant, pretrained, model_cfg=model_cfgs[variant], **kwargs)
+
+
+def net_s(pretrained=False, **kwargs):
+    return _create_net("net_s", pretrained=pretrained, **dict(num_classes=5, **kwargs))
+
+
+def _create_former(variant, pretrained=False, **kwargs):
+    return build_model(Former, variant, pretrained, **kwargs)
+
+
+def former_s(pretrained=False, **kwargs):
+    model_args = dict(dims=(8, 12))
+    return _create_former("former_s", pretrained=pretrained, **dict(model_args, **kwargs))
+'''
+
+
+def test_a_class_handed_to_a_factory_gets_the_arguments_the_factory_builds_it_with(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"models/__init__.py": "",
+                                    "models/_builder.py": FACTORY_BUILDER,
+                                    "models/net.py": FACTORY_MODELS})
+    # ``model_cls(cfg=model_cfg, **kwargs)`` in the factory: cfg is ``model_cfgs["net_s"]``
+    # (the variant net_s passes through _create_net), num_classes the 5 net_s adds
+    net = cells["Net"]
+    assert (net.pynative, net.graph, net.synthesized) == ("pass", "pass", "")
+    assert (net.input_shape, net.output_shape) == ("(2, 3, 16, 16)", "(2, 5)")
+    # ``**dict(model_args, **kwargs)``: the widths former_s gives, not the defaults
+    former = cells["Former"]
+    assert (former.pynative, former.graph, former.output_shape) == (
+        "pass", "pass", "(2, 256, 12)")
+
+
 WIDE_RESNET = '''\
 from torch import nn
 
