@@ -194,16 +194,23 @@ def _dict_call(node: cst.Call, env: dict[str, object], call: CallHook | None) ->
     return DictValue(tuple(items.items()))
 
 
-def _item(node: cst.Subscript, env: dict[str, object], call: CallHook | None) -> object:
-    """One item of a known dictionary, tuple or list by a known key or index."""
+def _item_key(node: cst.Subscript, env: dict[str, object], call: CallHook | None) -> object:
+    """The key of ``owner[key]`` when it is one known string or number."""
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return UNKNOWN
-    owner = evaluate(node.value, env, call)
     key = evaluate(node.slice[0].slice.value, env, call)
-    if isinstance(owner, DictValue) and isinstance(key, (str, int)):
+    return key if isinstance(key, (str, int)) and not isinstance(key, bool) else UNKNOWN
+
+
+def _item(node: cst.Subscript, env: dict[str, object], call: CallHook | None) -> object:
+    """One item of a known dictionary, tuple or list by a known key or index."""
+    key = _item_key(node, env, call)
+    if key is UNKNOWN:
+        return UNKNOWN
+    owner = evaluate(node.value, env, call)
+    if isinstance(owner, DictValue):
         return owner.get(key)
-    if isinstance(owner, tuple) and isinstance(key, int) and not isinstance(key, bool) \
-            and -len(owner) <= key < len(owner):
+    if isinstance(owner, tuple) and isinstance(key, int) and -len(owner) <= key < len(owner):
         return owner[key]
     return UNKNOWN
 
@@ -237,6 +244,7 @@ def constants(body: Sequence[cst.BaseStatement],
     a name assigned a value that cannot be computed is no longer known
     (``norm_layer = get_norm_layer(norm_layer)`` no longer holds the string passed in)."""
     out = dict(env or {})
+    changed = _mutated(body)
     for stmt in body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             if forget:  # ``if norm_layer is None: norm_layer = LayerNorm``: it may change
@@ -247,10 +255,24 @@ def constants(body: Sequence[cst.BaseStatement],
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
                     small.targets[0].target, cst.Name):
                 value = evaluate(small.value, out, call)
-                if value is not UNKNOWN:
-                    out[small.targets[0].target.value] = value
-                elif forget:
-                    out.pop(small.targets[0].target.value, None)
+                name = small.targets[0].target.value
+                if value is not UNKNOWN and not (isinstance(value, DictValue)
+                                                 and name in changed):
+                    out[name] = value
+                elif forget or isinstance(value, DictValue):
+                    out.pop(name, None)
+            elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                    target := small.targets[0].target, cst.Subscript) and isinstance(
+                    target.value, cst.Name) and isinstance(
+                    held := out.get(target.value.value), DictValue):
+                # ``model_cfgs['b_evos'] = model_cfgs['b']``: the dictionary gains the item
+                key = _item_key(target, out, call)
+                value = evaluate(small.value, out, call)
+                if key is UNKNOWN or value is UNKNOWN:
+                    out.pop(target.value.value)
+                else:
+                    out[target.value.value] = DictValue(
+                        tuple({**dict(held.items), key: value}.items()))
             elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) \
                     and type(small.operator) in _AUGMENTED:  # ``embed_dim *= num_heads``
                 name = small.target.value
@@ -265,6 +287,34 @@ def constants(body: Sequence[cst.BaseStatement],
                 for name in bound_names(small):
                     out.pop(name, None)
     return out
+
+
+# The methods that change a dictionary in place.
+_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
+
+
+def _mutated(body: Sequence[cst.BaseStatement]) -> set[str]:
+    """Names a block changes in place (``cfg['block'] = ...``, ``cfg.update(...)``,
+    ``del cfg['x']``), anywhere in it: a dictionary built from constants there is not one
+    value for the whole block."""
+    names: set[str] = set()
+    for stmt in body:
+        # ``cfg['x'] = v`` on a line of its own is applied in order (see ``constants``)
+        item = m.Subscript(value=m.Name())
+        writes: list[Any] = [m.AugAssign(target=item), m.Del(target=item)]
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            writes.append(m.AssignTarget(target=item))
+        for node in find_all(stmt, m.OneOf(*writes)):
+            assert isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.Del))
+            target = node.target
+            assert isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name)
+            names.add(target.value.value)
+        for node in find_all(stmt, m.Call(func=m.Attribute(value=m.Name(), attr=m.Name(
+                m.MatchIfTrue(lambda method: method in _MUTATORS))))):
+            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            assert isinstance(node.func.value, cst.Name)
+            names.add(node.func.value.value)
+    return names
 
 
 class _Binder(cst.CSTVisitor):

@@ -14,7 +14,7 @@ import pytest
 from msready.analyzer.apitable import load_table
 from msready.analyzer.result import SkeletonResult
 from msready.analyzer.scan import ScanOptions, scan
-from msready.skeletons import arguments
+from msready.skeletons import arguments, values
 from msready.skeletons.generate import build_skeletons
 
 # ``run_cells`` (conftest): write files, scan, generate and run the Cells
@@ -1396,6 +1396,36 @@ def test_a_class_handed_to_a_factory_gets_the_arguments_the_factory_builds_it_wi
     former = cells["Former"]
     assert (former.pynative, former.graph, former.output_shape) == (
         "pass", "pass", "(2, 256, 12)")
+
+
+def module_constants(source: str) -> dict[str, object]:
+    return values.constants(cst.parse_module(source).body)
+
+
+def test_constant_dictionaries_and_their_items_are_values() -> None:
+    env = module_constants(
+        "depths = {'l1': (3, 2, 6, 4), 'l3': (4, 4, 12, 6)}\n"
+        "args = dict(depths=depths['l1'], num_vit=1)\n"
+        "more = dict(args, num_vit=2, **{'drop': 0.0})\n"
+        "last = depths['l3'][-1]\n")
+    assert env["args"] == values.DictValue((("depths", (3, 2, 6, 4)), ("num_vit", 1)))
+    assert env["more"] == values.DictValue((("depths", (3, 2, 6, 4)), ("num_vit", 2),
+                                            ("drop", 0.0)))
+    assert env["last"] == 6
+
+
+def test_a_dictionary_changed_in_a_block_is_no_constant_but_an_added_item_is_applied() -> None:
+    env = module_constants(
+        "cfgs = dict(b=dict(chs=(8, 16)))\n"
+        "cfgs['b_evos'] = cfgs['b']\n"
+        "cfg = {}\n"
+        "if VARIANT == 'b':\n"
+        "    cfg['chs'] = (8, 16)\n"
+        "opts = {}\n"
+        "opts.update(depth=2)\n")
+    assert env["cfgs"] == values.DictValue((("b", values.DictValue((("chs", (8, 16)),))),
+                                            ("b_evos", values.DictValue((("chs", (8, 16)),)))))
+    assert "cfg" not in env and "opts" not in env  # filled by code msready does not run
 
 
 WIDE_RESNET = '''\
