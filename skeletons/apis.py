@@ -140,6 +140,8 @@ def _fallback(name: str) -> Mapping:
         if not name.startswith(prefix):
             continue
         rest = name[len(prefix):]
+        if any(part.startswith("_") and not part.startswith("__") for part in rest.split(".")):
+            break  # a private name promises nothing: a namesake may take other arguments
         for base in candidates:
             obj = ms_object(base + rest)
             if obj is None:

@@ -357,8 +357,17 @@ def test_batch_norm_without_statistics_and_max_of_two_tensors_run(
 
 
 INIT = '''\
+import math
+
 import torch
 import torch.nn as nn
+from torch.nn.init import _calculate_fan_in_and_fan_out
+
+
+def init_scaled(t):
+    fan_in, _ = _calculate_fan_in_and_fan_out(t)
+    with torch.no_grad():
+        t.normal_(0, math.sqrt(1.0 / fan_in))
 
 
 def init_truncated(t, a, b):
@@ -376,6 +385,7 @@ class Scaled(nn.Module):
         self.w = nn.Parameter(torch.empty(dim))
         self.b = nn.Parameter(torch.empty(dim))
         init_truncated(self.w, -0.5, 0.5)
+        init_scaled(self.fc.weight)
         with torch.no_grad():
             self.b.fill_(0.25)
 
@@ -390,6 +400,8 @@ def test_in_place_fills_write_values_computed_by_mindspore(
     code = [ln.strip() for ln in (out / "model.py").read_text().splitlines()]
     assert "torch_uniform_(t, a, b)" in code
     assert "torch_assign_(t, ops.erfinv(t))" in code
+    # torch's private helper takes the weight; MindSpore's namesake takes a shape
+    assert "fan_in, _ = torch_fan_in_and_fan_out(t)" in code
     # a chain updates once per method: the addition reads ``t``, already doubled
     assert "torch_assign_(torch_assign_(t, t * 2.0), t + 1.0)" in code
     assert "torch_assign_(self.b, ops.full_like(self.b, 0.25))" in code
