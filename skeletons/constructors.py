@@ -68,6 +68,7 @@ class ConstructorFinder:
         self._environments: dict[tuple[str, str], dict[str, object]] = {}
         self._config_tree: ConfigTree | None = None
         self._handed_classes: dict[str, list[tuple[ResolvedCall, str, str]]] | None = None
+        self._function_calls: dict[str, list[ResolvedCall]] | None = None
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -347,25 +348,25 @@ class ConstructorFinder:
         (the call, the function, the parameter that receives the class)."""
         if self._handed_classes is None:
             self._handed_classes = {}
-            for rc in self.model.calls:
-                if rc.call.kind is not CallKind.NAME:
-                    continue
-                resolved = self.model.resolve(rc.call.target, rc.file.module)
-                if resolved is None or resolved.kind != "function":
-                    continue
-                for i, arg in enumerate(rc.call.args):
-                    if arg.star or not arg.text.replace(".", "").isidentifier():
-                        continue
-                    name = self.model.qualify(arg.text, rc.file.module)
-                    handed = self.model.resolve(name, rc.file.module) if name else None
-                    if handed is None or handed.kind != "class" or \
-                            handed.name not in self.model.module_classes:
-                        continue
-                    param = arg.keyword or _positional(self.function_node(resolved.name), i)
-                    if param is not None:
-                        self._handed_classes.setdefault(handed.name, []).append(
-                            (rc, resolved.name, param))
+            for function, calls in self._callers().items():
+                for rc in calls:
+                    self._hands(rc, function)
         return self._handed_classes
+
+    def _hands(self, rc: ResolvedCall, function: str) -> None:
+        """Records the repository Module classes ``rc`` passes to ``function``."""
+        assert self._handed_classes is not None
+        for i, arg in enumerate(rc.call.args):
+            if arg.star or not arg.text.replace(".", "").isidentifier():
+                continue
+            name = self.model.qualify(arg.text, rc.file.module)
+            handed = self.model.resolve(name, rc.file.module) if name else None
+            if handed is None or handed.kind != "class" or \
+                    handed.name not in self.model.module_classes:
+                continue
+            param = arg.keyword or _positional(self.function_node(function), i)
+            if param is not None:
+                self._handed_classes.setdefault(handed.name, []).append((rc, function, param))
 
     def _factory_sites(self, cls: str) -> Iterator[dict[str, object]]:
         """``build_model_with_cfg(VovNet, variant, model_cfg=model_cfgs[variant],
@@ -400,6 +401,18 @@ class ConstructorFinder:
                             values[arg.keyword.value] = value
                     yield values
 
+    def _callers(self) -> dict[str, list[ResolvedCall]]:
+        """The calls of each repository function by its name."""
+        if self._function_calls is None:
+            self._function_calls = {}
+            for rc in self.model.calls:
+                if rc.call.kind is not CallKind.NAME:
+                    continue
+                resolved = self.model.resolve(rc.call.target, rc.file.module)
+                if resolved is not None and resolved.kind == "function":
+                    self._function_calls.setdefault(resolved.name, []).append(rc)
+        return self._function_calls
+
     def _call_environments(self, rc: ResolvedCall, depth: int) -> Iterator[dict[str, object]]:
         """The names known at a call, once per way its enclosing function is called when
         the call reads that function's parameters (``variant``, ``**kwargs``): bound to
@@ -415,9 +428,7 @@ class ConstructorFinder:
         if not params & {n for a in rc.call.args for n in _NAME.findall(a.text)}:
             yield base
             return
-        callers = [c for c in self.model.calls if c.call.kind is CallKind.NAME and (
-            (r := self.model.resolve(c.call.target, c.file.module)) is not None
-            and r.name == rc.call.caller)] if depth > 0 else []
+        callers = self._callers().get(rc.call.caller, []) if depth > 0 else []
         yielded = False
         for caller in callers[:_MAX_FACTORY_SITES]:
             for outer in self._call_environments(caller, depth - 1):
@@ -1065,22 +1076,23 @@ def _bind(node: cst.FunctionDef, args: Sequence[Any], env: dict[str, object],
             value = evaluate(p.default, {})
             if value is not UNKNOWN:
                 bound[p.name.value] = value
-    extra: dict[object, object] = {}
+    extra: dict[str, object] = {}
     for i, arg in enumerate(args):
         value = evaluate_text(arg.text, env, hook)
         if arg.star == "**":
             if not isinstance(value, DictValue):
                 return None
             for key, item in value.items:
-                (bound if key in names else extra)[key] = item  # type: ignore[index]
+                if isinstance(key, str):
+                    (bound if key in names else extra)[key] = item
         elif arg.star:
             return None
         elif arg.keyword is not None:
             target = bound if arg.keyword in names else extra
             if value is not UNKNOWN:
-                target[arg.keyword] = value  # type: ignore[index]
+                target[arg.keyword] = value
             else:
-                target.pop(arg.keyword, None)  # type: ignore[arg-type]
+                target.pop(arg.keyword, None)
         elif i < len(positional):
             name = positional[i].name.value
             if value is not UNKNOWN:
