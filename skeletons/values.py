@@ -172,18 +172,26 @@ def _dict_literal(node: cst.Dict, env: dict[str, object], call: CallHook | None)
             items.update(more.items)
             continue
         assert isinstance(element, cst.DictElement)
-        key, value = evaluate(element.key, env, call), evaluate(element.value, env, call)
+        key, value = evaluate(element.key, env, call), _held(element.value, env, call)
         if not isinstance(key, (str, int)) or isinstance(key, bool) or value is UNKNOWN:
             return UNKNOWN
         items[key] = value
     return DictValue(tuple(items.items()))
 
 
+def _held(node: cst.BaseExpression, env: dict[str, object], call: CallHook | None) -> object:
+    """A dictionary's item: a list literal stays a list in the Cell's run (the code may
+    add a list to it: ``cfg['stem_chs'] + [64]``)."""
+    value = evaluate(node, env, call)
+    return ListValue(value) if isinstance(node, cst.List) and isinstance(value, tuple) \
+        else value
+
+
 def _dict_call(node: cst.Call, env: dict[str, object], call: CallHook | None) -> object:
     """``dict(base, num_vit=1, **kwargs)``: a dictionary, its items updated in order."""
     items: dict[object, object] = {}
     for i, arg in enumerate(node.args):
-        value = evaluate(arg.value, env, call)
+        value = _held(arg.value, env, call)
         if arg.keyword is not None and value is not UNKNOWN:
             items[arg.keyword.value] = value
         elif arg.keyword is None and (arg.star == "**" or (i == 0 and not arg.star)) \

@@ -1407,11 +1407,19 @@ def test_constant_dictionaries_and_their_items_are_values() -> None:
         "depths = {'l1': (3, 2, 6, 4), 'l3': (4, 4, 12, 6)}\n"
         "args = dict(depths=depths['l1'], num_vit=1)\n"
         "more = dict(args, num_vit=2, **{'drop': 0.0})\n"
-        "last = depths['l3'][-1]\n")
+        "last = depths['l3'][-1]\n"
+        "cfg = dict(stem_chs=[48, 96], stage1={'chs': [96, 224]})\n")
     assert env["args"] == values.DictValue((("depths", (3, 2, 6, 4)), ("num_vit", 1)))
     assert env["more"] == values.DictValue((("depths", (3, 2, 6, 4)), ("num_vit", 2),
                                             ("drop", 0.0)))
     assert env["last"] == 6
+    # list literals stay lists in the Cell's run, where the code may add a list to them
+    cfg = env["cfg"]
+    assert isinstance(cfg, values.DictValue)
+    assert isinstance(cfg.get("stem_chs"), values.ListValue)
+    stage = cfg.get("stage1")
+    assert isinstance(stage, values.DictValue) and isinstance(stage.get("chs"), values.ListValue)
+    assert values.to_json(cfg)["stem_chs"] == {values.LIST_KEY: [48, 96]}
 
 
 def test_a_dictionary_changed_in_a_block_is_no_constant_but_an_added_item_is_applied() -> None:
