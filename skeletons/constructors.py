@@ -58,8 +58,9 @@ class ConstructorFinder:
         self._argparse: dict[str, object] | None = None
         self._assigned: dict[str, object] | None = None  # ``args.x = <literal>`` anywhere
         self._module_envs: dict[str, dict[str, object]] = {}
-        # memos: instantiations per class, argument values per class, usages per parameter
-        self._instantiations: dict[str, list[ResolvedCall]] | None = None
+        # memos: calls by the class or function they reach, argument values per class,
+        # usages per parameter
+        self._by_callee: dict[str, dict[str, list[ResolvedCall]]] | None = None
         # every ``name = ...`` statement of a file, for the example calls that follow one
         self._assignments: dict[str, list[tuple[int, int, str, Any, int]]] = {}
         self._examples: dict[str, list[InputSpec | None] | None] = {}  # inputs per class
@@ -68,7 +69,6 @@ class ConstructorFinder:
         self._environments: dict[tuple[str, str], dict[str, object]] = {}
         self._config_tree: ConfigTree | None = None
         self._handed_classes: dict[str, list[tuple[ResolvedCall, str, str]]] | None = None
-        self._function_calls: dict[str, list[ResolvedCall]] | None = None
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -303,17 +303,22 @@ class ConstructorFinder:
                  p.default is None) for p in node.params.kwonly_params]
         return out, file
 
-    def instantiations(self, cls: str) -> list[ResolvedCall]:
-        """Every call that builds ``cls`` in the repository."""
-        if self._instantiations is None:  # every call resolved once, grouped by class
-            self._instantiations = {}
+    def _calls_by_callee(self, kind: str) -> dict[str, list[ResolvedCall]]:
+        """The calls of a name, resolved once, grouped by the repository class they build
+        (``kind`` "class") or the repository function they call ("function")."""
+        if self._by_callee is None:
+            self._by_callee = {"class": {}, "function": {}}
             for rc in self.model.calls:
                 if rc.call.kind is not CallKind.NAME:
                     continue
                 resolved = self.model.resolve(rc.call.target, rc.file.module)
-                if resolved is not None and resolved.kind == "class":
-                    self._instantiations.setdefault(resolved.name, []).append(rc)
-        return self._instantiations.get(cls, [])
+                if resolved is not None and resolved.kind in self._by_callee:
+                    self._by_callee[resolved.kind].setdefault(resolved.name, []).append(rc)
+        return self._by_callee[kind]
+
+    def instantiations(self, cls: str) -> list[ResolvedCall]:
+        """Every call that builds ``cls`` in the repository."""
+        return self._calls_by_callee("class").get(cls, [])
 
     def _sites(self, cls: str) -> Iterator[dict[str, object]]:
         """Literal arguments at every place the repository instantiates ``cls``."""
@@ -348,7 +353,7 @@ class ConstructorFinder:
         (the call, the function, the parameter that receives the class)."""
         if self._handed_classes is None:
             self._handed_classes = {}
-            for function, calls in self._callers().items():
+            for function, calls in self._calls_by_callee("function").items():
                 for rc in calls:
                     self._hands(rc, function)
         return self._handed_classes
@@ -401,18 +406,6 @@ class ConstructorFinder:
                             values[arg.keyword.value] = value
                     yield values
 
-    def _callers(self) -> dict[str, list[ResolvedCall]]:
-        """The calls of each repository function by its name."""
-        if self._function_calls is None:
-            self._function_calls = {}
-            for rc in self.model.calls:
-                if rc.call.kind is not CallKind.NAME:
-                    continue
-                resolved = self.model.resolve(rc.call.target, rc.file.module)
-                if resolved is not None and resolved.kind == "function":
-                    self._function_calls.setdefault(resolved.name, []).append(rc)
-        return self._function_calls
-
     def _call_environments(self, rc: ResolvedCall, depth: int) -> Iterator[dict[str, object]]:
         """The names known at a call, once per way its enclosing function is called when
         the call reads that function's parameters (``variant``, ``**kwargs``): bound to
@@ -428,7 +421,8 @@ class ConstructorFinder:
         if not params & {n for a in rc.call.args for n in _NAME.findall(a.text)}:
             yield base
             return
-        callers = self._callers().get(rc.call.caller, []) if depth > 0 else []
+        callers = self._calls_by_callee("function").get(rc.call.caller, []) \
+            if depth > 0 else []
         yielded = False
         for caller in callers[:_MAX_FACTORY_SITES]:
             for outer in self._call_environments(caller, depth - 1):
