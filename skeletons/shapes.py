@@ -205,6 +205,26 @@ class Planner(ConstructorFinder):
                 return InputSpec((2, *sizes))  # fixed: no other spatial size is tried
         return None
 
+    def _asserted_length(self, cls: str, kwargs: dict[str, object], name: str) -> int | None:
+        """How many items ``forward`` asserts its list argument ``name`` has: ``assert
+        len(features) == self._num_features``, with the constructor's values."""
+        found = self.method_node(cls, "forward")
+        if found is None:
+            return None
+        node, file = found
+        for test in find_all(node.body, m.Assert(test=m.Comparison(
+                left=m.Call(func=m.Name("len"), args=[m.Arg(m.Name(name))]),
+                comparisons=[m.ComparisonTarget(m.Equal())]))):
+            assert isinstance(test, cst.Assert) and isinstance(test.test, cst.Comparison)
+            env = self.environment(cls, kwargs)
+            built = self._constructor(cls)
+            if built is not None:
+                env = self_constants(built[2], env, self.call_hook(built[1]))
+            length = evaluate(test.test.comparisons[0].comparator, env, self.call_hook(file))
+            if type(length) is int and 0 < length <= 8:
+                return length
+        return None
+
     def _forward_input(self, cls: str) -> tuple[cst.FunctionDef, FileResult, str] | None:
         """``cls``'s forward (its own or inherited), its file, and the name of its first
         input parameter; None without a forward or an input."""
@@ -476,7 +496,7 @@ class Planner(ConstructorFinder):
         if forward and not required and not self._takes_star_args(cls):
             return [], [], False  # ``def forward(self)``: a table or a bias, run as it is
         first, alternatives, guessed = self._as_lists(
-            cls, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
+            cls, kwargs, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
         first, alternatives = self._as_dictionaries(cls, kwargs, required, first,
                                                     alternatives)
         example = self._example_inputs(cls, forward[0]) if forward and examples else None
@@ -504,19 +524,21 @@ class Planner(ConstructorFinder):
         found = self.method_node(cls, "forward")
         return found is not None and isinstance(found[0].params.star_arg, cst.Param)
 
-    def _as_lists(self, cls: str, required: list[str], first: list[InputSpec | None],
-                  alternatives: list[list[InputSpec | None]], guessed: bool
+    def _as_lists(self, cls: str, kwargs: dict[str, object], required: list[str],
+                  first: list[InputSpec | None], alternatives: list[list[InputSpec | None]],
+                  guessed: bool
                   ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
-        """The inputs with a list of two tensors for an argument that takes a list, and
-        the Python int 0 for one that indexes."""
+        """The inputs with a list of tensors for an argument that takes a list (as many
+        as ``forward`` asserts, else two), and the Python int 0 for one that indexes."""
         listed, indexes = self._listed(cls), self._indexes(cls)
         if not listed and not indexes:
             return first, alternatives, guessed
+        lengths = {n: self._asserted_length(cls, kwargs, n) or 2 for n in listed}
 
         def as_lists(inputs: list[InputSpec | None]) -> list[InputSpec | None]:
             if len(inputs) != len(required):
                 return inputs
-            return [INDEX if n in indexes else replace(s, listed=2)
+            return [INDEX if n in indexes else replace(s, listed=lengths[n])
                     if s is not None and n in listed else s
                     for n, s in zip(required, inputs, strict=True)]
         return as_lists(first), [as_lists(a) for a in alternatives], guessed

@@ -1117,6 +1117,17 @@ class Image(nn.Module):
 
     def forward(self, x):
         return [self.proj(row[None]) for row in x if x.dim() == 4]
+
+
+class Levels(nn.Module):
+    def __init__(self, channels=(4, 4, 4)):
+        super().__init__()
+        self._num_levels = len(channels)
+        self.conv = nn.Conv2d(channels[0], 2, 3, padding=1)
+
+    def forward(self, features: List[torch.Tensor]):
+        assert len(features) == self._num_levels
+        return [self.conv(x) for x in features]
 '''
 
 
@@ -1131,6 +1142,10 @@ def test_a_forward_taking_a_list_of_feature_maps_gets_a_list(
     assert (fuse.status, fuse.input_shape) == ("pass", "[(2, 4, 16, 16), (2, 4, 16, 16)], "
                                                        "(2, 4, 16, 16)")
     assert cells["Image"].input_shape == "(2, 4, 16, 16)"
+    # as many maps as forward asserts: one per level the constructor was given
+    levels = cells["Levels"]
+    assert (levels.pynative, levels.graph, levels.input_shape) == (
+        "pass", "pass", "[(2, 4, 16, 16), (2, 4, 16, 16), (2, 4, 16, 16)]")
 
 
 def test_a_list_of_feature_maps_is_compared_with_torch_map_by_map(tmp_path: Path) -> None:
