@@ -222,6 +222,11 @@ class TorchLeftInCell:
         raise NotImplementedError(f"{{self._path}} {LEFT_IN_CELL} (see its TODO(msready "
                                   "MS100) line)")
 
+    def __instancecheck__(self, obj):
+        # ``isinstance(m, (nn.BatchNorm2d, torch.nn.SyncBatchNorm))``: nothing the Cell
+        # builds is an instance of a torch class it does not have
+        return False
+
     def __repr__(self):
         return self._path
 ''',
