@@ -388,7 +388,7 @@ class ConstructorFinder:
                       if isinstance(c, cst.Call)]
             if not builds:
                 continue
-            module_env = self.module_environment(file)
+            module_env, hook = self.module_environment(file), self.call_hook(file)
             for outer in self._call_environments(rc, depth=1):
                 bound = _bind(node, rc.call.args, outer, self.call_hook(rc.file))
                 if bound is None:
@@ -397,7 +397,7 @@ class ConstructorFinder:
                 for build in builds:
                     values: dict[str, object] = {}
                     for arg in build.args:
-                        value = evaluate(arg.value, env, self.call_hook(file))
+                        value = evaluate(arg.value, env, hook)
                         if arg.star == "**" and isinstance(value, DictValue):
                             values.update({str(k): v for k, v in value.items
                                            if is_complete(v)})

@@ -196,14 +196,17 @@ class Planner(ConstructorFinder):
                 left=after_batch | m.Call(func=m.Name("tuple"), args=[m.Arg(after_batch)]),
                 comparisons=[m.ComparisonTarget(m.Equal(), m.Tuple())]))):
             assert isinstance(test, cst.Assert) and isinstance(test.test, cst.Comparison)
-            built = self._constructor(cls)
-            if built is not None:
-                env = self_constants(built[2], env, self.call_hook(built[1]))
+            env = self._with_self(cls, env)
             sizes = evaluate(test.test.comparisons[0].comparator, env, self.call_hook(file))
             if isinstance(sizes, tuple) and sizes and all(
                     type(d) is int and d > 0 for d in sizes):
                 return InputSpec((2, *sizes))  # fixed: no other spatial size is tried
         return None
+
+    def _with_self(self, cls: str, env: dict[str, object]) -> dict[str, object]:
+        """``env`` with the ``self.<name>`` values the constructor of ``cls`` sets."""
+        built = self._constructor(cls)
+        return self_constants(built[2], env, self.call_hook(built[1])) if built else env
 
     def _asserted_length(self, cls: str, kwargs: dict[str, object], name: str) -> int | None:
         """How many items ``forward`` asserts its list argument ``name`` has: ``assert
@@ -216,10 +219,7 @@ class Planner(ConstructorFinder):
                 left=m.Call(func=m.Name("len"), args=[m.Arg(m.Name(name))]),
                 comparisons=[m.ComparisonTarget(m.Equal())]))):
             assert isinstance(test, cst.Assert) and isinstance(test.test, cst.Comparison)
-            env = self.environment(cls, kwargs)
-            built = self._constructor(cls)
-            if built is not None:
-                env = self_constants(built[2], env, self.call_hook(built[1]))
+            env = self._with_self(cls, self.environment(cls, kwargs))
             length = evaluate(test.test.comparisons[0].comparator, env, self.call_hook(file))
             if type(length) is int and 0 < length <= 8:
                 return length
