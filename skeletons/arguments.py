@@ -161,6 +161,11 @@ class Usage:
     # the strings it is compared with (``if kind == "s":``, ``kind in ("a", "b")``): one of
     # the values the code is written for
     choices: tuple[str, ...] = ()
+    # fields used as sequences (``len(p.weights)``, ``for s in p.sizes``, ``p.dims[2]``: with
+    # the length the indexes need) and as numbers (``p.dim > 4``, ``p.dim * 2``,
+    # ``range(p.depth)``), for the fields no name tells
+    sequence_fields: tuple[tuple[tuple[str, ...], int], ...] = ()
+    number_fields: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(slots=True)
@@ -190,7 +195,13 @@ def _namespace(tree: dict[str, object]) -> ConfigValue:
     return ConfigValue(NAMESPACE[0], NAMESPACE[1], items, items)
 
 
-def _chains_to_tree(chains: Sequence[tuple[str, ...]]) -> dict[str, object]:
+def _chains_to_tree(chains: Sequence[tuple[str, ...]],
+                    sequences: dict[tuple[str, ...], int] | None = None,
+                    numbers: frozenset[tuple[str, ...]] = frozenset()) -> dict[str, object]:
+    """The namespace tree of the ``chains`` read: a field the name gives no guess for is a
+    sequence of sizes when the code measures, walks or indexes it (``sequences``: with the
+    length its indexes need), a size when it computes with it (``numbers``), else None."""
+    sequences = sequences or {}
     tree: dict[str, object] = {}
     nested: dict[str, list[tuple[str, ...]]] = {}
     for chain in chains:
@@ -200,11 +211,29 @@ def _chains_to_tree(chains: Sequence[tuple[str, ...]]) -> dict[str, object]:
             nested.setdefault(chain[0], []).append(chain[1:])
     for head, rest in nested.items():
         if rest:
-            tree[head] = _namespace(_chains_to_tree(rest))
+            below = {k[1:]: n for k, n in sequences.items() if k[:1] == (head,)}
+            tree[head] = _namespace(_chains_to_tree(
+                rest, below, frozenset(k[1:] for k in numbers if k[:1] == (head,))))
+            continue
+        value = by_name(head)
+        if (head,) in sequences:
+            item = value if _size(value) else WIDTH
+            tree[head] = value if isinstance(value, tuple) else (item,) * max(
+                4, sequences[(head,)])
+        elif value is UNKNOWN:
+            tree[head] = WIDTH if (head,) in numbers else None
         else:
-            value = by_name(head)
-            tree[head] = None if value is UNKNOWN else value
+            tree[head] = value
     return tree
+
+
+def _size(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _fields_tree(usage: Usage) -> dict[str, object]:
+    return _chains_to_tree(usage.fields, dict(usage.sequence_fields),
+                           frozenset(usage.number_fields))
 
 
 def names(count: int) -> tuple[str, ...]:
@@ -253,7 +282,7 @@ def synthesize(name: str, usage: Usage) -> object:
     if usage.called or usage.stored or _OBJECT_NAMES.fullmatch(name):
         return UNKNOWN
     if usage.fields:
-        return _namespace(_chains_to_tree(usage.fields))
+        return _namespace(_fields_tree(usage))
     if usage.keys:
         return UNKNOWN
     if usage.choices and not usage.indexed:  # the first case the code handles
@@ -315,14 +344,36 @@ class _UsageVisitor(cst.CSTVisitor):
         self.aliases: set[str] = set()  # ``self.<alias> = <the parameter>``
         self.type_tested = False
         self.choices: list[str] = []
+        self.sequence_fields: dict[tuple[str, ...], int] = {}
+        self.number_fields: list[tuple[str, ...]] = []
 
     def _is_self(self, node: cst.BaseExpression) -> bool:
         return m.matches(node, m.Name(self.name))
+
+    def _field(self, node: cst.BaseExpression) -> tuple[str, ...] | None:
+        """The field chain ``node`` reads from the parameter (``p.a.b``), if it is one."""
+        chain = _chain(node, self.name) if isinstance(node, cst.Attribute) else None
+        return chain if chain and chain[-1] not in _METHODS else None
+
+    def _sequence(self, node: cst.BaseExpression, length: int = 0) -> None:
+        chain = self._field(node)
+        if chain is not None:
+            self.sequence_fields[chain] = max(length, self.sequence_fields.get(chain, 0))
+
+    def _number(self, node: cst.BaseExpression) -> None:
+        chain = self._field(node)
+        if chain is not None and chain not in self.number_fields:
+            self.number_fields.append(chain)
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         if self._is_self(node.left) or any(self._is_self(c.comparator)
                                            for c in node.comparisons):
             self.tested = True
+        sides = [node.left, *(c.comparator for c in node.comparisons)]
+        if any(isinstance(side, (cst.Integer, cst.Float)) for side in sides) and all(
+                isinstance(c.operator, _ORDERS) for c in node.comparisons):
+            for side in sides:
+                self._number(side)
         self.choices += [c for c in compared_strings(node, self._is_self)
                          if c not in self.choices]
         return True
@@ -376,7 +427,19 @@ class _UsageVisitor(cst.CSTVisitor):
             self.fields.append(chain)
         return False
 
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
+        if not any(isinstance(side, (cst.SimpleString, cst.ConcatenatedString,
+                                     cst.FormattedString, cst.List, cst.Tuple))
+                   for side in (node.left, node.right)):
+            self._number(node.left)
+            self._number(node.right)
+        return True
+
     def visit_Subscript(self, node: cst.Subscript) -> bool:
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        position = evaluate(index.value, {}) if isinstance(index, cst.Index) else None
+        if isinstance(position, int) and not isinstance(position, bool):
+            self._sequence(node.value, position + 1 if position >= 0 else -position)
         if m.matches(node.value, m.Name(self.name)):
             index = node.slice[0].slice if node.slice else None
             if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
@@ -397,11 +460,13 @@ class _UsageVisitor(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> bool:
         if self._is_sequence(node.iter):
             self.indexed = True
+        self._sequence(node.iter)
         return True
 
     def visit_CompFor(self, node: cst.CompFor) -> bool:
         if self._is_sequence(node.iter):
             self.indexed = True
+        self._sequence(node.iter)
         return True
 
     def visit_Call(self, node: cst.Call) -> bool:
@@ -414,6 +479,13 @@ class _UsageVisitor(cst.CSTVisitor):
                      | m.Name("list") | m.Name("tuple") | m.Name("sum")) and any(
                 self._is_sequence(a.value) for a in node.args):
             self.indexed = True
+        if m.matches(node.func, m.Name("len") | m.Name("zip") | m.Name("enumerate")
+                     | m.Name("sum")):
+            for arg in node.args:
+                self._sequence(arg.value)
+        if m.matches(node.func, m.Name("range")):
+            for arg in node.args:
+                self._number(arg.value)
         return True
 
 
@@ -698,9 +770,11 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
                  visitor.tested, tuple(visitor.item_fields), visitor.type_tested,
-                 named and not mapping, a_name, mapping, tuple(visitor.choices))
+                 named and not mapping, a_name, mapping, tuple(visitor.choices),
+                 tuple(visitor.sequence_fields.items()), tuple(visitor.number_fields))
 
 
+_ORDERS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _METHODS = ("get", "items", "keys", "values", "copy", "pop", "update", "format", "split",
             "lower", "upper", "startswith", "endswith")
 
@@ -838,7 +912,9 @@ def merge(first: Usage, other: Usage) -> Usage:
                                         if f not in first.item_fields)),
                  first.type_tested or other.type_tested, first.named or other.named,
                  first.a_name or other.a_name, first.mapping or other.mapping,
-                 tuple(dict.fromkeys((*first.choices, *other.choices))))
+                 tuple(dict.fromkeys((*first.choices, *other.choices))),
+                 tuple({**dict(other.sequence_fields), **dict(first.sequence_fields)}.items()),
+                 tuple(dict.fromkeys((*first.number_fields, *other.number_fields))))
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],

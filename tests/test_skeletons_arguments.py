@@ -776,6 +776,47 @@ def test_a_list_of_shape_records_is_synthesized_from_the_fields_its_items_give(
     assert head.synthesized == f"input_shape=({', '.join([record] * 4)}), num_classes=10"
 
 
+FIELDS_BY_USE = '''\
+from torch import nn
+
+
+class BoxPredictor(nn.Module):
+    def __init__(self, in_channels, box_transform, num_classes):
+        super().__init__()
+        box_dim = len(box_transform.weights)
+        self.scores = nn.Linear(in_channels, num_classes + 1)
+        self.deltas = nn.Linear(in_channels, num_classes * box_dim)
+        self.clamp = box_transform.scale_clamp
+
+    def forward(self, x):
+        return self.scores(x), self.deltas(x)
+
+
+class PooledHead(nn.Module):
+    def __init__(self, spec, num_classes):
+        super().__init__()
+        self.conv = nn.Conv2d(spec.channels, 8, 3)
+        self.fc = nn.Linear(8 * (spec.side - 2) ** 2, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.conv(x).flatten(1))
+'''
+
+
+def test_a_made_up_field_is_a_sequence_or_a_size_as_the_code_uses_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``len(box_transform.weights)``: a sequence (four sizes, so four box deltas per class);
+    # ``spec.side - 2``: a size; ``scale_clamp``, only stored, stays None.
+    _, cells = run_cells(tmp_path, {"heads.py": FIELDS_BY_USE})
+    boxes = cells["BoxPredictor"]
+    assert boxes.synthesized == ("in_channels=3, box_transform={weights=(16, 16, 16, 16), "
+                                 "scale_clamp=None}, num_classes=10")
+    assert (boxes.status, boxes.output_shape) == ("pass", "(2, 11)")
+    pooled = cells["PooledHead"]
+    assert pooled.synthesized == "spec={channels=16, side=16}, num_classes=10"
+    assert (pooled.status, pooled.output_shape) == ("pass", "(2, 10)")
+
+
 GROUPS_OF_32 = '''\
 from torch import nn
 
