@@ -762,16 +762,31 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
     for param in [*function.params.params, *function.params.kwonly_params,
                   *function.params.posonly_params]:
         if param.name.value == name and param.annotation is not None:
-            ann = param.annotation.annotation
-            if isinstance(ann, cst.Subscript):
-                ann = ann.value
-            annotation = ann.attr.value if isinstance(ann, cst.Attribute) else (
-                ann.value if isinstance(ann, cst.Name) else None)
+            annotation = _annotated_type(param.annotation.annotation)
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
                  visitor.tested, tuple(visitor.item_fields), visitor.type_tested,
                  named and not mapping, a_name, mapping, tuple(visitor.choices),
                  tuple(visitor.sequence_fields.items()), tuple(visitor.number_fields))
+
+
+def _annotated_type(ann: cst.BaseExpression) -> str | None:
+    """The type name an annotation gives: ``int``, ``List`` for ``List[int]``, the first
+    type of a union (``Union[int, List[int]]``, ``Optional[float]``, ``int | None``)."""
+    if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+        left = _annotated_type(ann.left)
+        return left if left != "None" else _annotated_type(ann.right)
+    if isinstance(ann, cst.Subscript):
+        head = ann.value.attr.value if isinstance(ann.value, cst.Attribute) else (
+            ann.value.value if isinstance(ann.value, cst.Name) else None)
+        if head not in ("Union", "Optional"):
+            return head
+        members = [e.slice.value for e in ann.slice if isinstance(e.slice, cst.Index)]
+        names = [_annotated_type(member) for member in members]
+        return next((n for n in names if n not in (None, "None")), None)
+    if isinstance(ann, cst.Attribute):
+        return ann.attr.value
+    return ann.value if isinstance(ann, cst.Name) else None
 
 
 _ORDERS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)

@@ -238,6 +238,21 @@ def test_a_sequence_parameter_gets_a_tuple_and_a_called_one_nothing() -> None:
     assert arguments.synthesize("act", arguments.usage("act", init)) is arguments.KEEP_SHAPE
 
 
+@pytest.mark.parametrize("annotation, kind, value", [
+    ("Union[int, List[int], torch.Size]", "int", 16),
+    ("Optional[float]", "float", 1.0),
+    ("None | bool", "bool", False),
+    ("typing.Tuple[int, int]", "Tuple", (16, 16)),
+])
+def test_the_first_type_of_a_union_annotation_types_the_parameter(
+        annotation: str, kind: str, value: object) -> None:
+    init = cst.parse_statement(f"def __init__(self, shape: {annotation}):\n    pass\n")
+    assert isinstance(init, cst.FunctionDef)
+    used = arguments.usage("shape", init)
+    assert used.annotation == kind
+    assert arguments.synthesize("shape", used) == value
+
+
 def test_a_torch_computed_constant_other_files_import_stays_importable(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
