@@ -82,6 +82,14 @@ class GroupNorm1(nn.GroupNorm):
         super().__init__(1, channels, eps=1e-5, device=device)
 
 
+class ParamReLU(nn.PReLU):
+    def __init__(self, num_parameters=1, init=0.25):
+        super().__init__(num_parameters=num_parameters, init=init)
+
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+
+
 class CoordConv(nn.Module):
     def __init__(self, cin=3, cout=4, transpose=False):
         super().__init__()
@@ -188,6 +196,16 @@ def test_a_layer_subclass_without_forward_runs_its_base(
     cell = cells["GroupNorm1"]  # the input comes from the channels given to the base
     assert (cell.status, cell.synthesized, cell.input_shape) == (
         "pass", "channels=16", "(2, 16, 16, 16)")
+
+
+def test_a_prelu_subclass_passes_torchs_settings_and_reads_its_slope_as_w(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, cells = built
+    text = lines(out, "layers.py")
+    # MindSpore's PReLU calls the channel count ``channel`` and the slope (its parameter) ``w``
+    assert "super().__init__(channel=num_parameters, w=init)" in text
+    assert "return ops.prelu(x, self.w)" in text
+    assert (cells["ParamReLU"].pynative, cells["ParamReLU"].graph) == ("pass", "pass")
 
 
 def test_names_a_star_import_binds_are_resolved(
