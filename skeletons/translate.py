@@ -1500,8 +1500,14 @@ class CellTransformer(cst.CSTTransformer):
         if not sized:
             if len(call.args) != 1 or call.args[0].star:
                 return None
+            given = call.args[0].value
+            if isinstance(given, (cst.Name, cst.Attribute)):
+                # ``torch.FloatTensor(out_features)``: a size if it is an int, data if not;
+                # which is known when it runs
+                return cst.Call(expr(f"{adapters.LEGACY_TENSOR}(mindspore.{dtype})"),
+                                [cst.Arg(given)])
             return cst.Call(expr("mindspore.Tensor"), [
-                cst.Arg(call.args[0].value), cst.Arg(expr(f"mindspore.{dtype}"))])
+                cst.Arg(given), cst.Arg(expr(f"mindspore.{dtype}"))])
         shape = cst.Tuple([cst.StarredElement(a.value) if a.star == "*" else cst.Element(a.value)
                            for a in sizes])
         return cst.Call(expr("ops.zeros"), [cst.Arg(shape), cst.Arg(expr(f"mindspore.{dtype}"))])

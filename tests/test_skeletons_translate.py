@@ -262,6 +262,9 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.v = torch.LongTensor(2, 3)", "self.v = ops.zeros((2, 3), mindspore.int64)"),
     ("self.ids = torch.LongTensor([1, 2])", "self.ids = mindspore.Tensor([1, 2], mindspore.int64)"),
     ("self.make = torch.FloatTensor", "self.make = torch_legacy_tensor(mindspore.float32)"),
+    # one name: a size if it is an int, data if not (``Parameter(torch.FloatTensor(out))``)
+    ("self.b = nn.Parameter(torch.FloatTensor(self.width))",
+     "self.b = Parameter(torch_legacy_tensor(mindspore.float32)(self.width))"),
     ("self.make = torch.ByteTensor", "self.make = torch_legacy_tensor(mindspore.uint8)"),
     # a pooling layer built later takes torch's arguments: its stride defaults to the kernel
     ("self.pool = nn.MaxPool2d if True else nn.AvgPool2d",
