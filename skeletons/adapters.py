@@ -14,7 +14,7 @@ import libcst.matchers as m
 
 from msready.analyzer.localvalues import TORCH_ROOTS
 from msready.analyzer.syntax import find_all
-from msready.skeletons import compositions
+from msready.skeletons import compositions, third_party
 from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT
 
 # torch name -> the adapter's class name; the sources are below, one class each.
@@ -433,6 +433,7 @@ class TorchModuleDict(nn.Cell):
         return [(k, getattr(self, k)) for k in self.names]
 ''',
     **compositions.SOURCES,
+    **third_party.SOURCES,
 }
 
 

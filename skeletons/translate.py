@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+from collections.abc import Sequence
 from typing import TypeVar
 
 import libcst as cst
@@ -28,6 +29,7 @@ from msready.skeletons import (
     einops,
     held_layers,
     module_level,
+    third_party,
 )
 from msready.skeletons.constructors import SUPER_INIT
 from msready.skeletons.layers import (
@@ -364,6 +366,25 @@ class CellTransformer(cst.CSTTransformer):
         return cst.Assign([cst.AssignTarget(cst.Name(n.value)) for n in bound],
                           cst.Name(adapters.STAND_IN))
 
+    def _provided(self, module: str, names: Sequence[cst.ImportAlias]) -> SmallResult:
+        """``from timm.layers import DropPath, Mlp`` -> ``DropPath = TimmDropPath`` and
+        ``Mlp = TimmMlp``: third-party layers msready writes for MindSpore
+        (:mod:`third_party`); the library's other names are the stand-in."""
+        pairs: list[tuple[str, str]] = []
+        for alias in names:
+            local = alias.asname.name if alias.asname else alias.name
+            source = third_party.provided(module, dotted(alias.name))
+            if source is None and self._side_library(module):
+                source = adapters.STAND_IN
+            if isinstance(local, cst.Name) and source is not None:
+                pairs.append((local.value, source))
+        if len(pairs) == 1:
+            return cst.Assign([cst.AssignTarget(cst.Name(pairs[0][0]))], cst.Name(pairs[0][1]))
+        return cst.Assign(
+            [cst.AssignTarget(cst.Tuple([cst.Element(cst.Name(n)) for n, _ in pairs],
+                                        lpar=[], rpar=[]))],
+            cst.Tuple([cst.Element(cst.Name(v)) for _, v in pairs], lpar=[], rpar=[]))
+
     def _side_library_of(self, name: str) -> str:
         return self.file.bindings.get(name, "").split(".")[0]
 
@@ -419,6 +440,10 @@ class CellTransformer(cst.CSTTransformer):
         module = dotted(updated_node.module) if updated_node.module is not None else None
         if not updated_node.relative and (is_torch(module) or module == "__future__"):
             return cst.RemoveFromParent()  # the header has the __future__ import
+        if not updated_node.relative and not isinstance(updated_node.names, cst.ImportStar) \
+                and module and any(third_party.provided(module, dotted(a.name))
+                                   for a in updated_node.names):
+            return self._provided(module, updated_node.names)
         if not updated_node.relative and self._side_library(module):
             return self._stand_in([] if isinstance(updated_node.names, cst.ImportStar) else [
                 a.asname.name if a.asname else a.name for a in updated_node.names])
