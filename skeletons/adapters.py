@@ -14,7 +14,7 @@ import libcst.matchers as m
 
 from msready.analyzer.localvalues import TORCH_ROOTS
 from msready.analyzer.syntax import find_all
-from msready.skeletons import compositions, third_party
+from msready.skeletons import compositions, empty_slices, third_party
 from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT
 
 # torch name -> the adapter's class name; the sources are below, one class each.
@@ -434,6 +434,7 @@ class TorchModuleDict(nn.Cell):
 ''',
     **compositions.SOURCES,
     **third_party.SOURCES,
+    empty_slices.SETITEM: empty_slices.SOURCE,
 }
 
 

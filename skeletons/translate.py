@@ -27,6 +27,7 @@ from msready.skeletons import (
     arguments,
     compositions,
     einops,
+    empty_slices,
     held_layers,
     module_level,
     third_party,
@@ -197,6 +198,7 @@ class CellTransformer(cst.CSTTransformer):
             for c in file.calls if c.kind is CallKind.TENSOR_METHOD}
         self.findings = sorted(findings, key=lambda f: (f.location.line, f.location.column))
         self._used: set[int] = set()
+        self._slice_names: set[str] | None = None  # names bound to slice objects
         self._hoisted = 0  # values written alone on a line before their statement (see _Hoist)
         # ``from torch._dynamo import is_compiling`` inside a function: name -> torch name
         self._function_imports: dict[str, str] | None = None
@@ -965,6 +967,14 @@ class CellTransformer(cst.CSTTransformer):
             self._held_items.update({(target.attr.value, key): layer for key, layer in
                                      self._dict_layers(node.value.args[0].value).items()})
         return True
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign
+                     ) -> cst.Assign:
+        """``mask[:, h, w, :] = cnt`` with a slice known only at run time writes through
+        ``torch_setitem``, which skips an empty selection as torch does."""
+        if self._slice_names is None:
+            self._slice_names = empty_slices.slice_names(self.parsed.module)
+        return empty_slices.guarded(updated_node, self._slice_names) or updated_node
 
     def _dict_layers(self, node: cst.BaseExpression) -> dict[str, str]:
         """The torch layers of ``dict(wte=nn.Embedding(...))`` or ``{"wte": ...}``, by key."""
