@@ -245,6 +245,12 @@ def torch_legacy_tensor(dtype):
         return mindspore.Tensor(*args, dtype=dtype)
     return make
 ''',
+    **{f"torch_{part}": f'''
+def torch_{part}(x):
+    """torch's ``x.{part}``, a property; MindSpore's Tensor.{part} is a method (numpy's and
+    Python's are properties)."""
+    return x.{part}() if isinstance(x, Tensor) else x.{part}
+''' for part in ("real", "imag")},
     TO: '''
 def torch_to(x, dtype):
     """Tensor.to with a dtype known only at run time: None, torch's way of asking for

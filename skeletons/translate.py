@@ -1078,6 +1078,11 @@ class CellTransformer(cst.CSTTransformer):
             # (value_and_grad), so a tensor carries no such mark; the Cell takes the path
             # of a tensor that needs no gradient
             return cst.Name("False")
+        if original_node.attr.value in ("real", "imag") and original_node not in \
+                self._targets and not m.matches(original_node.value, m.Name("self")):
+            # a property in torch, a method of MindSpore's Tensor
+            return cst.Call(cst.Name(f"torch_{original_node.attr.value}"),
+                            [cst.Arg(updated_node.value)])
         internal = _CELL_INTERNALS.get(original_node.attr.value)
         if internal is not None:  # ``module._modules``: the Cell's own dictionaries
             return updated_node.with_changes(attr=cst.Name(internal))

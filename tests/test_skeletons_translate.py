@@ -301,6 +301,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x if x.is_contiguous(memory_format=torch.contiguous_format) else x * 2",
      "return x if x.is_contiguous() else x * 2"),
     ("return x.var(correction=0)", "return x.var(ddof=0)"),
+    # ``.real`` / ``.imag`` are properties in torch, methods of MindSpore's Tensor
+    ("return torch.fft.fft(x, dim=-1).real", "return torch_real(ops.fft(x, dim=-1))"),
+    ("return x.imag + self.real", "return torch_imag(x) + self.real"),
     # on CPU ops.conv1d runs although the table has no CPU target for it
     ("return F.conv1d(x, x, padding=1)", "return ops.conv1d(x, x, pad_mode='pad', padding=1)"),
     ("return F.interpolate(x, scale_factor=2.0, mode='nearest')",
