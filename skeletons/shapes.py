@@ -784,7 +784,8 @@ class Planner(ConstructorFinder):
 
 # Names of an argument that picks one of several (a step, a layer, a task).
 _INDEX_NAMES = re.compile(r"step|idx|index|i|k|layer_?(id|idx)?|level|stage|task(_id)?|"
-                          r"branch|head_?(id|idx)", re.IGNORECASE)
+                          r"branch|head_?(id|idx)|epoch|it(er(ation)?)?|global_step",
+                          re.IGNORECASE)
 # An annotation for a list of tensors: ``List[Tensor]``, ``Sequence[torch.Tensor]``.
 _LIST_OF_TENSORS = re.compile(r"(typing\.)?(List|list|Sequence|Tuple|tuple|Iterable)\[\s*"
                               r"(torch\.)?Tensor\b")

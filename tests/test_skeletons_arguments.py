@@ -1251,6 +1251,16 @@ class Lookup(nn.Module):
 
     def forward(self, ids):
         return self.table[ids]
+
+
+class ScheduledLoss(nn.Module):
+    def __init__(self, epochs=4):
+        super().__init__()
+        self.temps = [0.1 * (e + 1) for e in range(epochs)]
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, epoch):
+        return self.fc(x) / self.temps[epoch]
 '''
 
 
@@ -1263,6 +1273,9 @@ def test_an_argument_that_picks_a_step_is_a_python_int(tmp_path: Path,
     assert (block.pynative, block.graph, block.input_shape) == ("pass", "pass", "(2, 6), 0")
     assert cells["StepNorm"].input_shape.endswith(", 0")
     assert "0" not in cells["Lookup"].input_shape.split(", ")
+    # an epoch picks the schedule's value for that epoch
+    loss = cells["ScheduledLoss"]
+    assert (loss.pynative, loss.input_shape) == ("pass", "(2, 4), 0")
 
 
 ASSERTED_SHAPE = '''\
