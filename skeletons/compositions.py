@@ -53,6 +53,8 @@ COMPOSED = {
     "torch.nn.Unfold": "TorchUnfold",
     "torch.nn.Softplus": "TorchSoftplus",
     "torch.nn.modules.utils._ntuple": "torch_ntuple",
+    "torch.nn.utils.weight_norm": "TorchWeightNorm",
+    "torch.nn.utils.weight_norm.weight_norm": "TorchWeightNorm",
     # MindSpore's initializer module has a private function of the same name, which takes
     # a shape; torch's takes the weight itself
     "torch.nn.init._calculate_fan_in_and_fan_out": "torch_fan_in_and_fan_out",
@@ -73,6 +75,40 @@ NARROWER = {"torch.nn.functional.batch_norm": ("input", "running_mean", "running
 NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"})}
 
 SOURCES = {
+    "TorchWeightNorm": '''
+class TorchWeightNorm(nn.Cell):
+    """torch.nn.utils.weight_norm(module, name, dim): the module's weight is
+    weight_g * weight_v / ||weight_v||, the norm taken over every axis but ``dim`` (over all
+    of them for dim=None), recomputed on each call from the two parameters, which are what
+    trains. A Dense or a Conv2d runs through its functional form with that weight; the
+    module's own weight is kept, frozen, and unused."""
+
+    def __init__(self, module, name="weight", dim=0):
+        super().__init__()
+        self.module = module
+        self.dim = dim
+        weight = getattr(module, name)
+        self.weight_g = Parameter(self.norm_except_dim(weight))
+        self.weight_v = Parameter(weight.copy())
+        weight.requires_grad = False
+
+    def norm_except_dim(self, v):
+        if self.dim is None:
+            return ops.sqrt((v * v).sum())
+        axes = tuple(i for i in range(v.ndim) if i != self.dim % v.ndim)
+        return ops.sqrt((v * v).sum(axis=axes, keepdims=True))
+
+    def construct(self, x):
+        weight = self.weight_v * (self.weight_g / self.norm_except_dim(self.weight_v))
+        module = self.module
+        if isinstance(module, nn.Dense):
+            out = ops.dense(x, weight, module.bias)
+            return module.activation(out) if module.activation_flag else out
+        if isinstance(module, nn.Conv2d):
+            return ops.conv2d(x, weight, module.bias, module.stride, module.pad_mode,
+                              module.padding, module.dilation, module.group)
+        raise NotImplementedError("weight_norm: msready composes it for Dense and Conv2d")
+''',
     "torch_fan_in_and_fan_out": '''
 def torch_fan_in_and_fan_out(tensor):
     """torch.nn.init._calculate_fan_in_and_fan_out: a weight's input and output feature

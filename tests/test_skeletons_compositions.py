@@ -156,6 +156,58 @@ def test_fan_in_and_fan_out_of_a_weight(composed: dict[str, Callable[..., Any]],
     assert all(type(f) is int for f in fans)  # numbers, as torch's: math.sqrt takes them
 
 
+@pytest.mark.parametrize("dim", [0, None])
+def test_weight_norm_of_a_linear_and_a_convolution(composed: dict[str, Callable[..., Any]],
+                                                   dim: int | None) -> None:
+    linear = torch.nn.Linear(5, 3)
+    dense = nn.Dense(5, 3)
+    dense.weight.set_data(Tensor(linear.weight.detach().numpy()))
+    dense.bias.set_data(Tensor(linear.bias.detach().numpy()))
+    conv = torch.nn.Conv2d(2, 4, 3, padding=1, bias=False)
+    cell = nn.Conv2d(2, 4, 3, pad_mode="pad", padding=1)
+    cell.weight.set_data(Tensor(conv.weight.detach().numpy()))
+    normed = torch.nn.utils.weight_norm(linear, dim=dim)
+    ours = composed["TorchWeightNorm"](dense, dim=dim)
+    assert ours.weight_g.shape == tuple(normed.weight_g.shape)
+    x = _array(2, 5)
+    with torch.no_grad():
+        _same(ours(Tensor(x)), normed(torch.tensor(x)))
+        x = _array(2, 2, 6, 6)
+        _same(composed["TorchWeightNorm"](cell, dim=dim)(Tensor(x)),
+              torch.nn.utils.weight_norm(conv, dim=dim)(torch.tensor(x)))
+
+
+WEIGHT_NORMED_HEAD = '''\
+import torch
+import torch.nn as nn
+
+
+class ProjectionHead(nn.Module):
+    def __init__(self, in_dim, out_dim=32, bottleneck_dim=16, norm_last_layer=True):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(in_dim, bottleneck_dim), nn.GELU())
+        self.last_layer = nn.utils.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
+        self.last_layer.weight_g.data.fill_(1)
+        if norm_last_layer:
+            self.last_layer.weight_g.requires_grad = False
+
+    def forward(self, x):
+        x = nn.functional.normalize(self.mlp(x), dim=-1, p=2)
+        return self.last_layer(x)
+'''
+
+
+def test_a_weight_normed_layer_keeps_its_magnitude_parameter(tmp_path: Path,
+                                                             run_cells: CellRun) -> None:
+    # DINO's head: the magnitude set to 1 and frozen through ``weight_g``
+    out, cells = run_cells(tmp_path, {"head.py": WEIGHT_NORMED_HEAD})
+    text = (out / "head.py").read_text()
+    assert "self.last_layer = TorchWeightNorm(nn.Dense(bottleneck_dim, out_dim, has_bias=False))" \
+        in text
+    head = cells["ProjectionHead"]
+    assert (head.pynative, head.graph, head.output_shape) == ("pass", "pass", "(2, 32)")
+
+
 def test_unfold(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(2, 3, 6, 5)
     _same(composed["TorchUnfold"](2, padding=1, stride=2)(Tensor(x)),
