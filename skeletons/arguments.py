@@ -19,18 +19,16 @@ behind :func:`resolve` without the planner changing.
 from __future__ import annotations
 
 import math
-import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.syntax import code, find_all, read_with
-from msready.skeletons.values import UNKNOWN, ConfigValue, DictValue, evaluate
+from msready.skeletons.values import UNKNOWN, ConfigValue, DictValue, evaluate, truth
 
 __all__ = ["NAMES", "UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve",
            "synthesize"]
@@ -979,12 +977,6 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
 # What a constructor requires of its arguments: ``assert (depth - 4) % 6 == 0`` and
 # ``if num_splits < 2: raise ValueError(...)``. A synthesized number that breaks one is
 # replaced by the nearest small number that keeps all of them.
-_COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], Any]] = {
-    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
-    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
-    cst.GreaterThanEqual: operator.ge, cst.Is: operator.is_, cst.IsNot: operator.is_not,
-    cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
-}
 
 
 @dataclass(frozen=True)
@@ -1015,34 +1007,6 @@ def requirements(function: cst.FunctionDef) -> list[Requirement]:
                 m.matches(statement.body.body[0], m.SimpleStatementLine(body=[m.Raise()])):
             found.append(Requirement(statement.test, False, names(statement.test)))
     return found
-
-
-def truth(test: cst.BaseExpression, env: dict[str, object]) -> bool | None:
-    """The value of a requirement's test over known values; None when it cannot be told."""
-    if isinstance(test, cst.Comparison):
-        left = evaluate(test.left, env)
-        for target in test.comparisons:
-            right = evaluate(target.comparator, env)
-            compare = _COMPARE.get(type(target.operator))
-            if left is UNKNOWN or right is UNKNOWN or compare is None:
-                return None
-            try:
-                if not compare(left, right):
-                    return False
-            except TypeError:
-                return None
-            left = right
-        return True
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = truth(test.expression, env)
-        return None if inner is None else not inner
-    if isinstance(test, cst.BooleanOperation):
-        left, right = truth(test.left, env), truth(test.right, env)
-        if isinstance(test.operator, cst.And):
-            return False if False in (left, right) else None if None in (left, right) else True
-        return True if True in (left, right) else None if None in (left, right) else False
-    value = evaluate(test, env)  # ``if n % 2: raise``
-    return bool(value) if isinstance(value, (int, float, str, tuple)) or value is None else None
 
 
 def _nearby(value: int) -> list[object]:

@@ -34,6 +34,7 @@ _PURE: dict[str, Callable[..., Any]] = {
     "int": int, "float": float, "bool": bool, "abs": abs, "max": max, "min": min,
     "round": round, "len": len,
 }
+_STRING_TESTS = frozenset({"startswith", "endswith"})
 OBJECT_KEY = "__msready_object__"
 LIST_KEY = "__msready_list__"
 
@@ -156,9 +157,55 @@ def evaluate(node: cst.BaseExpression, env: dict[str, object],
         pure = _PURE.get(node.func.value) if node.func.value not in env else None
         if pure is not None:
             return _apply(pure, node, env, call)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            node.func.attr.value in _STRING_TESTS and len(node.args) == 1:
+        owner = evaluate(node.func.value, env, call)  # ``variant.startswith('selecsls42')``
+        if isinstance(owner, str):
+            given = evaluate(node.args[0].value, env, call)
+            if isinstance(given, (str, tuple)) and all(isinstance(g, str) for g in (
+                    given if isinstance(given, tuple) else (given,))):
+                return bool(getattr(owner, node.func.attr.value)(given))
     if isinstance(node, cst.Call) and call is not None:
         return call(node, env)
     return UNKNOWN
+
+
+_COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], Any]] = {
+    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge, cst.Is: operator.is_, cst.IsNot: operator.is_not,
+    cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
+}
+
+
+def truth(test: cst.BaseExpression, env: dict[str, object],
+          call: CallHook | None = None) -> bool | None:
+    """The value of a test over known values (a requirement's, a branch's); None when it
+    cannot be told."""
+    if isinstance(test, cst.Comparison):
+        left = evaluate(test.left, env, call)
+        for target in test.comparisons:
+            right = evaluate(target.comparator, env, call)
+            compare = _COMPARE.get(type(target.operator))
+            if left is UNKNOWN or right is UNKNOWN or compare is None:
+                return None
+            try:
+                if not compare(left, right):
+                    return False
+            except TypeError:
+                return None
+            left = right
+        return True
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = truth(test.expression, env, call)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = truth(test.left, env, call), truth(test.right, env, call)
+        if isinstance(test.operator, cst.And):
+            return False if False in (left, right) else None if None in (left, right) else True
+        return True if True in (left, right) else None if None in (left, right) else False
+    value = evaluate(test, env, call)  # ``if n % 2: raise``
+    return bool(value) if isinstance(value, (int, float, str, tuple)) or value is None else None
 
 
 def _dict_literal(node: cst.Dict, env: dict[str, object], call: CallHook | None) -> object:
@@ -252,8 +299,18 @@ def constants(body: Sequence[cst.BaseStatement],
     a name assigned a value that cannot be computed is no longer known
     (``norm_layer = get_norm_layer(norm_layer)`` no longer holds the string passed in)."""
     out = dict(env or {})
-    changed = _mutated(body)
+    changed = _mutated([stmt for stmt in body if not isinstance(stmt, cst.If)])
     for stmt in body:
+        if isinstance(stmt, cst.If):
+            branch = _branch(stmt, out, call)
+            if branch is not None:  # ``if variant.startswith('selecsls42'):``, told
+                out = constants(branch, out, call, forget)
+                continue
+            # not told: a dictionary it fills (``cfg['block'] = ...``) is no longer one
+            # value, nor, with ``forget``, a name it assigns
+            for name in _mutated([stmt]) | (bound_names(stmt) if forget else set()):
+                out.pop(name, None)
+            continue
         if not isinstance(stmt, cst.SimpleStatementLine):
             if forget:  # ``if norm_layer is None: norm_layer = LayerNorm``: it may change
                 for name in bound_names(stmt):
@@ -295,6 +352,27 @@ def constants(body: Sequence[cst.BaseStatement],
                 for name in bound_names(small):
                     out.pop(name, None)
     return out
+
+
+def _branch(stmt: cst.If, env: dict[str, object], call: CallHook | None
+            ) -> Sequence[cst.BaseStatement] | None:
+    """The statements an ``if`` runs when its test can be told over ``env`` (an ``elif``
+    is an ``if`` of its own), None when it cannot."""
+    told = truth(stmt.test, env, call)
+    if told is None:
+        return None
+    if told:
+        chosen: cst.BaseSuite | cst.If | None = stmt.body
+    else:
+        chosen = stmt.orelse.body if isinstance(stmt.orelse, cst.Else) else stmt.orelse
+    if chosen is None:
+        return []
+    if isinstance(chosen, cst.If):
+        return [chosen]
+    if isinstance(chosen, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(chosen.body)]
+    assert isinstance(chosen, cst.IndentedBlock)
+    return chosen.body
 
 
 # The methods that change a dictionary in place.

@@ -1520,6 +1520,33 @@ def test_a_dictionary_changed_in_a_block_is_no_constant_but_an_added_item_is_app
     assert "cfg" not in env and "opts" not in env  # filled by code msready does not run
 
 
+FILLED_BY_VARIANT = (
+    "cfg = {}\n"
+    "if variant.startswith('small'):\n"
+    "    cfg['block'] = 'basic'\n"
+    "    cfg['depths'] = (2, 2)\n"
+    "elif variant == 'large':\n"
+    "    cfg['block'] = 'bottleneck'\n"
+    "else:\n"
+    "    raise ValueError(variant)\n"
+    "width = 64 if variant else 32\n")
+
+
+@pytest.mark.parametrize(("variant", "expected"), [
+    ("small_v2", {"block": "basic", "depths": (2, 2)}),
+    ("large", {"block": "bottleneck"}),
+])
+def test_a_dictionary_filled_in_the_branch_a_known_value_picks_is_that_value(
+        variant: str, expected: dict[str, object]) -> None:
+    body = cst.parse_module(FILLED_BY_VARIANT).body
+    env = values.constants(body, {"variant": variant})
+    assert env["cfg"] == values.DictValue(tuple(expected.items()))
+    # a test over a name nothing gives: the branches may fill it either way
+    assert "cfg" not in values.constants(body, {})
+    unknown = cst.parse_module(FILLED_BY_VARIANT + "if flag:\n    cfg['extra'] = 1\n").body
+    assert "cfg" not in values.constants(unknown, {"variant": "large"})
+
+
 WIDE_RESNET = '''\
 from torch import nn
 
