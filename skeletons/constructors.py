@@ -21,7 +21,7 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel, Resolved, ResolvedCall
 from msready.analyzer.result import ScanResult
-from msready.analyzer.syntax import find_all
+from msready.analyzer.syntax import code, find_all
 from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
 from msready.skeletons.config_tree import ConfigTree
@@ -364,14 +364,37 @@ class ConstructorFinder:
         for i, arg in enumerate(rc.call.args):
             if arg.star or not arg.text.replace(".", "").isidentifier():
                 continue
-            name = self.model.qualify(arg.text, rc.file.module)
-            handed = self.model.resolve(name, rc.file.module) if name else None
-            if handed is None or handed.kind != "class" or \
-                    handed.name not in self.model.module_classes:
-                continue
             param = arg.keyword or _positional(self.function_node(function), i)
-            if param is not None:
-                self._handed_classes.setdefault(handed.name, []).append((rc, function, param))
+            if param is None:
+                continue
+            for handed in self._classes_named(arg.text, rc):
+                self._handed_classes.setdefault(handed, []).append((rc, function, param))
+
+    def _classes_named(self, text: str, rc: ResolvedCall) -> list[str]:
+        """The repository Module classes a name passed at ``rc`` is: the class itself, or,
+        for a local name of the calling function, each class assigned to it there
+        (``model_cls = HighResolutionNet``, ``model_cls = HighResolutionNetFeatures`` in an
+        ``if``)."""
+        def module_class(code: str) -> str | None:
+            name = self.model.qualify(code, rc.file.module)
+            handed = self.model.resolve(name, rc.file.module) if name else None
+            return handed.name if handed is not None and handed.kind == "class" and \
+                handed.name in self.model.module_classes else None
+        direct = module_class(text)
+        if direct is not None or not text.isidentifier():
+            return [direct] if direct else []
+        found = self.function_node(rc.call.caller) \
+            if rc.call.caller in self.model.functions else None
+        if found is None:
+            return []
+        out: list[str] = []
+        for assign in find_all(found[0].body, m.Assign(targets=[m.AssignTarget(m.Name(text))],
+                                                       value=m.Name() | m.Attribute())):
+            assert isinstance(assign, cst.Assign)
+            cls = module_class(code(assign.value))
+            if cls is not None and cls not in out:
+                out.append(cls)
+        return out
 
     def _factory_sites(self, cls: str) -> Iterator[dict[str, object]]:
         """``build_model_with_cfg(VovNet, variant, model_cfg=model_cfgs[variant],
@@ -429,7 +452,10 @@ class ConstructorFinder:
                 bound = _bind(node, caller.call.args, outer, self.call_hook(caller.file))
                 if bound is not None:
                     yielded = True
-                    yield {**base, **bound}
+                    # the function's own statements before the call, with its parameters
+                    # known (``if variant.startswith('s'): cfg['width'] = 6``)
+                    yield self._before(rc.call.caller, rc.call.span.line, {**base, **bound},
+                                       rc.file)
         if not yielded:
             star = node.params.star_kwarg
             yield {**base, **({star.name.value: DictValue(())} if isinstance(

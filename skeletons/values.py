@@ -158,6 +158,17 @@ def evaluate(node: cst.BaseExpression, env: dict[str, object],
         if pure is not None:
             return _apply(pure, node, env, call)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            node.func.attr.value in ("get", "pop") and 1 <= len(node.args) <= 2:
+        held = evaluate(node.func.value, env, call)  # ``kwargs.pop('features_only', False)``
+        key = evaluate(node.args[0].value, env, call) if isinstance(held, DictValue) \
+            else UNKNOWN
+        if key is not UNKNOWN and isinstance(held, DictValue):
+            if key not in dict(held.items):
+                return evaluate(node.args[1].value, env, call) if len(node.args) == 2 \
+                    else None
+            # an item a ``pop`` takes changes the dictionary: not a value here
+            return held.get(key) if node.func.attr.value == "get" else UNKNOWN
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
             node.func.attr.value in _STRING_TESTS and len(node.args) == 1:
         owner = evaluate(node.func.value, env, call)  # ``variant.startswith('selecsls42')``
         if isinstance(owner, str):

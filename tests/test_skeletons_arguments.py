@@ -1463,6 +1463,31 @@ def _create_former(variant, pretrained=False, **kwargs):
 def former_s(pretrained=False, **kwargs):
     model_args = dict(dims=(8, 12))
     return _create_former("former_s", pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+class Stem(nn.Module):
+    def __init__(self, cfg, in_chans=3):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chans, cfg["width"], 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def _create_stem(variant, pretrained=False, **kwargs):
+    model_cls = Stem
+    if kwargs.pop("features_only", False):
+        model_cls = None
+    cfg = {}
+    if variant.startswith("stem_s"):
+        cfg["width"] = 6
+    elif variant == "stem_m":
+        cfg["width"] = 12
+    return build_model(model_cls, variant, pretrained, model_cfg=cfg, **kwargs)
+
+
+def stem_s(pretrained=False, **kwargs):
+    return _create_stem("stem_s", pretrained=pretrained, **kwargs)
 '''
 
 
@@ -1480,6 +1505,10 @@ def test_a_class_handed_to_a_factory_gets_the_arguments_the_factory_builds_it_wi
     former = cells["Former"]
     assert (former.pynative, former.graph, former.output_shape) == (
         "pass", "pass", "(2, 256, 12)")
+    # handed through a local name, its config filled in the branch stem_s's variant takes
+    stem = cells["Stem"]
+    assert (stem.pynative, stem.synthesized, stem.output_shape) == (
+        "pass", "", "(2, 6, 16, 16)")
 
 
 def module_constants(source: str) -> dict[str, object]:
@@ -1545,6 +1574,15 @@ def test_a_dictionary_filled_in_the_branch_a_known_value_picks_is_that_value(
     assert "cfg" not in values.constants(body, {})
     unknown = cst.parse_module(FILLED_BY_VARIANT + "if flag:\n    cfg['extra'] = 1\n").body
     assert "cfg" not in values.constants(unknown, {"variant": "large"})
+
+
+def test_get_and_pop_of_a_known_dictionary() -> None:
+    opts = {"opts": values.DictValue((("depth", 2),))}
+    assert values.evaluate_text("opts.get('depth', 3)", opts) == 2
+    assert values.evaluate_text("opts.pop('features_only', False)", opts) is False
+    assert values.evaluate_text("opts.get('width')", opts) is None
+    # a pop that takes an item changes the dictionary: no value
+    assert values.evaluate_text("opts.pop('depth', 3)", opts) is values.UNKNOWN
 
 
 WIDE_RESNET = '''\
