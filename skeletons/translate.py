@@ -443,8 +443,10 @@ class CellTransformer(cst.CSTTransformer):
         if not updated_node.relative and (is_torch(module) or module == "__future__"):
             return cst.RemoveFromParent()  # the header has the __future__ import
         if not updated_node.relative and not isinstance(updated_node.names, cst.ImportStar) \
-                and module and any(third_party.provided(module, dotted(a.name))
-                                   for a in updated_node.names):
+                and module and self._is_side(module.split(".")[0]) and any(
+                    third_party.provided(module, dotted(a.name)) for a in updated_node.names):
+            # a side library's layer msready writes for MindSpore (the repository's own
+            # ``timm.layers``, when timm is what is scanned, is translated as it is)
             return self._provided(module, updated_node.names)
         if not updated_node.relative and self._side_library(module):
             return self._stand_in([] if isinstance(updated_node.names, cst.ImportStar) else [

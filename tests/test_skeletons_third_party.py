@@ -130,3 +130,46 @@ def test_drop_path_drops_whole_samples_in_training_and_scales_the_rest(
     assert set(np.unique(per_sample)) <= {0.0, 2.0}  # dropped, or kept and scaled by 1/0.5
     assert (per_sample == per_sample[:, :1]).all()  # a whole sample at a time
     assert 0 < (per_sample[:, 0] == 0.0).sum() < 64
+
+
+OWN_DROP_PATH = '''\
+import torch
+from torch import nn
+
+
+class DropPath(nn.Module):
+    def __init__(self, drop_prob=0.0):
+        super().__init__()
+        self.drop_prob = drop_prob
+
+    def forward(self, x):
+        return x
+'''
+
+OWN_NET = '''\
+from torch import nn
+from timm.layers import DropPath
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.drop_path = DropPath(0.1)
+
+    def forward(self, x):
+        return x + self.drop_path(self.fc(x))
+'''
+
+
+def test_the_scanned_library_s_own_layers_are_translated_not_replaced(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # scanning timm itself: ``timm.layers`` is the repository's own package
+    out, cells = run_cells(tmp_path, {
+        "timm/__init__.py": "", "timm/layers/__init__.py": "from .drop import DropPath\n",
+        "timm/layers/drop.py": OWN_DROP_PATH, "timm/models/__init__.py": "",
+        "timm/models/net.py": OWN_NET})
+    text = lines(out, "timm/models/net.py")
+    assert "from timm.layers import DropPath" in text
+    assert not any("TimmDropPath" in ln for ln in text)
+    assert cells["Net"].status == "pass"
