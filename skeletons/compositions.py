@@ -24,7 +24,10 @@ ANSWERS = {
 # torch's numeric constants, as Python literals (the table's advice is ``math.pi``; a
 # literal needs no import in the generated file).
 CONSTANTS = {"torch.pi": "3.141592653589793", "torch.e": "2.718281828459045",
-             "torch.inf": "float('inf')", "torch.nan": "float('nan')"}
+             "torch.inf": "float('inf')", "torch.nan": "float('nan')",
+             # a shape: MindSpore's are tuples (``torch.Size([2, 3])``,
+             # ``isinstance(s, torch.Size)``)
+             "torch.Size": "tuple"}
 
 # TorchScript markers: eager code ignores them, and so does a Cell (MindSpore compiles
 # construct itself). Decorators are dropped; a typing marker leaves the value or type.

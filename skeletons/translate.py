@@ -1482,6 +1482,9 @@ class CellTransformer(cst.CSTTransformer):
                 self._note("MS100", f"{name}() is {answer} in eager code: the branch it "
                                     "guards keeps the eager path")
                 return expr(answer)
+            constant = compositions.CONSTANTS.get(canonical)
+            if constant is not None:  # ``torch.Size([2, 3])`` -> ``tuple([2, 3])``
+                return call.with_changes(func=expr(constant))
             composed = compositions.COMPOSED.get(canonical)
             if composed is not None:
                 self._note("MS100", f"{name}: no MindSpore form on {self.backend}; "

@@ -301,6 +301,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x if x.is_contiguous(memory_format=torch.contiguous_format) else x * 2",
      "return x if x.is_contiguous() else x * 2"),
     ("return x.var(correction=0)", "return x.var(ddof=0)"),
+    # a shape is a tuple in MindSpore
+    ("return x.reshape(torch.Size([2, -1]))", "return x.reshape(tuple([2, -1]))"),
     # ``.real`` / ``.imag`` are properties in torch, methods of MindSpore's Tensor
     ("return torch.fft.fft(x, dim=-1).real", "return torch_real(ops.fft(x, dim=-1))"),
     ("return x.imag + self.real", "return torch_imag(x) + self.real"),
