@@ -215,7 +215,7 @@ def _chains_to_tree(chains: Sequence[tuple[str, ...]],
             continue
         value = by_name(head)
         if (head,) in sequences:
-            item = value if _size(value) else WIDTH
+            item = value if is_size(value) else WIDTH
             tree[head] = value if isinstance(value, tuple) else (item,) * max(
                 4, sequences[(head,)])
         elif value is UNKNOWN:
@@ -225,7 +225,8 @@ def _chains_to_tree(chains: Sequence[tuple[str, ...]],
     return tree
 
 
-def _size(value: object) -> bool:
+def is_size(value: object) -> bool:
+    """A number (not a flag)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

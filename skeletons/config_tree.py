@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from msready.analyzer.configvalues import ConfigValue as Setting
-from msready.skeletons.arguments import NAMESPACE
+from msready.skeletons.arguments import NAMESPACE, is_size
 from msready.skeletons.values import ConfigValue, ListValue
 
 
@@ -27,10 +27,6 @@ def _rank(setting: Setting) -> int:
     the rest (tests and scripts override single fields for their own cases)."""
     path = setting.path.lower()
     return 0 if "default" in path else 1 if "config" in path else 2
-
-
-def _size(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class ConfigTree:
@@ -71,7 +67,7 @@ class ConfigTree:
         filled: list[tuple[str, object]] = []
         for key, item in items:
             path = (*prefix, key)
-            if path in self.leaves and not (_size(item) and _size(self.leaves[path])):
+            if path in self.leaves and not (is_size(item) and is_size(self.leaves[path])):
                 item = self.leaves[path]
             elif isinstance(item, ConfigValue):
                 item = self.fill(item, path)
