@@ -92,6 +92,8 @@ def test_cells_that_cannot_be_fed_are_unverified_and_say_why(root: Path) -> None
         "constructor argument backbone, head:")
     assert loss.status == "unverified"
     assert loss.error is not None and loss.error.startswith("no input it accepts was found")
+    scheduled = results["ScheduledLoss"]
+    assert (scheduled.status, scheduled.input_shape) == ("pass", "(2, 16), (2, 16), 0")
 
 
 def test_a_warm_run_reads_cell_outcomes_from_the_cache(tmp_path: Path) -> None:
