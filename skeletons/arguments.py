@@ -435,19 +435,19 @@ class _UsageVisitor(cst.CSTVisitor):
         return True
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
-        index = node.slice[0].slice if len(node.slice) == 1 else None
-        position = evaluate(index.value, {}) if isinstance(index, cst.Index) else None
-        if isinstance(position, int) and not isinstance(position, bool):
-            self._sequence(node.value, position + 1 if position >= 0 else -position)
+        first = node.slice[0].slice if node.slice else None
+        position = evaluate(first.value, {}) if isinstance(first, cst.Index) else None
+        # the length a constant index needs (``p[5]``: 6, ``p[-6]``: 6)
+        needed = (position + 1 if position >= 0 else -position) if isinstance(
+            position, int) and not isinstance(position, bool) else 0
+        if needed and len(node.slice) == 1:
+            self._sequence(node.value, needed)
         if m.matches(node.value, m.Name(self.name)):
-            index = node.slice[0].slice if node.slice else None
-            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
-                self.keys.append(str(index.value.evaluated_value))
+            if isinstance(first, cst.Index) and isinstance(first.value, cst.SimpleString):
+                self.keys.append(str(first.value.evaluated_value))
             else:
                 self.indexed = True
-                value = evaluate(index.value, {}) if isinstance(index, cst.Index) else None
-                if isinstance(value, int) and not isinstance(value, bool):
-                    self.length = max(self.length, value + 1 if value >= 0 else -value)
+                self.length = max(self.length, needed)
         return True
 
     def _is_sequence(self, node: cst.BaseExpression) -> bool:

@@ -69,6 +69,7 @@ class ConstructorFinder:
         self._environments: dict[tuple[str, str], dict[str, object]] = {}
         self._config_tree: ConfigTree | None = None
         self._handed_classes: dict[str, list[tuple[ResolvedCall, str, str]]] | None = None
+        self._locals_of: dict[str, dict[str, list[str]]] = {}  # see _local_classes
 
     # ----- sources ----------------------------------------------------------------------
 
@@ -375,26 +376,35 @@ class ConstructorFinder:
         for a local name of the calling function, each class assigned to it there
         (``model_cls = HighResolutionNet``, ``model_cls = HighResolutionNetFeatures`` in an
         ``if``)."""
-        def module_class(code: str) -> str | None:
-            name = self.model.qualify(code, rc.file.module)
-            handed = self.model.resolve(name, rc.file.module) if name else None
-            return handed.name if handed is not None and handed.kind == "class" and \
-                handed.name in self.model.module_classes else None
-        direct = module_class(text)
+        direct = self._module_class(text, rc.file)
         if direct is not None or not text.isidentifier():
             return [direct] if direct else []
-        found = self.function_node(rc.call.caller) \
-            if rc.call.caller in self.model.functions else None
-        if found is None:
-            return []
-        out: list[str] = []
-        for assign in find_all(found[0].body, m.Assign(targets=[m.AssignTarget(m.Name(text))],
-                                                       value=m.Name() | m.Attribute())):
-            assert isinstance(assign, cst.Assign)
-            cls = module_class(code(assign.value))
-            if cls is not None and cls not in out:
-                out.append(cls)
-        return out
+        return self._local_classes(rc.call.caller, rc.file).get(text, [])
+
+    def _module_class(self, reference: str, file: FileResult) -> str | None:
+        name = self.model.qualify(reference, file.module)
+        handed = self.model.resolve(name, file.module) if name else None
+        return handed.name if handed is not None and handed.kind == "class" and \
+            handed.name in self.model.module_classes else None
+
+    def _local_classes(self, function: str, file: FileResult) -> dict[str, list[str]]:
+        """The repository Module classes each local name of ``function`` is assigned
+        (read once per function)."""
+        if function not in self._locals_of:
+            found = self.function_node(function) if function in self.model.functions \
+                else None
+            out: dict[str, list[str]] = {}
+            for assign in find_all(found[0].body, m.Assign(
+                    targets=[m.AssignTarget(m.Name())], value=m.Name() | m.Attribute())
+                    ) if found is not None else []:
+                assert isinstance(assign, cst.Assign)
+                target = assign.targets[0].target
+                cls = self._module_class(code(assign.value), file)
+                if isinstance(target, cst.Name) and cls is not None and \
+                        cls not in out.setdefault(target.value, []):
+                    out[target.value].append(cls)
+            self._locals_of[function] = out
+        return self._locals_of[function]
 
     def _factory_sites(self, cls: str) -> Iterator[dict[str, object]]:
         """``build_model_with_cfg(VovNet, variant, model_cfg=model_cfgs[variant],

@@ -1081,7 +1081,8 @@ class CellTransformer(cst.CSTTransformer):
             # of a tensor that needs no gradient
             return cst.Name("False")
         if original_node.attr.value in ("real", "imag") and original_node not in \
-                self._targets and not m.matches(original_node.value, m.Name("self")):
+                self._targets and original_node not in self._call_funcs and \
+                not m.matches(original_node.value, m.Name("self")):
             # a property in torch, a method of MindSpore's Tensor
             return cst.Call(cst.Name(f"torch_{original_node.attr.value}"),
                             [cst.Arg(updated_node.value)])
