@@ -28,7 +28,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.syntax import code, find_all, read_with
-from msready.skeletons.values import UNKNOWN, ConfigValue, DictValue, evaluate, truth
+from msready.skeletons.values import UNKNOWN, CallValue, ConfigValue, DictValue, evaluate, truth
 
 __all__ = ["NAMES", "UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve",
            "synthesize"]
@@ -943,7 +943,8 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
     for site in [*sites, {}]:
         got = Resolved()
         for name, default, required in params:
-            if name in site and not (site[name] is None and _needs_value(name, usage_of)):
+            if name in site and not (site[name] is None and _needs_value(name, usage_of)) \
+                    and not (isinstance(site[name], CallValue) and _synthesizable(name, usage_of)):
                 got.kwargs[name] = site[name]
             elif required or (default is None and _needs_value(name, usage_of)) or (
                     _indexed_scalar(default, name, usage_of)):
@@ -973,6 +974,17 @@ def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str
             best.synthesized[name] = value
     best.missing = still
     return best
+
+
+def _synthesizable(name: str, usage_of: Callable[[str], Usage] | None) -> bool:
+    """True when ``name`` is a number msready can make up (``in_chs``): then a value only
+    the child can compute (what a repository function returns) is not taken for it, as
+    the sizes that give the Cell its input must be known here. A structure
+    (``block_args``) is better computed than made up."""
+    if usage_of is None:
+        return False
+    made = synthesize(name, usage_of(name))
+    return isinstance(made, (int, float)) and not isinstance(made, bool)
 
 
 # What a constructor requires of its arguments: ``assert (depth - 4) % 6 == 0`` and

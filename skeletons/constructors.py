@@ -30,6 +30,7 @@ from msready.skeletons.methods import MODULE_API
 from msready.skeletons.values import (
     UNKNOWN,
     CallHook,
+    CallValue,
     ConfigValue,
     DictValue,
     ListValue,
@@ -422,7 +423,7 @@ class ConstructorFinder:
             if not builds:
                 continue
             module_env, hook = self.module_environment(file), self.call_hook(file)
-            for outer in self._call_environments(rc, depth=1):
+            for outer in self._call_environments(rc, depth=2):
                 bound = _bind(node, rc.call.args, outer, self.call_hook(rc.file))
                 if bound is None:
                     continue
@@ -466,10 +467,12 @@ class ConstructorFinder:
                     # known (``if variant.startswith('s'): cfg['width'] = 6``)
                     yield self._before(rc.call.caller, rc.call.span.line, {**base, **bound},
                                        rc.file)
-        if not yielded:
+        if not yielded:  # its statements again, with its ``**kwargs`` empty
             star = node.params.star_kwarg
-            yield {**base, **({star.name.value: DictValue(())} if isinstance(
-                star, cst.Param) else {})}
+            if isinstance(star, cst.Param):
+                base = self._before(rc.call.caller, rc.call.span.line,
+                                    {**base, star.name.value: DictValue(())}, rc.file)
+            yield base
 
     def _analysed(self, expr: Expr) -> object:
         """An argument's value by the repository's value analysis, when it is one Python
@@ -603,6 +606,8 @@ class ConstructorFinder:
             if name == "functools.partial":
                 return _partial(call, env, hook)
             resolved = self.model.resolve(name, file.module) if name else None
+            if resolved is not None and resolved.kind == "function":
+                return self._returned(resolved.name, call, env, hook)
             if resolved is None or resolved.kind != "class":
                 return UNKNOWN
             if resolved.name in self.model.module_classes:
@@ -637,6 +642,29 @@ class ConstructorFinder:
             kwargs[key] = value
         module, _, short = cls.rpartition(".")
         return ConfigValue(module, short, (), tuple(kwargs.items()))
+
+    def _returned(self, function: str, call: cst.Call, env: dict[str, object],
+                  hook: CallHook) -> object:
+        """``decode_arch_def(arch_def, depth_multiplier)``: what a module-level function
+        of the repository returns, called in the child (its translation, in the Cell
+        files) with the call's arguments by name, when every argument is known."""
+        module, _, short = function.rpartition(".")
+        found = self.function_node(function) if module in self.model.modules else None
+        if found is None:  # a method, or a function nested in another
+            return UNKNOWN
+        params = found[0].params
+        if params.posonly_params or isinstance(params.star_arg, cst.Param):
+            return UNKNOWN  # arguments only a position can give
+        order = [p.name.value for p in params.params]
+        kwargs: dict[str, object] = {}
+        for i, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
+            value = evaluate(arg.value, env, hook)
+            if key is None or arg.star or value is UNKNOWN or not is_complete(value) or (
+                    key not in order and not isinstance(params.star_kwarg, cst.Param)):
+                return UNKNOWN
+            kwargs[key] = value
+        return CallValue(module, short, (), tuple(kwargs.items()))
 
     def _class_ref(self, node: cst.Name, file: FileResult) -> object:
         """A repository class named as a value (``ResNet(BasicBlock, [2, 2])``)."""
@@ -1091,6 +1119,15 @@ def _positional(found: tuple[cst.FunctionDef, FileResult] | None, index: int) ->
     return params[index].name.value if index < len(params) else None
 
 
+def _give(target: dict[str, object], key: str, value: object, keep_unknown: bool) -> None:
+    """Binds ``key``: a value msready cannot compute leaves a parameter unbound (not its
+    default), and stays in the ``**kwargs`` dictionary as an item that is there."""
+    if value is not UNKNOWN or keep_unknown:
+        target[key] = value
+    else:
+        target.pop(key, None)
+
+
 def _bind(node: cst.FunctionDef, args: Sequence[Any], env: dict[str, object],
           hook: CallHook) -> dict[str, object] | None:
     """A function's parameters bound to a call's arguments (evaluated in ``env``): those
@@ -1114,15 +1151,12 @@ def _bind(node: cst.FunctionDef, args: Sequence[Any], env: dict[str, object],
                 return None
             for key, item in value.items:
                 if isinstance(key, str):
-                    (bound if key in names else extra)[key] = item
+                    _give(bound if key in names else extra, key, item, key not in names)
         elif arg.star:
             return None
         elif arg.keyword is not None:
-            target = bound if arg.keyword in names else extra
-            if value is not UNKNOWN:
-                target[arg.keyword] = value
-            else:
-                target.pop(arg.keyword, None)
+            _give(bound if arg.keyword in names else extra, arg.keyword, value,
+                  arg.keyword not in names)
         elif i < len(positional):
             name = positional[i].name.value
             if value is not UNKNOWN:

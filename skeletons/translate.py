@@ -1421,11 +1421,13 @@ class CellTransformer(cst.CSTTransformer):
             return None
         if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")),
                                        attr=m.Name("add_module"))) and len(call.args) == 2:
-            # ``self.seq.add_module(name, m)`` on a Sequential: SequentialCell appends
+            # ``self.seq.add_module('proj', m)`` on a Sequential: the SequentialCell runs it
+            # after the others and holds it by name (``self.seq.proj``)
             assert isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute)
             if func.value.attr.value in self._sequentials:
-                cell = call.args[1].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
-                return cst.Call(func.with_changes(attr=cst.Name("append")), [cell])
+                args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
+                                       comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
+                return cst.Call(cst.Name(adapters.ADD_MODULE), [cst.Arg(func.value), *args])
             return None
         if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")))):
             # ``self.transformer.parameters()``: a Module method of a held Cell

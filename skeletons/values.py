@@ -51,7 +51,9 @@ class ListValue(tuple[object, ...]):
 class DictValue:
     """A dictionary the repository builds from constants (``dict(depths=(3, 2), num_vit=1)``,
     ``{"l1": (3, 2, 6, 4)}``, ``model_cfgs["vovnet39a"]``): its items in order, hashable
-    while msready works with it, a ``dict`` again in the Cell's run."""
+    while msready works with it, a ``dict`` again in the Cell's run. An item whose value
+    msready cannot compute is kept as :data:`UNKNOWN` (the key is there: ``pop`` of it
+    gives no default), and such a dictionary is never handed to a Cell whole."""
 
     items: tuple[tuple[object, object], ...]
 
@@ -84,8 +86,19 @@ class ConfigValue:
                 "kwargs": {k: to_json(v) for k, v in self.kwargs}}
 
 
+@dataclass(frozen=True, slots=True)
+class CallValue(ConfigValue):
+    """What a module-level function of the repository returns when called with constant
+    arguments (``decode_arch_def(arch_def, depth_multiplier)``): msready cannot compute
+    it, the child process calls the translated function with ``kwargs``. Opaque here: no
+    test over it is decided."""
+
+
 def is_complete(value: object) -> bool:
-    """False when ``value`` holds a ``partial`` with keywords msready could not compute."""
+    """False when ``value`` is unknown or holds a ``partial`` with keywords msready could
+    not compute or a dictionary item it could not compute."""
+    if value is UNKNOWN:
+        return False
     if isinstance(value, ConfigValue):
         return value.complete and all(is_complete(v) for _, v in value.kwargs)
     if isinstance(value, tuple):
@@ -198,7 +211,8 @@ def truth(test: cst.BaseExpression, env: dict[str, object],
         for target in test.comparisons:
             right = evaluate(target.comparator, env, call)
             compare = _COMPARE.get(type(target.operator))
-            if left is UNKNOWN or right is UNKNOWN or compare is None:
+            if left is UNKNOWN or right is UNKNOWN or compare is None or \
+                    isinstance(left, CallValue) or isinstance(right, CallValue):
                 return None
             try:
                 if not compare(left, right):
@@ -231,7 +245,7 @@ def _dict_literal(node: cst.Dict, env: dict[str, object], call: CallHook | None)
             continue
         assert isinstance(element, cst.DictElement)
         key, value = evaluate(element.key, env, call), _held(element.value, env, call)
-        if not isinstance(key, (str, int)) or isinstance(key, bool) or value is UNKNOWN:
+        if not isinstance(key, (str, int)) or isinstance(key, bool):
             return UNKNOWN
         items[key] = value
     return DictValue(tuple(items.items()))
@@ -240,9 +254,18 @@ def _dict_literal(node: cst.Dict, env: dict[str, object], call: CallHook | None)
 def _held(node: cst.BaseExpression, env: dict[str, object], call: CallHook | None) -> object:
     """A dictionary's item: a list literal stays a list in the Cell's run (the code may
     add a list to it: ``cfg['stem_chs'] + [64]``)."""
-    value = evaluate(node, env, call)
-    return ListValue(value) if isinstance(node, cst.List) and isinstance(value, tuple) \
-        else value
+    return as_written(node, evaluate(node, env, call))
+
+
+def as_written(node: cst.BaseExpression, value: object) -> object:
+    """``value`` with each list literal of ``node`` a list again (``arch_def = [['ds_r1'],
+    ['ir_r2']]`` handed to a function that asserts ``isinstance(block_strings, list)``)."""
+    if isinstance(node, (cst.List, cst.Tuple)) and isinstance(value, tuple) and \
+            len(value) == len(node.elements) and \
+            not any(isinstance(e, cst.StarredElement) for e in node.elements):
+        items = tuple(as_written(e.value, v) for e, v in zip(node.elements, value))
+        return ListValue(items) if isinstance(node, cst.List) else items
+    return value
 
 
 def _dict_call(node: cst.Call, env: dict[str, object], call: CallHook | None) -> object:
@@ -250,7 +273,7 @@ def _dict_call(node: cst.Call, env: dict[str, object], call: CallHook | None) ->
     items: dict[object, object] = {}
     for i, arg in enumerate(node.args):
         value = _held(arg.value, env, call)
-        if arg.keyword is not None and value is not UNKNOWN:
+        if arg.keyword is not None:  # an item msready cannot compute is still there
             items[arg.keyword.value] = value
         elif arg.keyword is None and (arg.star == "**" or (i == 0 and not arg.star)) \
                 and isinstance(value, DictValue):
@@ -328,9 +351,11 @@ def constants(body: Sequence[cst.BaseStatement],
                     out.pop(name, None)
             continue
         for small in stmt.body:
+            if isinstance(small, cst.AnnAssign) and small.value is not None:
+                small = cst.Assign([cst.AssignTarget(small.target)], small.value)
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
                     small.targets[0].target, cst.Name):
-                value = evaluate(small.value, out, call)
+                value = _held(small.value, out, call)
                 name = small.targets[0].target.value
                 if value is not UNKNOWN and not (isinstance(value, DictValue)
                                                  and name in changed):

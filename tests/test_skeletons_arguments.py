@@ -1513,6 +1513,124 @@ def test_a_class_handed_to_a_factory_gets_the_arguments_the_factory_builds_it_wi
         "pass", "", "(2, 6, 16, 16)")
 
 
+ARCH_DECODER = """\
+import re
+
+
+def decode_arch(arch_def, depth_multiplier=1.0):
+    stages = []
+    for block_strings in arch_def:
+        assert isinstance(block_strings, list)
+        for text in block_strings:
+            repeats, width = re.match(r"r([0-9]+)_c([0-9]+)", text).groups()
+            stages.append((int(width), max(1, round(int(repeats) * depth_multiplier))))
+    return stages
+
+
+def make_divisible(value, divisor=8):
+    return max(divisor, int(value + divisor / 2) // divisor * divisor)
+"""
+
+ARCH_MODELS = """\
+from functools import partial
+
+from torch import nn
+
+from ._builder import build_model
+from ._decoder import decode_arch, make_divisible
+
+
+def scaled(channels, multiplier=1.0):
+    return int(channels * multiplier)
+
+
+class StageNet(nn.Module):
+    def __init__(self, block_args, stem_size=8, round_fn=scaled, num_classes=10):
+        super().__init__()
+        layers, width = [nn.Conv2d(3, stem_size, 3, padding=1)], stem_size
+        for out, repeats in block_args:
+            for _ in range(repeats):
+                layers += [nn.Conv2d(width, round_fn(out), 3, padding=1), nn.ReLU()]
+                width = round_fn(out)
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(width, num_classes)
+
+    def forward(self, x):
+        return self.head(self.body(x).mean((2, 3)))
+
+
+class Widen(nn.Module):
+    def __init__(self, in_chs, out_chs):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chs, out_chs, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+WIDEN = Widen(make_divisible(20), 12)
+
+
+def _create(variant, pretrained=False, **kwargs):
+    return build_model(StageNet, variant, pretrained, **kwargs)
+
+
+def _gen_stagenet(variant, multiplier=1.0, **kwargs):
+    if "tall" in variant:
+        arch_def: list[list[str]] = [["r1_c12"], ["r3_c16", "r1_c24"]]
+    else:
+        arch_def: list[list[str]] = [["r1_c12"], ["r1_c16"]]
+    model_kwargs = dict(
+        block_args=decode_arch(arch_def),
+        stem_size=6,
+        round_fn=partial(scaled, multiplier=multiplier),
+        **kwargs,
+    )
+    return _create(variant, **model_kwargs)
+
+
+def stagenet_tall(pretrained=False, **kwargs):
+    return _gen_stagenet("stagenet_tall", pretrained=pretrained, **kwargs)
+"""
+
+
+def test_an_argument_a_repository_function_computes_is_computed_by_its_translation(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"models/__init__.py": "",
+                                    "models/_builder.py": FACTORY_BUILDER,
+                                    "models/_decoder.py": ARCH_DECODER,
+                                    "models/net.py": ARCH_MODELS})
+    # ``block_args=decode_arch(arch_def)``: the Cell's run calls the translated function
+    # with the architecture the variant picks ("tall": 1 + 3 + 1 blocks), its list
+    # literals lists again; ``round_fn`` (a partial of a function) keeps its default
+    net = cells["StageNet"]
+    assert (net.pynative, net.graph, net.synthesized) == ("pass", "pass", "")
+    assert (net.input_shape, net.output_shape) == ("(2, 3, 16, 16)", "(2, 10)")
+    # a size a function computes (``make_divisible(20)``) is made up instead: the input
+    # shape comes from it
+    widen = cells["Widen"]
+    assert (widen.pynative, widen.synthesized) == ("pass", "in_chs=16")
+    assert (widen.input_shape, widen.output_shape) == ("(2, 16, 16, 16)", "(2, 12, 16, 16)")
+
+
+def test_a_dictionary_keeps_an_item_it_cannot_compute() -> None:
+    env = module_constants("opts = dict(depth=2, norm=get_norm('bn'))\n"
+                           "more = {'act': get_act(), **opts}\n")
+    opts = env["opts"]
+    assert isinstance(opts, values.DictValue) and opts.get("norm") is values.UNKNOWN
+    assert not values.is_complete(opts)  # never handed to a Cell whole
+    assert [k for k, _ in env["more"].items] == ["act", "depth", "norm"]  # type: ignore[attr-defined]
+    # the item is there: ``pop`` of it takes no default
+    assert values.evaluate_text("opts.pop('norm', None)", env) is values.UNKNOWN
+    assert values.evaluate_text("opts.get('depth', 3)", env) == 2
+
+
+def test_no_test_over_what_a_function_returns_is_decided() -> None:
+    env = {"blocks": values.CallValue("models.arch", "decode_arch", (), ())}
+    for test in ("blocks == 3", "blocks is None", "blocks != 'x'"):
+        assert values.truth(cst.parse_expression(test), env) is None
+
+
 def module_constants(source: str) -> dict[str, object]:
     return values.constants(cst.parse_module(source).body)
 

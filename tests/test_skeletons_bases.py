@@ -275,6 +275,34 @@ def test_a_sequential_subclass_runs_what_it_added_with_mindspores_parameter_name
     assert "self.bn.beta.set_data(" in text
 
 
+HELD_SEQUENTIAL = '''\
+from torch import nn
+
+
+class Query(nn.Module):
+    def __init__(self, dim=8, stride=2):
+        super().__init__()
+        self.query = nn.Sequential()
+        if stride > 1:
+            self.query.add_module("pool", nn.AvgPool2d(stride))
+        self.query.add_module("proj", nn.Conv2d(dim, dim, 1))
+        nn.init.xavier_uniform_(self.query.proj.weight)
+
+    def forward(self, x):
+        return self.query(x)
+'''
+
+
+def test_a_held_sequential_filled_by_name_holds_its_layers_by_name(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self.query.proj`` is the layer added as "proj", after the pooling
+    out, cells = run_cells(tmp_path, {"query.py": HELD_SEQUENTIAL})
+    cell = cells["Query"]
+    assert (cell.status, cell.graph, cell.input_shape, cell.output_shape) == (
+        "pass", "pass", "(2, 8, 16, 16)", "(2, 8, 8, 8)")
+    assert "torch_add_module(self.query, \"proj\", nn.Conv2d(" in (out / "query.py").read_text()
+
+
 SEQUENTIAL_AFTER_A_HEAD = '''\
 import torch.nn as nn
 

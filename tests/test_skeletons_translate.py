@@ -60,9 +60,10 @@ def module(init: str, forward: str = "return x") -> str:
      "n = sum(p.numel() for p in self.body.get_parameters())"),
     # torch's private tuple helpers are written into the file
     ("pair = nn.modules.utils._ntuple(2)\nself.k = pair(3)", "pair = torch_ntuple(2)"),
-    # a Sequential filled by name: SequentialCell appends
+    # a Sequential filled by name: the SequentialCell runs it in order, and holds it by
+    # that name (``self.seq.fc``)
     ("self.seq = nn.Sequential()\nself.seq.add_module('fc', nn.Linear(4, 4))",
-     "self.seq.append(nn.Dense(4, 4"),
+     "torch_add_module(self.seq, 'fc', nn.Dense(4, 4"),
     # a dtype known only at run time may be None, torch's way of asking for the default
     ("dtype = None\nself.fc = nn.Linear(4, 4, dtype=dtype)", "self.fc = nn.Dense(4, 4)"),
     ("self.c = nn.Conv1d(4, 4, 3, padding=2, padding_mode='reflect')",
