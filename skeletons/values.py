@@ -263,7 +263,7 @@ def as_written(node: cst.BaseExpression, value: object) -> object:
     if isinstance(node, (cst.List, cst.Tuple)) and isinstance(value, tuple) and \
             len(value) == len(node.elements) and \
             not any(isinstance(e, cst.StarredElement) for e in node.elements):
-        items = tuple(as_written(e.value, v) for e, v in zip(node.elements, value))
+        items = tuple(as_written(e.value, v) for e, v in zip(node.elements, value, strict=True))
         return ListValue(items) if isinstance(node, cst.List) else items
     return value
 
