@@ -14,13 +14,18 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 from msready.skeletons.child import MARK
 
+# A Cell's time limit is CPU time (all of the child's threads), so that its outcome does
+# not depend on what else the machine runs; a Cell that computes little but gives no
+# result (waiting, stuck) is stopped after WALL_FACTOR times the limit in wall time.
 CELL_TIMEOUT = 60.0
+WALL_FACTOR = 3.0
 STARTUP_TIMEOUT = 60.0  # importing MindSpore or torch in the child
 # A whole model built at full size can hold gigabytes; the machine running the scan must not
 # run out of memory for one Cell. MindSpore itself takes about half a gigabyte.
@@ -114,12 +119,16 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
     try:
         for i, cell in enumerate(cells):
             limit = timeout + (STARTUP_TIMEOUT if i == 0 else 0.0)
-            outcome = _next_result(lines, limit)
+            outcome = _next_result(lines, limit, proc.pid)
             if isinstance(outcome, dict):
                 results[str(outcome.get("key", cell["key"]))] = outcome
                 continue
-            if outcome == "timeout":
+            if outcome == "cpu":
+                error = f"timed out after {timeout:g} s of CPU time"
+            elif outcome == "time":
                 error = f"timed out after {timeout:g} s"
+            elif outcome == "wall":
+                error = f"timed out after {timeout * WALL_FACTOR:g} s without a result"
             else:
                 proc.wait(timeout=10)
                 last = tail[-1] if tail else f"exit code {proc.returncode}"
@@ -141,13 +150,37 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
         proc.wait()
 
 
-def _next_result(lines: queue.Queue[str | None], limit: float) -> dict[str, Any] | str:
-    """The next result line, or "timeout" / "eof"."""
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system, all threads) process ``pid`` has used; None when
+    it cannot be read (not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _next_result(lines: queue.Queue[str | None], limit: float,
+                 pid: int) -> dict[str, Any] | str:
+    """The next result line; "cpu" when the child used ``limit`` seconds of CPU time
+    before it ("time": wall time, where CPU time cannot be read), "wall" when
+    ``WALL_FACTOR`` times that passed; "eof" when the child's output ended."""
+    start, cpu_start = time.monotonic(), cpu_seconds(pid)
     while True:
         try:
-            line = lines.get(timeout=limit)
+            line = lines.get(timeout=_WATCH_EVERY * 5)
         except queue.Empty:
-            return "timeout"
+            waited = time.monotonic() - start
+            cpu_now = cpu_seconds(pid)
+            if cpu_start is None or cpu_now is None:
+                if waited > limit:
+                    return "time"
+            elif cpu_now - cpu_start > limit:
+                return "cpu"
+            if waited > limit * WALL_FACTOR:
+                return "wall"
+            continue
         if line is None:
             return "eof"
         if line.startswith(MARK):
