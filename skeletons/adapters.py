@@ -269,11 +269,12 @@ def torch_meshgrid(*tensors, indexing=None):
     return ops.meshgrid(*tensors, indexing="ij" if indexing is None else indexing)
 ''',
     ADD_MODULE: '''
-def torch_add_module(sequential, name, cell):
-    """nn.Sequential.add_module on a SequentialCell: the layer is held under ``name``
-    and runs after the others (SequentialCell runs its ``cell_list``)."""
-    sequential.insert_child_to_cell(name, cell)
-    sequential.cell_list = list(sequential._cells.values())
+def torch_add_module(module, name, cell):
+    """nn.Module.add_module: the layer is held under ``name``; on a SequentialCell it
+    also runs after the others (SequentialCell runs its ``cell_list``)."""
+    module.insert_child_to_cell(name, cell)
+    if isinstance(module, nn.SequentialCell):
+        module.cell_list = list(module._cells.values())
 ''',
     STAND_IN: '''
 class _UnavailableType(type):

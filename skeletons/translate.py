@@ -1052,7 +1052,7 @@ class CellTransformer(cst.CSTTransformer):
             self._replace[node] = expr(composed)  # ``pad = nn.ReplicationPad2d`` on CPU
             return False
         accepted = apis.ms_keywords(mapping.api) if mapping.api and mapping.api.startswith(
-            "mindspore.nn.") and node not in self._type_tests else None
+            ("mindspore.nn.", "mindspore.mint.nn.")) and node not in self._type_tests else None
         if mapping.api is not None and accepted is not None and isinstance(
                 apis.ms_object(mapping.api), type):  # a layer built later, torch's keywords
             entry = load_table().lookup(apis.canonical(name))
@@ -1415,8 +1415,15 @@ class CellTransformer(cst.CSTTransformer):
 
     def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:
         """``self.modules()`` and other torch.nn.Module methods the class does not define;
-        ``add_module`` on a held Sequential."""
+        ``add_module`` on a held Sequential or a local one."""
         func = call.func
+        if m.matches(func, m.Attribute(value=m.Name(), attr=m.Name("add_module"))) and \
+                not m.matches(func, m.Attribute(value=m.Name("self"))) and len(call.args) == 2:
+            # ``stem = nn.Sequential()`` then ``stem.add_module('conv1', conv)``
+            assert isinstance(func, cst.Attribute)
+            args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
+                                   comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
+            return cst.Call(cst.Name(adapters.ADD_MODULE), [cst.Arg(func.value), *args])
         if not self._class_names or not self._classes[-1]:
             return None
         if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")),

@@ -290,6 +290,23 @@ class Query(nn.Module):
 
     def forward(self, x):
         return self.query(x)
+
+
+def create_stem(in_chs=3, out_chs=(8, 16)):
+    stem = nn.Sequential()
+    for i, chs in enumerate(out_chs):
+        stem.add_module(f"conv{i + 1}", nn.Conv2d(in_chs, chs, 3, padding=1))
+        in_chs = chs
+    return stem
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = create_stem()
+
+    def forward(self, x):
+        return self.stem.conv2(self.stem.conv1(x))
 '''
 
 
@@ -301,6 +318,35 @@ def test_a_held_sequential_filled_by_name_holds_its_layers_by_name(
     assert (cell.status, cell.graph, cell.input_shape, cell.output_shape) == (
         "pass", "pass", "(2, 8, 16, 16)", "(2, 8, 8, 8)")
     assert "torch_add_module(self.query, \"proj\", nn.Conv2d(" in (out / "query.py").read_text()
+    # a Sequential a function fills (``stem.add_module(f"conv{i + 1}", ...)``) too
+    assert (cells["Net"].status, cells["Net"].graph, cells["Net"].output_shape) == (
+        "pass", "pass", "(2, 16, 32, 32)")
+
+
+ACTIVATION_REGISTRY = '''\
+from torch import nn
+
+_ACTS = dict(hard_swish=nn.Hardswish, relu=nn.ReLU, silu=nn.SiLU)
+
+
+class Head(nn.Module):
+    def __init__(self, act="hard_swish", width=8):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.act = _ACTS[act](inplace=True)
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+'''
+
+
+def test_an_activation_class_held_as_a_value_takes_torchs_inplace(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # nn.Hardswish is mint.nn.Hardswish in MindSpore, which has no ``inplace``: the class
+    # held in the registry takes torch's keywords
+    _, cells = run_cells(tmp_path, {"head.py": ACTIVATION_REGISTRY})
+    assert (cells["Head"].status, cells["Head"].graph, cells["Head"].output_shape) == (
+        "pass", "pass", "(2, 8)")
 
 
 SEQUENTIAL_AFTER_A_HEAD = '''\
