@@ -998,6 +998,10 @@ class ConstructorFinder:
             else:
                 target = self.qualify(call.func, file)
                 resolved = self.model.resolve(target, file.module) if target else None
+            if resolved is not None and resolved.kind == "function":
+                # ``_get_feature_info(model, out_indices)`` reading ``model.feature_info``
+                got = arguments.merge(got, self._function_usage(resolved.name, call, name))
+                continue
             if resolved is None or resolved.kind != "class" or \
                     resolved.name not in self.model.module_classes:
                 continue
@@ -1010,6 +1014,23 @@ class ConstructorFinder:
                 if inner is not None:
                     got = arguments.merge(got, self.param_usage(resolved.name, inner,
                                                                 depth + 1))
+        return got
+
+    def _function_usage(self, function: str, call: cst.Call, name: str) -> arguments.Usage:
+        """How a repository helper uses the parameter ``call`` passes ``name`` to."""
+        found = self.function_node(function)
+        if found is None:
+            return arguments.Usage()
+        params = found[0].params
+        positional = [p.name.value for p in [*params.posonly_params, *params.params]]
+        got = arguments.Usage()
+        for i, arg in enumerate(call.args):
+            if not m.matches(arg.value, m.Name(name)) or arg.star:
+                continue
+            inner = arg.keyword.value if arg.keyword else (
+                positional[i] if i < len(positional) else None)
+            if inner is not None and inner not in bound_names(found[0].body):
+                got = arguments.merge(got, arguments.usage(inner, found[0]))
         return got
 
     def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:

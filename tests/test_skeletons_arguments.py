@@ -1063,6 +1063,60 @@ def test_a_network_nothing_gives_is_a_repository_network_with_what_is_read_from_
     assert cells["Meta"].synthesized.startswith("model=Denoiser(dim=16), lr=1.0")
 
 
+FEATURE_WRAPPER = '''\
+from torch import nn
+
+
+class Plain(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Pyramid(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, padding=1)
+        self.down = nn.Conv2d(width, width, 3, stride=2, padding=1)
+        self.feature_info = [dict(module="stem", num_chs=width), dict(module="down", num_chs=width)]
+
+    def forward(self, x):
+        return self.down(self.stem(x))
+
+
+def _feature_names(net, out_indices):
+    return [net.feature_info[i]["module"] for i in out_indices]
+
+
+class Features(nn.Module):
+    def __init__(self, model, out_indices=(0, 1)):
+        super().__init__()
+        self.names = _feature_names(model, out_indices)
+        self.model = model
+
+    def forward(self, x):
+        out = []
+        for name, layer in self.model.named_children():
+            x = layer(x)
+            if name in self.names:
+                out.append(x)
+        return out
+'''
+
+
+def test_a_stand_in_network_has_what_a_helper_reads_from_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``_feature_names(model, ...)`` reads ``model.feature_info``: Plain, first in the
+    # file, has none; Pyramid does
+    _, cells = run_cells(tmp_path, {"features.py": FEATURE_WRAPPER})
+    features = cells["Features"]
+    assert (features.status, features.graph, features.synthesized) == (
+        "pass", "pass", "model=Pyramid()")
+
+
 FORWARDED_KWARGS = '''
 
 class Weighted(Diffusion):
