@@ -1017,7 +1017,10 @@ class ConstructorFinder:
         return got
 
     def _function_usage(self, function: str, call: cst.Call, name: str) -> arguments.Usage:
-        """How a repository helper uses the parameter ``call`` passes ``name`` to."""
+        """The attributes a repository helper reads from the parameter ``call`` passes
+        ``name`` to. Only those: a generic helper (``default(val, d)`` calling ``d`` when it
+        is callable) says nothing of what the argument is, nor does a method every Module
+        has (``freeze(module)`` reading ``module.parameters()``)."""
         found = self.function_node(function)
         if found is None:
             return arguments.Usage()
@@ -1030,7 +1033,9 @@ class ConstructorFinder:
             inner = arg.keyword.value if arg.keyword else (
                 positional[i] if i < len(positional) else None)
             if inner is not None and inner not in bound_names(found[0].body):
-                got = arguments.merge(got, arguments.usage(inner, found[0]))
+                read = tuple(chain for chain in arguments.usage(inner, found[0]).fields
+                             if chain[0] not in MODULE_API)  # not ``module.parameters()``
+                got = arguments.merge(got, arguments.Usage(fields=read))
         return got
 
     def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:
