@@ -1091,6 +1091,19 @@ def _feature_names(net, out_indices):
     return [net.feature_info[i]["module"] for i in out_indices]
 
 
+def default(val, d):
+    return val if val is not None else (d() if callable(d) else d)
+
+
+class Widened(nn.Module):
+    def __init__(self, dim, init_dim=None):
+        super().__init__()
+        self.conv = nn.Conv2d(3, default(init_dim, dim), 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
 class Features(nn.Module):
     def __init__(self, model, out_indices=(0, 1)):
         super().__init__()
@@ -1115,6 +1128,11 @@ def test_a_stand_in_network_has_what_a_helper_reads_from_it(
     features = cells["Features"]
     assert (features.status, features.graph, features.synthesized) == (
         "pass", "pass", "model=Pyramid()")
+    # a generic helper that calls its argument when it is callable says nothing of it:
+    # ``dim`` is still a size, not a network
+    widened = cells["Widened"]
+    assert (widened.status, widened.synthesized, widened.output_shape) == (
+        "pass", "dim=16", "(2, 16, 16, 16)")
 
 
 FORWARDED_KWARGS = '''
