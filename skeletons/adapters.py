@@ -410,16 +410,26 @@ class TorchModuleDict(nn.Cell):
     def __init__(self, modules=None):
         super().__init__()
         self.names = []
-        for key, cell in dict(modules or {}).items():
-            self.insert_child_to_cell(key, cell)
-            self.names.append(key)
+        self.update(modules or {})
 
     def __getitem__(self, key):
         return getattr(self, key)
 
     def __setitem__(self, key, cell):
         self.insert_child_to_cell(key, cell)
-        self.names.append(key)
+        if key not in self.names:
+            self.names.append(key)
+
+    def update(self, modules):
+        items = modules.items() if hasattr(modules, "items") else modules
+        for key, cell in items:
+            self[key] = cell
+
+    def pop(self, key):
+        cell = getattr(self, key)
+        self.names.remove(key)
+        del self._cells[key]
+        return cell
 
     def __len__(self):
         return len(self.names)

@@ -349,6 +349,36 @@ def test_an_activation_class_held_as_a_value_takes_torchs_inplace(
         "pass", "pass", "(2, 8)")
 
 
+LAYER_DICT = '''\
+from collections import OrderedDict
+
+from torch import nn
+
+
+class Stages(nn.ModuleDict):
+    def __init__(self, width=8):
+        super().__init__()
+        layers = OrderedDict()
+        layers["stem"] = nn.Conv2d(3, width, 3, padding=1)
+        layers["down"] = nn.Conv2d(width, width, 3, stride=2, padding=1)
+        self.update(layers)
+        self["head"] = nn.Conv2d(width, 4, 1)
+
+    def forward(self, x):
+        for name, layer in self.items():
+            x = layer(x)
+        return x
+'''
+
+
+def test_a_module_dict_subclass_filled_by_update_runs_its_layers_in_order(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"stages.py": LAYER_DICT})
+    cell = cells["Stages"]
+    assert (cell.status, cell.graph, cell.input_shape, cell.output_shape) == (
+        "pass", "pass", "(2, 3, 16, 16)", "(2, 4, 8, 8)")
+
+
 SEQUENTIAL_AFTER_A_HEAD = '''\
 import torch.nn as nn
 
