@@ -632,14 +632,9 @@ class ConstructorFinder:
         (``GaussianDiffusion(model, ...)``): the generated Cell built with those arguments
         in the child, when every argument is known."""
         sig = self._signature(cls, "__init__")
-        order = [n for n, _, _ in sig[0]] if sig else []
-        kwargs: dict[str, object] = {}
-        for i, arg in enumerate(call.args):
-            key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
-            value = evaluate(arg.value, env, hook)
-            if key is None or arg.star or value is UNKNOWN or not is_complete(value):
-                return UNKNOWN
-            kwargs[key] = value
+        kwargs = _by_name(call, [n for n, _, _ in sig[0]] if sig else [], True, env, hook)
+        if kwargs is None:
+            return UNKNOWN
         module, _, short = cls.rpartition(".")
         return ConfigValue(module, short, (), tuple(kwargs.items()))
 
@@ -655,15 +650,10 @@ class ConstructorFinder:
         params = found[0].params
         if params.posonly_params or isinstance(params.star_arg, cst.Param):
             return UNKNOWN  # arguments only a position can give
-        order = [p.name.value for p in params.params]
-        kwargs: dict[str, object] = {}
-        for i, arg in enumerate(call.args):
-            key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
-            value = evaluate(arg.value, env, hook)
-            if key is None or arg.star or value is UNKNOWN or not is_complete(value) or (
-                    key not in order and not isinstance(params.star_kwarg, cst.Param)):
-                return UNKNOWN
-            kwargs[key] = value
+        kwargs = _by_name(call, [p.name.value for p in params.params],
+                          isinstance(params.star_kwarg, cst.Param), env, hook)
+        if kwargs is None:
+            return UNKNOWN
         return CallValue(module, short, (), tuple(kwargs.items()))
 
     def _class_ref(self, node: cst.Name, file: FileResult) -> object:
@@ -1099,6 +1089,22 @@ def _self_assigned(function: cst.FunctionDef) -> set[str]:
                                  if isinstance(a, cst.AnnAssign)]
     return {t.attr.value for t in targets if isinstance(t, cst.Attribute)
             and m.matches(t.value, m.Name("self"))}
+
+
+def _by_name(call: cst.Call, order: list[str], open_keywords: bool,
+             env: dict[str, object], hook: CallHook) -> dict[str, object] | None:
+    """A call's arguments by parameter name (a position binds the parameter of ``order``
+    at it), None when one cannot be computed or named, or when a keyword is not one of
+    ``order`` and the callee takes no ``**kwargs`` (``open_keywords``)."""
+    kwargs: dict[str, object] = {}
+    for i, arg in enumerate(call.args):
+        key = arg.keyword.value if arg.keyword else (order[i] if i < len(order) else None)
+        value = evaluate(arg.value, env, hook)
+        if key is None or arg.star or value is UNKNOWN or not is_complete(value) or (
+                key not in order and not open_keywords):
+            return None
+        kwargs[key] = value
+    return kwargs
 
 
 def _partial(call: cst.Call, env: dict[str, object], hook: CallHook) -> object:
