@@ -983,8 +983,7 @@ def _synthesizable(name: str, usage_of: Callable[[str], Usage] | None) -> bool:
     (``block_args``) is better computed than made up."""
     if usage_of is None:
         return False
-    made = synthesize(name, usage_of(name))
-    return isinstance(made, (int, float)) and not isinstance(made, bool)
+    return is_size(synthesize(name, usage_of(name)))
 
 
 # What a constructor requires of its arguments: ``assert (depth - 4) % 6 == 0`` and

@@ -1014,14 +1014,11 @@ class ConstructorFinder:
         found = self.function_node(function)
         if found is None:
             return arguments.Usage()
-        params = found[0].params
-        positional = [p.name.value for p in [*params.posonly_params, *params.params]]
         got = arguments.Usage()
         for i, arg in enumerate(call.args):
             if not m.matches(arg.value, m.Name(name)) or arg.star:
                 continue
-            inner = arg.keyword.value if arg.keyword else (
-                positional[i] if i < len(positional) else None)
+            inner = arg.keyword.value if arg.keyword else _positional(found, i)
             if inner is not None and inner not in bound_names(found[0].body):
                 read = tuple(chain for chain in arguments.usage(inner, found[0]).fields
                              if chain[0] not in MODULE_API)  # not ``module.parameters()``
@@ -1151,13 +1148,17 @@ def _positional(found: tuple[cst.FunctionDef, FileResult] | None, index: int) ->
     return params[index].name.value if index < len(params) else None
 
 
-def _give(target: dict[str, object], key: str, value: object, keep_unknown: bool) -> None:
-    """Binds ``key``: a value msready cannot compute leaves a parameter unbound (not its
-    default), and stays in the ``**kwargs`` dictionary as an item that is there."""
-    if value is not UNKNOWN or keep_unknown:
-        target[key] = value
+def _give(bound: dict[str, object], extra: dict[str, object], names: set[str], key: str,
+          value: object) -> None:
+    """Binds ``key`` to ``value``: a parameter (one of ``names``) in ``bound``, unbound
+    (not its default) when msready cannot compute the value; any other key in ``extra``
+    (the ``**kwargs`` dictionary), where an unknown value stays as an item that is there."""
+    if key not in names:
+        extra[key] = value
+    elif value is not UNKNOWN:
+        bound[key] = value
     else:
-        target.pop(key, None)
+        bound.pop(key, None)
 
 
 def _bind(node: cst.FunctionDef, args: Sequence[Any], env: dict[str, object],
@@ -1183,18 +1184,13 @@ def _bind(node: cst.FunctionDef, args: Sequence[Any], env: dict[str, object],
                 return None
             for key, item in value.items:
                 if isinstance(key, str):
-                    _give(bound if key in names else extra, key, item, key not in names)
+                    _give(bound, extra, names, key, item)
         elif arg.star:
             return None
         elif arg.keyword is not None:
-            _give(bound if arg.keyword in names else extra, arg.keyword, value,
-                  arg.keyword not in names)
+            _give(bound, extra, names, arg.keyword, value)
         elif i < len(positional):
-            name = positional[i].name.value
-            if value is not UNKNOWN:
-                bound[name] = value
-            else:
-                bound.pop(name, None)
+            _give(bound, extra, names, positional[i].name.value, value)
     if isinstance(params.star_kwarg, cst.Param):
         bound[params.star_kwarg.name.value] = DictValue(tuple(extra.items()))
     return bound

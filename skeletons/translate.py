@@ -217,7 +217,6 @@ class CellTransformer(cst.CSTTransformer):
         self._adapter_bases: list[str | None] = []
         # per enclosing class: torch settings of its layer base that it reads itself
         self._base_settings: list[frozenset[str]] = []
-        self._sequentials: set[str] = set()  # ``self.<name> = nn.Sequential(...)``
         # ``self.<name> = nn.ModuleDict(dict(<key>=nn.Embedding(...)))``: the torch layers
         self._held_items: dict[tuple[str, str], str] = {}
         # per enclosing class: what its ``self.<name>`` hold, layer by layer in containers
@@ -630,7 +629,6 @@ class CellTransformer(cst.CSTTransformer):
         self._layer_bases.append(self._layer_base(node))
         self._adapter_bases.append(self._adapter_base(node, self._layer_bases[-1]))
         self._base_settings.append(self._settings_read(node, self._layer_bases[-1]))
-        self._sequentials = set()
         self._held_items = {}
         self._held.append(held_layers.read_class(node, self.qualify))
         self._names_not_values.add(node.name)
@@ -959,10 +957,6 @@ class CellTransformer(cst.CSTTransformer):
                 node.targets[0].target, cst.Name) and self._named_tuple(node.value):
             self._tuples[-1].add(node.targets[0].target.value)
         target = node.targets[0].target
-        if isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self")) and \
-                isinstance(node.value, cst.Call) and apis.canonical(
-                    self.qualify(node.value.func) or "") == "torch.nn.Sequential":
-            self._sequentials.add(target.attr.value)
         if isinstance(target, cst.Attribute) and m.matches(target.value, m.Name("self")) and \
                 isinstance(node.value, cst.Call) and node.value.args and apis.canonical(
                     self.qualify(node.value.func) or "") == "torch.nn.ModuleDict":
@@ -1415,26 +1409,18 @@ class CellTransformer(cst.CSTTransformer):
 
     def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:
         """``self.modules()`` and other torch.nn.Module methods the class does not define;
-        ``add_module`` on a held Sequential or a local one."""
+        ``add_module`` on a held or local Module."""
         func = call.func
-        if m.matches(func, m.Attribute(value=m.Name(), attr=m.Name("add_module"))) and \
-                not m.matches(func, m.Attribute(value=m.Name("self"))) and len(call.args) == 2:
-            # ``stem = nn.Sequential()`` then ``stem.add_module('conv1', conv)``
+        if m.matches(func, m.Attribute(value=m.Name() | m.Attribute(), attr=m.Name(
+                "add_module"))) and not m.matches(func, m.Attribute(value=m.Name("self"))) \
+                and len(call.args) == 2:
+            # ``self.query.add_module('proj', conv)``, ``stem.add_module('conv1', conv)``:
+            # held by name (``self.query.proj``), and run in order by a SequentialCell
             assert isinstance(func, cst.Attribute)
             args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
                                    comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
             return cst.Call(cst.Name(adapters.ADD_MODULE), [cst.Arg(func.value), *args])
         if not self._class_names or not self._classes[-1]:
-            return None
-        if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")),
-                                       attr=m.Name("add_module"))) and len(call.args) == 2:
-            # ``self.seq.add_module('proj', m)`` on a Sequential: the SequentialCell runs it
-            # after the others and holds it by name (``self.seq.proj``)
-            assert isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute)
-            if func.value.attr.value in self._sequentials:
-                args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
-                                       comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
-                return cst.Call(cst.Name(adapters.ADD_MODULE), [cst.Arg(func.value), *args])
             return None
         if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")))):
             # ``self.transformer.parameters()``: a Module method of a held Cell
