@@ -270,6 +270,13 @@ class RepositoryModel:
                 return qualname
         return None
 
+    def forward_of(self, class_qualname: str) -> str | None:
+        """What calling an instance of a Module class runs: its ``forward``, or, for a
+        Module that defines ``__call__`` instead (a GAN loss called as ``loss(pred,
+        True)``), that ``__call__``."""
+        return self.find_method(class_qualname, "forward") or self.find_method(
+            class_qualname, "__call__")
+
     def attribute_classes(self, class_qualname: str, attr: str) -> list[Resolved]:
         """What ``self.<attr>`` holds, from assignments in the class or its bases."""
         key = (class_qualname, attr)
@@ -329,7 +336,7 @@ class RepositoryModel:
             resolved = self.resolve(call.target, file.module)
             if resolved is None or resolved.kind != "class":
                 return (), None
-            method = self.find_method(resolved.name, "forward") if (
+            method = self.forward_of(resolved.name) if (
                 resolved.name in self.module_classes) else self.find_method(resolved.name,
                                                                             "__call__")
             return ((method,) if method else ()), None

@@ -78,8 +78,8 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
         if spec is None:
             out.append(None)
             continue
-        if spec["dtype"] == "index":
-            out.append(0)
+        if spec["dtype"] in ("index", "flag"):
+            out.append(0 if spec["dtype"] == "index" else True)
             continue
         shape = tuple(spec["shape"])
         spatial = int(spec.get("spatial", 0))

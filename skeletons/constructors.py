@@ -92,10 +92,17 @@ class ConstructorFinder:
                     ) -> tuple[cst.FunctionDef, FileResult] | None:
         """The node of the method ``cls`` runs under that name (its own or a base's; with
         ``own``, only one ``cls`` defines itself)."""
-        qualname = self.model.find_method(cls, method)
+        qualname = self._find_method(cls, method)
         if qualname is None or (own and qualname != f"{cls}.{method}"):
             return None
         return self.function_node(qualname)
+
+    def _find_method(self, cls: str, method: str) -> str | None:
+        """The method ``cls`` runs under that name; for ``forward``, what calling an
+        instance runs (a ``__call__`` the class defines instead)."""
+        if method == "forward":
+            return self.model.forward_of(cls)
+        return self.model.find_method(cls, method)
 
     def function_node(self, qualname: str) -> tuple[cst.FunctionDef, FileResult] | None:
         """The libcst definition of a repository method (``pkg.mod.Class.method``)."""
@@ -230,8 +237,7 @@ class ConstructorFinder:
         try:
             for candidate in sorted(self.model.module_classes, key=rank):
                 if candidate in related or candidate in self._networks or cls in \
-                        self.model.mro(candidate) or self.model.find_method(
-                            candidate, "forward") is None:
+                        self.model.mro(candidate) or self.model.forward_of(candidate) is None:
                     continue
                 if not needed <= self.instance_attributes(candidate) or not (
                         self.model.classes[candidate].attributes if candidate in
@@ -253,13 +259,20 @@ class ConstructorFinder:
                     kwargs[name] = (given,) if takes_several and isinstance(given, str) \
                         else given
                 tier = 2 if taken is None else 1 if given != names else 0
+                if any(self._is_network(v) for v in built.synthesized.values()):
+                    tier += 3  # a wrapper of a made-up network: only when nothing else has it
                 found.setdefault(tier, (ConfigValue(where, short, (), tuple(kwargs.items())),
                                         given))
-                if names is None or tier == 0:
+                if (names is None and tier < 3) or tier == 0:
                     break
         finally:
             self._networks.discard(cls)
         return found[min(found)] if found else None
+
+    def _is_network(self, value: object) -> bool:
+        """True for a repository Module made up as an argument (a stand-in network)."""
+        return isinstance(value, ConfigValue) and \
+            f"{value.module}.{value.name}" in self.model.module_classes
 
     def _names_parameter(self, cls: str) -> tuple[str, bool] | None:
         """The constructor parameter a network takes the names of its outputs by
@@ -292,7 +305,7 @@ class ConstructorFinder:
     def _signature(self, cls: str, method: str) -> tuple[list[tuple[str, object, bool]],
                                                           FileResult] | None:
         """(name, default or UNKNOWN, is required) per parameter after ``self``."""
-        qualname = self.model.find_method(cls, method)
+        qualname = self._find_method(cls, method)
         found = self.function_node(qualname) if qualname else None
         if found is None:
             return None
@@ -980,6 +993,10 @@ class ConstructorFinder:
         for call in find_all(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
                                                       m.ZeroOrMore()])):
             assert isinstance(call, cst.Call)
+            if m.matches(call.func, m.Attribute(value=m.Name("self"))):
+                # ``self._init_head(cfg, input_shape)``: the class's own method reads it
+                got = arguments.merge(got, self._method_usage(cls, call, name))
+                continue
             if m.matches(call.func, m.Attribute(value=m.Call(func=m.Name("super")),
                                                 attr=m.Name("__init__"))):
                 # ``super().__init__(args)``: the base's constructor reads it too
@@ -1004,6 +1021,23 @@ class ConstructorFinder:
                 if inner is not None:
                     got = arguments.merge(got, self.param_usage(resolved.name, inner,
                                                                 depth + 1))
+        return got
+
+    def _method_usage(self, cls: str, call: cst.Call, name: str) -> arguments.Usage:
+        """How the method of ``cls`` that ``call`` (``self.<method>(...)``) runs uses the
+        parameter ``name`` is passed to, as its constructor would."""
+        assert isinstance(call.func, cst.Attribute)
+        qualname = self.model.find_method(cls, call.func.attr.value)
+        found = self.function_node(qualname) if qualname else None
+        got = arguments.Usage()
+        if found is None:
+            return got
+        for i, arg in enumerate(call.args):
+            if not m.matches(arg.value, m.Name(name)) or arg.star:
+                continue
+            inner = arg.keyword.value if arg.keyword else _positional(found, i + 1)
+            if inner is not None and inner not in bound_names(found[0].body):
+                got = arguments.merge(got, arguments.usage(inner, found[0]))
         return got
 
     def _function_usage(self, function: str, call: cst.Call, name: str) -> arguments.Usage:

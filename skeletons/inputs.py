@@ -10,7 +10,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class InputSpec:
     """One input tensor: shape, dtype (``float32`` or ``int64``; ``index`` for a Python
-    int) and, for indices, the bound."""
+    int, ``flag`` for a Python bool) and, for indices, the bound."""
 
     shape: tuple[int, ...]
     dtype: str = "float32"
@@ -29,6 +29,8 @@ class InputSpec:
 
 # A forward argument that indexes (``self.running_mean[step]``): the Python int 0.
 INDEX = InputSpec((), "index")
+# A forward argument only tested for truth (``if target_is_real:``): the Python True.
+FLAG = InputSpec((), "flag")
 
 
 def specs_json(specs: list[InputSpec | None]) -> list[dict[str, object] | None]:

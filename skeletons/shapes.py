@@ -21,6 +21,7 @@ from msready.analyzer.syntax import find_all
 from msready.skeletons import apis, arguments, example_calls
 from msready.skeletons.constructors import SUPER_INIT, ConstructorFinder
 from msready.skeletons.inputs import (
+    FLAG,
     INDEX,
     ORDERS,
     SPATIAL,
@@ -37,6 +38,12 @@ from msready.skeletons.values import (
 )
 
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
+# A constructor parameter giving the height and width of the images (or feature maps) the
+# class is built for: ``img_size=224`` of a ViT, ``resolution=14`` of a window attention,
+# ``feat_size`` of a block. Position tables and window partitions are sized by it, so the
+# input must be that size (``input_size`` is an RNN's width, not here).
+_IMAGE_SIZE = re.compile(r"(img|image|input_img|input_image)_?(size|res|resolution)|"
+                         r"(input_)?resolution|feat(ure)?_size", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -399,7 +406,7 @@ class Planner(ConstructorFinder):
                                f"{reads}: only that function can build it; its translation "
                                "is in the Cell file")
                 return plan
-        if self.model.find_method(cls, "forward") is None and self.torch_base(cls) is None \
+        if self.model.forward_of(cls) is None and self.torch_base(cls) is None \
                 and not self._sequential(cls):
             plan.reason = "no forward method: nothing to run"
             return plan
@@ -499,10 +506,30 @@ class Planner(ConstructorFinder):
             cls, kwargs, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
         first, alternatives = self._as_dictionaries(cls, kwargs, required, first,
                                                     alternatives)
+        size = self._image_size(cls, kwargs)
+        if size is not None:
+            first = _sized(first, size)
+            alternatives = [_sized(a, size) for a in alternatives]
         example = self._example_inputs(cls, forward[0]) if forward and examples else None
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
         return first, alternatives, guessed
+
+    def _image_size(self, cls: str, kwargs: dict[str, object]) -> tuple[int, int] | None:
+        """The (height, width) the class is built for, from its first image-size parameter
+        (:data:`_IMAGE_SIZE`) with a value: ``img_size=224`` -> (224, 224). Not above 512
+        a side (``img_size=1024`` of a detection backbone that resizes its position table):
+        a CPU run of that proves nothing more and may not end in time."""
+        sig = self._signature(cls, "__init__")
+        for name, default, _ in sig[0] if sig else []:
+            if not _IMAGE_SIZE.fullmatch(name):
+                continue
+            value = kwargs.get(name, default)
+            sides = (value, value) if type(value) is int else value
+            if isinstance(sides, tuple) and len(sides) == 2 and all(
+                    type(v) is int and 0 < v <= 512 for v in sides):
+                return sides[0], sides[1]
+        return None
 
     def _abstract_forward(self, cls: str) -> bool:
         """``@abstractmethod def forward(self): ...``, or one that only raises
@@ -529,16 +556,18 @@ class Planner(ConstructorFinder):
                   guessed: bool
                   ) -> tuple[list[InputSpec | None], list[list[InputSpec | None]], bool]:
         """The inputs with a list of tensors for an argument that takes a list (as many
-        as ``forward`` asserts, else two), and the Python int 0 for one that indexes."""
-        listed, indexes = self._listed(cls), self._indexes(cls)
-        if not listed and not indexes:
+        as ``forward`` asserts, else two), the Python int 0 for one that indexes and True
+        for one only tested for truth."""
+        listed, indexes, flags = self._listed(cls), self._indexes(cls), self._flags(cls)
+        if not listed and not indexes and not flags:
             return first, alternatives, guessed
         lengths = {n: self._asserted_length(cls, kwargs, n) or 2 for n in listed}
 
         def as_lists(inputs: list[InputSpec | None]) -> list[InputSpec | None]:
             if len(inputs) != len(required):
                 return inputs
-            return [INDEX if n in indexes else replace(s, listed=lengths[n])
+            return [INDEX if n in indexes else FLAG if n in flags else replace(
+                s, listed=lengths[n])
                     if s is not None and n in listed else s
                     for n, s in zip(required, inputs, strict=True)]
         return as_lists(first), [as_lists(a) for a in alternatives], guessed
@@ -668,6 +697,41 @@ class Planner(ConstructorFinder):
                     return True
             return False
         return self._forward_params(cls, indexes) if depth < 4 else set()
+
+    def _flags(self, cls: str) -> set[str]:
+        """``forward``'s parameters that are only ever tested for truth, in forward or in
+        the class's own method it hands them to (``loss(pred, target_is_real)`` with
+        ``if target_is_real:``), or annotated ``bool``: a Python True, not a tensor."""
+        def tested_only(node: cst.FunctionDef, name: str, depth: int) -> bool:
+            ref = m.Name(name)
+            truth = find_all(node.body, m.If(test=ref) | m.IfExp(test=ref) | m.UnaryOperation(
+                operator=m.Not(), expression=ref) | m.BooleanOperation(left=ref)
+                | m.BooleanOperation(right=ref))
+            uses = find_all(node.body, ref)
+            if len(truth) == len(uses) and truth:
+                return True
+            handed = [c for c in find_all(node.body, m.Call(
+                func=m.Attribute(value=m.Name("self")),
+                args=[m.ZeroOrMore(), m.Arg(ref, keyword=None), m.ZeroOrMore()]))
+                if isinstance(c, cst.Call)]
+            if depth > 1 or len(handed) + len(truth) != len(uses) or not handed:
+                return False
+            for call in handed:
+                assert isinstance(call.func, cst.Attribute)
+                inner = self.method_node(cls, call.func.attr.value)
+                position = next(i for i, a in enumerate(call.args) if m.matches(a.value, ref))
+                param = _positional_param(inner[0], position + 1) if inner else None
+                if param is None or not tested_only(inner[0], param, depth + 1):
+                    return False
+            return True
+
+        def flag(node: cst.FunctionDef, param: cst.Param) -> bool:
+            if param.default is not None:
+                return False
+            if param.annotation is not None:
+                return m.matches(param.annotation.annotation, m.Name("bool"))
+            return tested_only(node, param.name.value, 0)
+        return self._forward_params(cls, flag)
 
     def _indexes_at(self, cls: str, attr: str, position: int, depth: int) -> bool:
         """True when the repository layer held as ``self.<attr>`` indexes with its forward's
@@ -865,6 +929,18 @@ def _input_permutation(forward: cst.FunctionDef, name: str) -> tuple[int, ...] |
             return None
         order = tuple(order[d] for d in dims) if order else tuple(dims)
     return order
+
+
+def _positional_param(node: cst.FunctionDef, index: int) -> str | None:
+    """The name of the parameter ``node`` binds its ``index``-th positional argument to."""
+    params = [*node.params.posonly_params, *node.params.params]
+    return params[index].name.value if index < len(params) else None
+
+
+def _sized(inputs: list[InputSpec | None], size: tuple[int, int]) -> list[InputSpec | None]:
+    """``inputs`` with the height and width of each image-shaped tensor set to ``size``."""
+    return [replace(s, shape=(*s.shape[:-2], *size)) if s is not None and s.spatial == 2
+            else s for s in inputs]
 
 
 def _unpermuted(spec: InputSpec | None, order: tuple[int, ...] | None) -> InputSpec | None:

@@ -768,7 +768,7 @@ class CellTransformer(cst.CSTTransformer):
         self._functions.pop()
         self._scope.pop()
         self._narrowed.pop()
-        if self._classes and self._classes[-1] and updated_node.name.value == "forward":
+        if self._classes and self._classes[-1] and self._is_forward(updated_node.name.value):
             return updated_node.with_changes(name=cst.Name("construct"))
         if self._classes and self._classes[-1] and updated_node.name.value == "__getattr__":
             return _lookup_misses_are_attribute_errors(updated_node)
@@ -919,7 +919,7 @@ class CellTransformer(cst.CSTTransformer):
         self._functions.append(node.name.value)
         self._scope.append(node.name.value)
         self._narrowed.append(self._local_layers(node))
-        if self._classes and self._classes[-1] and node.name.value == "forward":
+        if self._classes and self._classes[-1] and self._is_forward(node.name.value):
             self._inputs = {p.name.value for p in [*node.params.posonly_params,
                                                    *node.params.params][1:]}
         return True
@@ -1234,7 +1234,14 @@ class CellTransformer(cst.CSTTransformer):
 
     def _in_forward(self) -> bool:
         return bool(self._classes and self._classes[-1] and self._functions
-                    and self._functions[-1] == "forward")
+                    and self._is_forward(self._functions[-1]))
+
+    def _is_forward(self, method: str) -> bool:
+        """True for the method of the enclosing Module class that calling it runs, which
+        becomes the Cell's ``construct``: ``forward``, or a ``__call__`` defined instead
+        (MindSpore's own ``Cell.__call__`` must run: it calls ``construct``)."""
+        return method == "forward" or (method == "__call__" and self.model.find_method(
+            self._class_names[-1], "forward") is None)
 
     def _run_by_forward(self) -> bool:
         """In a forward, or in a function the repository's call graph reaches from one

@@ -710,3 +710,111 @@ def test_a_norm_zero_initialised_through_an_index_builds_and_runs_in_both_modes(
                  "self.W[0].weight.set_data(", "self.W.weight.set_data(",
                  "self.heads[0].bias.set_data(", "self.heads[-1].gamma.set_data("):
         assert line in code, line
+
+
+SIZED_FOR_IMAGES = '''\
+import torch
+from torch import nn
+
+
+class PatchNet(nn.Module):
+    """A ViT-like stem: its position table holds one row per patch of an img_size image."""
+
+    def __init__(self, img_size=40, patch=8, dim=12):
+        super().__init__()
+        self.proj = nn.Conv2d(3, dim, patch, stride=patch)
+        self.pos = nn.Parameter(torch.zeros(1, (img_size // patch) ** 2, dim))
+
+    def forward(self, x):
+        x = self.proj(x).flatten(2).transpose(1, 2)
+        return x + self.pos
+
+
+class WindowBlock(nn.Module):
+    """A block built for the feature maps of one resolution (a window attention's)."""
+
+    def __init__(self, dim, resolution=(12, 20)):
+        super().__init__()
+        self.conv = nn.Conv2d(dim, dim, 3, padding=1)
+        self.bias = nn.Parameter(torch.zeros(1, dim, *resolution))
+
+    def forward(self, x):
+        return self.conv(x) + self.bias
+
+
+class Encoder(nn.Module):
+    """input_size is an LSTM's width here, not an image's."""
+
+    def __init__(self, input_size=10, hidden=6):
+        super().__init__()
+        self.rnn = nn.LSTM(input_size, hidden, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+'''
+
+
+def test_an_image_size_parameter_sizes_the_input(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # img_size=40 and resolution=(12, 20) are sizes none of the usual guesses has: the
+    # input is built to them and runs first time
+    _, cells = run_cells(tmp_path, {"sized.py": SIZED_FOR_IMAGES})
+    patch, window = cells["PatchNet"], cells["WindowBlock"]
+    assert (patch.status, patch.input_shape, patch.output_shape) == (
+        "pass", "(2, 3, 40, 40)", "(2, 25, 12)"), patch.error
+    assert (window.status, window.input_shape) == ("pass", "(2, 16, 12, 20)"), window.error
+    # an RNN's input_size stays its width: (batch, steps, 10)
+    assert (cells["Encoder"].status, cells["Encoder"].input_shape) == ("pass", "(2, 8, 10)")
+
+
+CALLED_LOSS = '''\
+import torch
+from torch import nn
+
+
+class GANLoss(nn.Module):
+    """A loss called as ``criterion(prediction, True)``: it defines __call__, not forward."""
+
+    def __init__(self, real_label=1.0, fake_label=0.0):
+        super().__init__()
+        self.register_buffer("real_label", torch.tensor(real_label))
+        self.register_buffer("fake_label", torch.tensor(fake_label))
+        self.loss = nn.MSELoss()
+
+    def get_target_tensor(self, prediction, target_is_real):
+        target = self.real_label if target_is_real else self.fake_label
+        return target.expand_as(prediction)
+
+    def __call__(self, prediction, target_is_real):
+        return self.loss(prediction, self.get_target_tensor(prediction, target_is_real))
+
+
+class Gate(nn.Module):
+    """Its second argument is a tensor that is also tested: not a flag."""
+
+    def __init__(self, width=6):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x, mask):
+        if mask is None:
+            return self.fc(x)
+        return self.fc(x) * mask
+'''
+
+
+def test_a_module_called_through_its_own_call_runs_it_as_construct(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # GANLoss's __call__ becomes the Cell's construct (MindSpore's Cell.__call__ must run
+    # it); target_is_real is only tested for truth, so it is given True, not a tensor
+    out, cells = run_cells(tmp_path, {"losses.py": CALLED_LOSS})
+    loss = cells["GANLoss"]
+    assert (loss.status, loss.graph, loss.input_shape, loss.output_shape) == (
+        "pass", "pass", "(2, 16), True", "()"), loss.error
+    code = (out / "losses.py").read_text()
+    assert "def construct(self, prediction, target_is_real):" in code
+    assert "def __call__" not in code
+    # a tensor compared with None is an input like any other
+    assert (cells["Gate"].status, cells["Gate"].input_shape) == ("pass", "(2, 6), (2, 6)")

@@ -1076,6 +1076,17 @@ class Plain(nn.Module):
         return self.conv(x)
 
 
+class Hooked(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.feature_info = model.feature_info
+        self.norm = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return self.norm(self.model(x))
+
+
 class Pyramid(nn.Module):
     def __init__(self, width=8):
         super().__init__()
@@ -1123,11 +1134,14 @@ class Features(nn.Module):
 def test_a_stand_in_network_has_what_a_helper_reads_from_it(
         tmp_path: Path, run_cells: CellRun) -> None:
     # ``_feature_names(model, ...)`` reads ``model.feature_info``: Plain, first in the
-    # file, has none; Pyramid does
+    # file, has none; Hooked has it but wraps a network it would need made up too;
+    # Pyramid has it
     _, cells = run_cells(tmp_path, {"features.py": FEATURE_WRAPPER})
     features = cells["Features"]
     assert (features.status, features.graph, features.synthesized) == (
         "pass", "pass", "model=Pyramid()")
+    # the wrapper itself wraps Pyramid
+    assert (cells["Hooked"].status, cells["Hooked"].synthesized) == ("pass", "model=Pyramid()")
     # a generic helper that calls its argument when it is callable says nothing of it:
     # ``dim`` is still a size, not a network
     widened = cells["Widened"]
