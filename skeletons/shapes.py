@@ -721,7 +721,8 @@ class Planner(ConstructorFinder):
                 inner = self.method_node(cls, call.func.attr.value)
                 position = next(i for i, a in enumerate(call.args) if m.matches(a.value, ref))
                 param = _positional_param(inner[0], position + 1) if inner else None
-                if param is None or not tested_only(inner[0], param, depth + 1):
+                if inner is None or param is None or not tested_only(inner[0], param,
+                                                                      depth + 1):
                     return False
             return True
 
