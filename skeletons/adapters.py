@@ -271,7 +271,11 @@ def torch_meshgrid(*tensors, indexing=None):
     ADD_MODULE: '''
 def torch_add_module(module, name, cell):
     """nn.Module.add_module: the layer is held under ``name``; on a SequentialCell it
-    also runs after the others (SequentialCell runs its ``cell_list``)."""
+    also runs after the others (SequentialCell runs its ``cell_list``), on a ModuleDict's
+    adapter it is one of its items."""
+    if getattr(module, "items_by_name", False):
+        module[name] = cell
+        return
     module.insert_child_to_cell(name, cell)
     if isinstance(module, nn.SequentialCell):
         module.cell_list = list(module._cells.values())
@@ -406,6 +410,8 @@ TorchLinear.__name__ = "Linear"
 class TorchModuleDict(nn.Cell):
     """torch.nn.ModuleDict as a Cell whose children are attributes: unlike nn.CellDict it
     may hold CellList / SequentialCell, and ``d.key`` works in GRAPH_MODE."""
+
+    items_by_name = True  # what add_module adds is one of its items
 
     def __init__(self, modules=None):
         super().__init__()

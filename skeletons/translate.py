@@ -1446,8 +1446,10 @@ class CellTransformer(cst.CSTTransformer):
         if self.model.find_method(self._class_names[-1], func.attr.value) is not None:
             return None
         if func.attr.value in ("add_module", "register_module") and len(call.args) == 2 \
-                and apis.inherits(self.model, self._class_names[-1], "torch.nn.Sequential"):
-            # a Sequential subclass adding to itself: the layer runs in order too
+                and any(apis.inherits(self.model, self._class_names[-1], container)
+                        for container in ("torch.nn.Sequential", "torch.nn.ModuleDict")):
+            # a Sequential subclass adding to itself: the layer runs in order too; a
+            # ModuleDict subclass: the layer is one of its items (``self.values()``)
             return cst.Call(cst.Name(adapters.ADD_MODULE), [cst.Arg(cst.Name("self")),
                                                              *call.args])
         return cell_method(func.value, func.attr.value, list(call.args))

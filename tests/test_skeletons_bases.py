@@ -363,6 +363,7 @@ class Stages(nn.ModuleDict):
         layers["down"] = nn.Conv2d(width, width, 3, stride=2, padding=1)
         self.update(layers)
         self["head"] = nn.Conv2d(width, 4, 1)
+        self.add_module("act", nn.ReLU())
 
     def forward(self, x):
         for name, layer in self.items():
@@ -373,7 +374,9 @@ class Stages(nn.ModuleDict):
 
 def test_a_module_dict_subclass_filled_by_update_runs_its_layers_in_order(
         tmp_path: Path, run_cells: CellRun) -> None:
-    _, cells = run_cells(tmp_path, {"stages.py": LAYER_DICT})
+    # what add_module adds is one of its items, run last (timm's MixedConv2d)
+    out, cells = run_cells(tmp_path, {"stages.py": LAYER_DICT})
+    assert "torch_add_module(self, \"act\", nn.ReLU())" in (out / "stages.py").read_text()
     cell = cells["Stages"]
     assert (cell.status, cell.graph, cell.input_shape, cell.output_shape) == (
         "pass", "pass", "(2, 3, 16, 16)", "(2, 4, 8, 8)")
