@@ -164,6 +164,9 @@ class Usage:
     # ``range(p.depth)``), for the fields no name tells
     sequence_fields: tuple[tuple[tuple[str, ...], int], ...] = ()
     number_fields: tuple[tuple[str, ...], ...] = ()
+    # assigned again (``kernel_sizes = to_ntuple(4)(kernel_sizes)``): what is indexed or
+    # read later may be that value, not the argument
+    rebound: bool = False
 
 
 @dataclass(slots=True)
@@ -762,11 +765,13 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                   *function.params.posonly_params]:
         if param.name.value == name and param.annotation is not None:
             annotation = _annotated_type(param.annotation.annotation)
+    rebound = bool(find_all(function.body, m.AssignTarget(m.Name(name))))
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
                  visitor.tested, tuple(visitor.item_fields), visitor.type_tested,
                  named and not mapping, a_name, mapping, tuple(visitor.choices),
-                 tuple(visitor.sequence_fields.items()), tuple(visitor.number_fields))
+                 tuple(visitor.sequence_fields.items()), tuple(visitor.number_fields),
+                 rebound)
 
 
 def _annotated_type(ann: cst.BaseExpression) -> str | None:
@@ -928,7 +933,8 @@ def merge(first: Usage, other: Usage) -> Usage:
                  first.a_name or other.a_name, first.mapping or other.mapping,
                  tuple(dict.fromkeys((*first.choices, *other.choices))),
                  tuple({**dict(other.sequence_fields), **dict(first.sequence_fields)}.items()),
-                 tuple(dict.fromkeys((*first.number_fields, *other.number_fields))))
+                 tuple(dict.fromkeys((*first.number_fields, *other.number_fields))),
+                 first.rebound or other.rebound)
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],
@@ -1083,7 +1089,8 @@ def _indexed_scalar(default: object, name: str,
     if usage_of is None or not isinstance(default, (int, float)) or isinstance(default, bool):
         return False
     used = usage_of(name)
-    return used.indexed and not (used.tested or used.type_tested or used.unpacked)
+    return used.indexed and not (used.tested or used.type_tested or used.unpacked
+                                 or used.rebound)
 
 
 def _needs_value(name: str, usage_of: Callable[[str], Usage] | None) -> bool:

@@ -178,17 +178,20 @@ def test_a_parameter_stored_on_self_and_measured_there_is_a_sequence() -> None:
 
 def test_a_number_default_the_constructor_indexes_is_replaced_by_a_sequence() -> None:
     # ``drop_path: float = 0.`` read as ``drop_path[i]``: the callers pass one rate per
-    # block, and the default cannot build the class; a default tested first stays
+    # block, and the default cannot build the class; a default tested first stays, and
+    # so does one made a sequence before it is indexed (``to_ntuple(4)(kernel_sizes)``)
     init = cst.parse_statement(
-        "def __init__(self, depth: int = 2, drop_path: float = 0., scale: float = 1.):\n"
+        "def __init__(self, depth: int = 2, drop_path: float = 0., scale: float = 1.,\n"
+        "             kernel_sizes: int = 7):\n"
+        "    kernel_sizes = to_ntuple(4)(kernel_sizes)\n"
         "    for i in range(depth):\n"
-        "        make(drop_path=drop_path[i])\n"
+        "        make(drop_path=drop_path[i], kernel_size=kernel_sizes[i])\n"
         "    if isinstance(scale, float):\n"
         "        scale = [scale] * depth\n"
         "    self.s = scale[0]\n")
     assert isinstance(init, cst.FunctionDef)
     got = arguments.resolve([("depth", 2, False), ("drop_path", 0.0, False),
-                             ("scale", 1.0, False)], [], {},
+                             ("scale", 1.0, False), ("kernel_sizes", 7, False)], [], {},
                             lambda name: arguments.usage(name, init))
     assert (got.kwargs, got.missing) == ({"drop_path": (0.0,) * 4}, [])
 
