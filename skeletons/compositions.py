@@ -49,6 +49,7 @@ COMPOSED = {
     "torch.nn.functional.batch_norm": "torch_batch_norm",
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.roll": "torch_roll",
+    "torch.unique": "torch_unique",
     "torch.nn.functional.fold": "torch_fold",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
@@ -75,7 +76,10 @@ NARROWER = {"torch.nn.functional.batch_norm": ("input", "running_mean", "running
 # torch APIs whose MindSpore form the table names but fails on these backends when called
 # with torch's arguments: the composition stands in there (``ops.fold``'s CPU kernel takes
 # the output size only as a tensor, never as torch's tuple of ints).
-NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"})}
+NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
+               # ``ops.unique`` returns (values, indices), the values not always sorted:
+               # ``len(torch.unique(x))`` would be 2 (timm's RegNet asserts its stages)
+               "torch.unique": frozenset({"cpu", "gpu"})}
 
 SOURCES = {
     "TorchWeightNorm": '''
@@ -399,6 +403,24 @@ def torch_fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1)
     size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
     return ops.fold(input, mindspore.tensor(size, mindspore.int32), kernel_size, dilation,
                     padding, stride)
+''',
+    "torch_unique": '''
+def torch_unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """torch.unique over the whole tensor: its distinct values in ascending order and, when
+    asked, where each element's value is among them and how often each occurs."""
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...): msready composes it for the whole tensor")
+    values, inverse = ops.unique(input.reshape(-1))
+    order = ops.argsort(values)
+    values = values[order]
+    inverse = ops.argsort(order)[inverse].astype(mindspore.int64)
+    out = [values]
+    if return_inverse:
+        out.append(inverse.reshape(input.shape))
+    if return_counts:
+        found = inverse[None, :] == ops.arange(values.shape[0], dtype=mindspore.int64)[:, None]
+        out.append(found.astype(mindspore.int64).sum(axis=1))
+    return out[0] if len(out) == 1 else tuple(out)
 ''',
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):

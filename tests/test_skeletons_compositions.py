@@ -263,6 +263,19 @@ def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     _same(composed["torch_roll"](Tensor(x), 4), torch.roll(torch.tensor(x), 4))
 
 
+def test_unique_gives_sorted_values_their_positions_and_counts(
+        composed: dict[str, Callable[..., Any]]) -> None:
+    # MindSpore's ops.unique returns (values, indices), the values in the order met
+    x = np.array([[3.0, 1.0, 3.0], [2.0, 1.0, 5.0]], dtype=np.float32)
+    _same(composed["torch_unique"](Tensor(x)), torch.unique(torch.tensor(x)))
+    values, inverse, counts = composed["torch_unique"](
+        Tensor(x), return_inverse=True, return_counts=True)
+    expected = torch.unique(torch.tensor(x), return_inverse=True, return_counts=True)
+    for got, want in zip((values, inverse, counts), expected, strict=True):
+        _same(got, want)
+    assert len(composed["torch_unique"](Tensor(np.array([8, 8, 16, 32])))) == 3
+
+
 @pytest.mark.parametrize("form, indexing", [
     ("list", "ij"), ("tuple", "xy"), ("separate", None), ("separate", "xy"), ("list", None),
     ("one", None), ("one in a list", "ij"),
@@ -348,6 +361,36 @@ def test_a_fold_runs_in_both_modes(tmp_path: Path, run_cells: CellRun) -> None:
            "stride=2)" in code
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 16, 16, 16)")
+
+
+STAGES = '''\
+import torch
+from torch import nn
+
+
+class Stages(nn.Module):
+    """One stage per distinct width, as RegNet counts them."""
+
+    def __init__(self, widths=(8, 8, 16, 16, 32)):
+        super().__init__()
+        distinct = torch.unique(torch.tensor(widths))
+        assert len(distinct) == 3
+        self.stages = nn.ModuleList(nn.Linear(4, 4) for _ in range(len(distinct)))
+
+    def forward(self, x):
+        for stage in self.stages:
+            x = stage(x)
+        return x
+'''
+
+
+def test_unique_in_a_constructor_counts_distinct_values(tmp_path: Path,
+                                                         run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"stages.py": STAGES})
+    assert "distinct = torch_unique(mindspore.tensor(widths))" in [
+        ln.strip() for ln in (out / "stages.py").read_text().splitlines()]
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 4)")
 
 
 WINDOWS = '''\
