@@ -454,25 +454,42 @@ class Planner(ConstructorFinder):
         if found is None or built is None or not _adds_its_input(*found[::2]):
             return None
         node, file, body = built
-        layers = [(call, name) for call in find_all(node.body, m.Call())
+        layers = [(call, widths) for call in find_all(node.body, m.Call())
                   if isinstance(call, cst.Call)
-                  for name in [apis.canonical(self.qualify(call.func, file) or "")]
-                  if name in _WIDTH_ARGS]
+                  for widths in [self._width_parameters(call, file)] if widths]
         if not layers:
             return None
-        first, first_name = layers[0]
-        param = _argument(first, first_name, 0)
+        first, first_names = layers[0]
+        param = _argument(first, first_names, 0)
         if not isinstance(param, cst.Name) or param.value not in synthesized:
             return None
         hook = self.call_hook(file)
         env = constants(body, {**self.environment(cls, kwargs), **self.class_constants(cls)},
                         hook)
         env = self_constants(body, env, hook)
-        last, last_name = layers[-1]
-        out = _argument(last, last_name, 1)
+        last, last_names = layers[-1]
+        out = _argument(last, last_names, 1)
         width = evaluate(out, env, self.call_hook(file)) if out is not None else UNKNOWN
         if type(width) is int and 0 < width != kwargs.get(param.value):
             return param.value, width
+        return None
+
+    def _width_parameters(self, call: cst.Call, file: FileResult) -> tuple[str, str] | None:
+        """The names of the input and output widths of the layer ``call`` builds: a torch
+        Conv or Linear's, or those of a repository layer whose first two parameters are
+        named for them (``ConvNormAct(in_chs, out_chs)``, ``ConvBN(in_planes,
+        out_planes)``)."""
+        name = self.qualify(call.func, file)
+        widths = _WIDTH_ARGS.get(apis.canonical(name or ""))
+        if widths is not None or name is None:
+            return widths
+        resolved = self.model.resolve(name, file.module)
+        if resolved is None or resolved.name not in self.model.module_classes:
+            return None
+        params = self._positional_names(resolved.name)[:2]
+        if len(params) == 2 and _IN_WIDTH.fullmatch(params[0]) and \
+                _OUT_WIDTH.fullmatch(params[1]):
+            return params[0], params[1]
         return None
 
     def _smaller(self, cls: str, plan: Plan) -> Variant | None:
@@ -877,9 +894,18 @@ _WIDTH_ARGS = {f"torch.nn.{layer}": names for layer, names in (
     ("Linear", ("in_features", "out_features")))}
 
 
-def _argument(call: cst.Call, torch_name: str, position: int) -> cst.BaseExpression | None:
-    """The expression a torch layer call gives for its width argument at ``position``."""
-    keyword = _WIDTH_ARGS[torch_name][position]
+# The first two parameters of a repository layer that takes an input and an output width.
+_IN_WIDTH = re.compile(r"(in|inp|input)_?(chs|channels|planes|features|dim|ch|c)|inplanes|"
+                       r"dim_in|c_?in|nin", re.IGNORECASE)
+_OUT_WIDTH = re.compile(r"(out|oup|output)_?(chs|channels|planes|features|dim|ch|c)|"
+                        r"outplanes|planes|dim_out|c_?out|nout", re.IGNORECASE)
+
+
+def _argument(call: cst.Call, names: tuple[str, str], position: int
+              ) -> cst.BaseExpression | None:
+    """The expression a layer call gives for its width argument at ``position`` (0: in,
+    1: out), by position or by its keyword in ``names``."""
+    keyword = names[position]
     for i, arg in enumerate(call.args):
         if arg.star:
             return None

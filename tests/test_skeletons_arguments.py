@@ -2009,6 +2009,31 @@ class Bottleneck(nn.Module):
         return self.relu(x)
 
 
+class ConvBN(nn.Module):
+    def __init__(self, in_chs, out_chs, kernel_size=1):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, padding=kernel_size // 2)
+        self.bn = nn.BatchNorm2d(out_chs)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class WrappedBottleneck(nn.Module):
+    """The same block built from a repository conv wrapper named for its widths."""
+
+    expansion = 4
+
+    def __init__(self, inplanes, planes):
+        super().__init__()
+        self.conv1 = ConvBN(inplanes, planes)
+        self.conv2 = ConvBN(planes, planes, kernel_size=3)
+        self.conv3 = ConvBN(planes, out_chs=planes * self.expansion)
+
+    def forward(self, x):
+        return self.conv3(self.conv2(self.conv1(x))) + x
+
+
 class Widen(nn.Module):
     def __init__(self, in_dim, out_dim):
         super().__init__()
@@ -2039,6 +2064,8 @@ def test_a_block_adding_its_input_to_its_output_gets_as_many_channels_in_as_out(
                                                       "(2, 64, 16, 16)")
     assert (block.status, block.graph, block.output_shape) == ("pass", "pass",
                                                                "(2, 64, 16, 16)")
+    wrapped = cells["WrappedBottleneck"]
+    assert (wrapped.synthesized, wrapped.status) == ("inplanes=64, planes=16", "pass")
     # no addition of the input: the widths stay as made up
     assert cells["Widen"].synthesized == "in_dim=16, out_dim=16"
     # widths that already agree are left alone
