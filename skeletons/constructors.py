@@ -379,7 +379,7 @@ class ConstructorFinder:
         for i, arg in enumerate(rc.call.args):
             if arg.star or not arg.text.replace(".", "").isidentifier():
                 continue
-            param = arg.keyword or _positional(self.function_node(function), i)
+            param = arg.keyword or positional_name(self.function_node(function), i)
             if param is None:
                 continue
             for handed in self._classes_named(arg.text, rc):
@@ -1035,7 +1035,7 @@ class ConstructorFinder:
         for i, arg in enumerate(call.args):
             if not m.matches(arg.value, m.Name(name)) or arg.star:
                 continue
-            inner = arg.keyword.value if arg.keyword else _positional(found, i + 1)
+            inner = arg.keyword.value if arg.keyword else positional_name(found, i + 1)
             if inner is not None and inner not in bound_names(found[0].body):
                 got = arguments.merge(got, arguments.usage(inner, found[0]))
         return got
@@ -1052,7 +1052,7 @@ class ConstructorFinder:
         for i, arg in enumerate(call.args):
             if not m.matches(arg.value, m.Name(name)) or arg.star:
                 continue
-            inner = arg.keyword.value if arg.keyword else _positional(found, i)
+            inner = arg.keyword.value if arg.keyword else positional_name(found, i)
             if inner is not None and inner not in bound_names(found[0].body):
                 read = tuple(chain for chain in arguments.usage(inner, found[0]).fields
                              if chain[0] not in MODULE_API)  # not ``module.parameters()``
@@ -1174,7 +1174,8 @@ def _parameter_names(node: cst.FunctionDef) -> set[str]:
     return names
 
 
-def _positional(found: tuple[cst.FunctionDef, FileResult] | None, index: int) -> str | None:
+def positional_name(found: tuple[cst.FunctionDef, FileResult] | None, index: int
+                    ) -> str | None:
     """The name of the parameter a function binds its ``index``-th positional argument to."""
     if found is None:
         return None

@@ -19,7 +19,7 @@ import libcst.matchers as m
 from msready.analyzer.facts import FileResult
 from msready.analyzer.syntax import find_all
 from msready.skeletons import apis, arguments, example_calls
-from msready.skeletons.constructors import SUPER_INIT, ConstructorFinder
+from msready.skeletons.constructors import SUPER_INIT, ConstructorFinder, positional_name
 from msready.skeletons.inputs import (
     FLAG,
     INDEX,
@@ -583,10 +583,9 @@ class Planner(ConstructorFinder):
         def as_lists(inputs: list[InputSpec | None]) -> list[InputSpec | None]:
             if len(inputs) != len(required):
                 return inputs
-            return [INDEX if n in indexes else FLAG if n in flags else replace(
-                s, listed=lengths[n])
-                    if s is not None and n in listed else s
-                    for n, s in zip(required, inputs, strict=True)]
+            return [INDEX if n in indexes else FLAG if n in flags
+                    else replace(s, listed=lengths[n]) if s is not None and n in listed
+                    else s for n, s in zip(required, inputs, strict=True)]
         return as_lists(first), [as_lists(a) for a in alternatives], guessed
 
     def _as_dictionaries(self, cls: str, kwargs: dict[str, object], required: list[str],
@@ -737,7 +736,7 @@ class Planner(ConstructorFinder):
                 assert isinstance(call.func, cst.Attribute)
                 inner = self.method_node(cls, call.func.attr.value)
                 position = next(i for i, a in enumerate(call.args) if m.matches(a.value, ref))
-                param = _positional_param(inner[0], position + 1) if inner else None
+                param = positional_name(inner, position + 1)  # after ``self``
                 if inner is None or param is None or not tested_only(inner[0], param,
                                                                       depth + 1):
                     return False
@@ -956,12 +955,6 @@ def _input_permutation(forward: cst.FunctionDef, name: str) -> tuple[int, ...] |
             return None
         order = tuple(order[d] for d in dims) if order else tuple(dims)
     return order
-
-
-def _positional_param(node: cst.FunctionDef, index: int) -> str | None:
-    """The name of the parameter ``node`` binds its ``index``-th positional argument to."""
-    params = [*node.params.posonly_params, *node.params.params]
-    return params[index].name.value if index < len(params) else None
 
 
 def _sized(inputs: list[InputSpec | None], size: tuple[int, int]) -> list[InputSpec | None]:
