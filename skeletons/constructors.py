@@ -1027,8 +1027,7 @@ class ConstructorFinder:
         """How the method of ``cls`` that ``call`` (``self.<method>(...)``) runs uses the
         parameter ``name`` is passed to, as its constructor would."""
         assert isinstance(call.func, cst.Attribute)
-        qualname = self.model.find_method(cls, call.func.attr.value)
-        found = self.function_node(qualname) if qualname else None
+        found = self.method_node(cls, call.func.attr.value)
         got = arguments.Usage()
         if found is None:
             return got
