@@ -770,6 +770,13 @@ class CellTransformer(cst.CSTTransformer):
         self._narrowed.pop()
         if self._classes and self._classes[-1] and self._is_forward(updated_node.name.value):
             return updated_node.with_changes(name=cst.Name("construct"))
+        if self._classes and self._classes[-1] and updated_node.name.value == "__init__" and \
+                apis.inherits(self.model, self._class_names[-1], "torch.nn.Sequential") and \
+                find_all(original_node.body, m.Assign(targets=[m.AssignTarget(m.Attribute(
+                    value=m.Name("self")))], value=m.Call())):
+            # ``self.conv1 = ConvNormAct(...)`` in a Sequential subclass: torch runs every
+            # Module it holds, in the order it was set; a SequentialCell runs its cell_list
+            return _then(updated_node, "self.cell_list = list(self._cells.values())")
         if self._classes and self._classes[-1] and updated_node.name.value == "__getattr__":
             return _lookup_misses_are_attribute_errors(updated_node)
         return updated_node
@@ -1665,6 +1672,13 @@ def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, bac
     module = parsed.module.visit(transformer)
     return FileTranslation(module.code, transformer.cells, transformer.all_todos,
                            list(transformer.dropped))
+
+
+def _then(function: cst.FunctionDef, line: str) -> cst.FunctionDef:
+    """``function`` with the statement ``line`` added at the end of its body."""
+    body = cst.ensure_type(function.body, cst.IndentedBlock)
+    return function.with_changes(body=body.with_changes(
+        body=[*body.body, cst.parse_statement(line)]))
 
 
 def _lookup_misses_are_attribute_errors(method: cst.FunctionDef) -> cst.FunctionDef:

@@ -382,6 +382,32 @@ def test_a_module_dict_subclass_filled_by_update_runs_its_layers_in_order(
         "pass", "pass", "(2, 3, 16, 16)", "(2, 4, 8, 8)")
 
 
+STEM = '''\
+from torch import nn
+
+
+class Stem(nn.Sequential):
+    """Its layers are attributes; torch's Sequential runs them in the order they were set."""
+
+    def __init__(self, in_chs=3, out_chs=8):
+        super().__init__()
+        self.stride = 4
+        self.conv1 = nn.Conv2d(in_chs, out_chs // 2, 3, stride=2, padding=1)
+        self.act = nn.ReLU()
+        self.conv2 = nn.Conv2d(out_chs // 2, out_chs, 3, stride=2, padding=1)
+'''
+
+
+def test_a_sequential_subclass_runs_the_layers_set_as_its_attributes(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"stem.py": STEM})
+    assert "        self.cell_list = list(self._cells.values())" in \
+        (out / "stem.py").read_text().splitlines()
+    stem = cells["Stem"]
+    assert (stem.status, stem.graph, stem.input_shape, stem.output_shape) == (
+        "pass", "pass", "(2, 3, 16, 16)", "(2, 8, 4, 4)"), stem.error
+
+
 SEQUENTIAL_AFTER_A_HEAD = '''\
 import torch.nn as nn
 
