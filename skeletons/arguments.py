@@ -1150,7 +1150,10 @@ def shrunk(kwargs: dict[str, object], given: Iterable[str],
     for name in given:
         value = kwargs.get(name)
         if type(value) is int and value > LARGE:
-            guess = synthesize(name, usage_of(name))
+            used = usage_of(name)
+            guess = synthesize(name, used)
+            if used.rebound and type(guess) is not int:
+                guess = by_name(name)  # ``img_size = to_2tuple(img_size)``: one size given
             if type(guess) is int and 0 < guess < value:
                 small[name] = guess
         elif isinstance(value, tuple) and value:

@@ -1981,6 +1981,14 @@ def test_only_sizes_above_the_threshold_are_made_small() -> None:
     small = arguments.shrunk({"dim": 64, "num_heads": 12, "in_chs": (768, 32)},
                              ["dim", "num_heads", "in_chs"], lambda name: arguments.Usage())
     assert small == {"in_chs": (48, 32)}  # 16, widened for the 12 heads
+    # an image size the constructor makes a pair of (``img_size = to_2tuple(img_size)``)
+    # and then indexes is still one size, made small as one
+    init = cst.parse_statement("def __init__(self, img_size=224):\n"
+                               "    img_size = to_2tuple(img_size)\n"
+                               "    self.grid = (img_size[0] // 16, img_size[1] // 16)\n")
+    assert isinstance(init, cst.FunctionDef)
+    assert arguments.shrunk({"img_size": 224}, ["img_size"],
+                            lambda name: arguments.usage(name, init)) == {"img_size": 32}
 
 
 BOTTLENECK = '''\
