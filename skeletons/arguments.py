@@ -1066,12 +1066,15 @@ _DIVISORS = re.compile(r"(dim_?head|head_?dim|head_size|num_heads|n_?heads?|head
 
 def _width(values: dict[str, object]) -> int:
     """The synthesized width: :data:`WIDTH`, or the least multiple of it that the class's
-    own head and group sizes divide (``dim_head=32`` -> 32), at most 128."""
+    own head and group sizes divide (``dim_head=32`` -> 32; ``num_heads=(6, 12)``, one per
+    stage, -> 48), at most 128."""
     width = WIDTH
     for name, value in values.items():
-        if _DIVISORS.fullmatch(name) and isinstance(value, int) and not isinstance(value, bool) \
-                and 0 < value <= 128:
-            width = math.lcm(width, value)
+        if not _DIVISORS.fullmatch(name):
+            continue
+        for one in value if isinstance(value, tuple) else (value,):  # one per stage
+            if type(one) is int and 0 < one <= 128:
+                width = math.lcm(width, one)
     return width if width <= 128 else WIDTH
 
 

@@ -201,6 +201,10 @@ def test_a_synthesized_width_is_divisible_by_the_classs_own_head_size() -> None:
     params = [("dim", None, True), ("dim_head", 32, False), ("groups", 8, False)]
     got = arguments.resolve(params, [], {}, lambda name: arguments.Usage())
     assert got.synthesized == {"dim": 32}
+    # head counts given per stage: every one divides it
+    params = [("dims", None, True), ("num_heads", (6, 12, 12), False)]
+    got = arguments.resolve(params, [], {}, lambda name: arguments.Usage(indexed=True))
+    assert got.synthesized == {"dims": (48,) * 4}
     # past 128 the plain width is kept
     params = [("dim", None, True), ("head_dim", 120, False)]
     got = arguments.resolve(params, [], {}, lambda name: arguments.Usage())
