@@ -1016,6 +1016,36 @@ def test_a_stored_parameter_is_used_as_the_other_methods_use_it() -> None:
     assert used.called and used.tested
 
 
+BUILT_BY_A_METHOD = '''\
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, cfg, blocks):
+        super().__init__()
+        self._build(cfg, blocks)
+
+    def _build(self, cfg, blocks):
+        self.convs = nn.ModuleList(
+            nn.Conv2d(cfg.channels, cfg.channels, 3, padding=1) for _ in range(len(blocks)))
+
+    def forward(self, x):
+        for conv in self.convs:
+            x = conv(x)
+        return x
+'''
+
+
+def test_a_parameter_handed_to_the_classs_own_method_is_made_up_as_that_method_uses_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self._build(cfg, blocks)`` reads ``cfg.channels`` and measures ``blocks``: a
+    # configuration with a width and a sequence, not two numbers
+    _, cells = run_cells(tmp_path, {"head.py": BUILT_BY_A_METHOD})
+    head = cells["Head"]
+    assert (head.status, head.synthesized) == (
+        "pass", "cfg={channels=16}, blocks=(1, 1, 1, 1)"), head.error
+
+
 WRAPPED_NETWORK = '''\
 import torch
 from torch import nn
