@@ -69,6 +69,10 @@ def generated_line(exc: BaseException, root: str) -> str:
 SPATIAL_SIZES = {1: (32, 64, 128, 256, 28, 16), 2: (16, 28, 32, 64, 96, 224, 8), 3: (4, 8, 16, 32)}
 
 
+# The Python value a forward argument that is no tensor is given, by its spec's dtype.
+PYTHON_VALUES = {"index": 0, "flag": True}
+
+
 def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> list[Any]:
     """The inputs described by a job (seeded, so the torch side builds the same ones);
     ``size`` replaces the spatial dimensions."""
@@ -78,8 +82,8 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
         if spec is None:
             out.append(None)
             continue
-        if spec["dtype"] in ("index", "flag"):
-            out.append(0 if spec["dtype"] == "index" else True)
+        if spec["dtype"] in PYTHON_VALUES:  # an index or a flag: a Python value
+            out.append(PYTHON_VALUES[spec["dtype"]])
             continue
         shape = tuple(spec["shape"])
         spatial = int(spec.get("spatial", 0))

@@ -1027,16 +1027,9 @@ class ConstructorFinder:
         """How the method of ``cls`` that ``call`` (``self.<method>(...)``) runs uses the
         parameter ``name`` is passed to, as its constructor would."""
         assert isinstance(call.func, cst.Attribute)
-        found = self.method_node(cls, call.func.attr.value)
         got = arguments.Usage()
-        if found is None:
-            return got
-        for i, arg in enumerate(call.args):
-            if not m.matches(arg.value, m.Name(name)) or arg.star:
-                continue
-            inner = arg.keyword.value if arg.keyword else positional_name(found, i + 1)
-            if inner is not None and inner not in bound_names(found[0].body):
-                got = arguments.merge(got, arguments.usage(inner, found[0]))
+        for used in _handed(self.method_node(cls, call.func.attr.value), call, name, 1):
+            got = arguments.merge(got, used)
         return got
 
     def _function_usage(self, function: str, call: cst.Call, name: str) -> arguments.Usage:
@@ -1044,18 +1037,11 @@ class ConstructorFinder:
         ``name`` to. Only those: a generic helper (``default(val, d)`` calling ``d`` when it
         is callable) says nothing of what the argument is, nor does a method every Module
         has (``freeze(module)`` reading ``module.parameters()``)."""
-        found = self.function_node(function)
-        if found is None:
-            return arguments.Usage()
         got = arguments.Usage()
-        for i, arg in enumerate(call.args):
-            if not m.matches(arg.value, m.Name(name)) or arg.star:
-                continue
-            inner = arg.keyword.value if arg.keyword else positional_name(found, i)
-            if inner is not None and inner not in bound_names(found[0].body):
-                read = tuple(chain for chain in arguments.usage(inner, found[0]).fields
-                             if chain[0] not in MODULE_API)  # not ``module.parameters()``
-                got = arguments.merge(got, arguments.Usage(fields=read))
+        for used in _handed(self.function_node(function), call, name, 0):
+            read = tuple(chain for chain in used.fields
+                         if chain[0] not in MODULE_API)  # not ``module.parameters()``
+            got = arguments.merge(got, arguments.Usage(fields=read))
         return got
 
     def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:
@@ -1171,6 +1157,19 @@ def _parameter_names(node: cst.FunctionDef) -> set[str]:
         if isinstance(star, cst.Param):
             names.add(star.name.value)
     return names
+
+
+def _handed(found: tuple[cst.FunctionDef, FileResult] | None, call: cst.Call, name: str,
+            skipped: int) -> Iterator[arguments.Usage]:
+    """How the function ``found`` uses each parameter ``call`` binds the name ``name`` to
+    (``skipped``: the leading parameters the call does not pass, ``self`` of a method); a
+    parameter the function assigns again says nothing."""
+    for i, arg in enumerate(call.args):
+        if found is None or arg.star or not m.matches(arg.value, m.Name(name)):
+            continue
+        inner = arg.keyword.value if arg.keyword else positional_name(found, i + skipped)
+        if inner is not None and inner not in bound_names(found[0].body):
+            yield arguments.usage(inner, found[0])
 
 
 def positional_name(found: tuple[cst.FunctionDef, FileResult] | None, index: int
