@@ -86,6 +86,8 @@ _OBJECT_NAMES = re.compile(
     r"(backbone|model|net|network|module|encoder|decoder|head|block|layer|fn|func|"
     r"function|callback|loss|criterion|optimizer|tokenizer|transform|act_layer|norm_layer|"
     r"activation|act|norm|teacher|student|base|wrapped|inner|body|trunk)", re.IGNORECASE)
+# The types an asserted ``isinstance`` names when it requires a sequence.
+_SEQUENCE_TYPES = frozenset({"list", "tuple", "List", "Tuple", "Sequence", "MutableSequence"})
 # Sequences of one size per spatial axis: a pair (height, width) when synthesized.
 _PAIR_NAMES = re.compile(r"(resolution|size|shape|grid|window)s?$", re.IGNORECASE)
 
@@ -471,6 +473,20 @@ class _UsageVisitor(cst.CSTVisitor):
         self._sequence(node.iter)
         return True
 
+    def visit_Assert(self, node: cst.Assert) -> bool:
+        # ``assert isinstance(p, (list, tuple))``: a requirement, not a choice between kinds
+        test = node.test
+        if m.matches(test, m.Call(func=m.Name("isinstance"),
+                                  args=[m.Arg(m.Name(self.name)), m.Arg()])):
+            assert isinstance(test, cst.Call)
+            kinds = test.args[1].value
+            named = [_last_name(e.value) for e in kinds.elements] if isinstance(
+                kinds, cst.Tuple) else [_last_name(kinds)]
+            if named and all(n in _SEQUENCE_TYPES for n in named):
+                self.indexed = True
+                return False
+        return True
+
     def visit_Call(self, node: cst.Call) -> bool:
         if m.matches(node.func, m.Name(self.name)):
             self.called = True
@@ -489,6 +505,13 @@ class _UsageVisitor(cst.CSTVisitor):
             for arg in node.args:
                 self._number(arg.value)
         return True
+
+
+def _last_name(node: cst.BaseExpression) -> str | None:
+    """``Sequence`` of ``collections.abc.Sequence`` or of ``Sequence``."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else None
 
 
 def compared_strings(node: cst.Comparison,

@@ -337,8 +337,10 @@ class ConstructorFinder:
 
     def _sites(self, cls: str) -> Iterator[dict[str, object]]:
         """Literal arguments at every place the repository instantiates ``cls``."""
-        sig = self._signature(cls, "__init__")
-        names = [n for n, _, _ in sig[0]] if sig else []
+        # a positional argument binds a positional parameter only: one that a keyword-only
+        # constructor gets (detectron2's ``@configurable`` ``Head(cfg, input_shape)``) goes
+        # to the decorator, not to the first keyword-only parameter
+        names = self._positional_names(cls)
         for rc in self.instantiations(cls):
             values: dict[str, object] = {}
             env: dict[str, object] | None = None
@@ -986,12 +988,18 @@ class ConstructorFinder:
             # constructor's own later lines included
             for method in self._methods(cls):
                 got = arguments.merge(got, arguments.attribute_usage(aliases, method))
-        if depth >= 4 or name in bound_names(node.body):
-            # rebound (``norm_layer = get_norm(norm_layer)``): what the constructor hands
-            # on is no longer the parameter, so how others use it says nothing of it
+        if depth >= 4:
             return got
-        for call in find_all(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)),
-                                                      m.ZeroOrMore()])):
+        handing = m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(name)), m.ZeroOrMore()])
+        if name in bound_names(node.body):
+            # rebound (``sizes = _broadcast_params(sizes, n)``): only the call computing
+            # the new value is handed the parameter; what later calls get is not it
+            first = next(iter(find_all(node.body, m.Assign(targets=[
+                m.ZeroOrMore(), m.AssignTarget(m.Name(name)), m.ZeroOrMore()]))), None)
+            calls = find_all(first.value, handing) if isinstance(first, cst.Assign) else []
+        else:
+            calls = find_all(node.body, handing)
+        for call in calls:
             assert isinstance(call, cst.Call)
             if m.matches(call.func, m.Attribute(value=m.Name("self"))):
                 # ``self._init_head(cfg, input_shape)``: the class's own method reads it
@@ -1041,7 +1049,12 @@ class ConstructorFinder:
         for used in _handed(self.function_node(function), call, name, 0):
             read = tuple(chain for chain in used.fields
                          if chain[0] not in MODULE_API)  # not ``module.parameters()``
-            got = arguments.merge(got, arguments.Usage(fields=read))
+            # A helper that indexes what it is given and never asks what kind it is
+            # (``_broadcast_params(sizes)`` reading ``sizes[0]``) needs a sequence.
+            sequence = used.indexed and not used.type_tested
+            got = arguments.merge(got, arguments.Usage(
+                fields=read, indexed=sequence, length=used.length if sequence else 0,
+                unpacked=used.unpacked if sequence else 0))
         return got
 
     def environment(self, cls: str, kwargs: dict[str, object]) -> dict[str, object]:

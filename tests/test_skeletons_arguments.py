@@ -1046,6 +1046,65 @@ def test_a_parameter_handed_to_the_classs_own_method_is_made_up_as_that_method_u
         "pass", "cfg={channels=16}, blocks=(1, 1, 1, 1)"), head.error
 
 
+BROADCAST_BY_A_HELPER = '''\
+import collections.abc
+import functools
+
+import torch
+from torch import nn
+
+
+def _per_level(params, levels):
+    assert isinstance(params, collections.abc.Sequence), "a list, one per level"
+    if not isinstance(params[0], collections.abc.Sequence):
+        return [params] * levels
+    return params
+
+
+def _bases(sizes):
+    return [torch.tensor(s, dtype=torch.float32) for s in sizes]
+
+
+def from_numbers(init):
+    # built from one size and the strides, as detectron2's ``@configurable`` builds
+    # a class from a configuration: the positional arguments go to the decorator
+    @functools.wraps(init)
+    def wrapped(self, *args, **kwargs):
+        if args:
+            kwargs = {"sizes": [args[0]], "strides": args[1]}
+        init(self, **kwargs)
+    return wrapped
+
+
+class Anchors(nn.Module):
+    @from_numbers
+    def __init__(self, *, sizes, strides):
+        super().__init__()
+        self.strides = strides
+        sizes = _per_level(sizes, len(strides))
+        self.bases = _bases(sizes)
+
+    def forward(self, features):
+        return [b.sum() * f.shape[-1] for b, f in zip(self.bases, features)]
+
+
+def build():
+    return Anchors(32, [4, 8])
+'''
+
+
+def test_a_parameter_a_helper_indexes_is_made_up_as_a_sequence(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``sizes = _per_level(sizes, ...)`` hands the argument to a helper that asserts it is
+    # a sequence and reads ``params[0]``: a tuple, not the number 16. ``Anchors(32, [4, 8])``
+    # gives no value: its arguments are positional and go to the decorator, the
+    # constructor's parameters are keyword-only.
+    _, cells = run_cells(tmp_path, {"anchors.py": BROADCAST_BY_A_HELPER})
+    anchors = cells["Anchors"]
+    assert (anchors.status, anchors.synthesized) == (
+        "pass", "sizes=(16, 16), strides=(16, 16, 16, 16)"), anchors.error
+
+
 WRAPPED_NETWORK = '''\
 import torch
 from torch import nn
