@@ -700,7 +700,10 @@ class ConstructorFinder:
 
     def config_for(self, cls: str, param: str) -> ConfigValue | None:
         """A configuration object for a constructor parameter read as ``param.<field>``:
-        the repository class whose field defaults cover every field read."""
+        the repository class whose field defaults cover every field read. A field read
+        whose default is None and whose name says it is a size (``ShapeSpec``'s
+        ``channels=None``, read as ``input_shape.channels``) is given one: the record's
+        keyword arguments are then the values msready made up."""
         found = self.method_node(cls, "__init__")
         if found is None:
             return None
@@ -712,7 +715,9 @@ class ConstructorFinder:
                 continue
             fields = dict(self.config_fields(candidate) or [])
             if needed <= set(fields) and all(fields[n] is not UNKNOWN for n in needed):
-                return self._config(candidate, {})
+                sizes = {n: arguments.by_name(n) for n in sorted(needed) if fields[n] is None}
+                return self._config(candidate, {n: v for n, v in sizes.items()
+                                                if arguments.is_size(v)})
         return None
 
     def constructor(self, cls: str) -> tuple[dict[str, object], str | None]:
@@ -750,6 +755,9 @@ class ConstructorFinder:
                    if required}
         resolved = arguments.resolve(params, list(self._sites(cls)), configs,
                                      lambda name: self.param_usage(owner[name], name))
+        for name, config in configs.items():
+            if config is not None and config.kwargs and resolved.kwargs.get(name) is config:
+                resolved.synthesized[name] = config  # sizes made up for its None fields
         for name in [*resolved.missing, *(n for n, v in resolved.synthesized.items()
                                           if v == arguments.KEEP_SHAPE)]:
             block = self.annotated_class(owner[name], name)

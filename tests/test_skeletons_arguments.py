@@ -1105,6 +1105,41 @@ def test_a_parameter_a_helper_indexes_is_made_up_as_a_sequence(
         "pass", "sizes=(16, 16), strides=(16, 16, 16, 16)"), anchors.error
 
 
+RECORD_WITH_NONE_SIZES = '''\
+from dataclasses import dataclass
+from typing import Optional
+
+from torch import nn
+
+
+@dataclass
+class Shape:
+    channels: Optional[int] = None
+    height: Optional[int] = None
+    width: Optional[int] = None
+
+
+class FlatHead(nn.Module):
+    def __init__(self, input_shape, num_classes=3):
+        super().__init__()
+        self.reduce = nn.Conv2d(input_shape.channels, 8, kernel_size=1)
+        self.fc = nn.Linear(8 * input_shape.height * input_shape.width, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.reduce(x).flatten(1))
+'''
+
+
+def test_a_record_whose_size_fields_default_to_none_is_given_sizes(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``Shape()`` has every field the head reads, each None: the head would compute
+    # ``8 * None * None``. The sizes are made up by name and said so.
+    _, cells = run_cells(tmp_path, {"head.py": RECORD_WITH_NONE_SIZES})
+    head = cells["FlatHead"]
+    assert (head.status, head.synthesized) == (
+        "pass", "input_shape={channels=16, height=32, width=32}"), head.error
+
+
 WRAPPED_NETWORK = '''\
 import torch
 from torch import nn
