@@ -269,6 +269,82 @@ class ConstructorFinder:
             self._networks.discard(cls)
         return found[min(found)] if found else None
 
+    def stand_in_factory(self, cls: str, param: str, depth: int = 0) -> ConfigValue | None:
+        """A repository Module class for a parameter the constructor calls to build a
+        layer (``self.stem = stem_class(3, width, norm, act)``, ``conv_layer(in_chs,
+        out_chs, 1, stride=stride)``) when nothing gives it: a class named for what the
+        parameter is named for (``stem`` of ``stem_class``, ``conv`` of ``conv_layer``)
+        whose constructor takes every such call, the classes defined in or imported into
+        the constructor's file first. A parameter handed on to another class's
+        constructor (``AnyStage(w_in, w_out, block_class)``, ``super().__init__(...)``) is
+        a factory if it is one there. None when the constructor keeps the parameter
+        (``self.net = net``: a built network) or no class fits."""
+        found = self.method_node(cls, "__init__")
+        if found is None or arguments.stored_as(param, found[0]) or depth > 3:
+            return None
+        node, file = found
+        calls = [c for c in find_all(node.body, m.Call(func=m.Name(param)))
+                 if isinstance(c, cst.Call)]
+        words = [w for w in param.lower().split("_") if w and w not in _FACTORY_WORDS]
+        if not words:
+            return None
+        if not calls:
+            for inner, name in self._handed_on(cls, param):
+                factory = self.stand_in_factory(inner, name, depth + 1)
+                if factory is not None:
+                    return factory
+            return None
+        near = {r.name for r in (self.model.resolve(t, file.module)
+                                 for t in file.bindings.values()) if r is not None}
+        module = cls.rpartition(".")[0]
+        package = module.rpartition(".")[0]
+        related = set(self.model.mro(cls))
+
+        def rank(candidate: str) -> tuple[int, str]:
+            where = candidate.rpartition(".")[0]
+            return (0 if where == module or candidate in near else
+                    1 if where.startswith(package + ".") else 2, candidate)
+
+        for candidate in sorted(self.model.module_classes, key=rank):
+            short = candidate.rpartition(".")[2].lower()
+            if not any(w in short for w in words) or candidate in related or \
+                    cls in self.model.mro(candidate) or self.model.forward_of(candidate) is None:
+                continue
+            built = self.method_node(candidate, "__init__")
+            if built is not None and all(_takes(built[0], call) for call in calls):
+                where, _, name = candidate.rpartition(".")
+                return ConfigValue(where, name, (), is_class=True)
+        return None
+
+    def _handed_on(self, cls: str, param: str) -> Iterator[tuple[str, str]]:
+        """The repository classes (and their parameters) ``cls``'s constructor hands its
+        parameter ``param`` to, its base's constructor included."""
+        found = self.method_node(cls, "__init__")
+        if found is None:
+            return
+        node, file = found
+        for call in find_all(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(param)),
+                                                      m.ZeroOrMore()])):
+            assert isinstance(call, cst.Call)
+            if m.matches(call.func, m.Attribute(value=m.Call(func=m.Name("super")),
+                                                attr=m.Name("__init__"))):
+                bases = [b for b in self.model.mro(cls)[1:] if b in self.model.module_classes]
+                inner = bases[0] if bases else None
+            else:
+                target = self.qualify(call.func, file)
+                resolved = self.model.resolve(target, file.module) if target else None
+                inner = resolved.name if resolved is not None and resolved.kind == "class" \
+                    and resolved.name in self.model.module_classes else None
+            if inner is None:
+                continue
+            names = self._positional_names(inner)
+            for i, arg in enumerate(call.args):
+                if m.matches(arg.value, m.Name(param)) and not arg.star:
+                    name = arg.keyword.value if arg.keyword else (
+                        names[i] if i < len(names) else None)
+                    if name is not None:
+                        yield inner, name
+
     def _is_network(self, value: object) -> bool:
         """True for a repository Module made up as an argument (a stand-in network)."""
         return isinstance(value, ConfigValue) and \
@@ -769,6 +845,11 @@ class ConstructorFinder:
             if self._holds_layer(owner[name], name):
                 resolved.kwargs[name] = resolved.synthesized[name] = arguments.KEEP_SHAPE_LAYER
         for name in list(resolved.missing):
+            factory = self.stand_in_factory(owner[name], name)
+            if factory is not None:  # ``stem_class(3, width, ...)``: a repository class
+                resolved.kwargs[name] = resolved.synthesized[name] = factory
+                resolved.missing.remove(name)
+        for name in list(resolved.missing):
             keyed = self._output_names(owner[name], name, {
                 n: v for n, v in resolved.synthesized.items() if owner[n] == owner[name]})
             names = resolved.kwargs[keyed] if keyed is not None else None
@@ -1191,6 +1272,30 @@ def _handed(found: tuple[cst.FunctionDef, FileResult] | None, call: cst.Call, na
         inner = arg.keyword.value if arg.keyword else positional_name(found, i + skipped)
         if inner is not None and inner not in bound_names(found[0].body):
             yield arguments.usage(inner, found[0])
+
+
+# The words of a factory parameter's name that say it is a factory, not what it builds.
+_FACTORY_WORDS = frozenset({"class", "cls", "layer", "type", "fn", "func", "builder",
+                            "factory", "module", "maker", "make", "create", "build"})
+
+
+def _takes(init: cst.FunctionDef, call: cst.Call) -> bool:
+    """True when a constructor ``init`` can be called as ``call`` is (its positional
+    arguments and keywords; what ``*args`` or ``**kwargs`` unpack is not counted)."""
+    params = init.params
+    positional = [*params.posonly_params, *params.params][1:]
+    given = sum(a.keyword is None and not a.star for a in call.args)
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    names = {p.name.value for p in [*positional, *params.kwonly_params]}
+    many = isinstance(params.star_arg, cst.Param)
+    if given > len(positional) and not many:
+        return False
+    if not any(a.star == "*" for a in call.args) and any(
+            p.default is None and p.name.value not in keywords for p in positional[given:]):
+        return False
+    if any(p.default is None and p.name.value not in keywords for p in params.kwonly_params):
+        return False
+    return keywords <= names or params.star_kwarg is not None
 
 
 def positional_name(found: tuple[cst.FunctionDef, FileResult] | None, index: int

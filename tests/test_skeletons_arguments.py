@@ -1140,6 +1140,57 @@ def test_a_record_whose_size_fields_default_to_none_is_given_sizes(
         "pass", "input_shape={channels=16, height=32, width=32}"), head.error
 
 
+BUILT_BY_A_FACTORY = '''\
+from torch import nn
+
+
+class PlainStem(nn.Module):
+    def __init__(self, w_in, w_out, norm):
+        super().__init__()
+        self.conv = nn.Conv2d(w_in, w_out, 3, stride=2, padding=1)
+        self.norm = nn.BatchNorm2d(w_out) if norm == "BN" else nn.Identity()
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Decoder(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class Body(nn.Module):
+    def __init__(self, stem_class, width):
+        super().__init__()
+        self.stem = stem_class(3, width, "BN")
+        self.head = nn.Conv2d(width, width, 1)
+
+    def forward(self, x):
+        return self.head(self.stem(x))
+
+
+class Net(Body):
+    def __init__(self, *, stem_class, width):
+        super().__init__(stem_class=stem_class, width=width)
+'''
+
+
+def test_a_parameter_the_constructor_calls_to_build_a_layer_is_a_repository_class(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``stem_class(3, width, "BN")`` builds a layer: the class standing in is one named for
+    # a stem whose constructor takes that call, not a built network (``Decoder`` has a
+    # forward too, but is not a stem). ``Net`` hands the parameter to its base.
+    _, cells = run_cells(tmp_path, {"body.py": BUILT_BY_A_FACTORY})
+    for name in ("Body", "Net"):
+        cell = cells[name]
+        assert (cell.status, cell.synthesized) == (
+            "pass", "stem_class=PlainStem, width=32"), (name, cell.error)
+
+
 WRAPPED_NETWORK = '''\
 import torch
 from torch import nn
