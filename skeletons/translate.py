@@ -230,6 +230,9 @@ class CellTransformer(cst.CSTTransformer):
         self._inputs: set[str] = set()  # the parameters of the forward being translated
         self._targets: set[cst.Attribute] = set()  # ``x.attr = ...``: stays an attribute
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
+        # per function: locals only ever bound to a newly built Module (``stage =
+        # AnyStage(...)``), whose Module methods (``stage.children()``) are the Cell's
+        self._module_locals: list[set[str]] = []
         self.cells: list[str] = []
         self.all_todos: list[Todo] = []
         self.dropped: dict[str, None] = {}  # side libraries whose imports were dropped
@@ -768,6 +771,7 @@ class CellTransformer(cst.CSTTransformer):
         self._functions.pop()
         self._scope.pop()
         self._narrowed.pop()
+        self._module_locals.pop()
         if self._classes and self._classes[-1] and self._is_forward(updated_node.name.value):
             return updated_node.with_changes(name=cst.Name("construct"))
         if self._classes and self._classes[-1] and updated_node.name.value == "__init__" and \
@@ -926,6 +930,7 @@ class CellTransformer(cst.CSTTransformer):
         self._functions.append(node.name.value)
         self._scope.append(node.name.value)
         self._narrowed.append(self._local_layers(node))
+        self._module_locals.append(self._local_modules(node))
         if self._classes and self._classes[-1] and self._is_forward(node.name.value):
             self._inputs = {p.name.value for p in [*node.params.posonly_params,
                                                    *node.params.params][1:]}
@@ -946,6 +951,25 @@ class CellTransformer(cst.CSTTransformer):
             if name is not None and is_torch(name):
                 layers[target.value] = apis.canonical(name)
         return {k: (v,) for k, v in layers.items() if bound[k] == 1}
+
+    def _local_modules(self, function: cst.FunctionDef) -> set[str]:
+        """Local names every assignment binds to a new Module: a torch layer or a
+        repository Module class built there (``stage = AnyStage(...)``)."""
+        built: dict[str, bool] = {}
+        for assign in find_all(function.body, m.Assign(targets=[m.AssignTarget(m.Name())])):
+            assert isinstance(assign, cst.Assign)
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Name)
+            name = self.qualify(assign.value.func) if isinstance(assign.value, cst.Call) \
+                else None
+            resolved = self.model.resolve(name, self.file.module) if name else None
+            module = name is not None and (
+                (is_torch(name) and apis.canonical(name).startswith("torch.nn.")
+                 and name.rsplit(".", 1)[-1][:1].isupper())
+                or (resolved is not None and resolved.kind == "class"
+                    and resolved.name in self.model.module_classes))
+            built[target.value] = built.get(target.value, True) and module
+        return {name for name, module in built.items() if module}
 
     def _named_tuple(self, node: cst.BaseExpression) -> bool:
         """True for a call returning torch's ``(values, indices)`` named tuple."""
@@ -1434,6 +1458,11 @@ class CellTransformer(cst.CSTTransformer):
             args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
                                    comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
             return cst.Call(cst.Name(adapters.ADD_MODULE), [cst.Arg(func.value), *args])
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+                func.attr.value in MODULE_METHODS and self._module_locals and \
+                func.value.value in self._module_locals[-1]:
+            # ``stage.children()`` on a Module the function built
+            return cell_method(func.value, func.attr.value, list(call.args))
         if not self._class_names or not self._classes[-1]:
             return None
         if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")))):

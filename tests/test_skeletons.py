@@ -818,3 +818,46 @@ def test_a_module_called_through_its_own_call_runs_it_as_construct(
     assert "def __call__" not in code
     # a tensor compared with None is an input like any other
     assert (cells["Gate"].status, cells["Gate"].input_shape) == ("pass", "(2, 6), (2, 6)")
+
+
+STAGES = '''\
+import torch.nn as nn
+
+
+class Stage(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        for i in range(depth):
+            self.add_module(f"b{i}", nn.Conv2d(width, width, 3, padding=1))
+
+    def forward(self, x):
+        for block in self.children():
+            x = block(x)
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self, width=8, depths=(1, 2)):
+        super().__init__()
+        self.stages = nn.ModuleList()
+        self.blocks = []
+        for depth in depths:
+            stage = Stage(width, depth)
+            self.blocks.append(len(list(stage.children())))
+            self.stages.append(stage)
+
+    def forward(self, x):
+        for stage in self.stages:
+            x = stage(x)
+        return x
+'''
+
+
+def test_module_methods_of_a_module_the_function_built_are_the_cells(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # ``stage`` is only ever a new ``Stage``: its ``children()`` are MindSpore's cells()
+    out, cells = run_cells(tmp_path, {"stages.py": STAGES})
+    code = [ln.strip() for ln in (out / "stages.py").read_text().splitlines()]
+    assert "self.blocks.append(len(list(stage.cells())))" in code
+    assert (cells["Net"].pynative, cells["Net"].graph) == ("pass", "pass"), cells["Net"].error
