@@ -357,10 +357,12 @@ def constants(body: Sequence[cst.BaseStatement],
                     small.targets[0].target, cst.Name):
                 value = _held(small.value, out, call)
                 name = small.targets[0].target.value
-                if value is not UNKNOWN and not (isinstance(value, DictValue)
-                                                 and name in changed):
+                # a dictionary or list the block changes in place (``stages = []`` and
+                # ``stages.append(blocks)`` in a loop) is not the value it starts as
+                changing = isinstance(value, (DictValue, tuple)) and name in changed
+                if value is not UNKNOWN and not changing:
                     out[name] = value
-                elif forget or isinstance(value, DictValue):
+                elif forget or changing:
                     out.pop(name, None)
             elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
                     target := small.targets[0].target, cst.Subscript) and isinstance(
@@ -411,14 +413,15 @@ def _branch(stmt: cst.If, env: dict[str, object], call: CallHook | None
     return chosen.body
 
 
-# The methods that change a dictionary in place.
-_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
+# The methods that change a dictionary or a list in place.
+_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__",
+                       "append", "extend", "insert", "remove", "reverse", "sort"})
 
 
 def _mutated(body: Sequence[cst.BaseStatement]) -> set[str]:
     """Names a block changes in place (``cfg['block'] = ...``, ``cfg.update(...)``,
-    ``del cfg['x']``), anywhere in it: a dictionary built from constants there is not one
-    value for the whole block."""
+    ``del cfg['x']``, ``stages.append(stage)``), anywhere in it: a dictionary or list
+    built from constants there is not one value for the whole block."""
     names: set[str] = set()
     for stmt in body:
         # ``cfg['x'] = v`` on a line of its own is applied in order (see ``constants``)

@@ -1191,6 +1191,39 @@ def test_a_parameter_the_constructor_calls_to_build_a_layer_is_a_repository_clas
             "pass", "stem_class=PlainStem, width=32"), (name, cell.error)
 
 
+FILLED_BY_APPENDS = '''\
+from torch import nn
+
+
+class Chain(nn.Module):
+    def __init__(self, widths):
+        super().__init__()
+        assert len(widths) > 0, "at least one layer"
+        self.layers = nn.ModuleList(nn.Linear(w, w) for w in widths)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def build(depth):
+    widths = []
+    for _ in range(depth):
+        widths.append(8)
+    return Chain(widths)
+'''
+
+
+def test_a_list_filled_after_it_is_written_is_not_its_literal(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``widths = []`` is filled by the loop: at ``Chain(widths)`` it is not the empty list
+    _, cells = run_cells(tmp_path, {"chain.py": FILLED_BY_APPENDS})
+    chain = cells["Chain"]
+    assert (chain.status, chain.synthesized) == (
+        "pass", "widths=(16, 16, 16, 16)"), chain.error
+
+
 WRAPPED_NETWORK = '''\
 import torch
 from torch import nn
