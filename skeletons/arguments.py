@@ -474,8 +474,13 @@ class _UsageVisitor(cst.CSTVisitor):
         return True
 
     def visit_Assert(self, node: cst.Assert) -> bool:
-        # ``assert isinstance(p, (list, tuple))``: a requirement, not a choice between kinds
+        # ``assert opt is not None``: a value is required, None is not expected
         test = node.test
+        if m.matches(test, m.Name(self.name) | m.Comparison(
+                left=m.Name(self.name), comparisons=[m.ComparisonTarget(m.IsNot(),
+                                                                        m.Name("None"))])):
+            return False
+        # ``assert isinstance(p, (list, tuple))``: a requirement, not a choice between kinds
         if m.matches(test, m.Call(func=m.Name("isinstance"),
                                   args=[m.Arg(m.Name(self.name)), m.Arg()])):
             assert isinstance(test, cst.Call)

@@ -869,10 +869,30 @@ class ConstructorFinder:
         for name, value in resolved.synthesized.items():  # ``cfg.MODEL.X`` as set in code
             resolved.synthesized[name] = self.config_tree.fill(value)
             resolved.kwargs[name] = self.config_tree.fill(resolved.kwargs.get(name, value))
+            if name in ARGS_NAMES:  # ``opt.netD``: what the repository's parsers declare
+                resolved.synthesized[name] = self._declared(cls, resolved.synthesized[name])
+                resolved.kwargs[name] = self._declared(cls, resolved.kwargs[name])
         order = {name: i for i, (name, _, _) in enumerate(params)}
         resolved.synthesized = dict(sorted(resolved.synthesized.items(),
                                            key=lambda kv: order.get(kv[0], len(order))))
         return resolved
+
+    def _declared(self, cls: str, value: object) -> object:
+        """A made-up options namespace (``opt``, ``args``) with the fields it has no value
+        for (None, not a made-up number) set to the defaults the repository's argument
+        parsers declare for them: ``opt.netD`` is ``'basic'``, as
+        ``parser.add_argument('--netD', default='basic')`` says, wherever that parser is."""
+        file = self.file_of(cls)
+        if not isinstance(value, ConfigValue) or (value.module, value.name) != \
+                arguments.NAMESPACE or file is None:
+            return value
+        declared = self.argparse(file)
+
+        def given(items: tuple[tuple[str, object], ...]) -> tuple[tuple[str, object], ...]:
+            return tuple((k, declared[k] if v is None and declared.get(k) is not None else v)
+                         for k, v in items)
+
+        return replace(value, fields=given(value.fields), kwargs=given(value.kwargs))
 
     @property
     def config_tree(self) -> ConfigTree:

@@ -1224,6 +1224,48 @@ def test_a_list_filled_after_it_is_written_is_not_its_literal(
         "pass", "widths=(16, 16, 16, 16)"), chain.error
 
 
+OPTIONS_DECLARED_ELSEWHERE = {
+    "options.py": '''\
+import argparse
+
+
+class Options:
+    def initialize(self, parser: argparse.ArgumentParser):
+        parser.add_argument("--netD", type=str, default="basic", help="discriminator kind")
+        parser.add_argument("--ndf", type=int, default=64)
+        return parser
+''',
+    "critic.py": '''\
+from torch import nn
+
+
+class Critic(nn.Module):
+    def __init__(self, in_ch, opt=None):
+        super().__init__()
+        assert opt is not None
+        self.opt = opt
+        width = self.opt.ndf
+        stride = 1 if "patch" in self.opt.netD else 2
+        self.body = nn.Conv2d(in_ch, width, 3, stride=stride, padding=1)
+
+    def forward(self, x):
+        return self.body(x)
+''',
+}
+
+
+def test_an_options_object_asserted_given_takes_the_defaults_the_parsers_declare(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``assert opt is not None`` requires it, although its default is None. The made-up
+    # ``opt`` has the fields the constructor reads; ``netD``, a string msready has no
+    # guess for, is the default a parser of the repository declares for it (the width
+    # ``ndf`` stays made up small).
+    _, cells = run_cells(tmp_path, OPTIONS_DECLARED_ELSEWHERE)
+    critic = cells["Critic"]
+    assert (critic.status, critic.synthesized) == (
+        "pass", "in_ch=16, opt={ndf=16, netD='basic'}"), critic.error
+
+
 WRAPPED_NETWORK = '''\
 import torch
 from torch import nn
@@ -2989,3 +3031,16 @@ def test_a_config_read_field_by_field_gets_the_values_the_repositorys_defaults_s
     assert head.synthesized == ("cfg={MODEL={HEAD={CHANNELS=(8, 12), NORM='BN', "
                                 "STAGE={KERNEL=3, DILATION=1}, CONV_DIM=16}}}")
     assert (head.pynative, head.graph, head.output_shape) == ("pass", "pass", "(2, 16, 16, 16)")
+
+
+def test_asserting_a_parameter_is_given_is_no_test_for_none() -> None:
+    init = cst.parse_statement(
+        "def __init__(self, opt=None, size=None):\n"
+        "    assert opt is not None\n"
+        "    assert isinstance(size, (list, tuple))\n"
+        "    self.n = opt.n + len(size)\n")
+    assert isinstance(init, cst.FunctionDef)
+    opt = arguments.usage("opt", init)
+    assert (opt.tested, opt.fields) == (False, (("n",),))
+    size = arguments.usage("size", init)  # required to be a sequence, not one of two kinds
+    assert (size.tested, size.type_tested, size.indexed) == (False, False, True)
