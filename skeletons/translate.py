@@ -1181,7 +1181,7 @@ class CellTransformer(cst.CSTTransformer):
         if indexed is not None:  # ``self.W[1].weight``: a layer of a Sequential / ModuleList
             return self._indexed_parameter(indexed, original, updated)
         if not m.matches(original, m.Attribute(value=m.Attribute(value=m.Name("self")))):
-            return updated
+            return self._chained_parameter(original, updated)
         owner = original.value
         assert isinstance(owner, cst.Attribute)
         cls = self._class_names[-1]
@@ -1200,6 +1200,35 @@ class CellTransformer(cst.CSTTransformer):
             if original.attr.value in renames:
                 return updated.with_changes(attr=cst.Name(renames[original.attr.value]))
         return updated
+
+    def _chained_parameter(self, original: cst.Attribute,
+                           updated: cst.Attribute) -> cst.BaseExpression:
+        """``self.visual.attnpool.c_proj.in_features`` -> ``...c_proj.in_channels``: an
+        attribute of a torch layer held by a repository Module the class holds, followed
+        attribute by attribute through the classes each one may hold; renamed when every
+        torch layer at the end renames it alike."""
+        names: list[str] = []
+        inner: cst.BaseExpression = original.value
+        while isinstance(inner, cst.Attribute):
+            names.append(inner.attr.value)
+            inner = inner.value
+        if not m.matches(inner, m.Name("self")) or len(names) < 2:
+            return updated
+        owners = {self._class_names[-1]}
+        layers: set[str] = set()
+        for depth, name in enumerate(reversed(names)):
+            found = [t for owner in owners if owner in self.model.classes
+                     for t in self.model.attribute_classes(owner, name)]
+            last = depth == len(names) - 1
+            owners = {t.name for t in found if t.kind == "class"}
+            layers = {apis.canonical(t.name) for t in found
+                      if last and t.kind == "external" and is_torch(t.name)}
+            if not found or (not last and not owners):
+                return updated
+        renamed = {_attribute_renames(layer, self.backend).get(original.attr.value)
+                   for layer in layers}
+        new = renamed.pop() if len(renamed) == 1 and not owners else None
+        return updated.with_changes(attr=cst.Name(new)) if new else updated
 
     def _indexed_parameter(self, indexed: tuple[str, int], original: cst.Attribute,
                            updated: cst.Attribute) -> cst.BaseExpression:

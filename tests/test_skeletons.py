@@ -861,3 +861,49 @@ def test_module_methods_of_a_module_the_function_built_are_the_cells(
     code = [ln.strip() for ln in (out / "stages.py").read_text().splitlines()]
     assert "self.blocks.append(len(list(stage.cells())))" in code
     assert (cells["Net"].pynative, cells["Net"].graph) == ("pass", "pass"), cells["Net"].error
+
+
+HELD_CHAIN = '''\
+import torch.nn as nn
+
+
+class Pool(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.c_proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.c_proj(x)
+
+
+class Tower(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.attnpool = Pool(width)
+
+    def forward(self, x):
+        return self.attnpool(x)
+
+
+class Model(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.visual = Tower(width)
+        std = self.visual.attnpool.c_proj.in_features ** -0.5
+        nn.init.normal_(self.visual.attnpool.c_proj.weight, std=std)
+
+    def forward(self, x):
+        return self.visual(x)
+'''
+
+
+def test_an_attribute_of_a_layer_held_two_modules_down_has_mindspores_name(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # ``self.visual.attnpool.c_proj`` is a Linear held by a Pool held by a Tower: its
+    # ``in_features`` is the Dense's ``in_channels``
+    out, cells = run_cells(tmp_path, {"model.py": HELD_CHAIN})
+    code = [ln.strip() for ln in (out / "model.py").read_text().splitlines()]
+    assert "std = self.visual.attnpool.c_proj.in_channels ** -0.5" in code
+    assert (cells["Model"].pynative, cells["Model"].graph) == ("pass", "pass"), \
+        cells["Model"].error
