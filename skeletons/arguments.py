@@ -350,6 +350,9 @@ class _UsageVisitor(cst.CSTVisitor):
         self.choices: list[str] = []
         self.sequence_fields: dict[tuple[str, ...], int] = {}
         self.number_fields: list[tuple[str, ...]] = []
+        # the assertions among the function's own statements, under no condition: what
+        # they require of the parameter is always required
+        self.requirements: set[cst.Assert] = set()
 
     def _is_self(self, node: cst.BaseExpression) -> bool:
         return m.matches(node, m.Name(self.name))
@@ -474,6 +477,8 @@ class _UsageVisitor(cst.CSTVisitor):
         return True
 
     def visit_Assert(self, node: cst.Assert) -> bool:
+        if node not in self.requirements:
+            return True  # an assertion under a condition requires nothing always
         # ``assert opt is not None``: a value is required, None is not expected
         test = node.test
         if m.matches(test, m.Name(self.name) | m.Comparison(
@@ -780,6 +785,10 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
     """How ``name`` (a parameter of ``function``) is used in the function body."""
     visitor = _UsageVisitor(name)
     visitor.aliases |= stored_as(name, function)
+    visitor.requirements = {small for stmt in (
+        function.body.body if isinstance(function.body, cst.IndentedBlock) else ())
+        if isinstance(stmt, cst.SimpleStatementLine)
+        for small in stmt.body if isinstance(small, cst.Assert)}
     for loop in find_all(function.body, m.For(iter=m.Name(name), target=m.Name())
                           | m.CompFor(iter=m.Name(name), target=m.Name())):
         assert isinstance(loop, (cst.For, cst.CompFor)) and isinstance(loop.target, cst.Name)

@@ -3044,3 +3044,11 @@ def test_asserting_a_parameter_is_given_is_no_test_for_none() -> None:
     assert (opt.tested, opt.fields) == (False, (("n",),))
     size = arguments.usage("size", init)  # required to be a sequence, not one of two kinds
     assert (size.tested, size.type_tested, size.indexed) == (False, False, True)
+    # under a condition, an assertion requires nothing always: None is expected
+    init = cst.parse_statement(
+        "def __init__(self, qk_norm=False, norm_layer=None):\n"
+        "    if qk_norm:\n"
+        "        assert norm_layer is not None\n"
+        "    self.norm = norm_layer(8) if qk_norm else None\n")
+    assert isinstance(init, cst.FunctionDef)
+    assert arguments.usage("norm_layer", init).tested
