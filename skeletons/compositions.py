@@ -48,6 +48,7 @@ COMPOSED = {
     "torch.nn.functional.layer_norm": "torch_layer_norm",
     "torch.nn.functional.batch_norm": "torch_batch_norm",
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
+    "torch.nn.functional.multi_head_attention_forward": "torch_multi_head_attention_forward",
     "torch.roll": "torch_roll",
     "torch.unique": "torch_unique",
     "torch.nn.functional.fold": "torch_fold",
@@ -267,6 +268,75 @@ def torch_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
     if dropout_p > 0.0:
         weights = ops.dropout(weights, p=dropout_p)
     return ops.matmul(weights, value)
+''',
+    "torch_multi_head_attention_forward": '''
+def torch_multi_head_attention_forward(
+        query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+        bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+        training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+        use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+        v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+        is_causal=False):
+    """torch.nn.functional.multi_head_attention_forward on (length, batch, width) inputs:
+    the query, key and value projected (one packed weight, or three with
+    ``use_separate_proj_weight``), split into heads, softmax(q k^T / sqrt(head width) +
+    masks) v, the heads joined and projected out; with ``need_weights``, the attention
+    weights too (averaged over the heads by default). A boolean mask hides where it is
+    True, as torch's does. Learned key/value biases, zero attention and static keys are
+    not composed."""
+    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None \
+            or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: msready composes it "
+                                  "without bias_k / bias_v, add_zero_attn or static keys")
+    batched = query.ndim == 3
+    if not batched:
+        query, key, value = query[:, None], key[:, None], value[:, None]
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask[None]
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    head_dim = embed_dim // num_heads
+    if use_separate_proj_weight:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+    else:
+        w_q, w_k, w_v = ops.split(in_proj_weight, embed_dim, 0)
+    b_q = b_k = b_v = None
+    if in_proj_bias is not None:
+        b_q, b_k, b_v = ops.split(in_proj_bias, embed_dim, 0)
+    q = ops.dense(query, w_q, b_q)
+    k = ops.dense(key, w_k, b_k)
+    v = ops.dense(value, w_v, b_v)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).swapaxes(0, 1)
+    k = k.reshape(src_len, bsz * num_heads, head_dim).swapaxes(0, 1)
+    v = v.reshape(src_len, bsz * num_heads, head_dim).swapaxes(0, 1)
+    scores = ops.matmul(q, k.swapaxes(-2, -1)) * head_dim ** -0.5
+    if is_causal and attn_mask is None:
+        keep = ops.tril(ops.ones((tgt_len, src_len), mindspore.int32)) > 0
+        scores = scores.masked_fill(ops.logical_not(keep), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == mindspore.bool_:
+            scores = scores.masked_fill(attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    if key_padding_mask is not None:
+        hidden = key_padding_mask.reshape(bsz, 1, 1, src_len)
+        if hidden.dtype != mindspore.bool_:
+            hidden = hidden != 0
+        scores = scores.reshape(bsz, num_heads, tgt_len, src_len).masked_fill(
+            hidden, float("-inf")).reshape(bsz * num_heads, tgt_len, src_len)
+    weights = ops.softmax(scores, axis=-1)
+    if training and dropout_p > 0.0:
+        weights = ops.dropout(weights, p=dropout_p)
+    out = ops.matmul(weights, v).swapaxes(0, 1).reshape(tgt_len, bsz, embed_dim)
+    out = ops.dense(out, out_proj_weight, out_proj_bias)
+    if not batched:
+        out = out[:, 0]
+    if not need_weights:
+        return out, None
+    weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+    if average_attn_weights:
+        weights = weights.mean(axis=1)
+    return out, weights if batched else weights[0]
 ''',
     "torch_conv_transpose2d": '''
 def torch_conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
