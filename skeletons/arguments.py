@@ -28,7 +28,15 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.syntax import code, find_all, read_with
-from msready.skeletons.values import UNKNOWN, CallValue, ConfigValue, DictValue, evaluate, truth
+from msready.skeletons.values import (
+    UNKNOWN,
+    CallValue,
+    ConfigValue,
+    DictValue,
+    ListValue,
+    evaluate,
+    truth,
+)
 
 __all__ = ["NAMES", "UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve",
            "synthesize"]
@@ -86,6 +94,8 @@ _OBJECT_NAMES = re.compile(
     r"(backbone|model|net|network|module|encoder|decoder|head|block|layer|fn|func|"
     r"function|callback|loss|criterion|optimizer|tokenizer|transform|act_layer|norm_layer|"
     r"activation|act|norm|teacher|student|base|wrapped|inner|body|trunk)", re.IGNORECASE)
+# torch's containers built from a list of layers.
+_LAYER_CONTAINERS = frozenset({"ModuleList", "Sequential"})
 # The types an asserted ``isinstance`` names when it requires a sequence.
 _SEQUENCE_TYPES = frozenset({"list", "tuple", "List", "Tuple", "Sequence", "MutableSequence"})
 # Sequences of one size per spatial axis: a pair (height, width) when synthesized.
@@ -169,6 +179,9 @@ class Usage:
     # assigned again (``kernel_sizes = to_ntuple(4)(kernel_sizes)``): what is indexed or
     # read later may be that value, not the argument
     rebound: bool = False
+    # handed whole to a torch container of layers (``nn.ModuleList(p)``,
+    # ``nn.Sequential(*p)``): a list of layers
+    layers: bool = False
 
 
 @dataclass(slots=True)
@@ -285,6 +298,9 @@ def synthesize(name: str, usage: Usage) -> object:
         return KEEP_SHAPE
     if usage.called or usage.stored or _OBJECT_NAMES.fullmatch(name):
         return UNKNOWN
+    if usage.layers and not (usage.indexed or usage.fields):
+        # ``nn.ModuleList(layers)``: no layer msready could make up is the repository's
+        return ListValue(())
     if usage.fields:
         return _namespace(_fields_tree(usage))
     if usage.keys:
@@ -353,6 +369,7 @@ class _UsageVisitor(cst.CSTVisitor):
         # the assertions among the function's own statements, under no condition: what
         # they require of the parameter is always required
         self.requirements: set[cst.Assert] = set()
+        self.layers = False
 
     def _is_self(self, node: cst.BaseExpression) -> bool:
         return m.matches(node, m.Name(self.name))
@@ -500,6 +517,10 @@ class _UsageVisitor(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> bool:
         if m.matches(node.func, m.Name(self.name)):
             self.called = True
+        callee = node.func.attr.value if isinstance(node.func, cst.Attribute) else \
+            node.func.value if isinstance(node.func, cst.Name) else None
+        if callee in _LAYER_CONTAINERS and any(self._is_self(a.value) for a in node.args):
+            self.layers = True
         if m.matches(node, m.Call(func=m.Name("isinstance"), args=[m.Arg(m.Name(self.name)),
                                                                    m.ZeroOrMore()])):
             self.type_tested = True  # more than one kind is expected
@@ -808,7 +829,7 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                  visitor.tested, tuple(visitor.item_fields), visitor.type_tested,
                  named and not mapping, a_name, mapping, tuple(visitor.choices),
                  tuple(visitor.sequence_fields.items()), tuple(visitor.number_fields),
-                 rebound)
+                 rebound, visitor.layers)
 
 
 def _annotated_type(ann: cst.BaseExpression) -> str | None:
@@ -971,7 +992,7 @@ def merge(first: Usage, other: Usage) -> Usage:
                  tuple(dict.fromkeys((*first.choices, *other.choices))),
                  tuple({**dict(other.sequence_fields), **dict(first.sequence_fields)}.items()),
                  tuple(dict.fromkeys((*first.number_fields, *other.number_fields))),
-                 first.rebound or other.rebound)
+                 first.rebound or other.rebound, first.layers or other.layers)
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],

@@ -1266,6 +1266,31 @@ def test_an_options_object_asserted_given_takes_the_defaults_the_parsers_declare
         "pass", "in_ch=16, opt={ndf=16, netD='basic'}"), critic.error
 
 
+A_CHAIN_OF_GIVEN_LAYERS = '''\
+from torch import nn
+
+
+class Flow(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.chain = nn.ModuleList(layers)
+
+    def forward(self, x, logp=None):
+        for layer in self.chain:
+            x, logp = layer(x, logp)
+        return x
+'''
+
+
+def test_layers_handed_to_a_module_list_are_made_up_as_an_empty_list(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # no layer msready could make up is one the repository chains: the Cell runs its own
+    # code over none, and says so (not ``layers=16``, which ModuleList cannot take)
+    _, cells = run_cells(tmp_path, {"flow.py": A_CHAIN_OF_GIVEN_LAYERS})
+    flow = cells["Flow"]
+    assert (flow.status, flow.synthesized) == ("pass", "layers=()"), flow.error
+
+
 WRAPPED_NETWORK = '''\
 import torch
 from torch import nn
