@@ -154,6 +154,15 @@ class ConstructorFinder:
         """The methods a repository class defines in its own body."""
         return [s for s in self._class_body(cls) if isinstance(s, cst.FunctionDef)]
 
+    def _run_methods(self, cls: str) -> list[cst.FunctionDef]:
+        """The methods an instance of a repository class runs under each name: its own,
+        then those it inherits from its repository bases."""
+        found: dict[str, cst.FunctionDef] = {}
+        for klass in self.model.mro(cls):
+            for method in self._methods(klass):
+                found.setdefault(method.name.value, method)
+        return list(found.values())
+
     def instance_attributes(self, cls: str) -> set[str]:
         """What an instance of a repository class has: class-level names, properties and
         methods, and the ``self.<name>`` its constructors assign, over its bases."""
@@ -1094,8 +1103,9 @@ class ConstructorFinder:
         aliases = arguments.stored_as(name, node)
         if aliases and name not in bound_names(node.body):
             # ``self.opt = opt``: what the methods read from ``self.opt``, the
-            # constructor's own later lines included
-            for method in self._methods(cls):
+            # constructor's own later lines included, and those the class inherits
+            # (a subclass that only adds a forward runs its base's constructor)
+            for method in self._run_methods(cls):
                 got = arguments.merge(got, arguments.attribute_usage(aliases, method))
         if depth >= 4:
             return got

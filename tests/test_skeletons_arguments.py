@@ -1291,6 +1291,40 @@ def test_layers_handed_to_a_module_list_are_made_up_as_an_empty_list(
     assert (flow.status, flow.synthesized) == ("pass", "layers=()"), flow.error
 
 
+READ_BY_THE_BASE = '''\
+from torch import nn
+
+
+class Critic(nn.Module):
+    def __init__(self, in_ch, opt):
+        super().__init__()
+        self.opt = opt
+        self.body = nn.Conv2d(in_ch, self.opt.width, 3, padding=1)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class TiledCritic(Critic):
+    def forward(self, x):
+        size = self.opt.patch_size
+        b, c, h, w = x.shape
+        tiles = x.reshape(b, c, h // size, size, w // size, size)
+        tiles = tiles.permute(0, 2, 4, 1, 3, 5).reshape(-1, c, size, size)
+        return super().forward(tiles)
+'''
+
+
+def test_a_subclass_reads_a_stored_parameter_as_its_base_does(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``TiledCritic`` runs ``Critic.__init__``, which reads ``self.opt.width``: its own
+    # ``opt`` needs that field as well as the ``patch_size`` its forward reads
+    _, cells = run_cells(tmp_path, {"critic.py": READ_BY_THE_BASE})
+    tiled = cells["TiledCritic"]
+    assert (tiled.status, tiled.synthesized) == (
+        "pass", "in_ch=16, opt={patch_size=4, width=32}"), tiled.error
+
+
 WRAPPED_NETWORK = '''\
 import torch
 from torch import nn
