@@ -335,24 +335,7 @@ class ConstructorFinder:
         for call in find_all(node.body, m.Call(args=[m.ZeroOrMore(), m.Arg(m.Name(param)),
                                                       m.ZeroOrMore()])):
             assert isinstance(call, cst.Call)
-            if m.matches(call.func, m.Attribute(value=m.Call(func=m.Name("super")),
-                                                attr=m.Name("__init__"))):
-                bases = [b for b in self.model.mro(cls)[1:] if b in self.model.module_classes]
-                inner = bases[0] if bases else None
-            else:
-                target = self.qualify(call.func, file)
-                resolved = self.model.resolve(target, file.module) if target else None
-                inner = resolved.name if resolved is not None and resolved.kind == "class" \
-                    and resolved.name in self.model.module_classes else None
-            if inner is None:
-                continue
-            names = self._positional_names(inner)
-            for i, arg in enumerate(call.args):
-                if m.matches(arg.value, m.Name(param)) and not arg.star:
-                    name = arg.keyword.value if arg.keyword else (
-                        names[i] if i < len(names) else None)
-                    if name is not None:
-                        yield inner, name
+            yield from self._bound_in(self._callee(cls, call, file), call, param)
 
     def _is_network(self, value: object) -> bool:
         """True for a repository Module made up as an argument (a stand-in network)."""
@@ -1124,31 +1107,40 @@ class ConstructorFinder:
                 # ``self._init_head(cfg, input_shape)``: the class's own method reads it
                 got = arguments.merge(got, self._method_usage(cls, call, name))
                 continue
-            if m.matches(call.func, m.Attribute(value=m.Call(func=m.Name("super")),
-                                                attr=m.Name("__init__"))):
-                # ``super().__init__(args)``: the base's constructor reads it too
-                bases = [b for b in self.model.mro(cls)[1:] if b in self.model.module_classes]
-                resolved = Resolved("class", bases[0]) if bases else None
-            else:
-                target = self.qualify(call.func, file)
-                resolved = self.model.resolve(target, file.module) if target else None
+            resolved = self._callee(cls, call, file)
             if resolved is not None and resolved.kind == "function":
                 # ``_get_feature_info(model, out_indices)`` reading ``model.feature_info``
                 got = arguments.merge(got, self._function_usage(resolved.name, call, name))
                 continue
-            if resolved is None or resolved.kind != "class" or \
-                    resolved.name not in self.model.module_classes:
-                continue
-            names = self._positional_names(resolved.name)
-            for i, arg in enumerate(call.args):
-                if not m.matches(arg.value, m.Name(name)) or arg.star:
-                    continue
-                inner = arg.keyword.value if arg.keyword else (names[i] if i < len(names)
-                                                               else None)
-                if inner is not None:
-                    got = arguments.merge(got, self.param_usage(resolved.name, inner,
-                                                                depth + 1))
+            for inner, param in self._bound_in(resolved, call, name):
+                got = arguments.merge(got, self.param_usage(inner, param, depth + 1))
         return got
+
+    def _callee(self, cls: str, call: cst.Call, file: FileResult) -> Resolved | None:
+        """What a call in ``cls``'s constructor calls: for ``super().__init__(...)``, the
+        first repository Module class ``cls`` derives from (its constructor reads the
+        arguments too)."""
+        if m.matches(call.func, m.Attribute(value=m.Call(func=m.Name("super")),
+                                            attr=m.Name("__init__"))):
+            bases = [b for b in self.model.mro(cls)[1:] if b in self.model.module_classes]
+            return Resolved("class", bases[0]) if bases else None
+        target = self.qualify(call.func, file)
+        return self.model.resolve(target, file.module) if target else None
+
+    def _bound_in(self, resolved: Resolved | None, call: cst.Call, name: str
+                  ) -> Iterator[tuple[str, str]]:
+        """(class, parameter) for each parameter of the repository Module class
+        ``resolved`` that ``call``, which builds it, binds the name ``name`` to."""
+        if resolved is None or resolved.kind != "class" or \
+                resolved.name not in self.model.module_classes:
+            return
+        names = self._positional_names(resolved.name)
+        for i, arg in enumerate(call.args):
+            if m.matches(arg.value, m.Name(name)) and not arg.star:
+                inner = arg.keyword.value if arg.keyword else (
+                    names[i] if i < len(names) else None)
+                if inner is not None:
+                    yield resolved.name, inner
 
     def _method_usage(self, cls: str, call: cst.Call, name: str) -> arguments.Usage:
         """How the method of ``cls`` that ``call`` (``self.<method>(...)``) runs uses the

@@ -929,47 +929,48 @@ class CellTransformer(cst.CSTTransformer):
         self._tuples.append(set())
         self._functions.append(node.name.value)
         self._scope.append(node.name.value)
-        self._narrowed.append(self._local_layers(node))
-        self._module_locals.append(self._local_modules(node))
+        calls = self._local_calls(node)
+        self._narrowed.append(self._local_layers(calls))
+        self._module_locals.append(self._local_modules(calls))
         if self._classes and self._classes[-1] and self._is_forward(node.name.value):
             self._inputs = {p.name.value for p in [*node.params.posonly_params,
                                                    *node.params.params][1:]}
         return True
 
-    def _local_layers(self, function: cst.FunctionDef) -> dict[str, tuple[str, ...]]:
+    def _local_calls(self, function: cst.FunctionDef) -> dict[str, list[str | None]]:
+        """Each local name a function assigns, with the qualified callee of every
+        assignment to it (None for a value that is no call of a name)."""
+        calls: dict[str, list[str | None]] = {}
+        for assign in find_all(function.body, m.Assign(targets=[m.AssignTarget(m.Name())])):
+            assert isinstance(assign, cst.Assign)
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Name)
+            calls.setdefault(target.value, []).append(
+                self.qualify(assign.value.func) if isinstance(assign.value, cst.Call) else None)
+        return calls
+
+    @staticmethod
+    def _local_layers(calls: dict[str, list[str | None]]) -> dict[str, tuple[str, ...]]:
         """Local names bound once, to a torch layer (``bn = nn.BatchNorm2d(c)``): their
         parameters go by the MindSpore names (``bn.weight`` -> ``bn.gamma``)."""
-        layers: dict[str, str] = {}
-        bound: dict[str, int] = {}
-        for assign in find_all(function.body, m.Assign(targets=[m.AssignTarget(m.Name())])):
-            assert isinstance(assign, cst.Assign)
-            target = assign.targets[0].target
-            assert isinstance(target, cst.Name)
-            bound[target.value] = bound.get(target.value, 0) + 1
-            name = self.qualify(assign.value.func) if isinstance(assign.value, cst.Call) \
-                else None
-            if name is not None and is_torch(name):
-                layers[target.value] = apis.canonical(name)
-        return {k: (v,) for k, v in layers.items() if bound[k] == 1}
+        return {name: (apis.canonical(callees[0]),) for name, callees in calls.items()
+                if len(callees) == 1 and callees[0] is not None and is_torch(callees[0])}
 
-    def _local_modules(self, function: cst.FunctionDef) -> set[str]:
+    def _local_modules(self, calls: dict[str, list[str | None]]) -> set[str]:
         """Local names every assignment binds to a new Module: a torch layer or a
         repository Module class built there (``stage = AnyStage(...)``)."""
-        built: dict[str, bool] = {}
-        for assign in find_all(function.body, m.Assign(targets=[m.AssignTarget(m.Name())])):
-            assert isinstance(assign, cst.Assign)
-            target = assign.targets[0].target
-            assert isinstance(target, cst.Name)
-            name = self.qualify(assign.value.func) if isinstance(assign.value, cst.Call) \
-                else None
-            resolved = self.model.resolve(name, self.file.module) if name else None
-            module = name is not None and (
-                (is_torch(name) and apis.canonical(name).startswith("torch.nn.")
-                 and name.rsplit(".", 1)[-1][:1].isupper())
-                or (resolved is not None and resolved.kind == "class"
-                    and resolved.name in self.model.module_classes))
-            built[target.value] = built.get(target.value, True) and module
-        return {name for name, module in built.items() if module}
+        return {name for name, callees in calls.items()
+                if all(callee is not None and self._builds_module(callee)
+                       for callee in callees)}
+
+    def _builds_module(self, callee: str) -> bool:
+        """True for a torch.nn class or a repository Module class."""
+        if is_torch(callee):
+            return apis.canonical(callee).startswith("torch.nn.") and \
+                callee.rsplit(".", 1)[-1][:1].isupper()
+        resolved = self.model.resolve(callee, self.file.module)
+        return resolved is not None and resolved.kind == "class" and \
+            resolved.name in self.model.module_classes
 
     def _named_tuple(self, node: cst.BaseExpression) -> bool:
         """True for a call returning torch's ``(values, indices)`` named tuple."""
