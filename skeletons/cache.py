@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from msready.analyzer.scan import default_cache_dir
-from msready.skeletons.runner import STOPPED_FROM_OUTSIDE
+from msready.skeletons.runner import NOT_STARTED, STOPPED_FROM_OUTSIDE
 from msready.skeletons.values import OBJECT_KEY
 
 
@@ -183,7 +183,8 @@ class CellCache:
         next time; ``--no-cache`` runs it again), but not a child that could not start or
         that someone else stopped."""
         error = str(outcome.get("error") or "")
-        if not self.enabled or "cannot start" in error or STOPPED_FROM_OUTSIDE in error:
+        if not self.enabled or "cannot start" in error or STOPPED_FROM_OUTSIDE in error or (
+                NOT_STARTED in error):
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,21 @@ from msready.skeletons.values import LIST_KEY, OBJECT_KEY
 from msready.skeletons.weights import fit_shape, weight_map
 
 MARK = "@@msready "
+_READY = {"ready": True}  # a child's first line, once its framework is imported
 _STAND_INS = ("TorchLeftInCell.", "Unavailable.")  # classes of adapters.SOURCES
 _NOISE = ("----", "- C++ Call Stack", "- Python Call Stack", "Traceback", "(See file")
+
+
+def announce_ready() -> None:
+    """Tell the runner that this child has imported its framework: each Cell's time limit
+    counts from here, not from the child's start."""
+    sys.stdout.write(MARK + json.dumps(_READY) + "\n")
+    sys.stdout.flush()
+
+
+def is_ready(line: object) -> bool:
+    """Whether a result line read from a child is its ready line."""
+    return line == _READY
 
 
 def first_line(exc: BaseException) -> str:
@@ -715,6 +728,7 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, job["root"])
 
     ms.set_device("CPU")
+    announce_ready()
     for cell_job in job["cells"]:
         try:
             res = run_cell(ms, cell_job, job["root"])

@@ -19,14 +19,14 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from msready.skeletons.child import MARK
+from msready.skeletons.child import MARK, is_ready
 
 # A Cell's time limit is CPU time (all of the child's threads), so that its outcome does
 # not depend on what else the machine runs; a Cell that computes little but gives no
 # result (waiting, stuck) is stopped after WALL_FACTOR times the limit in wall time.
 CELL_TIMEOUT = 60.0
 WALL_FACTOR = 3.0
-STARTUP_TIMEOUT = 60.0  # importing MindSpore or torch in the child
+STARTUP_TIMEOUT = 60.0  # importing MindSpore or torch, before the child says it is ready
 # A whole model built at full size can hold gigabytes; the machine running the scan must not
 # run out of memory for one Cell. MindSpore itself takes about half a gigabyte.
 CELL_MEMORY = 4 << 30
@@ -73,6 +73,7 @@ def _watch(proc: subprocess.Popen[str], limit: int, over: threading.Event) -> No
 
 
 CRASHED = "the child process crashed"
+NOT_STARTED = "the child process did not start"
 
 # A child ended by a signal someone else sent (the scan interrupted, a CI job cancelled):
 # not the Cell's failure, and never cached.
@@ -117,13 +118,17 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
     over = threading.Event()
     threading.Thread(target=_watch, args=(proc, memory, over), daemon=True).start()
     try:
+        # Each Cell's limit counts from the child's ready line (its framework imported),
+        # so a slow Cell that runs first in its child is stopped as soon as any other.
+        started = _next_result(lines, STARTUP_TIMEOUT, proc.pid)
         for i, cell in enumerate(cells):
-            limit = timeout + (STARTUP_TIMEOUT if i == 0 else 0.0)
-            outcome = _next_result(lines, limit, proc.pid)
+            outcome = _next_result(lines, timeout, proc.pid) if i or is_ready(started) else started
             if isinstance(outcome, dict):
                 results[str(outcome.get("key", cell["key"]))] = outcome
                 continue
-            if outcome == "cpu":
+            if outcome in ("cpu", "time", "wall") and not (i or is_ready(started)):
+                error = f"{NOT_STARTED}: importing its framework took over {STARTUP_TIMEOUT:g} s"
+            elif outcome == "cpu":
                 error = f"timed out after {timeout:g} s of CPU time"
             elif outcome == "time":
                 error = f"timed out after {timeout:g} s"

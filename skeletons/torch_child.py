@@ -17,6 +17,7 @@ import numpy as np
 
 from msready.skeletons.child import (
     MARK,
+    announce_ready,
     as_tensors,
     attribute_path,
     build_kwargs,
@@ -76,6 +77,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     sys.path.insert(0, job["torch_root"])  # after torch, which a repository file cannot shadow
+    announce_ready()
 
     for cell_job in job["cells"]:
         res = run_module(torch, cell_job, job["torch_root"])

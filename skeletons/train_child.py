@@ -21,6 +21,7 @@ import numpy as np
 
 from msready.skeletons.child import (
     MARK,
+    announce_ready,
     as_tensors,
     failure,
     first_line,
@@ -122,6 +123,7 @@ def main(argv: list[str]) -> int:
 
     sys.path.insert(0, job["root"])  # after MindSpore is loaded, as in the Cell child
     ms.set_device("CPU")
+    announce_ready()
     for step_job in job["cells"]:
         try:
             res = run_step(ms, step_job, job["root"])

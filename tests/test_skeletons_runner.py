@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from msready.skeletons import runner
@@ -87,7 +88,6 @@ def job(name: str, kwargs: dict[str, object] | None = None) -> dict[str, object]
 
 def test_crash_and_timeout_lose_only_their_own_cell(tmp_path: Path) -> None:
     (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
-    # The first Cell of a child also gets the start-up allowance: keep the sleeper second.
     jobs = [job("Good", {"width": 4}), job("Sleeper"), job("Spinner"), job("Crasher"),
             job("Broken"), job("GraphOnlyFails")]
     got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)}, jobs, timeout=8)
@@ -107,6 +107,18 @@ def test_crash_and_timeout_lose_only_their_own_cell(tmp_path: Path) -> None:
     assert (got["GraphOnlyFails"]["pynative"], got["GraphOnlyFails"]["graph"]) == (
         "pass", "fail")
     assert got["GraphOnlyFails"]["error"].startswith("GRAPH_MODE: ")
+
+
+def test_a_cells_time_limit_counts_from_when_its_child_is_ready(tmp_path: Path) -> None:
+    # The spinner runs first in its child: importing MindSpore is not counted against it,
+    # and it gets no more than its own limit (the import has a limit of its own).
+    (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
+    started = time.monotonic()
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("Spinner"), job("Good", {"width": 4})], timeout=8)
+    assert got["Spinner"]["error"] == "timed out after 8 s of CPU time"
+    assert got["Good"]["pynative"] == "pass"
+    assert time.monotonic() - started < runner.STARTUP_TIMEOUT
 
 
 def test_a_cell_that_holds_too_much_memory_is_stopped_and_the_next_one_runs(
