@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from msready.analyzer.configvalues import ConfigValue, read_config_files
+from msready.analyzer.priorities import rule_docs
 from msready.analyzer.findings import Finding
 from msready.analyzer.result import (
     ApiUse,
@@ -73,6 +74,7 @@ class WholeScan:
         result.causes = self.causes
         result.blockers = self.blockers
         result.files_work = self.files_work
+        result.rule_docs = rule_docs(c.rule for c in self.causes)  # from the rules' own text
         result.config_files = self.config_files
         result.warnings.extend(self.warnings)
 

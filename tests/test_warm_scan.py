@@ -38,7 +38,8 @@ def _scan(root: Path, cache: Path) -> ScanResult:
 def _summary(result: ScanResult) -> tuple[object, ...]:
     return (result.findings, result.suppressed, [(a.symbol, a.locations) for a in result.apis],
             result.checklist, result.score, result.causes, result.blockers, result.files_work,
-            result.config_files, result.source.lines, result.source.files_scanned)
+            result.rule_docs, result.config_files, result.source.lines,
+            result.source.files_scanned)
 
 
 def test_warm_scan_gives_the_cold_result(make_repo: MakeRepo, tmp_path: Path) -> None:
@@ -47,6 +48,7 @@ def test_warm_scan_gives_the_cold_result(make_repo: MakeRepo, tmp_path: Path) ->
     warm = _scan(root, tmp_path / "cache")
     assert _summary(warm) == _summary(cold)
     assert any(f.rule_name == "boolean-mask-index" for f in warm.findings)
+    assert "MS204" in warm.rule_docs  # the HTML report documents the rules it shows
     # The facts and the model are loaded when something asks for them, not before.
     assert warm._facts is None
     assert [f.path for f in warm.files] == ["train.py"]
