@@ -228,6 +228,10 @@ class ScanResult:
     # Source text by (path, notebook cell or None), kept so that reports can show the
     # lines around a finding after a cloned source is gone.
     sources: dict[tuple[str, int | None], str] = field(default_factory=dict)
+    # The key of this scan's whole result in the cache (analyzer.whole): None when it is
+    # not cached (``--no-cache``, a file that could not be read). Generated Cells are
+    # cached under it too.
+    cache_key: str | None = None
     _facts: tuple[list[FileResult], RepositoryModel] | None = field(
         default=None, init=False, repr=False, compare=False)
 

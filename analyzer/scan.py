@@ -512,6 +512,7 @@ def scan_source(source: Source, options: ScanOptions,
                              whole.files_failed, whole.lines)
         whole.fill(result)
         result.sources = sources
+        result.cache_key = key
         return result
     results, done_key = analyze_files(files, contents, options, progress, cache,
                                       meanwhile=load_repository_rules)
@@ -544,6 +545,7 @@ def scan_source(source: Source, options: ScanOptions,
     _finish(result)
     if cache and key and done_key:
         cache.put_any(key, WholeScan.of(result, before))
+        result.cache_key = key
     return result
 
 

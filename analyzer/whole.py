@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from msready.analyzer.configvalues import ConfigValue, read_config_files
-from msready.analyzer.priorities import rule_docs
 from msready.analyzer.findings import Finding
+from msready.analyzer.priorities import rule_docs
 from msready.analyzer.result import (
     ApiUse,
     Blocker,

@@ -105,6 +105,13 @@ def _objects(value: object) -> Iterator[str]:
             yield from _objects(item)
 
 
+def lasting(error: str) -> bool:
+    """Whether an outcome with this error says something about the Cell, and may be
+    cached: not a child process that could not start or that someone else stopped."""
+    return not ("cannot start" in error or NOT_STARTED in error
+                or STOPPED_FROM_OUTSIDE in error)
+
+
 class CellCache:
     """Outcomes of Cell runs on disk, one small JSON file per key."""
 
@@ -182,9 +189,7 @@ class CellCache:
         """Store an outcome, a time-out or a crash too (a big network compiles as slowly
         next time; ``--no-cache`` runs it again), but not a child that could not start or
         that someone else stopped."""
-        error = str(outcome.get("error") or "")
-        if not self.enabled or "cannot start" in error or STOPPED_FROM_OUTSIDE in error or (
-                NOT_STARTED in error):
+        if not self.enabled or not lasting(str(outcome.get("error") or "")):
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,12 @@ from msready.analyzer.syntax import tensor_methods
 from msready.skeletons import adapters, runner
 from msready.skeletons.arguments import SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
+from msready.skeletons.generation_cache import (
+    GeneratedSet,
+    GenerationCache,
+    stamps,
+    written_since,
+)
 from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.training_run import build_train_steps
@@ -127,8 +133,23 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
 def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
                     compare_torch: bool, cache: bool = True,
                     cache_dir: Path | None = None) -> list[SkeletonResult]:
-    """Write a MindSpore Cell for every ``nn.Module`` class, run them, return the results."""
+    """Write a MindSpore Cell for every ``nn.Module`` class, run them, return the results.
+    A re-scan of unchanged code writes back what the last generation wrote
+    (:mod:`msready.skeletons.generation_cache`)."""
     out_dir = out_dir.resolve()  # the child processes run elsewhere and import from here
+    generations = GenerationCache(result, run, compare_torch, cache_dir, enabled=cache)
+    kept = generations.get()
+    if kept is not None:
+        return kept.restore(out_dir, result)
+    before, warned = stamps(out_dir), len(result.warnings)
+    results = _generate(result, out_dir, run, compare_torch, cache_dir, cache)
+    generations.put(GeneratedSet(written_since(out_dir, before), results, result.train_steps,
+                                 result.warnings[warned:]))
+    return results
+
+
+def _generate(result: ScanResult, out_dir: Path, run: bool, compare_torch: bool,
+              cache_dir: Path | None, cache: bool) -> list[SkeletonResult]:
     planner = Planner(result)
     by_path: dict[str, list[Finding]] = {}
     for finding in result.findings:

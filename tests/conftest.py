@@ -14,6 +14,15 @@ from msready.skeletons.generate import build_skeletons
 CellRun = tuple[Path, dict[str, SkeletonResult]]
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test caches into a folder of its own (``MSREADY_CACHE_DIR``): what one test
+    cached (a Cell generated while it replaced a function, say) never answers another
+    test that scans the same text, and no test reads what an earlier run left in the
+    user's cache."""
+    monkeypatch.setenv("MSREADY_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
     """Write {relative path: text or bytes} under a fresh folder and return it."""
