@@ -6,8 +6,14 @@ fetched as ``bench_scan.py`` does), in the same run, it times:
 * ``off``: ``msready scan --format json --skeletons off`` with a warm file cache;
 * ``cells cold``: ``--skeletons run`` with an empty Cell cache (every Cell generated and
   run on MindSpore, in a few workers that import MindSpore once each);
-* ``cells warm``: the same again: the Cells are generated, their outcomes read from the
-  cache by the hash of the generated source and inputs.
+* ``cells warm``: the same again, nothing changed: the last generation's Cells, results
+  and warnings are written back from the cache;
+* ``cells, file added``: the same after a new file (one small function) is added: the
+  scan's key changes, so every Cell is planned and generated again, but no Cell's code
+  changed and every outcome is read from the Cell cache by the hash of its generated
+  source and inputs.
+
+The repository is copied to a temporary folder first (the last row writes into it).
 
 Each is run ``--repeat`` times in fresh processes; medians and the ratios to ``off`` are
 printed with the Cell counts. A measuring tool, not a test: only ratios within one
@@ -67,19 +73,26 @@ def main() -> int:
     lines = sum(len(p.read_text(errors="replace").splitlines()) for p in source.rglob("*.py"))
     print(f"{source} ({lines} lines of Python)")
     work = Path(tempfile.mkdtemp(prefix="msready-bench-cache-"))
-    scan(source, "off", work)  # fill the file cache: every row below reads it
-    rows: dict[str, list[float]] = {"off": [], "cells cold": [], "cells warm": []}
+    copy = work / "source"
+    shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    scan(copy, "off", work)  # fill the file cache: every row below reads it
+    rows: dict[str, list[float]] = {"off": [], "cells cold": [], "cells warm": [],
+                                    "cells, file added": []}
     counts: dict[str, int] = {}
-    for _ in range(args.repeat):
-        rows["off"].append(scan(source, "off", work)[0])
-        shutil.rmtree(work / "cells", ignore_errors=True)
-        wall, counts = scan(source, "run", work)
+    for round_ in range(args.repeat):
+        rows["off"].append(scan(copy, "off", work)[0])
+        for cached in ("cells", "generated"):  # Cell outcomes and whole generations
+            shutil.rmtree(work / cached, ignore_errors=True)
+        wall, counts = scan(copy, "run", work)
         rows["cells cold"].append(wall)
-        rows["cells warm"].append(scan(source, "run", work)[0])
+        rows["cells warm"].append(scan(copy, "run", work)[0])
+        added = copy / f"msready_bench_added_{round_}.py"
+        added.write_text("def added():\n    return 1\n", encoding="utf-8")
+        rows["cells, file added"].append(scan(copy, "run", work)[0])
     base = statistics.median(rows["off"])
     for name, times in rows.items():
         median = statistics.median(times)
-        print(f"{name:12} median {median:7.1f} s   x{median / base:5.2f} of off")
+        print(f"{name:17} median {median:7.1f} s   x{median / base:6.2f} of off")
     print("Cells:", ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
     shutil.rmtree(work, ignore_errors=True)
     return 0
