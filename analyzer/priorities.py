@@ -30,6 +30,7 @@ from msready.analyzer.findings import Category, Finding, Severity
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
 from msready.analyzer.result import ApiLocation, Blocker, Cause, FileWork, RuleDoc, ScanResult
 from msready.analyzer.score import finding_cost
+from msready.rules.api_mapping import workaround
 from msready.rules.docs import BUILTIN_FINDINGS, docstring_parts, rule_doc_url
 from msready.rules.registry import all_rules
 
@@ -147,7 +148,7 @@ def _cause_blockers(causes: list[Cause], target: str) -> list[Blocker]:
         kind = None
         if cause.rule == "MS101":
             entry = table.lookup(cause.symbol)
-            if entry is None or entry.workaround in (None, "custom-op"):
+            if entry is None or workaround(entry)[0] == "custom-op":
                 kind = "no-counterpart"
         elif cause.rule == "MS402":
             kind = "second-order"

@@ -181,6 +181,23 @@ class _ApiRule(RepoRule):
                        suggestion=suggestion)
 
 
+def workaround(entry: ApiEntry) -> tuple[str, str]:
+    """How to do without an API MindSpore lacks: the kind (equivalent, composition,
+    custom-op) and the advice. An API the starter Cells compose from MindSpore primitives
+    (:data:`msready.skeletons.compositions.COMPOSED`, each checked against torch in the
+    tests) is a composition, whatever the table says: the Cell holds working code."""
+    from msready.skeletons.compositions import COMPOSED  # data only: no import cycle
+
+    composed = COMPOSED.get(entry.torch)
+    if composed is not None:
+        return "composition", (
+            f"msready's starter Cells replace it with `{composed}`, written into the "
+            "generated file from mindspore.ops primitives with torch's parameters and "
+            "checked against torch: copy it from there into the port.")
+    return entry.workaround or "custom-op", entry.suggestion or (
+        "Compose it from mindspore.ops or write a custom operator (mindspore.ops.Custom).")
+
+
 class ApiMissing(_ApiRule):
     """Flags calls of torch APIs that have no MindSpore counterpart on the chosen backend.
 
@@ -189,7 +206,11 @@ class ApiMissing(_ApiRule):
     translated one-to-one.
 
     Use the workaround the table names: an equivalent API or idiom, a composition of
-    existing ``mindspore.ops`` functions, or a custom operator.
+    existing ``mindspore.ops`` functions, or a custom operator. For the APIs msready's
+    starter Cells write from MindSpore primitives (``torch.einsum``, ``torch.roll``,
+    ``F.normalize``, ``F.layer_norm``, ``F.multi_head_attention_forward``, ...), the
+    suggestion names that code, which is checked against torch: it is a composition, not
+    a blocker.
     """
 
     id = "MS101"
@@ -222,9 +243,7 @@ class ApiMissing(_ApiRule):
             where = (f" (exists for {', '.join(others)}; the platforms are those MindSpore's "
                      "documentation lists, checked by running on CPU where msready can)"
                      if others else "")
-            kind = entry.workaround or "custom-op"
-            suggestion = entry.suggestion or "Compose it from mindspore.ops or write a " \
-                "custom operator (mindspore.ops.Custom)."
+            kind, suggestion = workaround(entry)
             yield self._finding(
                 rc, f"`{entry.torch}` has no MindSpore counterpart on {backend}{where}.",
                 f"{kind}: {suggestion}", _SEVERITY_BY_WORKAROUND.get(kind, self.severity))

@@ -138,6 +138,15 @@ def test_missing_api_reports_workaround() -> None:
     assert f.severity is Severity.INFO
 
 
+def test_a_missing_api_the_cells_compose_points_to_their_code() -> None:
+    # nothing runs torch.einsum on CPU, but the starter Cells write it from primitives
+    f = only("y = torch.einsum('ij->ji', torch.ones(2, 3))\n", "MS101")
+    assert f.suggestion.startswith(
+        "composition: msready's starter Cells replace it with `torch_einsum`, written into "
+        "the generated file from mindspore.ops primitives")
+    assert f.severity is Severity.WARNING
+
+
 def test_missing_layer_without_counterpart() -> None:
     f = only("norm = nn.RMSNorm(16)\n", "MS101")
     assert "composition" in f.suggestion
