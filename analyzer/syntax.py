@@ -7,6 +7,7 @@ import ast
 import collections.abc
 import dataclasses
 import typing
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from importlib import resources
@@ -259,16 +260,64 @@ def _matched_types(matcher: object) -> frozenset[type] | None:
     return frozenset({kind}) if isinstance(kind, type) and _node_class(kind) else None
 
 
+# The nodes below a node, by type, for the last nodes searched (see find_all): the Cells'
+# generator searches the same constructor or module for one thing after another. Bounded
+# by the number of nodes listed (about 80 bytes each), the oldest let go first, and
+# emptied when a generation ends (forget_searches).
+_TYPE_INDEX: OrderedDict[int, tuple[cst.CSTNode, dict[type, list[tuple[int, cst.CSTNode]]],
+                                    int]] = OrderedDict()
+_TYPE_INDEX_NODES = 1_000_000
+_type_index_held = 0
+
+
+def _by_type(node: cst.CSTNode) -> dict[type, list[tuple[int, cst.CSTNode]]]:
+    """The nodes at or below ``node`` by type, each with its rank in source order, kept
+    for the nodes asked about last (libcst trees do not change, and an entry holds its
+    node, so its id is not reused while it is kept)."""
+    global _type_index_held
+    key = id(node)
+    found = _TYPE_INDEX.get(key)
+    if found is not None:
+        _TYPE_INDEX.move_to_end(key)
+        return found[1]
+    index: dict[type, list[tuple[int, cst.CSTNode]]] = {}
+    count = 0
+    for count, item in enumerate(descendants(node), 1):
+        index.setdefault(type(item), []).append((count, item))
+    _TYPE_INDEX[key] = (node, index, count)
+    _type_index_held += count
+    while _type_index_held > _TYPE_INDEX_NODES and len(_TYPE_INDEX) > 1:
+        _type_index_held -= _TYPE_INDEX.popitem(last=False)[1][2]
+    return index
+
+
+def forget_searches() -> None:
+    """Let go of the indexes :func:`find_all` keeps (and the trees they hold): called when
+    the Cells of a scan are generated."""
+    global _type_index_held
+    _TYPE_INDEX.clear()
+    _type_index_held = 0
+
+
 def find_all(node: cst.CSTNode, matcher: m.BaseMatcherNode | m.OneOf[m.BaseMatcherNode]
              ) -> list[cst.CSTNode]:
-    """The nodes at or below ``node`` that ``matcher`` matches, as ``m.findall`` finds
-    them, without rebuilding the tree: only nodes of the types the matcher names are
-    tried."""
+    """The nodes at or below ``node`` that ``matcher`` matches, in source order, as
+    ``m.findall`` finds them, without rebuilding the tree: only nodes of the types the
+    matcher names are tried."""
     import libcst.matchers as m
 
     kinds = _matched_types(matcher)
-    return [n for n in descendants(node)
-            if (kinds is None or type(n) in kinds) and m.matches(n, matcher)]
+    if kinds is None:
+        return [n for n in descendants(node) if m.matches(n, matcher)]
+    index = _by_type(node)
+    candidates = [item for kind in kinds for item in index.get(kind, ())]
+    if len(kinds) > 1:
+        candidates.sort(key=_rank)
+    return [n for _, n in candidates if m.matches(n, matcher)]
+
+
+def _rank(item: tuple[int, cst.CSTNode]) -> int:
+    return item[0]
 
 
 @lru_cache(maxsize=4096)

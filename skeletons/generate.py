@@ -20,7 +20,7 @@ from msready.analyzer.facts import FileResult
 from msready.analyzer.findings import Category, Finding
 from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
-from msready.analyzer.syntax import tensor_methods
+from msready.analyzer.syntax import forget_searches, tensor_methods
 from msready.skeletons import adapters, runner
 from msready.skeletons.arguments import SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
@@ -142,7 +142,10 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     if kept is not None:
         return kept.restore(out_dir, result)
     before, warned = stamps(out_dir), len(result.warnings)
-    results = _generate(result, out_dir, run, compare_torch, cache_dir, cache)
+    try:
+        results = _generate(result, out_dir, run, compare_torch, cache_dir, cache)
+    finally:
+        forget_searches()
     generations.put(GeneratedSet(written_since(out_dir, before), results, result.train_steps,
                                  result.warnings[warned:]))
     return results
