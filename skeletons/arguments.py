@@ -182,6 +182,8 @@ class Usage:
     # handed whole to a torch container of layers (``nn.ModuleList(p)``,
     # ``nn.Sequential(*p)``): a list of layers
     layers: bool = False
+    # asked whether it holds something (``type(m) in p``, ``k not in self.p``): a collection
+    contains: bool = False
 
 
 @dataclass(slots=True)
@@ -301,6 +303,11 @@ def synthesize(name: str, usage: Usage) -> object:
     if usage.layers and not (usage.indexed or usage.fields):
         # ``nn.ModuleList(layers)``: no layer msready could make up is the repository's
         return ListValue(())
+    if usage.contains and not (usage.indexed or usage.fields or usage.keys or usage.mapping
+                               or usage.item_fields or usage.named or usage.length):
+        # only asked whether it holds something (``type(m) in substitutions``): an empty
+        # dictionary, in which nothing is, makes up no entry the code would then use
+        return ConfigValue(MAPPING[0], MAPPING[1], (), ())
     if usage.fields:
         return _namespace(_fields_tree(usage))
     if usage.keys:
@@ -370,6 +377,7 @@ class _UsageVisitor(cst.CSTVisitor):
         # they require of the parameter is always required
         self.requirements: set[cst.Assert] = set()
         self.layers = False
+        self.contains = False
 
     def _is_self(self, node: cst.BaseExpression) -> bool:
         return m.matches(node, m.Name(self.name))
@@ -393,6 +401,8 @@ class _UsageVisitor(cst.CSTVisitor):
         if self._is_self(node.left) or any(self._is_self(c.comparator)
                                            for c in node.comparisons):
             self.tested = True
+        self.contains |= any(isinstance(c.operator, (cst.In, cst.NotIn))
+                             and self._is_sequence(c.comparator) for c in node.comparisons)
         sides = [node.left, *(c.comparator for c in node.comparisons)]
         if any(isinstance(side, (cst.Integer, cst.Float)) for side in sides) and all(
                 isinstance(c.operator, _ORDERS) for c in node.comparisons):
@@ -829,7 +839,7 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                  visitor.tested, tuple(visitor.item_fields), visitor.type_tested,
                  named and not mapping, a_name, mapping, tuple(visitor.choices),
                  tuple(visitor.sequence_fields.items()), tuple(visitor.number_fields),
-                 rebound, visitor.layers)
+                 rebound, visitor.layers, visitor.contains)
 
 
 def _annotated_type(ann: cst.BaseExpression) -> str | None:
@@ -906,8 +916,11 @@ def attribute_usage(aliases: set[str], function: cst.FunctionDef) -> Usage:
     mapping, _ = walked_as_mapping(function.body, None, aliases)
     choices = [c for test in find_all(function.body, m.Comparison()) if isinstance(
         test, cst.Comparison) for c in compared_strings(test, lambda e: m.matches(e, stored))]
+    contains = bool(find_all(function.body, m.ComparisonTarget(
+        operator=m.In() | m.NotIn(), comparator=stored)))
     return Usage(fields, called=called, tested=tested, named=named and not mapping,
-                 a_name=a_name, mapping=mapping, choices=tuple(dict.fromkeys(choices)))
+                 a_name=a_name, mapping=mapping, choices=tuple(dict.fromkeys(choices)),
+                 contains=contains)
 
 
 # ----- argparse defaults -------------------------------------------------------------------
@@ -992,7 +1005,8 @@ def merge(first: Usage, other: Usage) -> Usage:
                  tuple(dict.fromkeys((*first.choices, *other.choices))),
                  tuple({**dict(other.sequence_fields), **dict(first.sequence_fields)}.items()),
                  tuple(dict.fromkeys((*first.number_fields, *other.number_fields))),
-                 first.rebound or other.rebound, first.layers or other.layers)
+                 first.rebound or other.rebound, first.layers or other.layers,
+                 first.contains or other.contains)
 
 
 def resolve(params: Sequence[tuple[str, object, bool]], sites: Sequence[dict[str, object]],

@@ -1291,6 +1291,39 @@ def test_layers_handed_to_a_module_list_are_made_up_as_an_empty_list(
     assert (flow.status, flow.synthesized) == ("pass", "layers=()"), flow.error
 
 
+ASKED_WHAT_IT_HOLDS = '''\
+from torch import nn
+
+
+class Wrapper(nn.Module):
+    def __init__(self, width, replacements, frozen=("bias",)):
+        super().__init__()
+        self.replacements = replacements
+        self.fc = self._wrap(nn.Linear(width, width))
+        if "weight" in frozen:
+            self.fc.weight.requires_grad = False
+
+    def _wrap(self, layer):
+        if type(layer) in self.replacements:
+            return self.replacements[type(layer)](layer)
+        return layer
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def test_a_parameter_only_asked_what_it_holds_is_made_up_as_an_empty_dict(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``type(layer) in self.replacements`` (in a method the constructor runs) asks a
+    # collection: an empty dictionary holds nothing, so the Cell keeps its own layer
+    # (``replacements=16`` is not iterable); a parameter with a default keeps it
+    _, cells = run_cells(tmp_path, {"wrap.py": ASKED_WHAT_IT_HOLDS})
+    wrapper = cells["Wrapper"]
+    assert (wrapper.status, wrapper.synthesized) == (
+        "pass", "width=32, replacements=dict()"), wrapper.error
+
+
 READ_BY_THE_BASE = '''\
 from torch import nn
 
