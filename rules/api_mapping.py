@@ -183,19 +183,28 @@ class _ApiRule(RepoRule):
 
 def workaround(entry: ApiEntry) -> tuple[str, str]:
     """How to do without an API MindSpore lacks: the kind (equivalent, composition,
-    custom-op) and the advice. An API the starter Cells compose from MindSpore primitives
+    custom-op) and the advice. The starter Cells' own answers come first, whatever the
+    table says: an API they compose from MindSpore primitives
     (:data:`msready.skeletons.compositions.COMPOSED`, each checked against torch in the
-    tests) is a composition, whatever the table says: the Cell holds working code."""
-    from msready.skeletons.compositions import COMPOSED  # data only: no import cycle
+    tests) is a composition, and a query whose answer in eager code is a constant
+    (``torch.is_autocast_enabled()``: :data:`~msready.skeletons.compositions.ANSWERS`) has
+    an equivalent."""
+    from msready.skeletons.compositions import ANSWERS, COMPOSED  # data: no import cycle
 
+    kind = entry.workaround or "custom-op"
+    advice = entry.suggestion or (
+        "Compose it from mindspore.ops or write a custom operator (mindspore.ops.Custom).")
     composed = COMPOSED.get(entry.torch)
     if composed is not None:
-        return "composition", (
-            f"msready's starter Cells replace it with `{composed}`, written into the "
-            "generated file from mindspore.ops primitives with torch's parameters and "
-            "checked against torch: copy it from there into the port.")
-    return entry.workaround or "custom-op", entry.suggestion or (
-        "Compose it from mindspore.ops or write a custom operator (mindspore.ops.Custom).")
+        cells = (f"msready's starter Cells replace it with `{composed}`, written into the "
+                 "generated file from mindspore.ops primitives with torch's parameters and "
+                 "checked against torch: copy it from there into the port.")
+        return "composition", cells if kind == "custom-op" else f"{cells} Or: {advice}"
+    answer = ANSWERS.get(entry.torch)
+    if answer is not None and kind == "custom-op":
+        return "equivalent", (f"Replace the call by `{answer}`, the answer eager code gets "
+                              "(msready's starter Cells do so).")
+    return kind, advice
 
 
 class ApiMissing(_ApiRule):
@@ -210,7 +219,8 @@ class ApiMissing(_ApiRule):
     starter Cells write from MindSpore primitives (``torch.einsum``, ``torch.roll``,
     ``F.normalize``, ``F.layer_norm``, ``F.multi_head_attention_forward``, ...), the
     suggestion names that code, which is checked against torch: it is a composition, not
-    a blocker.
+    a blocker. A query whose answer in eager code is a constant
+    (``torch.is_autocast_enabled()``) is replaced by that answer.
     """
 
     id = "MS101"

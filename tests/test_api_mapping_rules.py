@@ -147,6 +147,21 @@ def test_a_missing_api_the_cells_compose_points_to_their_code() -> None:
     assert f.severity is Severity.WARNING
 
 
+def test_a_query_the_cells_answer_has_an_equivalent() -> None:
+    # eager code on one device gets False: no custom operator is needed
+    f = only("on = torch.is_autocast_enabled()\n", "MS101")
+    assert f.suggestion == ("equivalent: Replace the call by `False`, the answer eager code "
+                            "gets (msready's starter Cells do so).")
+    assert f.severity is Severity.INFO
+
+
+def test_the_tables_own_composition_follows_the_cells_code() -> None:
+    f = only("y = F.scaled_dot_product_attention(q, k, v)\n", "MS101")
+    assert f.suggestion.startswith(
+        "composition: msready's starter Cells replace it with `torch_attention`")
+    assert " Or: attn = mindspore.ops.softmax(" in f.suggestion
+
+
 def test_missing_layer_without_counterpart() -> None:
     f = only("norm = nn.RMSNorm(16)\n", "MS101")
     assert "composition" in f.suggestion
