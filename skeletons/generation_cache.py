@@ -60,6 +60,8 @@ class GeneratedSet:
         """Write the files back under ``out_dir``, put the training steps and warnings
         into ``result`` and return the Cell results."""
         for rel, data in self.files.items():
+            if rel.startswith("/") or ".." in rel.split("/"):
+                continue  # only ever a path below the output folder
             path = out_dir / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
