@@ -312,12 +312,8 @@ def find_all(node: cst.CSTNode, matcher: m.BaseMatcherNode | m.OneOf[m.BaseMatch
     index = _by_type(node)
     candidates = [item for kind in kinds for item in index.get(kind, ())]
     if len(kinds) > 1:
-        candidates.sort(key=_rank)
+        candidates.sort(key=lambda item: item[0])  # back in source order
     return [n for _, n in candidates if m.matches(n, matcher)]
-
-
-def _rank(item: tuple[int, cst.CSTNode]) -> int:
-    return item[0]
 
 
 @lru_cache(maxsize=4096)

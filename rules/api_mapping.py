@@ -32,6 +32,7 @@ from msready.analyzer.repo import RepositoryModel, ResolvedCall
 from msready.rules import idioms
 from msready.rules.base import RepoRule
 from msready.rules.sparse_flow import MATMUL_APIS
+from msready.skeletons.compositions import ANSWERS, COMPOSED
 
 _SEVERITY_BY_WORKAROUND = {"custom-op": Severity.ERROR, "composition": Severity.WARNING,
                            "equivalent": Severity.INFO}
@@ -189,8 +190,6 @@ def workaround(entry: ApiEntry) -> tuple[str, str]:
     tests) is a composition, and a query whose answer in eager code is a constant
     (``torch.is_autocast_enabled()``: :data:`~msready.skeletons.compositions.ANSWERS`) has
     an equivalent."""
-    from msready.skeletons.compositions import ANSWERS, COMPOSED  # data: no import cycle
-
     kind = entry.workaround or "custom-op"
     advice = entry.suggestion or (
         "Compose it from mindspore.ops or write a custom operator (mindspore.ops.Custom).")

@@ -21,9 +21,10 @@ from msready.skeletons.runner import NOT_STARTED, STOPPED_FROM_OUTSIDE
 from msready.skeletons.values import OBJECT_KEY
 
 
-def _mindspore_version() -> str:
+def installed_version(package: str) -> str:
+    """The installed version of ``package``, ``none`` when it is not installed."""
     try:
-        return metadata.version("mindspore")
+        return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "none"
 
@@ -119,7 +120,7 @@ class CellCache:
                  enabled: bool = True) -> None:
         self.enabled = enabled
         self.folder = (folder or default_cache_dir()) / "cells"
-        self.base = f"{_runner_fingerprint()}|{_mindspore_version()}"
+        self.base = f"{_runner_fingerprint()}|{installed_version('mindspore')}"
         self.tree = tree
         self._closures: dict[str, set[str]] | None = None  # found on the first key
         self._digests: dict[frozenset[str], str] = {}

@@ -20,25 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
-import tempfile
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from msready.analyzer.result import ScanResult, SkeletonResult, TrainStepResult
-from msready.analyzer.scan import code_fingerprint, default_cache_dir
-from msready.skeletons.cache import lasting
+from msready.analyzer.scan import Cache, default_cache_dir
+from msready.skeletons.cache import installed_version, lasting
 
 # A file's state before a generation: (modification time in ns, size).
 Stamps = dict[Path, tuple[int, int]]
 
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "none"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +41,7 @@ class GeneratedSet:
     train_steps: list[TrainStepResult]
     warnings: list[str]
 
-    def lasting(self) -> bool:
+    def lasts(self) -> bool:
         """Whether every outcome in it says something about the code (see the module
         docstring)."""
         errors = [r.error for r in self.skeletons] + [r.error for r in self.train_steps]
@@ -112,8 +103,9 @@ def written_since(out_dir: Path, before: Stamps) -> dict[str, bytes]:
 
 class GenerationCache:
     """Cached generations, keyed by everything that decides one (see the module
-    docstring); disabled when the scan's whole result has no key (``--no-cache``, a file
-    that could not be read)."""
+    docstring), in the scan's cache (under ``generated``, per version of msready's code);
+    disabled when the scan's whole result has no key (``--no-cache``, a file that could
+    not be read)."""
 
     def __init__(self, result: ScanResult, run: bool, compare_torch: bool,
                  folder: Path | None = None, enabled: bool = True) -> None:
@@ -122,8 +114,8 @@ class GenerationCache:
         if not enabled or result.cache_key is None:
             return
         digest = hashlib.sha256("\0".join([
-            "cells", result.cache_key, code_fingerprint(), _version("mindspore"),
-            _version("torch") if compare_torch else "", f"run={run}",
+            "cells", result.cache_key, installed_version("mindspore"),
+            installed_version("torch") if compare_torch else "", f"run={run}",
             f"compare={compare_torch}", repr(result.config_files)]).encode())
         self.key = digest.hexdigest()
 
@@ -131,27 +123,11 @@ class GenerationCache:
         """The cached generation, or None."""
         if self.key is None:
             return None
-        try:
-            with open(self.folder / self.key, "rb") as handle:
-                value = pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
-                TypeError, ValueError):
-            return None
+        value = Cache(self.folder).get_any(self.key)
         return value if isinstance(value, GeneratedSet) else None
 
     def put(self, value: GeneratedSet) -> None:
         """Keep a generation whose outcomes last; a full or read-only disk only costs
         speed."""
-        if self.key is None or not value.lasting():
-            return
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder)
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.folder / self.key)
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
+        if self.key is not None and value.lasts():
+            Cache(self.folder).put_any(self.key, value)

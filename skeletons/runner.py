@@ -121,12 +121,13 @@ def _run_child(entry: str, job_file: Path, cells: list[dict[str, Any]],
         # Each Cell's limit counts from the child's ready line (its framework imported),
         # so a slow Cell that runs first in its child is stopped as soon as any other.
         started = _next_result(lines, STARTUP_TIMEOUT, proc.pid)
+        ready = is_ready(started)
         for i, cell in enumerate(cells):
-            outcome = _next_result(lines, timeout, proc.pid) if i or is_ready(started) else started
+            outcome = _next_result(lines, timeout, proc.pid) if i or ready else started
             if isinstance(outcome, dict):
                 results[str(outcome.get("key", cell["key"]))] = outcome
                 continue
-            if outcome in ("cpu", "time", "wall") and not (i or is_ready(started)):
+            if outcome in ("cpu", "time", "wall") and not (i or ready):
                 error = f"{NOT_STARTED}: importing its framework took over {STARTUP_TIMEOUT:g} s"
             elif outcome == "cpu":
                 error = f"timed out after {timeout:g} s of CPU time"
