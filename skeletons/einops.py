@@ -208,11 +208,45 @@ def _string(node: cst.BaseExpression | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def einsum_equation(pattern: str) -> str:
+    """``einops.einsum``'s pattern (axis names of any length, separated by spaces:
+    ``'batch i d, batch j d -> batch i j'``) as ``torch.einsum``'s equation
+    (``'aid,ajd->aij'``). A one-letter name keeps its letter; longer names take the
+    letters no name uses, in order; ``...`` stays."""
+    inputs, arrow, output = pattern.partition("->")
+    if not arrow:
+        raise PatternError("einops.einsum's pattern has no '->'")
+    sides = [t.split() for t in inputs.split(",")] + [output.split()]
+    names = list(dict.fromkeys(n for side in sides for n in side if n != "..."))
+    if not all(n.isidentifier() for n in names):
+        raise PatternError("einops.einsum's pattern groups axes")
+    letters = {n: n for n in names if len(n) == 1 and "a" <= n <= "z"}
+    spare = iter(c for c in "abcdefghijklmnopqrstuvwxyz" if c not in letters)
+    for n in names:
+        if n not in letters:
+            letters[n] = next(spare, "")
+            if not letters[n]:
+                raise PatternError("einops.einsum's pattern has more than 26 axis names")
+    terms = ["".join("..." if n == "..." else letters[n] for n in side) for side in sides]
+    return ",".join(terms[:-1]) + "->" + terms[-1]
+
+
 def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, str]:
     """``rearrange(x, 'pattern', h=2)`` -> ``fn(x, h=2)`` and the source of ``fn``;
-    ``Rearrange('pattern', p=2)`` -> ``EinopsLayer(fn, p=2)``. Raises
-    :class:`PatternError` when the pattern is not a literal this module writes out."""
+    ``Rearrange('pattern', p=2)`` -> ``EinopsLayer(fn, p=2)``; ``einsum(a, b, 'pattern')``
+    -> ``torch_einsum('equation', a, b)`` (the Cells' composition of ``torch.einsum``, with
+    no source of its own). Raises :class:`PatternError` when the pattern is not a literal
+    this module writes out."""
     short = name.rsplit(".", 1)[-1]
+    if short == "einsum":
+        *tensors, last = call.args or [None]
+        pattern = _string(last.value) if last is not None and last.keyword is None else None
+        if pattern is None or not tensors or any(a.star or a.keyword for a in tensors):
+            raise PatternError("not a pattern written as a string literal")
+        equation = cst.SimpleString(repr(einsum_equation(pattern)))
+        first = tensors[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return cst.Call(cst.Name("torch_einsum"),
+                        [cst.Arg(equation), *tensors[:-1], first]), ""
     layer = short in LAYERS
     at = 0 if layer else 1
     op = short.lower()

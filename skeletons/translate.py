@@ -1472,7 +1472,8 @@ class CellTransformer(cst.CSTTransformer):
                                 "ops.transpose / ops.tile")
             self.dropped.setdefault("einops", None)
             return call
-        self.einops_functions.append(source)
+        if source:
+            self.einops_functions.append(source)
         return new
 
     def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:

@@ -14,7 +14,7 @@ from mindspore import ops
 
 from msready.analyzer.scan import ScanOptions, scan
 from msready.skeletons import compositions
-from msready.skeletons.einops import PatternError, function_source
+from msready.skeletons.einops import PatternError, einsum_equation, function_source
 from msready.skeletons.generate import build_skeletons
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skeletons"
@@ -155,3 +155,47 @@ def test_a_timestep_embedding_is_fed_one_number_per_sample(
     cell = cells["LearnedSinusoidalPosEmb"]
     assert (cell.status, cell.graph) == ("pass", "pass"), cell.error
     assert (cell.input_shape, cell.output_shape) == ("(2,)", "(2, 17)")
+
+
+@pytest.mark.parametrize(("pattern", "equation"), [
+    ("b i d, b j d -> b i j", "bid,bjd->bij"),
+    ("batch head i d, batch head j d -> batch head i j", "abid,abjd->abij"),
+    ("... i d, ... d -> ... i", "...id,...d->...i"),
+])
+def test_einops_einsum_patterns_become_torch_equations(pattern: str, equation: str) -> None:
+    assert einsum_equation(pattern) == equation
+
+
+def test_an_einops_einsum_pattern_without_an_output_is_refused() -> None:
+    with pytest.raises(PatternError):
+        einsum_equation("b i d, b j d")
+
+
+EINSUM = '''\
+import torch
+from einops import einsum
+from torch import nn
+
+
+class Similarity(nn.Module):
+    """einops.einsum takes its pattern last, with axis names of any length."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        sim = einsum(self.q(x), self.k(x), "batch i d, batch j d -> batch i j")
+        return sim.softmax(dim=-1)
+'''
+
+
+def test_einops_einsum_runs_as_the_cells_einsum(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    out, cells = run_cells(tmp_path, {"sim.py": EINSUM})
+    sim = cells["Similarity"]
+    assert (sim.status, sim.graph) == ("pass", "pass"), sim.error
+    code = (out / "sim.py").read_text()
+    assert "sim = torch_einsum('aid,ajd->aij', self.q(x), self.k(x))" in code
+    assert "from einops" not in code and "einsum(self" not in code.replace("torch_einsum", "")
