@@ -265,6 +265,54 @@ def _build(cls: Any, job: dict[str, Any]) -> tuple[Any, dict[str, Any], int]:
         raise _NotBuilt(first, last) from first
 
 
+class _Unloaded(dict):  # type: ignore[type-arg]
+    """What ``mindspore.load_checkpoint`` gives while a Cell is built for a check when its
+    file is not a MindSpore checkpoint (a torch ``.pt`` file the repository ships, or one
+    it downloads): no parameters, and itself for any key (``ckpt["model"]``), so that the
+    Cell keeps its initial weights."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def __missing__(self, key: object) -> _Unloaded:
+        return self
+
+
+@contextlib.contextmanager
+def _weights_left_out(ms: Any, skipped: list[str]) -> Any:
+    """While a Cell is built: checkpoint files it loads that are not MindSpore ones load
+    nothing (their paths go to ``skipped``), and loading nothing into a Cell is allowed.
+    What is checked is that the translated network runs; the weights are converted apart
+    (``msready convert``)."""
+    load, into, state = ms.load_checkpoint, ms.load_param_into_net, ms.nn.Cell.load_state_dict
+
+    def load_checkpoint(path: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return load(path, *args, **kwargs)
+        except Exception:  # missing, or not MindSpore's format
+            skipped.append(Path(str(path)).name)
+            return _Unloaded(str(path))
+
+    def load_param_into_net(net: Any, params: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(params, _Unloaded):
+            return [], []
+        return into(net, params, *args, **kwargs)
+
+    def load_state_dict(cell: Any, params: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(params, _Unloaded):
+            return None
+        return state(cell, params, *args, **kwargs)
+
+    ms.load_checkpoint, ms.load_param_into_net = load_checkpoint, load_param_into_net
+    ms.nn.Cell.load_state_dict = load_state_dict
+    try:
+        yield
+    finally:
+        ms.load_checkpoint, ms.load_param_into_net = load, into
+        ms.nn.Cell.load_state_dict = state
+
+
 def first_output(value: Any) -> Any:
     """The first tensor of a Cell's output (of a tuple, list or dictionary of them)."""
     while isinstance(value, (tuple, list, dict)) and value:
@@ -277,9 +325,13 @@ def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
     res: dict[str, Any] = {"key": job["key"], "pynative": "fail", "graph": "fail",
                            "error": None, "weights": None, "max_abs_diff": None}
     ms.set_context(mode=ms.PYNATIVE_MODE)
+    skipped: list[str] = []
     try:
         module = import_module(job["module"], root)
-        cell, job, res["variant"] = _build(attribute_path(module, job["name"]), job)
+        with _weights_left_out(ms, skipped):
+            cell, job, res["variant"] = _build(attribute_path(module, job["name"]), job)
+        if skipped:
+            res["weights_left_out"] = sorted(set(skipped))
         cell.set_train(False)
         res["weights"] = weight_map(cell)
     except _NotBuilt as exc:

@@ -288,6 +288,11 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
     if (outcome or {}).get("smaller") and plan.smaller is not None:
         made_up = plan.smaller.synthesized
     synthesized = "" if (outcome or {}).get("inside") else describe(made_up)
+    left_out = (outcome or {}).get("weights_left_out")
+    if left_out:  # checkpoint files that are not MindSpore's: built with initial weights
+        synthesized = ", ".join(filter(None, (
+            synthesized, "initial weights, not those of " + ", ".join(left_out) +
+            " (not a MindSpore checkpoint: msready convert makes one)")))
 
     def skipped(status: str, error: str | None, shape: str = "") -> SkeletonResult:
         return SkeletonResult(plan.torch_class, plan.path, plan.line, cell_file, "skipped",

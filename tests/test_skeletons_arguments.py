@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 import pytest
@@ -3144,3 +3145,50 @@ def test_asserting_a_parameter_is_given_is_no_test_for_none() -> None:
         "    self.norm = norm_layer(8) if qk_norm else None\n")
     assert isinstance(init, cst.FunctionDef)
     assert arguments.usage("norm_layer", init).tested
+
+
+PRETRAINED = '''\
+import os
+
+import torch
+from torch import nn
+
+
+class Detector(nn.Module):
+    """Loads the weights the package ships, as a torch file, when it is built."""
+
+    def __init__(self, pretrained=True):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        if pretrained:
+            path = os.path.join(os.path.dirname(__file__), "data", "detector.pt")
+            state = torch.load(path)
+            self.load_state_dict(state["model"])
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Downloaded(nn.Module):
+    """Loads weights from a file that is not there."""
+
+    def __init__(self, weights="checkpoints/best.pth"):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+        self.load_state_dict(torch.load(weights, map_location="cpu"))
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def test_weights_loaded_from_a_torch_file_are_left_out_and_said(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    _, cells = run_cells(tmp_path, {"nets.py": PRETRAINED,
+                                    "data/detector.pt": "a torch checkpoint\n"})
+    detector, downloaded = cells["Detector"], cells["Downloaded"]
+    assert (detector.status, detector.graph) == ("pass", "pass"), detector.error
+    assert detector.synthesized == ("initial weights, not those of detector.pt (not a "
+                                    "MindSpore checkpoint: msready convert makes one)")
+    assert (downloaded.status, downloaded.graph) == ("pass", "pass"), downloaded.error
+    assert "not those of best.pth" in downloaded.synthesized
