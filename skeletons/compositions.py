@@ -50,6 +50,7 @@ COMPOSED = {
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.nn.functional.multi_head_attention_forward": "torch_multi_head_attention_forward",
     "torch.roll": "torch_roll",
+    "torch.device": "TorchDevice",
     "torch.unique": "torch_unique",
     "torch.nn.functional.fold": "torch_fold",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
@@ -83,6 +84,34 @@ NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
                "torch.unique": frozenset({"cpu", "gpu"})}
 
 SOURCES = {
+    "TorchDevice": '''
+class TorchDevice:
+    """torch.device as the name it holds: MindSpore places every tensor on the device
+    chosen once with mindspore.set_device, so a device object here only answers what code
+    reads of it (``type``, ``index``, ``str(device)``, ``device == "cpu"``)."""
+
+    def __init__(self, type="cpu", index=None):
+        if isinstance(type, TorchDevice):
+            type, index = type.type, type.index
+        elif isinstance(type, int):
+            type, index = "cuda", type
+        name, _, number = str(type).partition(":")
+        self.type = name
+        self.index = int(number) if number else index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type={self.type!r})" if self.index is None else \
+            f"device(type={self.type!r}, index={self.index})"
+
+    def __eq__(self, other):
+        return str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+''',
     "TorchWeightNorm": '''
 class TorchWeightNorm(nn.Cell):
     """torch.nn.utils.weight_norm(module, name, dim): the module's weight is

@@ -796,3 +796,42 @@ def test_pooling_layers_used_as_values_take_torchs_arguments(
     cell = adapted[f"Torch{layer}"](*args, **kwargs)
     assert type(cell).__name__ == layer
     _same(cell(Tensor(x)), getattr(torch.nn, layer)(*args, **kwargs)(torch.tensor(x)))
+
+
+def test_a_device_object_holds_its_name(composed: dict[str, Callable[..., Any]]) -> None:
+    device = composed["TorchDevice"]
+    assert (str(device("cuda:1")), device("cuda:1").index) == ("cuda:1", 1)
+    assert device("cpu") == "cpu" and device(device("cpu")).type == "cpu"
+    assert str(device("cuda", 0)) == str(device(0)) == "cuda:0"
+
+
+DEVICE_HOLDER = '''\
+import torch
+from torch import nn
+
+
+class Embedder(nn.Module):
+    """Keeps the device it was given and moves inputs there."""
+
+    def __init__(self, device=None):
+        super().__init__()
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if device is not None:
+            self.device = device
+        self.fc = nn.Linear(8, 4)
+        self.to(self.device)
+
+    def forward(self, x):
+        x = x.to(self.device)
+        if self.device.type == "cpu":
+            x = x * 2
+        return self.fc(x)
+'''
+
+
+def test_a_module_that_keeps_a_device_object_runs(tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"embed.py": DEVICE_HOLDER})
+    embedder = cells["Embedder"]
+    assert (embedder.pynative, embedder.graph) == ("pass", "pass"), embedder.error
+    assert 'self.device = TorchDevice("cuda" if False else "cpu")' in (
+        out / "embed.py").read_text()
