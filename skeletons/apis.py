@@ -255,9 +255,15 @@ def live_torch_order(name: str) -> tuple[str, ...] | None:
         return _doc_order(obj)
     except Exception:  # torch missing, or no such API
         return None
+    only_varargs = bool(params) and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                                        for p in params)
     twin = inplace_twin(name)
-    if twin and params and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+    if twin and only_varargs:
         return live_torch_order(twin) or ()
+    if only_varargs:  # a dispatching wrapper (``F.max_pool2d``): its documented signature
+        documented = _doc_order(obj)
+        if documented:
+            return documented
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return tuple(p.name for p in params if p.kind in kinds and p.name != "self")
 
@@ -285,12 +291,21 @@ def ms_keywords(api: str) -> frozenset[str] | None:
 
 
 def _doc_order(obj: Any) -> tuple[str, ...] | None:
-    """Positional parameters from a builtin's docstring (``cat(tensors, dim=0, *, out=None)``)."""
+    """Positional parameters from the signature a docstring opens with
+    (``cat(tensors, dim=0, *, out=None) -> Tensor``, possibly over several lines)."""
     doc = (getattr(obj, "__doc__", None) or "").strip()
-    head = doc.split("->", 1)[0].strip()
-    if "(" not in head or not head.endswith(")"):
+    opening = doc.find("(")
+    if opening <= 0 or not all(part.isidentifier() for part in doc[:opening].split(".")):
         return None
-    params = head[head.index("(") + 1:-1]
+    depth, end = 0, -1
+    for index, char in enumerate(doc[opening:], start=opening):  # the matching ")"
+        depth += (char == "(") - (char == ")")
+        if depth == 0:
+            end = index
+            break
+    if end < 0:
+        return None
+    params = doc[opening + 1:end]
     try:
         tree = ast.parse(f"def f({params}): pass")
     except SyntaxError:

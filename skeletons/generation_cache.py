@@ -5,7 +5,8 @@ Generating the Cells of a repository takes seconds even when every Cell's outcom
 the Cell cache (:mod:`msready.skeletons.cache`): the facts of every file are loaded, the
 repository model is rebuilt, every constructor is planned and every file is translated
 again. When the scan itself was unchanged (the same files, target and ``[tool.msready]``
-table: the key of its cached whole result), the same msready, the same MindSpore (and
+table: the key of its cached whole result), the same msready (its generator's code
+included), the same MindSpore (and
 torch, when comparing) and the same YAML / JSON values the code loads, that work would
 produce the same files and the same results. This cache keeps them: the files written
 under the output folder, the Cell and training-step results and the warnings the
@@ -21,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 from msready.analyzer.result import ScanResult, SkeletonResult, TrainStepResult
@@ -29,6 +32,19 @@ from msready.skeletons.cache import installed_version, lasting
 
 # A file's state before a generation: (modification time in ns, size).
 Stamps = dict[Path, tuple[int, int]]
+
+
+@lru_cache(maxsize=1)
+def generator_fingerprint() -> str:
+    """A hash of the code and templates that generate Cells: the scan's own cache key
+    covers only the analyzer and the rules."""
+    digest = hashlib.sha256()
+    package = resources.files("msready.skeletons")
+    for folder in (package, package.joinpath("templates")):
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith((".py", ".j2")) and entry.is_file():
+                digest.update(entry.name.encode() + b"\0" + entry.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 
@@ -114,7 +130,7 @@ class GenerationCache:
         if not enabled or result.cache_key is None:
             return
         digest = hashlib.sha256("\0".join([
-            "cells", result.cache_key, installed_version("mindspore"),
+            "cells", result.cache_key, generator_fingerprint(), installed_version("mindspore"),
             installed_version("torch") if compare_torch else "", f"run={run}",
             f"compare={compare_torch}", repr(result.config_files)]).encode())
         self.key = digest.hexdigest()

@@ -652,10 +652,10 @@ class CellTransformer(cst.CSTTransformer):
     def _settings_read(self, node: cst.ClassDef, layer: str | None) -> frozenset[str]:
         """The settings of the torch layer a class subclasses that its own forward reads
         and MindSpore's layer does not keep (``self.dilation``, ``self.ceil_mode`` of a
-        ``MaxPool2d``; a Conv2d keeps its stride): none when the class sets them itself,
-        when MindSpore's name differs (``groups`` is read as ``group``), or when the
-        layer's own forward runs (``super().forward``), whose attributes must stay
-        MindSpore's."""
+        ``MaxPool2d``; a Conv2d keeps its stride): none when the class sets them itself
+        (but for a value made from the base's own), when MindSpore's name differs
+        (``groups`` is read as ``group``), or when the layer's own forward runs
+        (``super().forward``), whose attributes must stay MindSpore's."""
         order = apis.torch_order(layer) if layer else None
         if not order or find_all(node.body, m.Call(func=m.Attribute(
                 value=m.Call(func=m.Name("super")), attr=m.Name("forward")))) or not any(
@@ -668,9 +668,13 @@ class CellTransformer(cst.CSTTransformer):
         kept = apis.kept_attributes(api) if api else frozenset()  # kept in MindSpore's form
         read = {a.attr.value for a in find_all(node.body, m.Attribute(value=m.Name("self")))
                 if isinstance(a, cst.Attribute)}
-        written = {t.attr.value for assign in find_all(node.body, m.AssignTarget(
-            m.Attribute(value=m.Name("self")))) if isinstance(assign, cst.AssignTarget)
-            for t in [assign.target] if isinstance(t, cst.Attribute)}
+        # set by the class, unless from the base's own value (``self.stride = [self.stride]
+        # * 2 if isinstance(self.stride, int) else self.stride``)
+        written = {t.attr.value for assign in find_all(node.body, m.Assign())
+                   if isinstance(assign, cst.Assign) for target in assign.targets
+                   for t in [target.target] if m.matches(t, m.Attribute(value=m.Name("self")))
+                   and isinstance(t, cst.Attribute) and not find_all(assign.value, m.Attribute(
+                       value=m.Name("self"), attr=m.Name(t.attr.value)))}
         return frozenset(name for name in order if name in read and name not in written
                          and name not in renamed and name not in kept
                          and name not in ("weight", "bias"))

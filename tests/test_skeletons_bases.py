@@ -721,3 +721,57 @@ def test_functional_average_pooling_takes_torchs_padding_and_stride(
         "return a + b + ops.avg_pool2d(x, 2, stride=2)"]
     cell = cells["Pools"]
     assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 8, 8)")
+
+
+SETTINGS_REWRITTEN = '''\
+import math
+
+import torch.nn.functional as F
+from torch import nn
+
+
+class MaxPoolSamePadding(nn.MaxPool2d):
+    """Reads its base's settings to rewrite them as pairs (EfficientNet's same-padding
+    pool): the base's values must be there first."""
+
+    def __init__(self, kernel_size, stride, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
+        self.stride = (self.stride,) * 2 if isinstance(self.stride, int) else self.stride
+        self.kernel_size = (self.kernel_size,) * 2 if isinstance(self.kernel_size, int) \\
+            else self.kernel_size
+        self.dilation = (self.dilation,) * 2 if isinstance(self.dilation, int) else self.dilation
+
+    def forward(self, x):
+        ih, iw = x.size()[-2:]
+        kh, kw = self.kernel_size
+        sh, sw = self.stride
+        oh, ow = math.ceil(ih / sh), math.ceil(iw / sw)
+        pad_h = max((oh - 1) * sh + (kh - 1) * self.dilation[0] + 1 - ih, 0)
+        pad_w = max((ow - 1) * sw + (kw - 1) * self.dilation[1] + 1 - iw, 0)
+        x = F.pad(x, [pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2])
+        return F.max_pool2d(x, self.kernel_size, self.stride, 0, self.dilation, self.ceil_mode)
+
+
+class Stem(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.pool = MaxPoolSamePadding(3, 2)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+'''
+
+
+def test_a_setting_the_subclass_rewrites_from_its_bases_value_is_kept_first(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"models/__init__.py": "",
+                                      "models/pools.py": SETTINGS_REWRITTEN})
+    written = lines(out, "pools.py")
+    start = next(i for i, line in enumerate(written) if line.startswith("super().__init__("))
+    assert written[start + 1:start + 3] == ["self.dilation = dilation",
+                                            "self.ceil_mode = ceil_mode"]
+    stem = cells["Stem"]
+    assert (stem.status, stem.graph, stem.output_shape) == ("pass", "pass", "(2, 8, 7, 7)"), \
+        stem.error

@@ -7,8 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.analyzer.scan import ScanOptions, scan
+from msready.skeletons import generation_cache
 from msready.skeletons.generate import build_skeletons
 from msready.skeletons.generation_cache import GeneratedSet, GenerationCache
 from msready.skeletons.runner import NOT_STARTED, STOPPED_FROM_OUTSIDE
@@ -112,3 +115,16 @@ def test_a_generation_whose_children_did_not_run_is_not_kept(make_repo: MakeRepo
     store.put(outcome("timed out after 60 s of CPU time"))  # says something about the Cell
     kept = store.get()
     assert kept is not None and kept.skeletons[0].error == "timed out after 60 s of CPU time"
+
+
+def test_a_changed_generator_generates_again(make_repo: MakeRepo, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # the scan's cache key covers the analyzer and the rules; a new version of the code
+    # that writes Cells must not be answered by the Cells the old one wrote
+    root = make_repo({"pkg/__init__.py": "", "pkg/blocks.py": NET})
+    cache = tmp_path / "cache"
+    _generate(_scan(root, cache), tmp_path / "out", cache)
+    warm = _scan(root, cache)
+    assert GenerationCache(warm, False, False, cache).get() is not None
+    monkeypatch.setattr(generation_cache, "generator_fingerprint", lambda: "another")
+    assert GenerationCache(warm, False, False, cache).get() is None

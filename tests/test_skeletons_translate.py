@@ -431,6 +431,10 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
      "torch_assign_(self.fc.bias, (self.fc.bias * 0.9 +\n"),
     ("self.fc.bias.data.zero_()\nreturn x",
      "torch_assign_(self.fc.bias, ops.zeros_like(self.fc.bias))"),
+    # a positional argument MindSpore takes at another position becomes a keyword:
+    # F.max_pool2d's sixth is ceil_mode, ops.max_pool2d's is return_indices
+    ("return F.max_pool2d(x, 3, 2, 0, 1, True)",
+     "return ops.max_pool2d(x, 3, 2, 0, 1, ceil_mode=True)"),
 ])
 def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> None:
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))
