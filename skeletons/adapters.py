@@ -379,11 +379,22 @@ class TorchFunctionContext:
 class TorchFunction:
     """torch.autograd.Function: ``apply`` runs the static ``forward`` with a context.
     MindSpore differentiates that forward itself; the hand-written ``backward`` is kept
-    but not used (a Cell's ``bprop`` is MindSpore's place for it)."""
+    but not used (a Cell's ``bprop`` is MindSpore's place for it). Each subclass gets its
+    own plain ``apply`` function, which GRAPH_MODE compiles also when it is called under
+    another name (``sparsemax = SparsemaxFunction.apply``)."""
 
-    @classmethod
-    def apply(cls, *args):
-        return cls.forward(TorchFunctionContext(), *args)
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        forward = cls.__dict__.get("forward")
+        if forward is None:
+            return
+        forward = forward.__func__ if isinstance(forward, (staticmethod, classmethod)) \
+            else forward
+
+        def apply(*args):
+            return forward(TorchFunctionContext(), *args)
+
+        cls.apply = staticmethod(apply)
 ''',
     "TorchGELU": '''
 class TorchGELU(nn.GELU):

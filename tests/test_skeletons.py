@@ -444,6 +444,14 @@ class SwishAutoFn(torch.autograd.Function):
 class SwishMe(nn.Module):
     def forward(self, x):
         return SwishAutoFn.apply(x)
+
+
+swish = SwishAutoFn.apply  # the function under another name
+
+
+class SwishByName(nn.Module):
+    def forward(self, x):
+        return swish(x)
 '''
 
 
@@ -451,7 +459,8 @@ def test_an_autograd_function_runs_its_forward_and_says_its_backward_is_unused(
         tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
 ) -> None:
     out, cells = run_cells(tmp_path, {"act.py": AUTOGRAD_FUNCTION})
-    assert (cells["SwishMe"].status, cells["SwishMe"].graph) == ("pass", "pass")
+    for name in ("SwishMe", "SwishByName"):
+        assert (cells[name].status, cells[name].graph) == ("pass", "pass"), cells[name].error
     text = (out / "act.py").read_text()
     assert "class SwishAutoFn(TorchFunction):" in text
     assert "return SwishAutoFn.forward(TorchFunctionContext(), x)" in text
