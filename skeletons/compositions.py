@@ -51,6 +51,8 @@ COMPOSED = {
     "torch.nn.functional.multi_head_attention_forward": "torch_multi_head_attention_forward",
     "torch.roll": "torch_roll",
     "torch.device": "TorchDevice",
+    "torch.nn.RMSNorm": "TorchRMSNorm",
+    "torch.nn.functional.rms_norm": "torch_rms_norm",
     "torch.unique": "torch_unique",
     "torch.nn.functional.fold": "torch_fold",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
@@ -459,6 +461,36 @@ class TorchSoftplus(nn.Cell):
 
     def construct(self, x):
         return ops.softplus(x, self.beta, self.threshold)
+''',
+    "TorchRMSNorm": '''
+class TorchRMSNorm(nn.Cell):
+    """torch.nn.RMSNorm: the last ``len(normalized_shape)`` axes divided by their root mean
+    square, times a weight of ones when ``elementwise_affine``."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else \\
+            tuple(normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.weight = Parameter(ops.ones(shape, mindspore.float32), name="weight") \\
+            if elementwise_affine else None
+
+    def construct(self, x):
+        return torch_rms_norm(x, self.normalized_shape, self.weight, self.eps)
+''',
+    "torch_rms_norm": '''
+def torch_rms_norm(input, normalized_shape, weight=None, eps=None):
+    """torch.nn.functional.rms_norm: the last ``len(normalized_shape)`` axes divided by
+    their root mean square (plus ``eps``: by default the input type's machine epsilon),
+    times ``weight``."""
+    count = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    axes = tuple(range(input.ndim - count, input.ndim))
+    if eps is None:
+        eps = 9.765625e-04 if input.dtype == mindspore.float16 else 1.1920928955078125e-07
+    out = input * ops.rsqrt((input * input).mean(axis=axes, keep_dims=True) + eps)
+    return out if weight is None else out * weight
 ''',
     "TorchInstanceNorm": '''
 class TorchInstanceNorm(nn.Cell):

@@ -141,6 +141,20 @@ def test_instance_norm(composed: dict[str, Callable[..., Any]], affine: bool) ->
     _same(ms_layer(Tensor(x)), torch_layer(torch.tensor(x)).detach())
 
 
+@pytest.mark.parametrize(("shape", "eps"), [(4, None), ((5, 4), 1e-6)])
+def test_rms_norm(composed: dict[str, Callable[..., Any]], shape: Any, eps: Any) -> None:
+    x = _array(2, 3, 5, 4)
+    torch_layer = torch.nn.RMSNorm(shape, eps=eps)
+    ms_layer = composed["TorchRMSNorm"](shape, eps=eps)
+    w = _array(*((shape,) if isinstance(shape, int) else shape))
+    torch_layer.weight.data = torch.tensor(w)
+    ms_layer.weight.set_data(Tensor(w))
+    _same(ms_layer(Tensor(x)), torch_layer(torch.tensor(x)).detach())
+    _same(composed["torch_rms_norm"](Tensor(x), shape),
+          torch.nn.functional.rms_norm(torch.tensor(x), shape if isinstance(shape, tuple)
+                                       else (shape,)))
+
+
 def test_softplus(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(2, 3) * 30  # past the threshold too, where softplus is the identity
     _same(composed["TorchSoftplus"]()(Tensor(x)), torch.nn.Softplus()(torch.tensor(x)))
