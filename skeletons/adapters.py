@@ -128,6 +128,9 @@ class Torch{kind}Pool{d}d(nn.{kind}Pool{d}d):
                                         for v in (kernel_size, stride, padding))
         super().__init__(kernel_size, kernel_size if stride is None else stride,
                          pad_mode="pad", padding=padding, {passed})
+        for name, value in ({settings}):
+            if not hasattr(self, name):  # torch keeps it; a subclass's forward may read it
+                setattr(self, name, value)
 
 
 Torch{kind}Pool{d}d.__name__ = "{kind}Pool{d}d"
@@ -144,7 +147,8 @@ def _pool(kind: str, d: int) -> str:
     names = [n for n in _POOL_SETTINGS[kind] if not (d == 1 and n == "divisor_override")]
     return (_POOL.replace("{kind}", kind).replace("{d}", str(d))
             .replace("{params}", ", ".join(f"{n}={_POOL_DEFAULTS[n]}" for n in names))
-            .replace("{passed}", ", ".join(f"{n}={n}" for n in names)))
+            .replace("{passed}", ", ".join(f"{n}={n}" for n in names))
+            .replace("{settings}", ", ".join(f"({n!r}, {n})" for n in names)))
 
 
 SOURCES = {

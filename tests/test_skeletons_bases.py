@@ -775,3 +775,43 @@ def test_a_setting_the_subclass_rewrites_from_its_bases_value_is_kept_first(
     stem = cells["Stem"]
     assert (stem.status, stem.graph, stem.output_shape) == ("pass", "pass", "(2, 8, 7, 7)"), \
         stem.error
+
+
+SETTINGS_PASSED_ON = '''\
+import torch.nn.functional as F
+from torch import nn
+
+
+class StaticSamePool(nn.MaxPool2d):
+    """Hands its keywords on to its base (the base becomes msready's adapter, which takes
+    torch's signature) and reads the base's settings in forward."""
+
+    def __init__(self, kernel_size, stride, pad=1, **kwargs):
+        super().__init__(kernel_size, stride, **kwargs)
+        self.pad = pad
+
+    def forward(self, x):
+        x = F.pad(x, (self.pad, self.pad, self.pad, self.pad))
+        return F.max_pool2d(x, self.kernel_size, self.stride, 0, self.dilation, self.ceil_mode)
+
+
+class Stem(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.pool = StaticSamePool(3, 2, ceil_mode=True)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+'''
+
+
+def test_a_layer_subclass_passing_keywords_on_reads_the_settings_its_adapter_base_keeps(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"models/__init__.py": "",
+                                      "models/pools.py": SETTINGS_PASSED_ON})
+    assert "class StaticSamePool(TorchMaxPool2d):" in lines(out, "pools.py")
+    stem = cells["Stem"]
+    # 16 -> 14 by the convolution, padded to 16, pooled by 3 with stride 2 rounding up: 8
+    assert (stem.status, stem.graph, stem.output_shape) == ("pass", "pass", "(2, 8, 8, 8)"), \
+        stem.error
