@@ -124,12 +124,15 @@ _SMALL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Pass, cst.Impo
           cst.ImportFrom)
 
 
-def simple(stmt: cst.CSTNode) -> bool:
+def simple(stmt: cst.CSTNode, nested: bool = False) -> bool:
     """Assignments, imports and expression statements, alone or inside ``for`` / ``if`` /
-    ``try`` blocks made of them; never the ``if __name__ == "__main__":`` block of a
-    script."""
+    ``try`` blocks made of them or of definitions (``if hasattr(nn, "SiLU"): Swish =
+    nn.SiLU`` / ``else: class Swish(nn.Module): ...``); never the ``if __name__ ==
+    "__main__":`` block of a script."""
     if isinstance(stmt, cst.SimpleStatementLine):
         return all(isinstance(s, _SMALL) for s in stmt.body)
+    if nested and isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+        return True
     if isinstance(stmt, cst.If):
         if find_all(stmt.test, m.Name("__name__")):
             return False
@@ -148,4 +151,18 @@ def simple(stmt: cst.CSTNode) -> bool:
 def _block(body: cst.BaseSuite) -> bool:
     if isinstance(body, cst.SimpleStatementSuite):
         return all(isinstance(s, _SMALL) for s in body.body)
-    return all(simple(s) for s in body.body)
+    return all(simple(s, nested=True) for s in body.body)
+
+
+def run_at_import(stmt: cst.BaseStatement) -> cst.BaseStatement:
+    """The statement as importing its file runs it: the functions it defines (methods
+    included) with their bodies left out, since they run only when called."""
+
+    class Bodies(cst.CSTTransformer):
+        def leave_FunctionDef(self, original: cst.FunctionDef,
+                              updated: cst.FunctionDef) -> cst.FunctionDef:
+            return updated.with_changes(body=cst.SimpleStatementSuite([cst.Pass()]))
+
+    new = stmt.visit(Bodies())
+    assert isinstance(new, cst.BaseStatement)
+    return new

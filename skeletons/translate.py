@@ -579,8 +579,9 @@ class CellTransformer(cst.CSTTransformer):
             stmt = self._registry_holes(stmt)
         if self._keeps_torch(stmt) or self._reads_dropped(stmt):
             return None
-        bound = module_level.bound_names(stmt)
-        if not self._purity.calls(stmt, self._kept_names | bound, build=self._purity.needed(
+        at_import = module_level.run_at_import(stmt)
+        bound = module_level.bound_names(at_import)
+        if not self._purity.calls(at_import, self._kept_names | bound, build=self._purity.needed(
                 bound) or bool(bound & self._imported)):
             return None
         self._kept_names |= bound

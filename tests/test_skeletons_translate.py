@@ -801,3 +801,24 @@ def test_distinct_module_methods_are_translated_on_any_receiver(tmp_path: Path) 
                                       "    for layer in seq.modules():\n"
                                       "        pass"))
     assert "for layer in [cell for _, cell in seq.cells_and_names()]:" in code
+
+
+def test_a_module_level_branch_that_defines_a_class_is_kept(tmp_path: Path) -> None:
+    # torch's own layer when it has one, else the repository's: both branches stay
+    code = generated(tmp_path, (
+        "if hasattr(nn, 'SiLU'):\n"
+        "    Swish = nn.SiLU\n"
+        "else:\n"
+        "    class Swish(nn.Module):\n"
+        "        def forward(self, x):\n"
+        "            return x * torch.sigmoid(x)\n"
+        "\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.act = Swish()\n\n"
+        "    def forward(self, x):\n"
+        "        return self.act(x)\n"))
+    assert "if True:\n    Swish = torch_layer(nn.SiLU, " in code
+    assert "else:\n    class Swish(nn.Cell):\n        def construct(self, x):\n" \
+           "            return x * ops.sigmoid(x)\n" in code
