@@ -239,8 +239,8 @@ def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, s
     this module writes out."""
     short = name.rsplit(".", 1)[-1]
     if short == "einsum":
-        *tensors, last = call.args or [None]
-        pattern = _string(last.value) if last is not None and last.keyword is None else None
+        *tensors, last = call.args or (cst.Arg(cst.Name("None")),)
+        pattern = _string(last.value) if last.keyword is None else None
         if pattern is None or not tensors or any(a.star or a.keyword for a in tensors):
             raise PatternError("not a pattern written as a string literal")
         equation = cst.SimpleString(repr(einsum_equation(pattern)))
