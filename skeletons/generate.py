@@ -310,6 +310,11 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
     if package is not None:
         return skipped("blocked", f"needs the package `{package}`, which msready does not "
                                   f"translate: {error}")
+    ecosystem = _ecosystem_api(error)
+    if ecosystem is not None:  # torchvision's ResNet: a package of its own, not torch
+        return skipped("blocked", f"needs `{ecosystem}` from the torch ecosystem, whose "
+                                  "MindSpore counterparts (MindCV, MindAudio, MindNLP) msready "
+                                  f"does not provide: {error}")
     if error and adapters.STAND_IN in error:  # it ran into a side library's stand-in
         which = ", ".join(f"`{d}`" for d in gen.dropped) or "a side library"
         return skipped("blocked", f"runs code from {which}, which msready does not "
@@ -336,6 +341,18 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
 
 _TENSOR_ATTRIBUTE = re.compile(r"AttributeError: '(?:Tensor|Parameter)' object has no "
                                r"attribute '(\w+)'")
+
+
+# torch's companion packages: their networks and operators are packages of their own.
+_ECOSYSTEM_LEFT = re.compile(r"NotImplementedError: ((?:torchvision|torchaudio|torchtext)"
+                             r"\.[\w.]+) " + re.escape(adapters.LEFT_IN_CELL))
+
+
+def _ecosystem_api(error: str | None) -> str | None:
+    """The torchvision / torchaudio / torchtext API a Cell reached and has no MindSpore
+    form for (``torchvision.models.resnet18``), None otherwise."""
+    found = _ECOSYSTEM_LEFT.search((error or "").split("; GRAPH_MODE: ", 1)[0])
+    return found.group(1) if found else None
 
 
 def _translation_error(error: str | None) -> bool:

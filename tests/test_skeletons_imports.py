@@ -376,3 +376,42 @@ def test_a_torch_class_left_in_the_cell_is_one_nothing_is_an_instance_of(
     assert "isinstance(self.norm, (nn.BatchNorm2d, torch.nn.SyncBatchNorm))" in code
     head = cells["Head"]
     assert (head.pynative, head.output_shape) == ("pass", "(2, 4, 16, 16)")
+
+
+PERCEPTUAL = '''\
+import torch
+from torch import nn
+from torchvision import models
+
+
+class Perceptual(nn.Module):
+    """A loss network on torchvision's VGG: it needs torchvision's network itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = models.vgg16().features[:4]
+
+    def forward(self, x, y):
+        return (self.features(x) - self.features(y)).abs().mean()
+
+
+class Own(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+'''
+
+
+def test_a_cell_built_on_a_torchvision_network_is_blocked_not_wrong(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    _, cells = run_cells(tmp_path, {"loss.py": PERCEPTUAL})
+    perceptual = cells["Perceptual"]
+    assert perceptual.status == "blocked"
+    assert (perceptual.error or "").startswith(
+        "needs `torchvision.models.vgg16` from the torch ecosystem, whose MindSpore "
+        "counterparts (MindCV, MindAudio, MindNLP) msready does not provide")
+    assert cells["Own"].status == "pass"
