@@ -463,16 +463,19 @@ def _search(ms: Any, cell: Any, stack: list[tuple[list[Any], str]], seen: set[Sh
     """An input the Cell runs on in PyNative mode, found by following what the errors of
     the inputs on ``stack`` ask for (:func:`asked_for`), depth first: the error of the
     input just tried is followed next (a rank, then the channels, then the size), within
-    :data:`_SEARCH_RUNS` runs and :data:`_SEARCH_SECONDS`. None when there is none.
+    :data:`_SEARCH_RUNS` runs and :data:`_SEARCH_SECONDS`; a side between two that gave
+    too few and too many features comes first (:func:`bracketed`). None when there is
+    none.
     ``seen`` holds the shapes not to try again; ``tried``, the errors of inputs run
     already."""
     tried = tried or {}
     runs = 0
+    bounds: Bounds = {}
     deadline = time.monotonic() + _SEARCH_SECONDS
     while stack and runs < _SEARCH_RUNS and time.monotonic() < deadline:
         arrays, error = stack.pop()
         followed = []
-        for shaped in asked_for(arrays, error):
+        for shaped in bracketed(arrays, error, bounds) + asked_for(arrays, error):
             key = _shapes(shaped)
             if key in seen or runs >= _SEARCH_RUNS or time.monotonic() >= deadline:
                 continue
@@ -589,12 +592,26 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
             wanted.append((*shape[:len(shape) - len(tail)], *tail))
         elif tail:
             wanted.append((2, *tail))
+    out = _replaced(arrays, first, wanted)
+    at = next(i for i, a in enumerate(arrays) if a is first)
+    if _SCALAR.search(error):  # a later input is read as a number: a step, an index
+        out += [[0 if i == later else a for i, a in enumerate(arrays)]
+                for later, a in enumerate(arrays) if later > at and isinstance(a, np.ndarray)]
+    return out
+
+
+def _replaced(arrays: list[Any], first: Any, shapes: list[tuple[int, ...]]
+              ) -> list[list[Any]]:
+    """``arrays`` with the first tensor (and every other input of its shape) made anew
+    in each of ``shapes`` that is new and small enough; also with only the first
+    changed, when others shared its shape."""
+    shape = tuple(first.shape)
     rng = np.random.default_rng(0)
     out = []
     at = next(i for i, a in enumerate(arrays) if a is first)
     repeated = any(isinstance(a, np.ndarray) and a.shape == shape and i != at
                    for i, a in enumerate(arrays))
-    for new in dict.fromkeys(w for w in wanted if w != shape and 0 < len(w) <= 6
+    for new in dict.fromkeys(w for w in shapes if w != shape and 0 < len(w) <= 6
                              and all(0 < d <= 4096 for d in w)
                              and math.prod(w) <= _LARGEST_INPUT):
         made = rng.integers(0, max(1, int(first.max()) + 1), new).astype(first.dtype) \
@@ -603,10 +620,38 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
                     for a in arrays])
         if repeated:  # the other inputs may be something else the guess did not know
             out.append([made if i == at else a for i, a in enumerate(arrays)])
-    if _SCALAR.search(error):  # a later input is read as a number: a step, an index
-        out += [[0 if i == later else a for i, a in enumerate(arrays)]
-                for later, a in enumerate(arrays) if later > at and isinstance(a, np.ndarray)]
     return out
+
+
+# For each (batch and channels, width wanted): the largest side of an image whose
+# flattened features fell short of the width, and the smallest whose features exceeded it.
+Bounds = dict[tuple[object, ...], list[int]]
+
+
+def bracketed(arrays: list[Any], error: str, bounds: Bounds) -> list[list[Any]]:
+    """A feature map flattened into a layer of fixed width grows with the image's sides,
+    but through convolutions and pooling by no fixed ratio (a 16-pixel image gives 64
+    features, a 48-pixel one 5184, where 576 are wanted). Once one side fell short and
+    another went beyond, the side halfway between is tried (24 here), so the search
+    closes in on the side the layer was built for. ``bounds`` keeps what each error
+    said."""
+    first = next((a for a in arrays if isinstance(a, np.ndarray)), None)
+    width = next((found for pattern in _LAST if (found := pattern.search(error))), None)
+    if first is None or first.ndim < 4 or width is None:
+        return []
+    got, want = int(width.group(1)), int(width.group(2))
+    side = int(first.shape[2])
+    low, high = bounds.setdefault((*first.shape[:2], want), [0, 0])
+    if got < want:
+        low = max(low, side)
+    elif got > want:
+        high = min(high, side) if high else side
+    bounds[(*first.shape[:2], want)] = [low, high]
+    if not (low and high and high - low > 1):
+        return []
+    middle = (low + high) // 2
+    sides = tuple(max(1, round(int(d) * middle / side)) for d in first.shape[2:])
+    return _replaced(arrays, first, [(*first.shape[:2], *sides)])
 
 
 def _numbers(text: str) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ import pytest
 
 from msready.analyzer.result import SkeletonResult
 from msready.skeletons import runner
-from msready.skeletons.child import asked_for
+from msready.skeletons.child import asked_for, bracketed
 from msready.skeletons.generate import _status_line, _translation_error
 
 CellRun = tuple[Path, dict[str, SkeletonResult]]
@@ -132,6 +132,20 @@ def test_a_dense_layer_after_convolutions_asks_for_a_larger_image() -> None:
     assert shapes_asked((2, 8, 16), error) == [(2, 8, 400), (2, 8, 1600)]
 
 
+def test_sides_that_gave_too_few_and_too_many_features_bound_the_next_side() -> None:
+    bounds: dict[tuple[object, ...], list[int]] = {}
+
+    def bracket(side: int, got: int) -> list[tuple[int, ...]]:
+        error = "ValueError: For 'MatMul' the input dimensions must be equal, but got " \
+                f"'x1_col': {got} and 'x2_row': 576."
+        image = np.zeros((2, 3, side, side), np.float32)
+        return [tuple(c[0].shape) for c in bracketed([image], error, bounds)]
+
+    assert bracket(16, 64) == []  # too few: no bound above yet
+    assert bracket(48, 5184) == [(2, 3, 32, 32)]
+    assert bracket(32, 1600) == [(2, 3, 24, 24)]
+
+
 def test_a_tensor_read_as_one_number_makes_a_later_input_zero() -> None:
     image, step = np.zeros((2, 3, 16, 16), np.float32), np.zeros((2, 16), np.float32)
     [changed] = asked_for([image, step], "ValueError: The tensor should have only one "
@@ -220,6 +234,25 @@ class Shrinking(nn.Cell):
         return self.fc(x.reshape(x.shape[0], -1))
 
 
+class Pyramid(nn.Cell):
+    """Convolutions and rounding-up pools before a Dense layer built for 24 x 24 images
+    (MTCNN's refinement network): 16 x 16 gives too few features, 48 x 48 too many."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.SequentialCell([
+            nn.Conv2d(3, 28, 3, pad_mode='valid'),
+            nn.MaxPool2d(3, 2, pad_mode='pad', padding=0, ceil_mode=True),
+            nn.Conv2d(28, 48, 3, pad_mode='valid'),
+            nn.MaxPool2d(3, 2, pad_mode='pad', padding=0, ceil_mode=True),
+            nn.Conv2d(48, 64, 2, pad_mode='valid')])
+        self.fc = nn.Dense(576, 16)
+
+    def construct(self, x):
+        x = self.body(x)
+        return self.fc(x.reshape(x.shape[0], -1))
+
+
 class Broken(nn.Cell):
     def construct(self, x):
         return x.no_such_method()
@@ -238,6 +271,7 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
             job("Volume", [2, 4, 16, 16]), job("Norm", [2, 16]), job("Unpack", [2, 16]),
             job("Attention", [2, 16], [2, 16]), job("Stepped", [2, 16], [2, 16]),
             job("Broken", [2, 16]), job("Shrinking", [2, 16]),
+            job("Pyramid", [2, 3, 16, 16], guessed=False),
             # a guess among the alternatives is the shape the first error asks for: it is
             # not run again, and its own error (three channels) is followed
             job("Conv", [2, 16]) | {"key": "Alternatives", "alternatives": [
@@ -261,6 +295,9 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
         # 16 x 16 is too small for the last kernel, 32 x 32 four times too large for the
         # Dense layer (back to 16 x 16, tried), so a few pixels smaller: 28 x 28
         "Shrinking": ("pass", "pass", "(2, 1, 28, 28)", True),
+        # 16 x 16 gives 64 features, 48 x 48 (nine times the area) 5184, 20 x 20 256:
+        # halfway between the sides that gave too few and too many, 32, then 24
+        "Pyramid": ("pass", "pass", "(2, 3, 24, 24)", True),
         # nothing about the input: no input fits, and the error is the first guess's
         "Broken": ("fail", "fail", "(2, 16)", False),
         # an input the repository's layers give is run first; when it fails, the errors
