@@ -968,32 +968,44 @@ class ConstructorFinder:
         for name, value in arguments.meet(required, env, adjustable, propose).items():
             resolved.kwargs[name] = resolved.synthesized[name] = value
 
-    def _forwarded(self, cls: str, params: list[tuple[str, object, bool]]
+    def _forwarded(self, cls: str, params: list[tuple[str, object, bool]],
+                   seen: set[str] | None = None
                    ) -> Iterator[tuple[str, list[tuple[str, object, bool]]]]:
-        """The repository base (once) whose constructor ``cls.__init__`` hands its
-        ``**kwargs`` to, with the base's parameters ``cls`` neither declares nor gives
-        itself: ``super().__init__(model, *args, **kwargs)`` leaves the base's
-        ``image_size`` to the caller. Bases that hand theirs on in turn follow."""
+        """The repository classes whose constructors ``cls.__init__`` hands its
+        ``**kwargs`` to (once each), with their parameters ``cls`` neither declares nor
+        gives itself: ``super().__init__(model, *args, **kwargs)`` leaves the base's
+        ``image_size`` to the caller, and ``self.body = Body(dim=dim, **kwargs)`` the
+        body's ``depth``. Classes that hand theirs on in turn follow. A required
+        parameter of theirs is required of ``cls``."""
         found = self.method_node(cls, "__init__")
         kwargs = found[0].params.star_kwarg if found else None
         if found is None or kwargs is None:
             return
-        node, star = found[0], kwargs.name.value
-        for call in find_all(node.body, m.Call(func=SUPER_INIT)):
+        (node, file), star = found, kwargs.name.value
+        seen = seen if seen is not None else {cls}
+        for call in find_all(node.body, m.Call()):
             assert isinstance(call, cst.Call)
             if not any(a.star == "**" and m.matches(a.value, m.Name(star)) for a in call.args):
                 continue
-            base = next((b for b in self.model.mro(cls)[1:]
-                         if self.model.find_method(b, "__init__") == f"{b}.__init__"), None)
-            sig = self._signature(base, "__init__") if base else None
-            if base is None or sig is None:
-                return
+            if m.matches(call.func, SUPER_INIT):
+                target = next((b for b in self.model.mro(cls)[1:]
+                               if self.model.find_method(b, "__init__") == f"{b}.__init__"),
+                              None)
+            else:
+                target = self.qualify(call.func, file)
+                if target not in self.model.classes or \
+                        self.model.find_method(target, "__init__") is None:
+                    continue
+            sig = self._signature(target, "__init__") if target else None
+            if target is None or sig is None or target in seen:
+                continue
+            seen.add(target)
             given = sum(1 for a in call.args if a.keyword is None and not a.star)
             named = {n for n, _, _ in params} | {a.keyword.value for a in call.args if a.keyword}
             extra = [p for i, p in enumerate(sig[0]) if i >= given and p[0] not in named]
-            yield base, extra
-            yield from self._forwarded(base, [*params, *extra])  # and on up the bases
-            return
+            params = [*params, *extra]
+            yield target, extra
+            yield from self._forwarded(target, params, seen)  # and on, through theirs
 
     def annotated_class(self, cls: str, param: str) -> ConfigValue | None:
         """The repository network class a constructor parameter's annotation names

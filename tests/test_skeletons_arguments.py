@@ -1522,6 +1522,44 @@ def test_arguments_handed_to_the_base_through_kwargs_are_the_bases_to_find(
         "pass", "model=Denoiser(dim=16), image_size=32")
 
 
+KWARGS_TO_A_PART = '''\
+from torch import nn
+
+
+class Body(nn.Module):
+    def __init__(self, *, dim, depth):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class LanguageModel(nn.Module):
+    """Declares what it uses itself and hands the rest to the part it builds."""
+
+    def __init__(self, *, num_tokens, dim, **kwargs):
+        super().__init__()
+        self.embed = nn.Embedding(num_tokens, dim)
+        self.body = Body(dim=dim, **kwargs)
+        self.out = nn.Linear(dim, num_tokens)
+
+    def forward(self, tokens):
+        return self.out(self.body(self.embed(tokens)))
+'''
+
+
+def test_arguments_handed_to_a_part_through_kwargs_are_the_parts_to_find(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Body's required depth is required of LanguageModel too: it comes through **kwargs
+    _, cells = run_cells(tmp_path, {"lm.py": KWARGS_TO_A_PART})
+    model = cells["LanguageModel"]
+    assert (model.status, model.graph) == ("pass", "pass"), model.error
+    assert model.synthesized == "num_tokens=32, dim=16, depth=1"
+
+
 OWN_WEIGHT = '''\
 import torch
 import torch.nn.functional as F
