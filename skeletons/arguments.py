@@ -330,7 +330,10 @@ def synthesize(name: str, usage: Usage) -> object:
         return guess if isinstance(guess, bool) else False
     if usage.annotation in ("float",) and not usage.indexed:
         return float(guess) if isinstance(guess, (int, float)) else 1.0
-    if usage.indexed or usage.annotation in ("list", "tuple", "Sequence", "List", "Tuple"):
+    # a kind tested with isinstance is one of several the code handles: a number is the
+    # simplest (``output_dim`` a list for several tasks, else one Linear's width)
+    if (usage.indexed and not usage.type_tested) or usage.annotation in (
+            "list", "tuple", "Sequence", "List", "Tuple"):
         item = guess if isinstance(guess, (int, float)) and not isinstance(guess, bool) \
             else WIDTH
         if usage.unpacked:  # ``H, W = p``

@@ -1560,6 +1560,37 @@ def test_arguments_handed_to_a_part_through_kwargs_are_the_parts_to_find(
     assert model.synthesized == "num_tokens=32, dim=16, depth=1"
 
 
+KIND_TESTED = '''\
+from torch import nn
+
+
+class Heads(nn.Module):
+    """One head per task when given a list of widths, else one head."""
+
+    def __init__(self, dim, output_dim):
+        super().__init__()
+        self.multi = isinstance(output_dim, list)
+        if self.multi:
+            self.heads = nn.ModuleList([nn.Linear(dim, d) for d in output_dim])
+        else:
+            self.head = nn.Linear(dim, output_dim)
+
+    def forward(self, x):
+        if self.multi:
+            return [head(x) for head in self.heads]
+        return self.head(x)
+'''
+
+
+def test_a_parameter_whose_kind_is_tested_is_made_up_as_a_number(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # iterated in one branch, a width in the other: the number is the simpler kind
+    _, cells = run_cells(tmp_path, {"heads.py": KIND_TESTED})
+    heads = cells["Heads"]
+    assert (heads.status, heads.graph, heads.synthesized) == ("pass", "pass",
+                                                              "dim=16, output_dim=16")
+
+
 OWN_WEIGHT = '''\
 import torch
 import torch.nn.functional as F
