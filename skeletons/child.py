@@ -566,7 +566,12 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
     shape = tuple(first.shape)
     wanted = [_with_rank(shape, rank) for rank in _ranks(error, len(shape))]
     if (conv := _CONV.search(error)) is not None and len(shape) > 1:
-        wanted.append(_with_dim(shape, 1, int(conv.group(1)) * int(conv.group(3))))
+        want, got = int(conv.group(1)) * int(conv.group(3)), int(conv.group(2))
+        wanted.append(_with_dim(shape, 1, want))
+        if shape[1] != got and shape[1] * want % got == 0:
+            # the convolution takes more than this input (``torch.cat`` of the inputs and
+            # what is made of them): each input's channels in the same proportion
+            wanted.append(_with_dim(shape, 1, shape[1] * want // got))
     elif (mint := _MINT_CONV.search(error)) is not None and len(shape) > 1:
         groups = max(1, shape[1] // max(1, int(mint.group(1))))
         wanted.append(_with_dim(shape, 1, int(mint.group(2)) * groups))

@@ -34,6 +34,12 @@ def shapes_asked(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
                       "parameter 'group' must be equal to 'C_in' of input 'weight' shape: 4, "
                       "but got 'C_in' of input 'x' shape: 16, and 'group': 2.",
      [(2, 8, 16, 16)]),
+    # a convolution of five maps made of two inputs (both, their difference and their
+    # ratios) takes five channels: one per input
+    ((2, 5, 16, 16), "RuntimeError: For 'Conv2D', 'C_in' of input 'x' shape divide by "
+                     "parameter 'group' must be equal to 'C_in' of input 'weight' shape: 5, "
+                     "but got 'C_in' of input 'x' shape: 25, and 'group': 1.",
+     [(2, 1, 16, 16)]),
     ((2, 16, 8, 8), "ValueError: For BatchNorm, scale.shape[0] should be equal to input_x's "
                     "channel dimension: 16, bug got scale.shape[0]: 32.", [(2, 32, 8, 8)]),
     # a Dense layer and a LayerNorm say the width of the last dimension
@@ -253,6 +259,18 @@ class Pyramid(nn.Cell):
         return self.fc(x.reshape(x.shape[0], -1))
 
 
+class Ratio(nn.Cell):
+    """Five maps made of two inputs into one convolution (LPIPS's distance to logit)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(5, 8, 1)
+
+    def construct(self, d0, d1):
+        eps = 0.1
+        return self.conv(ops.cat((d0, d1, d0 - d1, d0 / (d1 + eps), d1 / (d0 + eps)), 1))
+
+
 class Broken(nn.Cell):
     def construct(self, x):
         return x.no_such_method()
@@ -272,6 +290,7 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
             job("Attention", [2, 16], [2, 16]), job("Stepped", [2, 16], [2, 16]),
             job("Broken", [2, 16]), job("Shrinking", [2, 16]),
             job("Pyramid", [2, 3, 16, 16], guessed=False),
+            job("Ratio", [2, 5, 16, 16], [2, 5, 16, 16], guessed=False),
             # a guess among the alternatives is the shape the first error asks for: it is
             # not run again, and its own error (three channels) is followed
             job("Conv", [2, 16]) | {"key": "Alternatives", "alternatives": [
@@ -298,6 +317,8 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
         # 16 x 16 gives 64 features, 48 x 48 (nine times the area) 5184, 20 x 20 256:
         # halfway between the sides that gave too few and too many, 32, then 24
         "Pyramid": ("pass", "pass", "(2, 3, 24, 24)", True),
+        # the first layer's five channels were given to each input: one each
+        "Ratio": ("pass", "pass", "(2, 1, 16, 16), (2, 1, 16, 16)", True),
         # nothing about the input: no input fits, and the error is the first guess's
         "Broken": ("fail", "fail", "(2, 16)", False),
         # an input the repository's layers give is run first; when it fails, the errors
