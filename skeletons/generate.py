@@ -73,12 +73,14 @@ def render(result: ScanResult, gen: Generated) -> str:
 
 
 def _stub(classes: list[str], reason: str) -> str:
-    """Cells that only say why the translation failed; they always parse."""
+    """Cells that only say why the translation failed; they always parse. A file with no
+    Cell (helpers other files import) says it too, at its top."""
     text = " ".join(reason.split())[:200]
     parts = [f"class {name}(nn.Cell):\n    # TODO(msready MS100): the translation did not "
              f"produce valid Python ({text})\n    def construct(self, *inputs):\n"
              f"        raise NotImplementedError({name!r})\n" for name in classes]
-    return "\n\n".join(parts)
+    return "\n\n".join(parts) or (f"# TODO(msready MS100): the translation of this file did "
+                                   f"not produce valid Python ({text})\n")
 
 
 def _files_to_write(result: ScanResult, extra: list[str]) -> list[FileResult]:

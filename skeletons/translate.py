@@ -1734,9 +1734,39 @@ def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, bac
                    findings: list[Finding]) -> FileTranslation:
     """The MindSpore starter code of one repository file."""
     transformer = CellTransformer(parsed, file, model, backend, findings)
-    module = parsed.module.visit(transformer)
+    module = parsed.module.visit(transformer).visit(_FormattedQuotes())
     return FileTranslation(module.code, transformer.cells, transformer.all_todos,
                            list(transformer.dropped))
+
+
+class _FormattedQuotes(cst.CSTTransformer):
+    """A string the translation put inside an f-string's braces (``torch.__version__`` ->
+    ``'2.13.0'``) takes the other kind of quote when it has the f-string's: Python before
+    3.12 ends the f-string there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quotes: list[str] = []
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+        self.quotes.append(node.start.lstrip("rRfFbBuU"))
+        return True
+
+    def leave_FormattedString(self, original: cst.FormattedString,
+                              updated: cst.FormattedString) -> cst.FormattedString:
+        self.quotes.pop()
+        return updated
+
+    def leave_SimpleString(self, original: cst.SimpleString,
+                           updated: cst.SimpleString) -> cst.SimpleString:
+        if not self.quotes or len(self.quotes[-1]) != 1 or updated.quote != self.quotes[-1]:
+            return updated
+        other = "'" if updated.quote == '"' else '"'
+        prefix = updated.prefix
+        inner = updated.value[len(prefix) + 1:-1]
+        if other in inner or "\\" in inner:
+            return updated
+        return updated.with_changes(value=f"{prefix}{other}{inner}{other}")
 
 
 def _then(function: cst.FunctionDef, line: str) -> cst.FunctionDef:

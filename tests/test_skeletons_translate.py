@@ -822,3 +822,27 @@ def test_a_module_level_branch_that_defines_a_class_is_kept(tmp_path: Path) -> N
     assert "if True:\n    Swish = torch_layer(nn.SiLU, " in code
     assert "else:\n    class Swish(nn.Cell):\n        def construct(self, x):\n" \
            "            return x * ops.sigmoid(x)\n" in code
+
+
+def test_a_string_put_inside_an_f_string_takes_the_other_quote(tmp_path: Path) -> None:
+    # torch's version is answered with a literal; inside f'...' it must not end the
+    # f-string (Python 3.11)
+    code = generated(tmp_path, module(
+        "self.note = f'torch-{torch.__version__} on {\"cpu\"}'"))
+    assert "self.note = f'torch-{\"2.13.0\"} on {\"cpu\"}'" in code
+
+
+def test_a_helper_file_whose_translation_fails_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a file with no Module class, imported by one that has: its importers will fail on
+    # the names it lacks, and the file says why they are missing
+    def broken(*args: object) -> FileTranslation:
+        return FileTranslation("def helper(:\n", [])
+
+    monkeypatch.setattr(generate, "translate_file", broken)
+    generated(tmp_path, "from .helpers import helper\n\n\n" + module(
+        "self.fc = nn.Linear(4, 4)"), path="pkg/net.py",
+        extra={"pkg/__init__.py": "", "pkg/helpers.py": "def helper(x):\n    return x\n"})
+    text = (tmp_path / "skeletons" / "pkg" / "helpers.py").read_text()
+    assert "# TODO(msready MS100): the translation of this file did not produce valid " \
+           "Python (SyntaxError: " in text
