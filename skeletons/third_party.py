@@ -26,7 +26,29 @@ PROVIDED: dict[str, str] = {
         "fairscale_checkpoint_wrapper",
 }
 
+# Modules imported whole (``import pkg_resources as pkg``) -> the MindSpore source's class,
+# which gives the names listed in its source and the stand-in for any other.
+MODULES: dict[str, str] = {"pkg_resources": "PkgResources"}
+
 SOURCES: dict[str, str] = {
+    "PkgResources": '''
+class _PkgResourcesType(type):
+    def __getattr__(cls, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return Unavailable()
+
+
+class PkgResources(metaclass=_PkgResourcesType):
+    """setuptools' pkg_resources, which a Cell does not import: its version parsing is
+    that of packaging (its successor, which MindSpore requires); any other name of it is
+    the stand-in."""
+
+    @staticmethod
+    def parse_version(version):
+        from packaging.version import parse
+        return parse(version)
+''',
     "TimmDropPath": '''
 class TimmDropPath(nn.Cell):
     """timm's DropPath (stochastic depth): in training, each sample's whole residual branch
@@ -95,6 +117,11 @@ def fairscale_checkpoint_wrapper(module, *args, **kwargs):
     return module
 ''',
 }
+
+
+def provided_module(module: str | None) -> str | None:
+    """The MindSpore source standing for ``import <module>``, if there is one."""
+    return MODULES.get(module or "")
 
 
 def provided(module: str, name: str | None) -> str | None:

@@ -434,6 +434,12 @@ class CellTransformer(cst.CSTTransformer):
         side = [a for a in updated_node.names if self._side_library(dotted(a.name))]
         keep = [a for a in updated_node.names
                 if not is_torch((dotted(a.name) or "").split(".")[0]) and a not in side]
+        source = third_party.provided_module(dotted(side[0].name)) if len(side) == 1 else None
+        if not keep and source is not None and isinstance(
+                local := side[0].asname.name if side[0].asname else side[0].name, cst.Name):
+            # ``import pkg_resources as pkg`` -> ``pkg = PkgResources``, written for MindSpore
+            self.dropped.pop(dotted(side[0].name) or "", None)
+            return cst.Assign([cst.AssignTarget(cst.Name(local.value))], cst.Name(source))
         if not keep:
             return self._stand_in([a.asname.name if a.asname else a.name for a in side])
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)

@@ -173,3 +173,35 @@ def test_the_scanned_library_s_own_layers_are_translated_not_replaced(
     assert "from timm.layers import DropPath" in text
     assert not any("TimmDropPath" in ln for ln in text)
     assert cells["Net"].status == "pass"
+
+
+VERSION_CHECKED = '''\
+import pkg_resources as pkg
+import torch
+from torch import nn
+
+
+def check_version(current="0.0.0", minimum="0.0.0"):
+    current, minimum = (pkg.parse_version(x) for x in (current, minimum))
+    return current >= minimum
+
+
+class Detect(nn.Module):
+    """Checks a version when the class is defined, in a default argument."""
+
+    def __init__(self, ch=8):
+        super().__init__()
+        self.conv = nn.Conv2d(ch, 4, 1)
+
+    def forward(self, x, new_torch=check_version(torch.__version__, "1.10.0")):
+        return self.conv(x) if new_torch else self.conv(x) * 0
+'''
+
+
+def test_pkg_resources_version_parsing_is_packagings(tmp_path: Path,
+                                                      run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"yolo.py": VERSION_CHECKED})
+    detect = cells["Detect"]
+    assert (detect.status, detect.graph) == ("pass", "pass"), detect.error
+    code = (out / "yolo.py").read_text()
+    assert "pkg = PkgResources" in code and "class PkgResources(" in code
