@@ -318,6 +318,18 @@ class Unavailable(metaclass=_UnavailableType):
 
     def __bool__(self):
         return False
+
+
+def _unavailable_operand(self, other):
+    return Unavailable()
+
+
+# Arithmetic with a stand-in (``DATASETS_DIR / "coco128"`` in a default argument, run when
+# the file is imported) gives another stand-in, from the class or an instance.
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
+    for _method in (f"__{_name}__", f"__r{_name}__"):
+        setattr(_UnavailableType, _method, _unavailable_operand)
+        setattr(Unavailable, _method, _unavailable_operand)
 ''',
     "TorchLayerNorm": '''
 class TorchLayerNorm(nn.LayerNorm):

@@ -415,3 +415,34 @@ def test_a_cell_built_on_a_torchvision_network_is_blocked_not_wrong(
         "needs `torchvision.models.vgg16` from the torch ecosystem, whose MindSpore "
         "counterparts (MindCV, MindAudio, MindNLP) msready does not provide")
     assert cells["Own"].status == "pass"
+
+
+DEFAULT_FROM_A_SIDE_LIBRARY = '''\
+import platformdirs
+from torch import nn
+
+DATA_DIR = platformdirs.user_data_path("app")  # a side library: the stand-in
+
+
+def flatten(path=DATA_DIR / "coco128"):  # run when the file is imported
+    return str(path) + "_flat"
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def test_arithmetic_on_a_stand_in_at_import_gives_a_stand_in(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    out, cells = run_cells(tmp_path, {"head.py": DEFAULT_FROM_A_SIDE_LIBRARY})
+    code = (out / "head.py").read_text()
+    assert "platformdirs = Unavailable" in code
+    assert 'def flatten(path=DATA_DIR / "coco128"):' in code
+    assert (cells["Head"].status, cells["Head"].graph) == ("pass", "pass"), cells["Head"].error
