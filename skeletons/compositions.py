@@ -70,6 +70,16 @@ COMPOSED = {
        for name in ("single", "pair", "triple", "quadruple")},
 }
 
+# torch's gradient switches used as values (``return torch.inference_mode if new else
+# torch.no_grad``, a decorator factory): MindSpore records gradients only inside what
+# mindspore.value_and_grad differentiates, so as a context or a decorator they do nothing.
+# A ``with`` block or a decorator written with them directly is dropped instead.
+GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad",
+                           "torch.set_grad_enabled", "torch.autograd.no_grad",
+                           "torch.autograd.grad_mode.no_grad", "torch.autograd.enable_grad",
+                           "torch.autograd.grad_mode.enable_grad"})
+GRAD_CONTEXT = "TorchGradContext"
+
 # torch APIs whose MindSpore form needs arguments torch lets be left out or None
 # (``ops.batch_norm`` needs running statistics, weight and bias): torch's parameters in
 # order. A call that leaves one out, or passes None, uses the composition even though the
@@ -86,6 +96,30 @@ NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
                "torch.unique": frozenset({"cpu", "gpu"})}
 
 SOURCES = {
+    "TorchGradContext": '''
+class TorchGradContext:
+    """torch.no_grad / inference_mode / enable_grad / set_grad_enabled used as a value:
+    MindSpore records gradients only inside what mindspore.value_and_grad differentiates,
+    so as a context manager or a decorator (with or without parentheses) this changes
+    nothing."""
+
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]  # ``@torch.no_grad`` on a function: the function itself
+        return super().__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, function):
+        return function
+''',
     "TorchDevice": '''
 class TorchDevice:
     """torch.device as the name it holds: MindSpore places every tensor on the device

@@ -1088,6 +1088,9 @@ class CellTransformer(cst.CSTTransformer):
         if mapping.api is None and composed is not None and node not in self._compared:
             self._replace[node] = expr(composed)  # ``pad = nn.ReplicationPad2d`` on CPU
             return False
+        if mapping.api is None and apis.canonical(name) in compositions.GRAD_CONTEXTS:
+            self._replace[node] = expr(compositions.GRAD_CONTEXT)
+            return False
         accepted = apis.ms_keywords(mapping.api) if mapping.api and mapping.api.startswith(
             ("mindspore.nn.", "mindspore.mint.nn.")) and node not in self._type_tests else None
         if mapping.api is not None and accepted is not None and isinstance(

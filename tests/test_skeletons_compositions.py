@@ -849,3 +849,55 @@ def test_a_module_that_keeps_a_device_object_runs(tmp_path: Path, run_cells: Cel
     assert (embedder.pynative, embedder.graph) == ("pass", "pass"), embedder.error
     assert 'self.device = TorchDevice("cuda" if False else "cpu")' in (
         out / "embed.py").read_text()
+
+
+GRAD_SWITCH_AS_VALUE = '''\
+import torch
+from torch import nn
+
+
+def smart_inference_mode(new_torch=True):
+    # torch's newer context where it has one: a decorator chosen when it is applied
+    def decorate(fn):
+        return (torch.inference_mode if new_torch else torch.no_grad)()(fn)
+
+    return decorate
+
+
+@smart_inference_mode()
+def scale(x):
+    return x * 2
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            x = scale(x)
+        return self.fc(x)
+'''
+
+
+def test_a_gradient_switch_used_as_a_value_changes_nothing(tmp_path: Path,
+                                                         run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"scaled.py": GRAD_SWITCH_AS_VALUE})
+    scaled = cells["Scaled"]
+    assert (scaled.pynative, scaled.graph) == ("pass", "pass"), scaled.error
+    code = (out / "scaled.py").read_text()
+    assert "return (TorchGradContext if new_torch else TorchGradContext)()(fn)" in code
+    assert "with torch" not in code  # the with block is dropped, its body kept
+
+
+def test_a_gradient_switch_is_a_decorator_and_a_context(
+        composed: dict[str, Callable[..., Any]]) -> None:
+    switch = composed["TorchGradContext"]
+
+    def f(x: int) -> int:
+        return x + 1
+
+    assert switch(f) is f and switch()(f) is f and switch(False)(f) is f
+    with switch():
+        assert f(1) == 2
