@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import metadata, resources
+from importlib.resources.abc import Traversable
 from itertools import chain
 from pathlib import Path
 
@@ -82,18 +83,25 @@ def default_cache_dir() -> Path:
     return Path(base) / "msready"
 
 
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """A hash of msready's own code and data, so a changed rule never reads stale cache."""
+def files_fingerprint(folders: Iterable[Traversable], suffixes: tuple[str, ...]) -> str:
+    """A hash of msready's version and the files of ``folders`` (package resources) whose
+    names end with ``suffixes``: a cache keyed by it is never read by other code."""
     digest = hashlib.sha256(__version__.encode())
-    folders = [resources.files("msready.analyzer"), resources.files("msready.rules"),
-               resources.files("msready.analyzer").joinpath("data")]
     for folder in folders:
         for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith((".py", ".txt", ".json", ".toml")) and entry.is_file():
+            if entry.name.endswith(suffixes) and entry.is_file():
                 digest.update(entry.name.encode())
                 digest.update(entry.read_bytes())
     return digest.hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of msready's own code and data, so a changed rule never reads stale cache."""
+    return files_fingerprint([resources.files("msready.analyzer"),
+                              resources.files("msready.rules"),
+                              resources.files("msready.analyzer").joinpath("data")],
+                             (".py", ".txt", ".json", ".toml"))
 
 
 def parse_error_finding(path: str, failure: ParseFailure) -> Finding:

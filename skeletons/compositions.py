@@ -50,7 +50,6 @@ COMPOSED = {
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.nn.functional.multi_head_attention_forward": "torch_multi_head_attention_forward",
     "torch.roll": "torch_roll",
-    "torch.device": "TorchDevice",
     "torch.nn.RMSNorm": "TorchRMSNorm",
     "torch.nn.functional.rms_norm": "torch_rms_norm",
     "torch.unique": "torch_unique",
@@ -70,15 +69,18 @@ COMPOSED = {
        for name in ("single", "pair", "triple", "quadruple")},
 }
 
-# torch's gradient switches used as values (``return torch.inference_mode if new else
-# torch.no_grad``, a decorator factory): MindSpore records gradients only inside what
-# mindspore.value_and_grad differentiates, so as a context or a decorator they do nothing.
-# A ``with`` block or a decorator written with them directly is dropped instead.
-GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad",
-                           "torch.set_grad_enabled", "torch.autograd.no_grad",
-                           "torch.autograd.grad_mode.no_grad", "torch.autograd.enable_grad",
-                           "torch.autograd.grad_mode.enable_grad"})
-GRAD_CONTEXT = "TorchGradContext"
+# torch objects that only say where or how torch computes, held as values: a device
+# (``self.device = torch.device("cpu")``, read as ``self.device.type``) and the gradient
+# switches (``return torch.inference_mode if new else torch.no_grad``, a decorator
+# factory). MindSpore places tensors by context and records gradients only inside what
+# mindspore.value_and_grad differentiates, so these stand-ins keep the code running and
+# change nothing. They are not compositions: MS101's advice stays the table's, and a
+# ``with torch.no_grad():`` block written directly is dropped instead.
+STAND_INS = {"torch.device": "TorchDevice",
+             **dict.fromkeys(("torch.no_grad", "torch.inference_mode", "torch.enable_grad",
+                              "torch.set_grad_enabled", "torch.autograd.no_grad",
+                              "torch.autograd.grad_mode.no_grad", "torch.autograd.enable_grad",
+                              "torch.autograd.grad_mode.enable_grad"), "TorchGradContext")}
 
 # torch APIs whose MindSpore form needs arguments torch lets be left out or None
 # (``ops.batch_norm`` needs running statistics, weight and bias): torch's parameters in

@@ -345,6 +345,11 @@ _TENSOR_ATTRIBUTE = re.compile(r"AttributeError: '(?:Tensor|Parameter)' object h
                                r"attribute '(\w+)'")
 
 
+def _pynative_part(error: str | None) -> str:
+    """The PyNative part of a Cell's error (before ``; GRAPH_MODE: ...``)."""
+    return (error or "").split("; GRAPH_MODE: ", 1)[0]
+
+
 # torch's companion packages: their networks and operators are packages of their own.
 _ECOSYSTEM_LEFT = re.compile(r"NotImplementedError: ((?:torchvision|torchaudio|torchtext)"
                              r"\.[\w.]+) " + re.escape(adapters.LEFT_IN_CELL))
@@ -353,14 +358,14 @@ _ECOSYSTEM_LEFT = re.compile(r"NotImplementedError: ((?:torchvision|torchaudio|t
 def _ecosystem_api(error: str | None) -> str | None:
     """The torchvision / torchaudio / torchtext API a Cell reached and has no MindSpore
     form for (``torchvision.models.resnet18``), None otherwise."""
-    found = _ECOSYSTEM_LEFT.search((error or "").split("; GRAPH_MODE: ", 1)[0])
+    found = _ECOSYSTEM_LEFT.search(_pynative_part(error))
     return found.group(1) if found else None
 
 
 def _translation_error(error: str | None) -> bool:
     """True when a Cell's PyNative error is the translation's whatever the input: a torch
     API left in the Cell, or a torch tensor method MindSpore's tensors lack."""
-    pynative = (error or "").split("; GRAPH_MODE: ", 1)[0]
+    pynative = _pynative_part(error)
     if adapters.LEFT_IN_CELL in pynative:
         return True
     found = _TENSOR_ATTRIBUTE.search(pynative)

@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from msready.analyzer.result import ScanResult, SkeletonResult, TrainStepResult
-from msready.analyzer.scan import Cache, default_cache_dir
+from msready.analyzer.scan import Cache, default_cache_dir, files_fingerprint
 from msready.skeletons.cache import installed_version, lasting
 
 # A file's state before a generation: (modification time in ns, size).
@@ -38,14 +38,8 @@ Stamps = dict[Path, tuple[int, int]]
 def generator_fingerprint() -> str:
     """A hash of the code and templates that generate Cells: the scan's own cache key
     covers only the analyzer and the rules."""
-    digest = hashlib.sha256()
     package = resources.files("msready.skeletons")
-    for folder in (package, package.joinpath("templates")):
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith((".py", ".j2")) and entry.is_file():
-                digest.update(entry.name.encode() + b"\0" + entry.read_bytes())
-    return digest.hexdigest()[:16]
-
+    return files_fingerprint([package, package.joinpath("templates")], (".py", ".j2"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,15 +154,17 @@ def _block(body: cst.BaseSuite) -> bool:
     return all(simple(s, nested=True) for s in body.body)
 
 
+class _WithoutBodies(cst.CSTTransformer):
+    def leave_FunctionDef(self, original: cst.FunctionDef,
+                          updated: cst.FunctionDef) -> cst.FunctionDef:
+        return updated.with_changes(body=cst.SimpleStatementSuite([cst.Pass()]))
+
+
 def run_at_import(stmt: cst.BaseStatement) -> cst.BaseStatement:
     """The statement as importing its file runs it: the functions it defines (methods
     included) with their bodies left out, since they run only when called."""
-
-    class Bodies(cst.CSTTransformer):
-        def leave_FunctionDef(self, original: cst.FunctionDef,
-                              updated: cst.FunctionDef) -> cst.FunctionDef:
-            return updated.with_changes(body=cst.SimpleStatementSuite([cst.Pass()]))
-
-    new = stmt.visit(Bodies())
+    if not find_all(stmt, m.FunctionDef()):
+        return stmt
+    new = stmt.visit(_WithoutBodies())
     assert isinstance(new, cst.BaseStatement)
     return new

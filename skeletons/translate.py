@@ -1088,8 +1088,9 @@ class CellTransformer(cst.CSTTransformer):
         if mapping.api is None and composed is not None and node not in self._compared:
             self._replace[node] = expr(composed)  # ``pad = nn.ReplicationPad2d`` on CPU
             return False
-        if mapping.api is None and apis.canonical(name) in compositions.GRAD_CONTEXTS:
-            self._replace[node] = expr(compositions.GRAD_CONTEXT)
+        stand_in = compositions.STAND_INS.get(apis.canonical(name))
+        if mapping.api is None and stand_in is not None:  # ``torch.no_grad`` as a value
+            self._replace[node] = expr(stand_in)
             return False
         accepted = apis.ms_keywords(mapping.api) if mapping.api and mapping.api.startswith(
             ("mindspore.nn.", "mindspore.mint.nn.")) and node not in self._type_tests else None
@@ -1577,6 +1578,9 @@ class CellTransformer(cst.CSTTransformer):
                                     f"{composed} (in this file) composes it from MindSpore "
                                     "primitives")
                 return call.with_changes(func=cst.Name(composed))
+            stand_in = compositions.STAND_INS.get(canonical)
+            if stand_in is not None:  # ``torch.device("cpu")``: a record of its name
+                return call.with_changes(func=cst.Name(stand_in))
         sized = self._sized_tensor(canonical, call)
         if sized is not None:
             return sized
@@ -1743,7 +1747,9 @@ def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, bac
                    findings: list[Finding]) -> FileTranslation:
     """The MindSpore starter code of one repository file."""
     transformer = CellTransformer(parsed, file, model, backend, findings)
-    module = parsed.module.visit(transformer).visit(_FormattedQuotes())
+    module = parsed.module.visit(transformer)
+    if find_all(parsed.module, m.FormattedString()):
+        module = module.visit(_FormattedQuotes())
     return FileTranslation(module.code, transformer.cells, transformer.all_todos,
                            list(transformer.dropped))
 
