@@ -18,11 +18,14 @@ run, on the same files and cores, it times:
   lines: the corpus copied several times over), run once.
 
 msready is timed with its modules' bytecode written first, as an install writes it.
-Each is run ``--repeat`` times (each in a fresh process); the medians and the ratios to
-the bare parse are printed, with the peak memory of each command's whole process tree
-(the command and all its children, sampled every 50 ms): the sum of their resident sets,
-which counts pages shared by forked processes once per process, and the sum of their
-proportional set sizes (PSS), which splits shared pages between their sharers.
+Each is timed ``--repeat`` times (each in a fresh process); the medians and the ratios to
+the bare parse are printed. Memory is measured in one more run of each command, not in the
+timed ones: the peak of the whole process tree (the command and all its children, sampled
+every 50 ms), as the sum of their resident sets, which counts pages shared by forked
+processes once per process, and as the sum of their proportional set sizes (PSS), which
+splits shared pages between their sharers. Sampling reads /proc for every process 20
+times a second on one of the cores the commands share, which slowed a command using every
+core (the scan, the parse pool) by several percent and a one-process peer hardly at all.
 This is a measuring tool, not a test: shared machines are noisy, so only ratios within
 one invocation mean anything.
 
@@ -45,6 +48,7 @@ import threading
 import time
 import venv
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,15 +155,16 @@ class Run:
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0, 1),
-          cwd: Path | None = None) -> Run:
-    """Run one command in a fresh process: wall-clock seconds and peak memory of its tree."""
+          cwd: Path | None = None, sample: bool = False) -> Run:
+    """Run one command in a fresh process: wall-clock seconds, CPU seconds, and with
+    ``sample`` the peak memory of its tree (the timing is then disturbed a little)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
         peak = peak_pss = peak_main = 0
         done = threading.Event()
 
-        def sample() -> None:
+        def sample_memory() -> None:
             nonlocal peak, peak_pss, peak_main
             while not done.is_set():
                 rss, pss = tree_memory(proc.pid)
@@ -167,15 +172,17 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...]
                 peak_main = max(peak_main, process_memory(proc.pid))
                 done.wait(0.05)
 
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        sampler = threading.Thread(target=sample_memory, daemon=True)
+        if sample:
+            sampler.start()
         # wait4, not wait: the rusage it returns counts the command's CPU time and that of
         # every descendant that was waited for (worker pools, the fork server's workers).
         _, status, usage = os.wait4(proc.pid, 0)
         code = proc.returncode = os.waitstatus_to_exitcode(status)
         elapsed = time.perf_counter() - start
         done.set()
-        sampler.join()
+        if sample:
+            sampler.join()
         if code not in ok:  # fixit exits 1 when it reports something
             out.seek(0)
             tail = out.read().decode(errors="replace").strip().splitlines()[-3:]
@@ -292,26 +299,40 @@ def main() -> int:
     fixit = None if args.no_fixit else fixit_python()
     paconvert = None if args.no_paconvert else paconvert_command(corpus, out / "paddle")
 
+    # (name, command, environment, working folder, what to do first) in the order a
+    # round runs them; the warm scan reuses the cache the cold one before it filled.
+    commands: list[tuple[str, list[str], dict[str, str] | None, Path | None,
+                         Callable[[], object] | None]] = [
+        ("libcst parse", [*me, "--parse-only", *files], None, None, None),
+        (f"libcst parse x{args.jobs}", [*me, "--jobs", str(args.jobs), "--parse-pool", *files],
+         None, None, None)]
+    if fixit is not None:
+        commands.append(("fixit lint", [str(fixit), "-m", "fixit", "lint", str(corpus)], None,
+                         None, None))
+    if paconvert is not None:
+        commands.append(("paconvert", paconvert, None, out,
+                         lambda: shutil.rmtree(out / "paddle", ignore_errors=True)))
+    commands.append(("msready cold", scan(corpus), env, None,
+                     lambda: shutil.rmtree(cache, ignore_errors=True)))
+    commands.append(("msready warm", scan(corpus), env, None, None))
+
     rows: dict[str, list[Run]] = {}
-    for _ in range(args.repeat):
-        rows.setdefault("libcst parse", []).append(timed([*me, "--parse-only", *files]))
-        rows.setdefault(f"libcst parse x{args.jobs}", []).append(
-            timed([*me, "--jobs", str(args.jobs), "--parse-pool", *files]))
-        if fixit is not None:
-            rows.setdefault("fixit lint", []).append(
-                timed([str(fixit), "-m", "fixit", "lint", str(corpus)]))
-        if paconvert is not None:
-            shutil.rmtree(out / "paddle", ignore_errors=True)
-            rows.setdefault("paconvert", []).append(timed(paconvert, cwd=out))
-        shutil.rmtree(cache, ignore_errors=True)
-        rows.setdefault("msready cold", []).append(timed(scan(corpus), env))
-        rows.setdefault("msready warm", []).append(timed(scan(corpus), env))
+    memory: dict[str, Run] = {}
+    for round_ in range(args.repeat + 1):
+        for name, cmd, cmd_env, cwd, prepare in commands:
+            if prepare is not None:
+                prepare()
+            if round_ < args.repeat:
+                rows.setdefault(name, []).append(timed(cmd, cmd_env, cwd=cwd))
+            else:  # the extra round measures memory
+                memory[name] = timed(cmd, cmd_env, cwd=cwd, sample=True)
     big_lines = 0
     if args.million > 0:
         big, copies = million_tree(corpus, args.million, lines)
         big_lines = lines * copies
         shutil.rmtree(cache, ignore_errors=True)
-        rows["msready 1M cold"] = [timed(scan(big), env)]
+        rows["msready 1M cold"] = [timed(scan(big), env, sample=True)]
+        memory["msready 1M cold"] = rows["msready 1M cold"][0]
     shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
 
@@ -326,14 +347,16 @@ def main() -> int:
     cold = median("msready cold")
     warm = median("msready warm")
     mib = 2 ** 20
+    print("(times from runs without memory sampling; RSS and PSS from one more run of each, "
+          "sampled)")
     print(f"{'run':<18}{'median s':>10}{'x parse':>10}{'x parse pool':>14}{'CPU s':>8}"
           f"{'RSS MiB':>10}{'PSS MiB':>10}   runs")
     for name, values in rows.items():
         mid = median(name)
         runs = " ".join(f"{v.seconds:.2f}" for v in values)
         ratios = f"{mid / base:>10.2f}{mid / base_pool:>14.2f}"
-        peak = max(v.peak for v in values) / mib
-        pss = max(v.peak_pss for v in values) / mib
+        peak = memory[name].peak / mib
+        pss = memory[name].peak_pss / mib
         print(f"{name:<18}{mid:>10.2f}{ratios}{median_cpu(name):>8.2f}{peak:>10.0f}{pss:>10.0f}"
               f"   {runs}")
     print(f"cold scan / bare parse: {cold / base:.2f} (one process) and {cold / base_pool:.2f} "
@@ -361,10 +384,10 @@ def main() -> int:
     print(f"{cpu_line}; load average at the end {load} on {os.cpu_count()} cores")
     if "msready 1M cold" in rows:
         big_run = rows["msready 1M cold"][0]
-        print(f"{big_lines} lines cold: {big_run.seconds:.1f} s, peak memory of the whole "
-              f"process tree {big_run.peak / mib:.0f} MiB as the sum of resident sets, "
-              f"{big_run.peak_pss / mib:.0f} MiB proportional (target < 1024); the main process "
-              f"alone {big_run.peak_main / mib:.0f} MiB")
+        print(f"{big_lines} lines cold: {big_run.seconds:.1f} s (memory sampled), peak memory "
+              f"of the whole process tree {big_run.peak / mib:.0f} MiB as the sum of resident "
+              f"sets, {big_run.peak_pss / mib:.0f} MiB proportional (target < 1024); "
+              f"the main process alone {big_run.peak_main / mib:.0f} MiB")
     return 0
 
 
