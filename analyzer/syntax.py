@@ -52,6 +52,15 @@ def code(node: cst.CSTNode) -> str:
 
 
 @lru_cache(maxsize=1)
+def method_params(method: cst.FunctionDef) -> list[cst.Param]:
+    """The positional parameters a call of a method fills: those after ``self`` (or
+    ``cls``), every one of a ``@staticmethod`` (``def forward(x)``)."""
+    params = [*method.params.posonly_params, *method.params.params]
+    static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+                 for d in method.decorators)
+    return params if static else params[1:]
+
+
 def tensor_methods() -> frozenset[str]:
     """Public ``torch.Tensor`` method names, from the package data."""
     text = resources.files("msready.analyzer").joinpath("data/tensor_methods.txt").read_text()

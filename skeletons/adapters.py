@@ -20,6 +20,9 @@ from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT
 # torch name -> the adapter's class name; the sources are below, one class each.
 # Stands in for names imported from a side library the Cell does not import.
 STAND_IN = "Unavailable"
+# The stand-in for a side library's exception class, caught in an ``except`` clause
+# (which takes only exception classes); nothing raises it.
+STAND_IN_ERROR = "UnavailableError"
 
 ADAPTED = {
     "torch.nn.BatchNorm1d": "TorchBatchNorm1d",
@@ -283,6 +286,11 @@ def torch_add_module(module, name, cell):
     module.insert_child_to_cell(name, cell)
     if isinstance(module, nn.SequentialCell):
         module.cell_list = list(module._cells.values())
+''',
+    STAND_IN_ERROR: '''
+class UnavailableError(Exception):
+    """Stands in for an exception class of a package the Cell does not import, where the
+    code catches it: no code of that package runs here to raise it."""
 ''',
     STAND_IN: '''
 class _UnavailableType(type):

@@ -97,7 +97,27 @@ NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
                # ``len(torch.unique(x))`` would be 2 (timm's RegNet asserts its stages)
                "torch.unique": frozenset({"cpu", "gpu"})}
 
+# torch functions with several forms, one of which MindSpore's function named in the table
+# does not have: ``torch.max(a, b)`` is the elementwise maximum (``ops.maximum``), where
+# ``ops.max``'s second parameter is an axis. A call whose second argument may be a tensor
+# (neither an integer written in the code nor a ``dim`` keyword) takes the composition,
+# which chooses the form by what it is given when it runs.
+DISPATCHED = {"torch.max": "torch_max", "torch.min": "torch_min"}
+
 SOURCES = {
+    **{f"torch_{name}": f'''
+def torch_{name}(input, dim=None, keepdim=False, *, other=None):
+    """torch.{name} in its three forms: the {name}imum element (no ``dim``), (values,
+    indices) along ``dim``, and the elementwise {name}imum with a tensor ``other``, which
+    torch also takes as the second argument."""
+    if other is None and isinstance(dim, Tensor):
+        other = dim
+    if other is not None:
+        return ops.{name}imum(input, other)
+    if dim is None:
+        return input.{name}()
+    return ops.{name}(input, dim, keepdim)
+''' for name in ("max", "min")},
     "TorchGradContext": '''
 class TorchGradContext:
     """torch.no_grad / inference_mode / enable_grad / set_grad_enabled used as a value:

@@ -21,7 +21,7 @@ from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed, parse_text
 from msready.analyzer.repo import RepositoryModel, Resolved, ResolvedCall
 from msready.analyzer.result import ScanResult
-from msready.analyzer.syntax import code, find_all
+from msready.analyzer.syntax import code, find_all, method_params
 from msready.analyzer.values import Expr, Kind
 from msready.skeletons import apis, arguments
 from msready.skeletons.config_tree import ConfigTree
@@ -204,7 +204,7 @@ class ConstructorFinder:
         if found is None:
             return False
         params = found[0].params
-        positional = [*params.posonly_params, *params.params][1:]
+        positional = method_params(found[0])
         required = sum(p.default is None for p in positional)
         star = isinstance(params.star_arg, cst.Param)
         return all(required <= n and (star or n <= len(positional)) for n in arities)
@@ -378,7 +378,7 @@ class ConstructorFinder:
         if found is None:
             return None
         node, file = found
-        params = [*node.params.posonly_params, *node.params.params][1:]
+        params = method_params(node)
         out = [(p.name.value,
                 evaluate(p.default, {}) if p.default is not None else UNKNOWN,
                 p.default is None) for p in params]

@@ -21,7 +21,7 @@ from msready.analyzer.findings import Category, Finding
 from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.analyzer.syntax import forget_searches, tensor_methods
-from msready.skeletons import adapters, runner
+from msready.skeletons import adapters, module_level, runner
 from msready.skeletons.arguments import SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
 from msready.skeletons.generation_cache import (
@@ -33,7 +33,7 @@ from msready.skeletons.generation_cache import (
 from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.training_run import build_train_steps
-from msready.skeletons.translate import translate_file
+from msready.skeletons.translate import side_package, translate_file
 from msready.skeletons.values import ConfigValue, to_json
 
 # Hazards the translator cannot see from one call: they become TODO comments in the Cell.
@@ -117,14 +117,16 @@ def _files_to_write(result: ScanResult, extra: list[str]) -> list[FileResult]:
 
 
 def _translate(result: ScanResult, planner: Planner, file: FileResult,
-               findings: list[Finding]) -> tuple[str, list[str]]:
+               findings: list[Finding], purity: module_level.RepositoryPurity,
+               ) -> tuple[str, list[str]]:
     """The body of one generated file and the side libraries it replaced by stand-ins."""
     parsed = planner.parsed(file.path)
     cells = [c.name for c in file.classes if c.qualname in result.model.module_classes]
     if not isinstance(parsed, Parsed):
         return _stub(cells, "the source text was not kept by the scan"), []
     try:
-        translation = translate_file(parsed, file, result.model, result.target, findings)
+        translation = translate_file(parsed, file, result.model, result.target, findings,
+                                     purity)
         body = translation.code
         compile(body, file.path, "exec")  # also what ast.parse lets through
     except Exception as exc:  # a failed translation still yields a file
@@ -162,9 +164,12 @@ def _generate(result: ScanResult, out_dir: Path, run: bool, compare_torch: bool,
             by_path.setdefault(finding.location.path, []).append(finding)
     plans = {cls: _plan(planner, cls) for cls in sorted(result.model.module_classes)}
     extra = [module for plan in plans.values() for module in _config_modules(plan.kwargs)]
+    tops = {name.split(".")[0] for name in result.model.modules}
+    purity = module_level.RepositoryPurity(
+        result.model, planner.parsed, lambda name: side_package(name.split(".")[0], tops))
     generated: list[Generated] = []
     for file in _files_to_write(result, extra):
-        body, dropped = _translate(result, planner, file, by_path.get(file.path, []))
+        body, dropped = _translate(result, planner, file, by_path.get(file.path, []), purity)
         gen = Generated(file, out_dir / file.path, body, dropped=dropped)
         gen.plans = [plans[c.qualname] for c in file.classes if c.qualname in plans]
         generated.append(gen)

@@ -2,21 +2,36 @@
 
 Importing a Cell file runs its module-level statements, so a starter keeps only code that
 is safe to run there: values built by builtins, the standard library's pure modules,
-MindSpore, and the file's own functions and classes when their bodies call only such code
-(``to_2tuple = _ntuple(2)``, ``_ACT_FNS = dict(relu=ops.relu, ...)``, a ``for`` loop filling
-a registry). Script work (reading files, parsing arguments, training) is left out."""
+MindSpore, and the repository's own functions and classes, in this file or another, when
+their bodies call only such code (``to_2tuple = _ntuple(2)``, ``PREFIX =
+colorstr("AutoAnchor: ")`` with ``colorstr`` imported from a helper file, ``_ACT_FNS =
+dict(relu=ops.relu, ...)``, a ``for`` loop filling a registry). Script work (reading files,
+parsing arguments, training) is left out."""
 
 from __future__ import annotations
 
 import builtins
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.names import dotted
 from msready.analyzer.syntax import find_all
 from msready.skeletons import adapters
+
+if TYPE_CHECKING:
+    from msready.analyzer.parse import Parsed
+    from msready.analyzer.repo import RepositoryModel
+
+
+class RepositoryJudge(Protocol):
+    """Whether a repository function or class (by qualified name) is safe to call at
+    import; with ``build``, a Module class may be built when its code is."""
+
+    def __call__(self, name: str, build: bool) -> bool: ...
 
 # Names the header of every generated file binds: calls through them are MindSpore's.
 MINDSPORE_NAMES = frozenset({"mindspore", "Parameter", "Tensor", "mint", "nn", "ops"})
@@ -31,9 +46,18 @@ _IMPURE_MODULES = frozenset({"subprocess", "shutil", "socket", "urllib", "http",
                              "sqlite3", "shelve", "zipfile", "tarfile", "gzip", "webbrowser"})
 # ``os`` is pure only through these.
 _OS_PURE = ("os.path.", "os.environ.get", "os.getenv", "os.sep", "os.cpu_count")
+# Path objects are names of files, not the files: building one (``FILE =
+# Path(__file__).resolve()``, ``ROOT = FILE.parents[1]``) touches nothing.
+_PATHS = frozenset({"pathlib.Path", "pathlib.PurePath", "pathlib.PurePosixPath",
+                    "pathlib.PureWindowsPath"})
+# Methods of a path that compute another path and write nothing (``resolve`` reads links).
+_PATH_METHODS = frozenset({"resolve", "absolute", "with_name", "with_suffix", "with_stem",
+                           "joinpath", "relative_to", "as_posix", "expanduser"})
 
 
 def _stdlib_pure(name: str) -> bool:
+    if name in _PATHS:
+        return True
     top = name.split(".")[0]
     if top not in sys.stdlib_module_names or top in _IMPURE_MODULES:
         return False
@@ -63,10 +87,12 @@ class Purity:
     that a constructor reads, and when the Module's own code is pure."""
 
     def __init__(self, module: cst.Module, qualify: Callable[[cst.BaseExpression], str | None],
-                 cells: set[str], stand_in: Callable[[str], bool]) -> None:
+                 cells: set[str], stand_in: Callable[[str], bool],
+                 repository: RepositoryJudge | None = None) -> None:
         self.qualify = qualify
         self.stand_in = stand_in  # is a qualified name bound to the side-library stand-in
         self.cells = cells  # the file's nn.Module classes
+        self.repository = repository  # judges what other files of the repository define
         self.functions = {s.name.value: s for s in module.body
                           if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
         self._pure: dict[tuple[str, bool], bool] = {}
@@ -104,6 +130,9 @@ class Purity:
         return True
 
     def callee(self, func: cst.BaseExpression, local: set[str], build: bool = False) -> bool:
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and \
+                func.attr.value in _PATH_METHODS and self.qualify(func.value.func) in _PATHS:
+            return self.calls(func.value, local, build)  # ``Path(__file__).resolve()``
         root = func
         while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
             root = root.func if isinstance(root, cst.Call) else root.value
@@ -117,7 +146,47 @@ class Purity:
         name = self.qualify(func)
         if name is None:  # not imported: a builtin, or a name a star import may bind
             return head in _BUILTINS
+        if self.repository is not None and self.repository(name, build):
+            return True
         return self.stand_in(name) or _stdlib_pure(name)
+
+
+class RepositoryPurity:
+    """:class:`Purity` across the repository's files: a function or class another file
+    defines is judged in that file, by its own imports (one :class:`Purity` per file,
+    shared by every file that asks)."""
+
+    def __init__(self, model: RepositoryModel, parsed: Callable[[str], Parsed | None],
+                 stand_in: Callable[[str], bool]) -> None:
+        self.model = model
+        self.parsed = parsed  # a scanned file's tree, by path
+        self.stand_in = stand_in
+        self._files: dict[str, Purity | None] = {}
+
+    def __call__(self, name: str, build: bool) -> bool:
+        model = self.model
+        module = model.function_module.get(name) or model.class_module.get(name)
+        if module is None or "." in name[len(module) + 1:]:  # methods, nested definitions
+            return False
+        purity = self._file(module)
+        return purity is not None and purity.definition(name[len(module) + 1:], build)
+
+    def _file(self, module: str) -> Purity | None:
+        if module not in self._files:
+            self._files[module] = None  # a cycle of imports is judged from the rest
+            file = self.model.modules.get(module)
+            parsed = self.parsed(file.path) if file is not None else None
+            if file is not None and parsed is not None:
+                cells = {c.name for c in file.classes if c.qualname in self.model.module_classes}
+                self._files[module] = Purity(parsed.module, self._qualifier(module), cells,
+                                             self.stand_in, self)
+        return self._files[module]
+
+    def _qualifier(self, module: str) -> Callable[[cst.BaseExpression], str | None]:
+        def qualify(node: cst.BaseExpression) -> str | None:
+            name = dotted(node)
+            return self.model.qualify(name, module) if name is not None else None
+        return qualify
 
 
 _SMALL = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr, cst.Pass, cst.Import,

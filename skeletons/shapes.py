@@ -17,7 +17,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.facts import FileResult
-from msready.analyzer.syntax import find_all
+from msready.analyzer.syntax import find_all, method_params
 from msready.skeletons import apis, arguments, example_calls
 from msready.skeletons.constructors import SUPER_INIT, ConstructorFinder, positional_name
 from msready.skeletons.inputs import (
@@ -239,7 +239,7 @@ class Planner(ConstructorFinder):
         if found is None:
             return None
         node, file = found
-        params = [*node.params.posonly_params, *node.params.params][1:]
+        params = method_params(node)
         return (node, file, params[0].name.value) if params else None
 
     def forward_input(self, cls: str, env: dict[str, object], depth: int) -> InputSpec | None:
@@ -647,7 +647,7 @@ class Planner(ConstructorFinder):
             found = self.function_node(method) if method else None
             if found is None:
                 continue
-            params = [*found[0].params.posonly_params, *found[0].params.params][1:]
+            params = method_params(found[0])
             if position < len(params) and self._read_by_name(
                     cls, found[0], params[position].name.value, depth + 1):
                 return True
@@ -687,8 +687,7 @@ class Planner(ConstructorFinder):
         if found is None:
             return set()
         node = found[0]
-        return {p.name.value for p in [*node.params.posonly_params, *node.params.params][1:]
-                if test(node, p)}
+        return {p.name.value for p in method_params(node) if test(node, p)}
 
     def _indexes(self, cls: str, depth: int = 0) -> set[str]:
         """``forward``'s parameters that index (``self.running_mean[step]``) and are never

@@ -20,7 +20,7 @@ from msready.analyzer.localvalues import is_torch_metadata
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
 from msready.analyzer.repo import MINDSPORE_REQUIRES, RepositoryModel
-from msready.analyzer.syntax import code, descendants, find_all
+from msready.analyzer.syntax import code, descendants, find_all, method_params
 from msready.skeletons import (
     adapters,
     apis,
@@ -187,7 +187,8 @@ class CellTransformer(cst.CSTTransformer):
     """Rewrites a parsed repository file into MindSpore code."""
 
     def __init__(self, parsed: Parsed, file: FileResult, model: RepositoryModel,
-                 backend: str, findings: list[Finding]) -> None:
+                 backend: str, findings: list[Finding],
+                 repository: module_level.RepositoryJudge | None = None) -> None:
         super().__init__()
         self.parsed = parsed
         self.file = file
@@ -239,6 +240,7 @@ class CellTransformer(cst.CSTTransformer):
         self.einops_functions: list[str] = []  # einops patterns as functions of the file
         # module-level names bound to standard-library values (``Shape = namedtuple(...)``)
         self._kept_names: set[str] = set()
+        self._caught_names: set[str] | None = None  # see _caught
         self._dropped_names: set[str] = set()  # module-level names the Cell file drops
         # this module's names other repository files import
         prefix = f"{file.module}."
@@ -250,7 +252,7 @@ class CellTransformer(cst.CSTTransformer):
         self._local_names = module_level.bound_names(parsed.module) if self._stars else set()
         self._purity = module_level.Purity(parsed.module, self.qualify, {
             c.name for c in file.classes if c.qualname in model.module_classes},
-            lambda name: self._is_side(name.split(".")[0]))
+            lambda name: self._is_side(name.split(".")[0]), repository)
 
     # ----- names ----------------------------------------------------------------------
 
@@ -346,8 +348,7 @@ class CellTransformer(cst.CSTTransformer):
     def _is_side(self, top: str) -> bool:
         """A package that is neither torch, the standard library, numpy / MindSpore, einops
         nor the repository itself."""
-        return bool(top) and not is_torch(top) and top not in sys.stdlib_module_names \
-            and top not in _KEPT and top not in self._repo_tops and top != "einops"
+        return side_package(top, self._repo_tops)
 
     def _side_library(self, module: str | None) -> bool:
         """True for an absolute import of a package that is neither torch, the standard
@@ -367,8 +368,21 @@ class CellTransformer(cst.CSTTransformer):
         if not bound or any(n.value == "einops" for n in bound) or \
                 self._side_library_of(bound[0].value) == "einops":
             return cst.RemoveFromParent()
-        return cst.Assign([cst.AssignTarget(cst.Name(n.value)) for n in bound],
-                          cst.Name(adapters.STAND_IN))
+        caught = self._caught()
+        if not any(n.value in caught for n in bound):
+            return cst.Assign([cst.AssignTarget(cst.Name(n.value)) for n in bound],
+                              cst.Name(adapters.STAND_IN))
+        return _paired_assign([(n.value, adapters.STAND_IN_ERROR if n.value in caught
+                                else adapters.STAND_IN) for n in bound])
+
+    def _caught(self) -> set[str]:
+        """Names the file catches in ``except`` clauses (``except (HTTPError, X):``)."""
+        if self._caught_names is None:
+            self._caught_names = {
+                n.value for h in find_all(self.parsed.module, m.ExceptHandler())
+                if isinstance(h, cst.ExceptHandler) and h.type is not None
+                for n in find_all(h.type, m.Name()) if isinstance(n, cst.Name)}
+        return self._caught_names
 
     def _provided(self, module: str, names: Sequence[cst.ImportAlias]) -> SmallResult:
         """``from timm.layers import DropPath, Mlp`` -> ``DropPath = TimmDropPath`` and
@@ -379,15 +393,11 @@ class CellTransformer(cst.CSTTransformer):
             local = alias.asname.name if alias.asname else alias.name
             source = third_party.provided(module, dotted(alias.name))
             if source is None and self._side_library(module):
-                source = adapters.STAND_IN
+                source = adapters.STAND_IN_ERROR if isinstance(local, cst.Name) and \
+                    local.value in self._caught() else adapters.STAND_IN
             if isinstance(local, cst.Name) and source is not None:
                 pairs.append((local.value, source))
-        if len(pairs) == 1:
-            return cst.Assign([cst.AssignTarget(cst.Name(pairs[0][0]))], cst.Name(pairs[0][1]))
-        return cst.Assign(
-            [cst.AssignTarget(cst.Tuple([cst.Element(cst.Name(n)) for n, _ in pairs],
-                                        lpar=[], rpar=[]))],
-            cst.Tuple([cst.Element(cst.Name(v)) for _, v in pairs], lpar=[], rpar=[]))
+        return _paired_assign(pairs)
 
     def _side_library_of(self, name: str) -> str:
         return self.file.bindings.get(name, "").split(".")[0]
@@ -944,8 +954,7 @@ class CellTransformer(cst.CSTTransformer):
         self._narrowed.append(self._local_layers(calls))
         self._module_locals.append(self._local_modules(calls))
         if self._classes and self._classes[-1] and self._is_forward(node.name.value):
-            self._inputs = {p.name.value for p in [*node.params.posonly_params,
-                                                   *node.params.params][1:]}
+            self._inputs = {p.name.value for p in method_params(node)}
         return True
 
     def _local_calls(self, function: cst.FunctionDef) -> dict[str, list[str | None]]:
@@ -1563,6 +1572,8 @@ class CellTransformer(cst.CSTTransformer):
         if self._leaves_out(compositions.NARROWER.get(canonical, ()), call) or \
                 self.backend in compositions.NARROWER_ON.get(canonical, ()):
             return call.with_changes(func=cst.Name(compositions.COMPOSED[canonical]))
+        if canonical in compositions.DISPATCHED and _may_pass_a_tensor_second(call):
+            return call.with_changes(func=cst.Name(compositions.DISPATCHED[canonical]))
         if apis.lookup(canonical, self.backend).api is None:
             answer = compositions.ANSWERS.get(canonical)
             if answer is not None:  # ``torch.jit.is_scripting()``: eager code's answer
@@ -1743,10 +1754,49 @@ class CellTransformer(cst.CSTTransformer):
         return f"mindspore.ops.{method}"
 
 
+def _paired_assign(pairs: list[tuple[str, str]]) -> cst.Assign:
+    """``a = x`` for one pair, ``a, b = x, y`` for more."""
+    if len(pairs) == 1:
+        return cst.Assign([cst.AssignTarget(cst.Name(pairs[0][0]))], cst.Name(pairs[0][1]))
+    return cst.Assign(
+        [cst.AssignTarget(cst.Tuple([cst.Element(cst.Name(n)) for n, _ in pairs],
+                                    lpar=[], rpar=[]))],
+        cst.Tuple([cst.Element(cst.Name(v)) for _, v in pairs], lpar=[], rpar=[]))
+
+
+def _may_pass_a_tensor_second(call: cst.Call) -> bool:
+    """``torch.max(a, b)`` or ``torch.max(a, other=b)``: the second argument is not an
+    integer written in the code (``torch.max(x, 1)``, ``torch.max(x, -1)``) nor given as
+    ``dim``, so it may be a tensor."""
+    if any(a.star for a in call.args):
+        return False
+    if any(a.keyword is not None and a.keyword.value == "other" for a in call.args):
+        return True
+    positional = [a.value for a in call.args if a.keyword is None]
+    if len(positional) != 2 or any(a.keyword is not None and a.keyword.value in (
+            "dim", "keepdim") for a in call.args):
+        return False
+    second = positional[1]
+    if isinstance(second, cst.UnaryOperation):
+        second = second.expression
+    return not isinstance(second, cst.Integer)
+
+
+def side_package(top: str, repository_tops: set[str]) -> bool:
+    """A top-level package that is neither torch, the standard library, numpy /
+    MindSpore, einops nor the repository itself (whose top-level packages are given): a
+    side library, which Cell files replace by a stand-in."""
+    return bool(top) and not is_torch(top) and top not in sys.stdlib_module_names \
+        and top not in _KEPT and top not in repository_tops and top != "einops"
+
+
 def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, backend: str,
-                   findings: list[Finding]) -> FileTranslation:
-    """The MindSpore starter code of one repository file."""
-    transformer = CellTransformer(parsed, file, model, backend, findings)
+                   findings: list[Finding],
+                   repository: module_level.RepositoryJudge | None = None) -> FileTranslation:
+    """The MindSpore starter code of one repository file; ``repository`` judges whether
+    the functions and classes of other files are safe to call at import (see
+    :class:`module_level.RepositoryPurity`)."""
+    transformer = CellTransformer(parsed, file, model, backend, findings, repository)
     module = parsed.module.visit(transformer)
     if find_all(parsed.module, m.FormattedString()):
         module = module.visit(_FormattedQuotes())

@@ -901,3 +901,43 @@ def test_a_gradient_switch_is_a_decorator_and_a_context(
     assert switch(f) is f and switch()(f) is f and switch(False)(f) is f
     with switch():
         assert f(1) == 2
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_in_each_of_their_forms(composed: dict[str, Callable[..., Any]],
+                                            name: str) -> None:
+    x, y = _array(3, 4), _array(3, 4)
+    ours, theirs = composed[f"torch_{name}"], getattr(torch, name)
+    _same(ours(Tensor(x), Tensor(y)), theirs(torch.tensor(x), torch.tensor(y)))
+    _same(ours(Tensor(x), other=Tensor(y)), theirs(torch.tensor(x), other=torch.tensor(y)))
+    values, indices = ours(Tensor(x), 1, True)
+    torch_values, torch_indices = theirs(torch.tensor(x), 1, True)
+    _same(values, torch_values)
+    np.testing.assert_array_equal(indices.asnumpy(), torch_indices.numpy())
+    _same(ours(Tensor(x)), theirs(torch.tensor(x)))
+
+
+GATED_MAX = '''\
+import torch
+import torch.nn as nn
+
+
+class FunnelAct(nn.Module):
+    def __init__(self, channels=8):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+
+    def forward(self, x):
+        peak = torch.max(x, 1)[0]  # the largest channel: an axis written in the code
+        return torch.max(x, self.conv(x)) + torch.min(x, other=peak[:, None])
+'''
+
+
+def test_the_elementwise_maximum_of_two_tensors_runs_in_both_modes(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"funnel.py": GATED_MAX})
+    code = [ln.strip() for ln in (out / "funnel.py").read_text().splitlines()]
+    assert "peak = ops.max(x, 1)[0]  # the largest channel: an axis written in the code" in code
+    assert "return torch_max(x, self.conv(x)) + torch_min(x, other=peak[:, None])" in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16, 16)")

@@ -181,12 +181,82 @@ class Padded(nn.Module):
 '''
 
 
+# Module-level values computed by helpers of other files of the repository.
+NAMES = '''\
+def label(text):
+    return "[" + text.strip() + "] "
+
+
+def loaded():
+    with open("vocab.txt") as handle:
+        return handle.read()
+'''
+
+TAGGED = '''\
+from torch import nn
+from .names import label, loaded
+from .registry import _ntuple
+
+PAIR = _ntuple(2)
+PREFIX = label("Tagged")
+VOCAB = loaded()
+
+
+class Tagged(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.name = PREFIX + "conv"
+        self.conv = nn.Conv2d(dim, dim, PAIR(1))
+
+    def forward(self, x):
+        return self.conv(x)
+'''
+
+# A file locating itself, catching a side library's exception class, and an activation
+# whose forward is a static method.
+HUB = '''\
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+from huggingface_hub.utils import RepositoryNotFoundError, list_repo_files
+
+FILE = Path(__file__).resolve()
+ROOT = FILE.parents[1]
+RUNS = Path("runs").mkdir()
+
+
+def weights(name, root=ROOT / "weights"):
+    try:
+        return int(name)
+    except (RepositoryNotFoundError, ValueError):
+        return list_repo_files(root)
+
+
+class Hub(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.files = weights("net")
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Swish(nn.Module):
+    @staticmethod
+    def forward(x):
+        return x * torch.sigmoid(x)
+'''
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, run_cells: CellRun
           ) -> tuple[Path, dict[str, SkeletonResult]]:
     return run_cells(tmp_path_factory.mktemp("imports"), {
         "__init__.py": "", "models/__init__.py": "", "models/registry.py": REGISTRY,
-        "models/side.py": SIDE, "models/keywords.py": KEYWORDS, "models/deps.py": DEPS})
+        "models/side.py": SIDE, "models/keywords.py": KEYWORDS, "models/deps.py": DEPS,
+        "models/names.py": NAMES, "models/tagged.py": TAGGED, "models/hub.py": HUB})
 
 
 def lines(out: Path, name: str) -> list[str]:
@@ -221,6 +291,40 @@ def test_torch_feature_tests_ask_whether_mindspore_has_the_feature(
     assert "_has_silu = True" in code  # F.silu -> ops.silu
     # no MindSpore form in the table: the code takes its fallback branch
     assert "_HAS_FUSED = False" in code
+
+
+def test_helpers_of_other_files_safe_at_import_are_called(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, results = built
+    code = lines(out, "tagged.py")
+    assert "PAIR = _ntuple(2)" in code  # registry.py's helper: it only builds a function
+    assert 'PREFIX = label("Tagged")' in code  # names.py's helper: string work only
+    assert not any(ln.startswith("VOCAB") for ln in code)  # names.py's helper reads a file
+    assert results["Tagged"].pynative == "pass" and results["Tagged"].graph == "pass"
+
+
+def test_paths_built_at_import_are_kept_and_files_made_are_not(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    code = lines(built[0], "hub.py")
+    assert "FILE = Path(__file__).resolve()" in code and "ROOT = FILE.parents[1]" in code
+    assert not any(ln.startswith("RUNS") for ln in code)  # mkdir makes a folder
+
+
+def test_a_side_librarys_exception_class_that_the_code_catches_is_an_exception_class(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    out, results = built
+    # ``except (RepositoryNotFoundError, ValueError)`` runs when int("net") fails: a
+    # stand-in that is not an exception class would make Python raise TypeError there
+    assert "RepositoryNotFoundError, list_repo_files = UnavailableError, Unavailable" in \
+        lines(out, "hub.py")
+    assert results["Hub"].pynative == "pass" and results["Hub"].graph == "pass"
+
+
+def test_a_forward_that_is_a_static_method_gets_its_input(
+        built: tuple[Path, dict[str, SkeletonResult]]) -> None:
+    swish = built[1]["Swish"]
+    assert (swish.pynative, swish.graph) == ("pass", "pass")
+    assert swish.input_shape is not None
 
 
 def test_script_work_at_import_is_left_out(
