@@ -51,7 +51,6 @@ def code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-@lru_cache(maxsize=1)
 def method_params(method: cst.FunctionDef) -> list[cst.Param]:
     """The positional parameters a call of a method fills: those after ``self`` (or
     ``cls``), every one of a ``@staticmethod`` (``def forward(x)``)."""
@@ -61,6 +60,7 @@ def method_params(method: cst.FunctionDef) -> list[cst.Param]:
     return params if static else params[1:]
 
 
+@lru_cache(maxsize=1)
 def tensor_methods() -> frozenset[str]:
     """Public ``torch.Tensor`` method names, from the package data."""
     text = resources.files("msready.analyzer").joinpath("data/tensor_methods.txt").read_text()
