@@ -253,9 +253,13 @@ class ValueAnalysis(Env):
         return result
 
     def assume_tensor_inputs(self, functions: Iterable[str]) -> None:
-        """Parameters of these functions hold tensors when no caller says otherwise."""
-        self.tensor_inputs.update(functions)
-        self._memo.clear()
+        """Parameters of these functions hold tensors when no caller says otherwise. The
+        values computed so far are forgotten only when that adds a function (a repository
+        with no training step keeps them all)."""
+        added = set(functions) - self.tensor_inputs
+        if added:
+            self.tensor_inputs.update(added)
+            self._memo.clear()
 
     def decide(self, condition: Truth) -> bool:
         """Whether a rule's condition holds, now that the repository is known."""

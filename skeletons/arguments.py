@@ -79,7 +79,9 @@ _BY_NAME: tuple[tuple[str, object], ...] = (
     (r"(patch_?size|patch)", 4),
     (r"(seq_?len(gth)?|block_?size|max_?len(gth)?|context(_length)?|n_?ctx|max_?seq_?len|"
      r"max_?position(_embeddings)?|n_?positions|num_?patches|length|window_?size)", 16),
-    (r"ratio", 2.0),
+    # an integer: a ratio often multiplies a width into a layer's size (``oup = inp *
+    # expand_ratio``), which must be one, and an integer serves wherever a float does
+    (r"ratio", 2),
     # a Cell runs on the CPU: ``args.cuda`` (set from torch.cuda.is_available()) is False
     (r"(cuda|use_cuda|gpu|use_gpu|on_gpu)", False),
     (r"(bias|affine|learnable|use_\w+|with_\w+|is_\w+|has_\w+|enable_\w+)", True),

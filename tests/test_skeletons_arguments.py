@@ -126,6 +126,11 @@ def test_synthesized_values_follow_the_parameter_name(name: str, value: object) 
     assert arguments.by_name(name) == value
 
 
+def test_a_ratio_is_made_up_as_an_integer_so_that_widths_it_multiplies_stay_sizes() -> None:
+    # ``oup = block_args.input_filters * block_args.expand_ratio`` -> nn.Conv2d(inp, oup)
+    assert type(arguments.by_name("expand_ratio")) is int
+
+
 def test_argparse_defaults_are_read_from_add_argument_calls() -> None:
     module = cst.parse_module(
         "import argparse\np = argparse.ArgumentParser()\n"
