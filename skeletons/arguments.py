@@ -34,6 +34,7 @@ from msready.skeletons.values import (
     ConfigValue,
     DictValue,
     ListValue,
+    TensorValue,
     evaluate,
     truth,
 )
@@ -91,6 +92,18 @@ _BY_NAME: tuple[tuple[str, object], ...] = (
      r"out|in|filters|units|num_?features|n_?hidden|hidden_?units|d_?ff|ff_?dim|"
      r"mlp_?dim|inner_?dim|size|sizes)", WIDTH),
 )
+# Attributes and methods of a tensor; a parameter read only through these, one of them
+# a tensor's own (``group_matrix.shape[0]``, ``mask.unsqueeze(0)``), is a tensor the
+# caller builds: a small one of ones stands in (``cfg.size`` alone says no such thing).
+_TENSOR_READS = frozenset({"shape", "dtype", "device", "ndim", "numel", "unsqueeze",
+                           "squeeze", "permute", "detach", "clone", "float", "long", "bool",
+                           "size", "dim", "T", "t", "sum", "mean", "view", "reshape", "to",
+                           "transpose", "cpu", "cuda", "numpy", "tolist", "nonzero", "abs",
+                           "max", "min", "any", "all", "type", "contiguous"})
+_TENSOR_OWN = frozenset({"shape", "dtype", "device", "ndim", "numel", "unsqueeze",
+                         "squeeze", "permute", "detach", "clone", "contiguous"})
+_TENSOR_SIDE = 4  # each axis of a made-up tensor argument
+
 # Parameters that hold a network or a callable: nothing small can stand in for them.
 _OBJECT_NAMES = re.compile(
     r"(backbone|model|net|network|module|encoder|decoder|head|block|layer|fn|func|"
@@ -310,6 +323,10 @@ def synthesize(name: str, usage: Usage) -> object:
         # only asked whether it holds something (``type(m) in substitutions``): an empty
         # dictionary, in which nothing is, makes up no entry the code would then use
         return ConfigValue(MAPPING[0], MAPPING[1], (), ())
+    if usage.fields and {c[0] for c in usage.fields} <= _TENSOR_READS and any(
+            c[0] in _TENSOR_OWN for c in usage.fields):
+        rank = max(2, dict(usage.sequence_fields).get(("shape",), 0))
+        return TensorValue((_TENSOR_SIDE,) * rank)
     if usage.fields:
         return _namespace(_fields_tree(usage))
     if usage.keys:
@@ -1260,6 +1277,8 @@ def describe(synthesized: dict[str, object]) -> str:
             return "{" + ", ".join(f"{k}={show(v)}" for k, v in value.fields) + "}"
         if isinstance(value, DictValue):
             return "{" + ", ".join(f"{k!r}: {show(v)}" for k, v in value.items) + "}"
+        if isinstance(value, TensorValue):
+            return "ones(" + ", ".join(map(str, value.shape)) + ")"
         if isinstance(value, tuple) and any(isinstance(v, ConfigValue) for v in value):
             return "(" + ", ".join(show(v) for v in value) + ")"
         return repr(value)

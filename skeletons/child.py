@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from msready.skeletons.values import LIST_KEY, OBJECT_KEY
+from msready.skeletons.values import LIST_KEY, OBJECT_KEY, TENSOR_KEY
 from msready.skeletons.weights import fit_shape, weight_map
 
 MARK = "@@msready "
@@ -148,27 +148,37 @@ def input_candidates(specs: list[dict[str, Any] | None]) -> list[list[Any]]:
                      if size != guess]]
 
 
-def build_value(value: Any) -> Any:
-    """A constructor argument from its JSON form (configuration objects rebuilt)."""
+def mindspore_ones(shape: tuple[int, ...]) -> Any:
+    """A MindSpore float32 tensor of ones: a tensor a constructor is handed."""
+    import mindspore
+
+    return mindspore.ops.ones(shape, mindspore.float32)
+
+
+def build_value(value: Any, ones: Any = mindspore_ones) -> Any:
+    """A constructor argument from its JSON form (configuration objects rebuilt, tensors
+    made by ``ones``)."""
+    if isinstance(value, dict) and TENSOR_KEY in value:
+        return ones(tuple(value[TENSOR_KEY]))
     if isinstance(value, dict) and OBJECT_KEY in value:
         module, name = value[OBJECT_KEY]
         cls = getattr(importlib.import_module(module), name)
         if value.get("class"):  # the class, with the keywords a ``partial`` binds
-            bound = {k: build_value(v) for k, v in value["kwargs"].items()}
+            bound = {k: build_value(v, ones) for k, v in value["kwargs"].items()}
             return functools.partial(cls, **bound) if bound else cls
-        return cls(**{k: build_value(v) for k, v in value["kwargs"].items()})
+        return cls(**{k: build_value(v, ones) for k, v in value["kwargs"].items()})
     if isinstance(value, dict) and LIST_KEY in value:
-        return [build_value(v) for v in value[LIST_KEY]]
+        return [build_value(v, ones) for v in value[LIST_KEY]]
     if isinstance(value, list):
-        return tuple(build_value(v) for v in value)
+        return tuple(build_value(v, ones) for v in value)
     if isinstance(value, dict):  # a dictionary of the repository's constants
-        return {k: build_value(v) for k, v in value.items()}
+        return {k: build_value(v, ones) for k, v in value.items()}
     return value
 
 
-def build_kwargs(raw: dict[str, Any]) -> dict[str, Any]:
-    """Every constructor argument of a job, rebuilt."""
-    return {k: build_value(v) for k, v in raw.items()}
+def build_kwargs(raw: dict[str, Any], ones: Any = mindspore_ones) -> dict[str, Any]:
+    """Every constructor argument of a job, rebuilt (tensors made by ``ones``)."""
+    return {k: build_value(v, ones) for k, v in raw.items()}
 
 
 def import_module(name: str, root: str) -> Any:

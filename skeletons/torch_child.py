@@ -48,7 +48,7 @@ def run_module(torch: Any, job: dict[str, Any], root: str = "") -> dict[str, Any
     try:
         torch.manual_seed(0)
         module = import_module(job["module"], root)
-        net = attribute_path(module, job["name"])(**build_kwargs(job["kwargs"]))
+        net = attribute_path(module, job["name"])(**build_kwargs(job["kwargs"], torch.ones))
         net.eval()
         out, arrays_in = _run_fitting(torch, net, input_candidates(job["inputs"]))
         arrays = {f"param:{k}": v.detach().cpu().numpy() for k, v in net.state_dict().items()}

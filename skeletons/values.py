@@ -37,6 +37,7 @@ _PURE: dict[str, Callable[..., Any]] = {
 _STRING_TESTS = frozenset({"startswith", "endswith"})
 OBJECT_KEY = "__msready_object__"
 LIST_KEY = "__msready_list__"
+TENSOR_KEY = "__msready_tensor__"
 
 
 class ListValue(tuple[object, ...]):
@@ -94,6 +95,17 @@ class CallValue(ConfigValue):
     test over it is decided."""
 
 
+@dataclass(frozen=True, slots=True)
+class TensorValue:
+    """A tensor of ones of ``shape`` that a constructor is handed (``group_matrix``, read
+    as ``group_matrix.shape[0]``): each child builds it with its own framework."""
+
+    shape: tuple[int, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {TENSOR_KEY: list(self.shape)}
+
+
 def is_complete(value: object) -> bool:
     """False when ``value`` is unknown or holds a ``partial`` with keywords msready could
     not compute or a dictionary item it could not compute."""
@@ -110,7 +122,7 @@ def is_complete(value: object) -> bool:
 
 def to_json(value: object) -> object:
     """A constructor argument as JSON (configuration objects as rebuild instructions)."""
-    if isinstance(value, ConfigValue):
+    if isinstance(value, (ConfigValue, TensorValue)):
         return value.to_json()
     if isinstance(value, ListValue):
         return {LIST_KEY: [to_json(v) for v in value]}

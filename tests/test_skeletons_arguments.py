@@ -3266,3 +3266,40 @@ def test_weights_loaded_from_a_torch_file_are_left_out_and_said(
                                     "MindSpore checkpoint: msready convert makes one)")
     assert (downloaded.status, downloaded.graph) == ("pass", "pass"), downloaded.error
     assert "not those of best.pth" in downloaded.synthesized
+
+
+TENSOR_ARGUMENT = '''\
+import torch
+import torch.nn as nn
+
+
+class Obfuscator(nn.Module):
+    def __init__(self, ratio, group_matrix):
+        super().__init__()
+        self.ratio = ratio
+        self.group_matrix = (group_matrix > 0) + 0.
+        self.num_groups = group_matrix.shape[0]
+
+    def forward(self, x):
+        groups = torch.ones((x.shape[0], self.num_groups)) * self.ratio
+        return x * torch.matmul(groups, self.group_matrix)
+
+
+class Settings(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc = nn.Linear(cfg.size, cfg.size)  # a size field alone: a configuration
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def test_a_parameter_read_as_a_tensor_is_made_up_as_a_tensor_of_ones(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"nets.py": TENSOR_ARGUMENT})
+    obfuscator = cells["Obfuscator"]
+    assert obfuscator.synthesized == "ratio=2, group_matrix=ones(4, 4)"
+    assert (obfuscator.pynative, obfuscator.graph) == ("pass", "pass")
+    assert cells["Settings"].synthesized == "cfg={size=32}"
+    assert cells["Settings"].pynative == "pass"
