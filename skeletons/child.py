@@ -596,6 +596,10 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
                 wanted.append(_stepped_sides(shape, want > got))
             if len(shape) <= 3:
                 wanted.append(_with_dim(shape, len(shape) - 1, want))
+            if len(shape) == 2 and got == shape[1] and pattern is _LAST[0]:
+                # the width went in, and a product of two computed tensors failed: an
+                # attention over tokens (``rearrange(q, 'b n (h d) -> ...')``) wants them
+                wanted.append((shape[0], 8, shape[1]))
     if (sizes := _RESHAPE.search(error)) is not None:
         wanted += _reshaped(shape, _numbers(sizes.group(1)), int(sizes.group(2)))
     wanted += _broadcast(shape, error)

@@ -42,9 +42,10 @@ def shapes_asked(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
      [(2, 1, 16, 16)]),
     ((2, 16, 8, 8), "ValueError: For BatchNorm, scale.shape[0] should be equal to input_x's "
                     "channel dimension: 16, bug got scale.shape[0]: 32.", [(2, 32, 8, 8)]),
-    # a Dense layer and a LayerNorm say the width of the last dimension
+    # a Dense layer and a LayerNorm say the width of the last dimension; a product that
+    # got the input's width may also be an attention over tokens of that width
     ((2, 16), "ValueError: For 'MatMul' the input dimensions must be equal, but got "
-              "'x1_col': 16 and 'x2_row': 64.", [(2, 64)]),
+              "'x1_col': 16 and 'x2_row': 64.", [(2, 64), (2, 8, 16)]),
     ((2, 5, 16), "ValueError: Dense shape error, got x_col: 16, w_row: 64. In Dense x_col "
                  "and w_row should be equal.", [(2, 5, 64)]),
     ((2, 16), "ValueError: For 'LayerNorm', gamma or beta shape must match input shape, but "
