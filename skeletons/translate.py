@@ -1528,6 +1528,13 @@ class CellTransformer(cst.CSTTransformer):
                 func.value.value in self._module_locals[-1]:
             # ``stage.children()`` on a Module the function built
             return cell_method(func.value, func.attr.value, list(call.args))
+        if m.matches(func, m.Attribute(value=m.Name() | m.Subscript(), attr=m.Name(
+                "parameters") | m.Name("named_parameters"))) and not m.matches(
+                    func, m.Attribute(value=m.Name("self"))):
+            # ``layers[0].parameters()``, ``next(pnet.parameters())`` in a function handed
+            # the network: only a Module has parameters
+            assert isinstance(func, cst.Attribute)
+            return cell_method(func.value, func.attr.value, list(call.args))
         if not self._class_names or not self._classes[-1]:
             return None
         if m.matches(func, m.Attribute(value=m.Attribute(value=m.Name("self")))):
@@ -1535,12 +1542,6 @@ class CellTransformer(cst.CSTTransformer):
             assert isinstance(func, cst.Attribute)
             return cell_method(func.value, func.attr.value, list(call.args)) \
                 if func.attr.value in MODULE_METHODS else None
-        if m.matches(func, m.Attribute(value=m.Name() | m.Subscript(), attr=m.Name(
-                "parameters") | m.Name("named_parameters"))) and not m.matches(
-                    func, m.Attribute(value=m.Name("self"))):
-            # ``layers[0].parameters()``: only a Module has parameters
-            assert isinstance(func, cst.Attribute)
-            return cell_method(func.value, func.attr.value, list(call.args))
         if not m.matches(func, m.Attribute(value=m.Name("self"))):
             return None
         assert isinstance(func, cst.Attribute)

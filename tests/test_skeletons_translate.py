@@ -846,3 +846,11 @@ def test_a_helper_file_whose_translation_fails_says_why(
     text = (tmp_path / "skeletons" / "pkg" / "helpers.py").read_text()
     assert "# TODO(msready MS100): the translation of this file did not produce valid " \
            "Python (SyntaxError: " in text
+
+
+def test_a_function_handed_a_network_reads_its_parameters_as_a_cells(tmp_path: Path) -> None:
+    # MTCNN's detect_face(imgs, pnet, ...): only a Module has parameters, in a class or not
+    helper = "def dtype_of(net):\n    return next(net.parameters()).dtype\n\n\n"
+    code = generated(tmp_path, helper + module("self.fc = nn.Linear(4, 4)",
+                                               "return x.to(dtype_of(self.fc))"))
+    assert "    return next(net.get_parameters()).dtype\n" in code
