@@ -67,6 +67,45 @@ class Pattern:
         return Pattern(left, right)
 
 
+# The side an image's patches are cut from when the pattern does not say (``(h p1)`` with
+# ``p1=4``: 8 patches of 4), and the channels of an image whose channel axis is unsized.
+_IMAGE_SIDE = 32
+_IMAGE_CHANNELS = 3
+
+
+def input_shape(pattern: str, sizes: dict[str, object]) -> tuple[tuple[int, ...], int] | None:
+    """The shape of a tensor a ``Rearrange`` / ``Reduce`` layer at the front of a network
+    takes, from its pattern's left side and the axis sizes it is given, and how many of
+    its trailing axes are image sides (which other sizes may replace); None when the
+    pattern does not say. ``'b c (h p1) (w p2) -> b (h w) (p1 p2 c)'`` with ``p1=p2=4``:
+    ``(2, 3, 32, 32)``, two sides."""
+    try:
+        left = Pattern.parse(pattern).left
+    except PatternError:
+        return None
+    if len(left) < 3 or any(ELLIPSIS in g for g in left) or len(left[0]) != 1:
+        return None
+    shape: list[int] = [2]  # the batch, as every Cell input has
+    sides = 0
+    for position, group in enumerate(left[1:], start=1):
+        known = [v for n in group if type(v := sizes.get(n)) is int and v > 0]
+        product = 1
+        for v in known:
+            product *= v
+        if len(known) == len(group):
+            shape.append(product)
+            sides = 0
+        elif known and len(group) - len(known) == 1:  # ``(h p1)``: patches across a side
+            shape.append(product * max(1, _IMAGE_SIDE // product))
+            sides += 1
+        elif position == 1 and len(group) == 1 and len(left) >= 4:
+            shape.append(_IMAGE_CHANNELS)  # ``b c (h p1) (w p2)``: an image's channels
+            sides = 0
+        else:
+            return None
+    return tuple(shape), sides
+
+
 def _names(groups: list[Group]) -> list[str]:
     return [n for g in groups for n in g]
 

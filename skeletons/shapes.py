@@ -18,7 +18,7 @@ import libcst.matchers as m
 
 from msready.analyzer.facts import FileResult
 from msready.analyzer.syntax import find_all, method_params
-from msready.skeletons import apis, arguments, example_calls
+from msready.skeletons import apis, arguments, einops, example_calls
 from msready.skeletons.constructors import SUPER_INIT, ConstructorFinder, positional_name
 from msready.skeletons.inputs import (
     FLAG,
@@ -165,6 +165,8 @@ class Planner(ConstructorFinder):
         torch_name = apis.canonical(name)
         if torch_name in _CONTAINERS:
             return None  # the layers inside are calls of their own, found next
+        if name.startswith("einops.") and name.rsplit(".", 1)[-1] in ("Rearrange", "Reduce"):
+            return _einops_layer_input(call, env)
         return self._torch_layer_input(torch_name, call, env)
 
     def _torch_layer_input(self, torch_name: str, call: cst.Call,
@@ -971,6 +973,20 @@ def _unpermuted(spec: InputSpec | None, order: tuple[int, ...] | None) -> InputS
     for i, d in enumerate(order):
         shape[d] = spec.shape[i]
     return replace(spec, shape=tuple(shape), spatial=0)
+
+
+def _einops_layer_input(call: cst.Call, env: dict[str, object]) -> InputSpec | None:
+    """``Rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)', p1=4, p2=4)`` first in a
+    network (a ViT's patch embedding): the image its pattern cuts, ``(2, 3, 32, 32)``."""
+    if not call.args or call.args[0].keyword is not None:
+        return None
+    pattern = evaluate(call.args[0].value, env)
+    if not isinstance(pattern, str):
+        return None
+    sizes = {a.keyword.value: evaluate(a.value, env) for a in call.args[1:]
+             if a.keyword is not None}
+    found = einops.input_shape(pattern, sizes)
+    return InputSpec(found[0], spatial=found[1]) if found is not None else None
 
 
 def _updated(body: Sequence[cst.BaseStatement], name: str) -> bool:

@@ -14,7 +14,12 @@ from mindspore import ops
 
 from msready.analyzer.scan import ScanOptions, scan
 from msready.skeletons import compositions
-from msready.skeletons.einops import PatternError, einsum_equation, function_source
+from msready.skeletons.einops import (
+    PatternError,
+    einsum_equation,
+    function_source,
+    input_shape,
+)
 from msready.skeletons.generate import build_skeletons
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skeletons"
@@ -65,10 +70,32 @@ def test_an_einops_vit_runs_in_both_modes(tmp_path: Path) -> None:
         "PatchEmbed": ("pass", "pass"), "Attention": ("pass", "pass"),
         "ViT": ("pass", "pass")}
     assert cells["ViT"].output_shape == "(2, 10)"
+    # the patch embedding's pattern says what image it cuts: no search from (2, 48)
+    assert cells["PatchEmbed"].input_shape == "(2, 3, 32, 32)"
+    assert cells["PatchEmbed"].given_input == ""
     code = (out / "vit.py").read_text()
     assert "import einops" not in code and "from einops" not in code
     assert "EinopsLayer(einops_0, p1=patch_size, p2=patch_size)" in code
     assert not [f for f in result.findings if f.rule == "MS100"]
+
+
+@pytest.mark.parametrize(("pattern", "sizes", "expected"), [
+    # an image cut into patches: its channels, and each side a whole number of patches
+    ("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", {"p1": 4, "p2": 4}, ((2, 3, 32, 32), 2)),
+    ("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", {"p1": 7, "p2": 7}, ((2, 3, 28, 28), 2)),
+    # a clip: frames in patches too
+    ("b c (f pf) (h p1) (w p2) -> b (f h w) (p1 p2 pf c)", {"pf": 2, "p1": 8, "p2": 8},
+     ((2, 3, 32, 32, 32), 3)),
+    # every axis sized
+    ("b (h w) c -> b c h w", {"h": 4, "w": 4, "c": 8}, ((2, 16, 8), 0)),
+    # the pattern does not say: the layers after it will
+    ("b n (h d) -> b h n d", {"h": 2}, None),
+    ("b ... d -> b d", {}, None),
+])
+def test_a_leading_einops_layer_says_what_input_the_network_takes(
+        pattern: str, sizes: dict[str, int],
+        expected: tuple[tuple[int, ...], int] | None) -> None:
+    assert input_shape(pattern, sizes) == expected
 
 
 PACKED = '''\
