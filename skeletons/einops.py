@@ -95,7 +95,7 @@ def input_shape(pattern: str, sizes: dict[str, object]) -> tuple[tuple[int, ...]
         if len(known) == len(group):
             shape.append(product)
             sides = 0
-        elif known and len(group) - len(known) == 1:  # ``(h p1)``: patches across a side
+        elif len(group) >= 2:  # ``(h p1)``: patches across a side, their size given or not
             shape.append(product * max(1, _IMAGE_SIDE // product))
             sides += 1
         elif position == 1 and len(group) == 1 and len(left) >= 4:

@@ -21,6 +21,8 @@ from msready.skeletons.einops import (
     input_shape,
 )
 from msready.skeletons.generate import build_skeletons
+from msready.skeletons.inputs import InputSpec
+from msready.skeletons.shapes import Planner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skeletons"
 Ref = Callable[[Any], Any]
@@ -83,6 +85,8 @@ def test_an_einops_vit_runs_in_both_modes(tmp_path: Path) -> None:
     # an image cut into patches: its channels, and each side a whole number of patches
     ("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", {"p1": 4, "p2": 4}, ((2, 3, 32, 32), 2)),
     ("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", {"p1": 7, "p2": 7}, ((2, 3, 28, 28), 2)),
+    # patch sizes the code computes (``p1=patch_height`` from a helper): sides of 32
+    ("b c (h p1) (w p2) -> b h w (p1 p2 c)", {}, ((2, 3, 32, 32), 2)),
     # a clip: frames in patches too
     ("b c (f pf) (h p1) (w p2) -> b (f h w) (p1 p2 pf c)", {"pf": 2, "p1": 8, "p2": 8},
      ((2, 3, 32, 32, 32), 3)),
@@ -226,3 +230,47 @@ def test_einops_einsum_runs_as_the_cells_einsum(
     code = (out / "sim.py").read_text()
     assert "sim = torch_einsum('aid,ajd->aij', self.q(x), self.k(x))" in code
     assert "from einops" not in code and "einsum(self" not in code.replace("torch_einsum", "")
+
+
+NORMED_PATCHES = '''\
+import torch.nn as nn
+from einops.layers.torch import Rearrange
+
+
+def pair(t):
+    return t if isinstance(t, tuple) else (t, t)
+
+
+class PatchTokens(nn.Module):
+    """A simple ViT's patch embedding: the patches normed before and after projection,
+    their sizes computed by a helper."""
+
+    def __init__(self, image_size=32, patch_size=4, channels=3, dim=16):
+        super().__init__()
+        patch_height, patch_width = pair(patch_size)
+        patch_dim = channels * patch_height * patch_width
+        self.to_patch_embedding = nn.Sequential(
+            Rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)', p1=patch_height,
+                      p2=patch_width),
+            nn.LayerNorm(patch_dim),
+            nn.Linear(patch_dim, dim),
+            nn.LayerNorm(dim),
+        )
+
+    def forward(self, img):
+        return self.to_patch_embedding(img).mean(dim=1)
+'''
+
+
+def test_a_network_opening_with_a_rearrange_layer_gets_the_image_its_pattern_cuts(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    _, cells = run_cells(tmp_path, {"patches.py": NORMED_PATCHES})
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph) == ("pass", "pass")
+    assert (cell.input_shape, cell.output_shape) == ("(2, 3, 32, 32)", "(2, 16)")
+    # the input planned first, not found by trying others: not (2, 8, 16), what the last
+    # LayerNorm would take, the first layer whose size is known
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    name = "patches.PatchTokens"
+    assert planner.input_of(name, planner.environment(name, {})) == InputSpec(
+        (2, 3, 32, 32), spatial=2)
