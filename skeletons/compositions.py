@@ -50,6 +50,12 @@ COMPOSED = {
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.nn.functional.multi_head_attention_forward": "torch_multi_head_attention_forward",
     "torch.roll": "torch_roll",
+    "torch.unflatten": "torch_unflatten",
+    "torch.Tensor.unflatten": "torch_unflatten",
+    "torch.clamp_min": "torch_clamp_min",
+    "torch.Tensor.clamp_min": "torch_clamp_min",
+    "torch.clamp_max": "torch_clamp_max",
+    "torch.Tensor.clamp_max": "torch_clamp_max",
     "torch.nn.RMSNorm": "TorchRMSNorm",
     "torch.nn.functional.rms_norm": "torch_rms_norm",
     "torch.unique": "torch_unique",
@@ -609,6 +615,17 @@ def torch_unique(input, sorted=True, return_inverse=False, return_counts=False, 
         out.append(found.astype(mindspore.int64).sum(axis=1))
     return out[0] if len(out) == 1 else tuple(out)
 ''',
+    "torch_unflatten": '''
+def torch_unflatten(input, dim, sizes):
+    """torch.unflatten: axis ``dim`` split into ``sizes`` (one of them may be -1)."""
+    dim = dim % input.ndim
+    return input.reshape(input.shape[:dim] + tuple(sizes) + input.shape[dim + 1:])
+''',
+    **{f"torch_clamp_{side}": f'''
+def torch_clamp_{side}(input, {side}):
+    """torch.clamp_{side}: torch.clamp with only its {side}imum."""
+    return ops.clamp(input, {side}={side})
+''' for side in ("min", "max")},
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):
     """torch.roll: elements shifted along ``dims``, those past the end coming back first;

@@ -331,6 +331,19 @@ for _method in (*_FILLS, *_COMPUTED):
     METHOD_FIXES[_method] = _fill(_method)
 
 
+def _composed(function: str) -> MethodFix:
+    def fix(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+        return cst.Call(cst.Name(function), [
+            cst.Arg(receiver), *(cst.Arg(v) if k is None else _keyword(k, v) for k, v in args)])
+    return fix
+
+
+# Methods MindSpore's tensors lack, composed in the generated file (``compositions``):
+# ``x.unflatten(1, (2, -1))`` -> ``torch_unflatten(x, 1, (2, -1))``.
+for _method in ("unflatten", "clamp_min", "clamp_max"):
+    METHOD_FIXES[_method] = _composed(f"torch_{_method}")
+
+
 # torch.nn.Module methods called on ``self`` -> the nn.Cell method (None: drop the call,
 # keep ``self``).
 CELL_METHODS: dict[str, str | None] = {

@@ -941,3 +941,42 @@ def test_the_elementwise_maximum_of_two_tensors_runs_in_both_modes(
     assert "return torch_max(x, self.conv(x)) + torch_min(x, other=peak[:, None])" in code
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 8, 16, 16)")
+
+
+def test_unflatten_and_one_sided_clamps(composed: dict[str, Callable[..., Any]]) -> None:
+    x = _array(2, 12, 5)
+    _same(composed["torch_unflatten"](Tensor(x), 1, (3, -1)),
+          torch.tensor(x).unflatten(1, (3, -1)))
+    _same(composed["torch_unflatten"](Tensor(x), -1, (5, 1)),
+          torch.unflatten(torch.tensor(x), -1, (5, 1)))
+    _same(composed["torch_clamp_min"](Tensor(x), 0.1), torch.tensor(x).clamp_min(0.1))
+    _same(composed["torch_clamp_max"](Tensor(x), -0.2), torch.clamp_max(torch.tensor(x), -0.2))
+
+
+HEADS_SPLIT = '''\
+import torch
+import torch.nn as nn
+
+
+class Heads(nn.Module):
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).unflatten(-1, (3, self.heads, -1)).unbind(2)
+        scores = q.transpose(1, 2) @ k.permute(0, 2, 3, 1)
+        weights = scores.clamp_min(-5.0).softmax(dim=-1)
+        return torch.clamp_max(weights @ v.transpose(1, 2), 5.0).flatten(1)
+'''
+
+
+def test_methods_mindspore_tensors_lack_are_composed_in_the_cell(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"heads.py": HEADS_SPLIT})
+    code = (out / "heads.py").read_text()
+    assert "torch_unflatten(self.qkv(x), -1, (3, self.heads, -1))" in code
+    assert "torch_clamp_min(scores, -5.0)" in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph) == ("pass", "pass")
