@@ -303,15 +303,20 @@ class _UnavailableType(type):
 class Unavailable(metaclass=_UnavailableType):
     """Stands in for a name from a package the Cell does not import, so that registries,
     decorators and base classes built from it still import: calling it or any attribute
-    gives another stand-in, and used as a decorator it returns what it decorates."""
+    gives another stand-in, and used as a decorator it returns what it decorates.
+    ``reached`` says that code handed one a tensor, whose result it then needs (msready's
+    check of the Cell reads it; a message to a logger does not count)."""
+
+    reached = False
 
     def __init__(self, *args, **kwargs):
-        pass
+        if any(hasattr(a, "asnumpy") for a in (*args, *kwargs.values())):
+            Unavailable.reached = True
 
     def __call__(self, *args, **kwargs):
         if len(args) == 1 and not kwargs and callable(args[0]):
             return args[0]
-        return Unavailable()
+        return Unavailable(*args, **kwargs)
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):

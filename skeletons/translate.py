@@ -513,7 +513,13 @@ class CellTransformer(cst.CSTTransformer):
                         if isinstance(t, cst.AssignTarget) and isinstance(t.target, cst.Name)}
             if new is not None:
                 body.append(new)
+        left = self._einops_left(body)
+        if left is not None:  # an einops call the Cell could not write out
+            body.insert(0, left)
         head: list[cst.BaseStatement] = adapters.used(updated_node.with_changes(body=body))
+        if left is not None:  # after the stand-in's class, which ``head`` holds
+            body.remove(left)
+            head.append(left)
         if any(find_all(updated_node, m.Name("EinopsLayer"))):
             head += list(cst.parse_module(einops.LAYER_SOURCE.lstrip("\n")).body)
         for source in self.einops_functions:
@@ -528,6 +534,21 @@ class CellTransformer(cst.CSTTransformer):
             self.all_todos.append(("MS100", reason))
         body = [*unbound_bases(with_head(body, head, reason)), *self._star_exports()]
         return updated_node.with_changes(body=body)
+
+    def _einops_left(self, body: list[cst.BaseStatement]) -> cst.BaseStatement | None:
+        """``rearrange = Unavailable`` for the einops names the translated file still
+        uses (a pattern built when the code runs, ``rearrange(x, p, **dims)``): the
+        import is gone, and the stand-in makes the Cell say it needs einops where a
+        NameError would say the translation is wrong."""
+        einops_names = {name for name, target in self.file.bindings.items()
+                        if target.split(".")[0] == "einops" and name.isidentifier()}
+        if not einops_names:
+            return None
+        used = sorted({n.value for stmt in body for n in find_all(stmt, m.Name())
+                       if isinstance(n, cst.Name) and n.value in einops_names})
+        if not used:
+            return None
+        return cst.parse_statement(f"{' = '.join(used)} = {adapters.STAND_IN}\n")
 
     def _star_exports(self) -> list[cst.BaseStatement]:
         """``__all__`` for a file other files star-import and that has none: what the torch

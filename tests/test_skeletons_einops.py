@@ -274,3 +274,29 @@ def test_a_network_opening_with_a_rearrange_layer_gets_the_image_its_pattern_cut
     name = "patches.PatchTokens"
     assert planner.input_of(name, planner.environment(name, {})) == InputSpec(
         (2, 3, 32, 32), spatial=2)
+
+
+RUNTIME_SIZES = '''\
+import torch.nn as nn
+from einops import rearrange
+
+
+class ToMap(nn.Module):
+    def __init__(self, dim=8, side=4):
+        super().__init__()
+        self.sizes = dict(h=side, w=side)
+        self.conv = nn.Conv2d(dim, dim, 1)
+
+    def forward(self, x):
+        return self.conv(rearrange(x, 'b (h w) d -> b d h w', **self.sizes))
+'''
+
+
+def test_an_einops_call_left_as_written_needs_einops_instead_of_failing_on_its_name(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    # sizes unpacked from a dictionary: the pattern is not written out
+    out, cells = run_cells(tmp_path, {"tomap.py": RUNTIME_SIZES})
+    code = [ln.strip() for ln in (out / "tomap.py").read_text().splitlines()]
+    assert "rearrange = Unavailable" in code
+    (cell,) = cells.values()
+    assert cell.status == "blocked" and "einops" in (cell.error or "")
