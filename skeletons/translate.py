@@ -1161,6 +1161,12 @@ class CellTransformer(cst.CSTTransformer):
             # (value_and_grad), so a tensor carries no such mark; the Cell takes the path
             # of a tensor that needs no gradient
             return cst.Name("False")
+        if original_node.attr.value == "is_cuda" and original_node not in self._targets \
+                and original_node not in self._call_funcs and \
+                not m.matches(original_node.value, m.Name("self")):
+            # ``if x.is_cuda:``: a Cell's tensors are where the context puts them, and the
+            # Cell is checked on the CPU; the code takes the path of a tensor not on CUDA
+            return cst.Name("False")
         if original_node.attr.value in ("real", "imag") and original_node not in \
                 self._targets and original_node not in self._call_funcs and \
                 not m.matches(original_node.value, m.Name("self")):

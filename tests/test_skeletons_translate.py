@@ -278,6 +278,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("forward", "expected"), [
+    # a tensor on CUDA: never, where a Cell is checked
+    ("return self.fc(x) if x.is_cuda else x", "return self.fc(x) if False else x"),
     ("return torch.cat([x, x], dim=1)", "ops.cat([x, x], axis=1)"),
     # torch's var / std are unbiased unless told; MindSpore's ddof defaults to 0
     ("return x.var(dim=(2, 3), unbiased=False, keepdim=True)",
