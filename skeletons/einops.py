@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 ELLIPSIS = "…"
+MERGED = ""  # ends a group that merges the axes an ellipsis stands for: ``(...)``
 FUNCTIONS = ("rearrange", "repeat", "reduce")
 LAYERS = ("Rearrange", "Reduce", "Repeat")
 _REDUCTIONS = {"mean": "ops.mean({t}, {axes})", "sum": "ops.sum({t}, {axes})",
@@ -38,7 +39,10 @@ def _side(text: str) -> list[Group]:
             names = token[1:-1].split()
             if any(n.isdigit() and n != "1" for n in names):
                 raise PatternError(f"a number inside a group: {token}")
-            groups.append([n for n in names if n != "1"])
+            group = [n for n in names if n != "1"]
+            if ELLIPSIS in group:  # ``(...)``, ``(... d)``: the axes it stands for merged
+                group.append(MERGED)
+            groups.append(group)
         elif token == "1":
             groups.append([])
         elif token.isidentifier() or token == ELLIPSIS:
@@ -61,6 +65,8 @@ class Pattern:
         if text.count("->") != 1:
             raise PatternError("no single '->'")
         left, right = (_side(s) for s in text.split("->"))
+        if any(MERGED in g for g in left):
+            raise PatternError("an ellipsis inside a group on the left")
         for side in (left, right):
             if sum(g.count(ELLIPSIS) for g in side) > 1:
                 raise PatternError("more than one ellipsis on a side")
@@ -107,7 +113,7 @@ def input_shape(pattern: str, sizes: dict[str, object]) -> tuple[tuple[int, ...]
 
 
 def _names(groups: list[Group]) -> list[str]:
-    return [n for g in groups for n in g]
+    return [n for g in groups for n in g if n != MERGED]
 
 
 def _tuple(items: list[str]) -> str:
@@ -219,6 +225,11 @@ def function_source(name: str, op: str, pattern: str, sizes: list[str],
             final.append("ell__")
         elif len(group) == 1:
             final.append(group[0])
+        elif MERGED in group:  # ``(...)``: the product of the axes the ellipsis stands for
+            merged = True
+            body += ["    n__ = 1", "    for e__ in ell__:", "        n__ *= e__"]
+            final.append("(" + " * ".join("n__" if n == ELLIPSIS else n
+                                          for n in group if n != MERGED) + ")")
         else:
             merged = True
             final.append("(" + " * ".join(group) + ")" if group else "1")

@@ -39,6 +39,11 @@ Ref = Callable[[Any], Any]
     ("rearrange", "b c -> b c 1 1", {}, None, (2, 3), lambda x: x.reshape(2, 3, 1, 1)),
     ("rearrange", "b ... c -> b c ...", {}, None, (2, 3, 4, 5),
      lambda x: x.transpose(0, 3, 1, 2)),
+    # the axes an ellipsis stands for, merged into one (LeViT's heads over a feature map)
+    ("rearrange", "b (h d) ... -> b h (...) d", {"h": 2}, None, (2, 6, 4, 5),
+     lambda x: x.reshape(2, 2, 3, 4, 5).transpose(0, 1, 3, 4, 2).reshape(2, 2, 20, 3)),
+    ("rearrange", "b ... d -> b (... d)", {}, None, (2, 3, 4, 5),
+     lambda x: x.reshape(2, 60)),
     ("reduce", "b ... -> b", {}, "mean", (2, 3, 4), lambda x: x.mean(axis=(1, 2))),
     ("reduce", "b c h w -> b c", {}, "max", (2, 3, 4, 5), lambda x: x.max(axis=(2, 3))),
     ("repeat", "d -> b d", {"b": 2}, None, (5,), lambda x: np.tile(x[None], (2, 1))),
@@ -56,6 +61,7 @@ def test_patterns_give_numpy_results(op: str, pattern: str, sizes: dict[str, int
 @pytest.mark.parametrize(("op", "pattern"), [
     ("rearrange", "b c -> b"),  # an axis on one side only
     ("rearrange", "b (h w) -> b h w"),  # two unknown sizes in one group
+    ("rearrange", "(...) d -> d ..."),  # an ellipsis grouped on the left
     ("repeat", "d -> b d"),  # the new axis has no size
 ])
 def test_patterns_that_cannot_be_written_out_are_refused(op: str, pattern: str) -> None:
