@@ -767,7 +767,8 @@ class Planner(ConstructorFinder):
     def _listed(self, cls: str) -> set[str]:
         """``forward``'s parameters that take a list of tensors: annotated so
         (``features: List[Tensor]``), or, without an annotation, iterated (``for x in
-        features``) and never used as a tensor (``features.shape``)."""
+        features``) or joined whole (``torch.cat(x, self.d)``) and never used as a tensor
+        (``features.shape``)."""
         def listed(node: cst.FunctionDef, param: cst.Param) -> bool:
             name = m.Name(param.name.value)
             if param.annotation is not None:
@@ -775,8 +776,10 @@ class Planner(ConstructorFinder):
                 return _LIST_OF_TENSORS.match(text) is not None
             walked = m.Call(func=m.Name("zip") | m.Name("enumerate"),
                             args=[m.ZeroOrMore(), m.Arg(name), m.ZeroOrMore()])
+            joined = m.Call(func=m.Attribute(attr=m.Name("cat") | m.Name("stack") | m.Name(
+                "concat") | m.Name("concatenate")), args=[m.Arg(name), m.ZeroOrMore()])
             iterated = find_all(node.body, m.For(iter=name | walked) | m.CompFor(
-                iter=name | walked))
+                iter=name | walked) | joined)
             as_tensor = find_all(node.body, m.Attribute(value=name, attr=m.Name("shape") | m.Name(
                 "size") | m.Name("dim") | m.Name("view") | m.Name("reshape") | m.Name("dtype")))
             return bool(iterated) and not as_tensor

@@ -1696,6 +1696,15 @@ class Levels(nn.Module):
     def forward(self, features: List[torch.Tensor]):
         assert len(features) == self._num_levels
         return [self.conv(x) for x in features]
+
+
+class Joined(nn.Module):
+    def __init__(self, dimension=1):
+        super().__init__()
+        self.d = dimension
+
+    def forward(self, x):
+        return torch.cat(x, self.d)
 '''
 
 
@@ -1714,6 +1723,10 @@ def test_a_forward_taking_a_list_of_feature_maps_gets_a_list(
     levels = cells["Levels"]
     assert (levels.pynative, levels.graph, levels.input_shape) == (
         "pass", "pass", "[(2, 4, 16, 16), (2, 4, 16, 16), (2, 4, 16, 16)]")
+    # joined whole by torch.cat: a list (YOLOv5's Concat)
+    joined = cells["Joined"]
+    assert (joined.pynative, joined.graph) == ("pass", "pass")
+    assert joined.input_shape.startswith("[(2, ")
 
 
 def test_a_list_of_feature_maps_is_compared_with_torch_map_by_map(tmp_path: Path) -> None:
