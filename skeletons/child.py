@@ -580,6 +580,8 @@ _CONV = re.compile(r"'C_in' of input 'weight' shape: (\d+), but got 'C_in' of in
 _MINT_CONV = re.compile(r"in_channels/groups is (\d+), and weight\[1\] is (\d+)")
 _NORM = re.compile(r"channel dimension: \d+, bug got (?:scale\.shape\[0\]: |shape: "
                    r"\[const vector\]\{)(\d+)")
+# A tuple read past its end: most often a shape, read at an axis the input lacks.
+_SHAPE_INDEX = re.compile(r"IndexError: tuple index out of range")
 # Widths (the last dimensions): a matrix product's, a Dense layer's, a LayerNorm's.
 _LAST = (re.compile(r"'x1_col': (\d+) and 'x2_row': (\d+)"),
          re.compile(r"x_col: (\d+), w_row: (\d+)"))
@@ -632,6 +634,12 @@ def asked_for(arrays: list[Any], error: str) -> list[list[Any]]:
     if (sizes := _RESHAPE.search(error)) is not None:
         wanted += _reshaped(shape, _numbers(sizes.group(1)), int(sizes.group(2)))
     wanted += _broadcast(shape, error)
+    if not wanted and len(shape) in (2, 3) and _SHAPE_INDEX.search(error):
+        # an axis read past the input's last one (``s__[2]`` of a (batch, width) input):
+        # one more dimension, tokens of that width first
+        if len(shape) == 2:
+            wanted.append((shape[0], 8, shape[1]))
+        wanted.append(_with_rank(shape, len(shape) + 1))
     if _TOO_SMALL.search(error) and len(shape) >= 3:  # a kernel larger than what is left
         wanted.append(_scaled_sides(shape, 4.0))
     if (norm := _LAYER_NORM.search(error)) is not None:
