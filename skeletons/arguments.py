@@ -308,6 +308,11 @@ def holds_network(name: str) -> bool:
     return _OBJECT_NAMES.fullmatch(name) is not None
 
 
+def image_channels(name: str) -> bool:
+    """True for a parameter name that says an image's channel count (``in_chans``)."""
+    return re.fullmatch(_IMAGE_CHANNELS, name, re.IGNORECASE) is not None
+
+
 def synthesize(name: str, usage: Usage) -> object:
     """A small valid value for a parameter nothing in the repository gives a value."""
     if _LAYER_FACTORY_NAMES.fullmatch(name) and not (usage.fields or usage.keys

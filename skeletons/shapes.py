@@ -185,7 +185,7 @@ class Planner(ConstructorFinder):
         from the first layer its constructor builds."""
         if depth > 8:
             return None
-        asserted = self._asserted_shape(cls, env)
+        asserted = self._asserted_shape(cls, env) or self._counted_axes(cls, env)
         if asserted is not None:
             return asserted
         spec = self.forward_input(cls, env, depth) or self.first_layer(cls, env, depth)
@@ -210,6 +210,48 @@ class Planner(ConstructorFinder):
             if isinstance(sizes, tuple) and sizes and all(
                     type(d) is int and d > 0 for d in sizes):
                 return InputSpec((2, *sizes))  # fixed: no other spatial size is tried
+        return None
+
+    def _counted_axes(self, cls: str, env: dict[str, object]) -> InputSpec | None:
+        """A channels-last input whose middle axes ``forward`` gathers and counts: ``b,
+        *axis, _ = x.shape`` (or ``*x.shape, x.device``) and ``assert len(axis) ==
+        self.input_axis``, with the constructor's values: ``(2, 16, 16, 3)`` for two axes
+        and the class's image channels (three when it names none)."""
+        found = self._forward_input(cls)
+        if found is None:
+            return None
+        node, file, name = found
+        shape_of = m.Attribute(value=m.Name(name), attr=m.Name("shape"))
+        for assign in find_all(node.body, m.Assign(targets=[m.AssignTarget(m.Tuple())])):
+            assert isinstance(assign, cst.Assign) and isinstance(assign.targets[0].target,
+                                                                 cst.Tuple)
+            targets = assign.targets[0].target.elements
+            value = assign.value
+            if m.matches(value, shape_of):
+                covered = len(targets)
+            elif isinstance(value, cst.Tuple) and value.elements and m.matches(
+                    value.elements[0], m.StarredElement(shape_of)):
+                covered = len(targets) - (len(value.elements) - 1)
+            else:
+                continue
+            shaped = targets[:covered]
+            stars = [i for i, e in enumerate(shaped) if isinstance(e, cst.StarredElement)]
+            if len(stars) != 1 or stars[0] != 1 or len(shaped) != 3:
+                continue  # only ``batch, *axes, channels``
+            star = shaped[1].value
+            if not isinstance(star, cst.Name):
+                continue
+            counted = m.Assert(test=m.Comparison(
+                left=m.Call(func=m.Name("len"), args=[m.Arg(m.Name(star.value))]),
+                comparisons=[m.ComparisonTarget(m.Equal())]))
+            for test in find_all(node.body, counted):
+                assert isinstance(test, cst.Assert) and isinstance(test.test, cst.Comparison)
+                axes = evaluate(test.test.comparisons[0].comparator, self._with_self(cls, env),
+                                self.call_hook(file))
+                if type(axes) is int and 0 < axes <= 3:
+                    channels = next((v for k, v in env.items() if type(v) is int and v > 0
+                                     and arguments.image_channels(k)), 3)
+                    return InputSpec((2, *(16,) * axes, channels))
         return None
 
     def _with_self(self, cls: str, env: dict[str, object]) -> dict[str, object]:

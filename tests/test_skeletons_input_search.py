@@ -463,3 +463,31 @@ def test_the_status_line_of_a_cell_run_on_a_searched_input_names_the_given_one()
     assert _status_line(res) == (
         "PyNative pass, GRAPH_MODE pass, input (2, 16, 8, 8) -> (2, 16) (input found by "
         "search: its layers give (2, 8, 8, 16), which fails with ValueError: too small)")
+
+
+CHANNELS_LAST = '''\
+import torch.nn as nn
+
+
+class AxialEncoder(nn.Module):
+    """Reads a channels-last input with ``input_axis`` axes between batch and channels
+    (a Perceiver's image or clip)."""
+
+    def __init__(self, input_channels=3, input_axis=2, dim=16):
+        super().__init__()
+        self.input_axis = input_axis
+        self.proj = nn.Linear(input_channels, dim)
+
+    def forward(self, data):
+        b, *axis, _, device, dtype = *data.shape, data.device, data.dtype
+        assert len(axis) == self.input_axis, 'input data must have the right number of axis'
+        return self.proj(data).flatten(1, -2).mean(dim=1)
+'''
+
+
+def test_the_axes_forward_counts_between_batch_and_channels_give_a_channels_last_input(
+        tmp_path: Path, run_cells: Callable[[Path, dict[str, str]], CellRun]) -> None:
+    _, cells = run_cells(tmp_path, {"axial.py": CHANNELS_LAST})
+    cell = cells["AxialEncoder"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass")
+    assert (cell.input_shape, cell.given_input) == ("(2, 16, 16, 3)", "")
