@@ -83,25 +83,30 @@ def default_cache_dir() -> Path:
     return Path(base) / "msready"
 
 
-def files_fingerprint(folders: Iterable[Traversable], suffixes: tuple[str, ...]) -> str:
-    """A hash of msready's version and the files of ``folders`` (package resources) whose
-    names end with ``suffixes``: a cache keyed by it is never read by other code."""
+def files_fingerprint(folders: Iterable[Traversable], suffixes: tuple[str, ...],
+                      files: Iterable[Traversable] = ()) -> str:
+    """A hash of msready's version, the files of ``folders`` (package resources) whose
+    names end with ``suffixes`` and the single ``files``: a cache keyed by it is never
+    read by other code."""
     digest = hashlib.sha256(__version__.encode())
-    for folder in folders:
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith(suffixes) and entry.is_file():
-                digest.update(entry.name.encode())
-                digest.update(entry.read_bytes())
+    entries = [entry for folder in folders
+               for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+               if entry.name.endswith(suffixes) and entry.is_file()]
+    for entry in [*entries, *files]:
+        digest.update(entry.name.encode())
+        digest.update(entry.read_bytes())
     return digest.hexdigest()[:16]
 
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """A hash of msready's own code and data, so a changed rule never reads stale cache."""
+    """A hash of msready's own code and data, so a changed rule never reads stale cache;
+    with the registry of the Cells' compositions, which MS101's advice reads."""
     return files_fingerprint([resources.files("msready.analyzer"),
                               resources.files("msready.rules"),
                               resources.files("msready.analyzer").joinpath("data")],
-                             (".py", ".txt", ".json", ".toml"))
+                             (".py", ".txt", ".json", ".toml"),
+                             [resources.files("msready.skeletons").joinpath("compositions.py")])
 
 
 def parse_error_finding(path: str, failure: ParseFailure) -> Finding:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,34 @@ def test_a_workers_pickled_result_is_cached_as_it_came(tmp_path: Path) -> None:
         assert cache.get(Cache.key(f.rel, data)) == result
     alone, _ = analyze_files(files, read_files(files), ScanOptions(jobs=1, cache=False))
     assert pooled == alone
+
+
+def test_the_cache_key_covers_the_composition_registry_ms101_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # rules/api_mapping reads skeletons/compositions: a composition added there changes
+    # MS101's advice, so it changes the key of every cached result too
+    from msready.analyzer import scan as scan_module
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "rule.py").write_text("A = 1\n")
+    registry = tmp_path / "compositions.py"
+    registry.write_text("COMPOSED = {}\n")
+    before = scan_module.files_fingerprint([code], (".py",), [registry])
+    registry.write_text("COMPOSED = {'torch.unflatten': 'torch_unflatten'}\n")
+    assert scan_module.files_fingerprint([code], (".py",), [registry]) != before
+
+    read: list[str] = []
+    real = scan_module.files_fingerprint
+
+    def spy(folders: Any, suffixes: tuple[str, ...], files: Any = ()) -> str:
+        read.extend(f.name for f in files)
+        return real(folders, suffixes, files)
+
+    monkeypatch.setattr(scan_module, "files_fingerprint", spy)
+    scan_module.code_fingerprint.cache_clear()
+    try:
+        scan_module.code_fingerprint()
+    finally:
+        scan_module.code_fingerprint.cache_clear()
+    assert read == ["compositions.py"]
