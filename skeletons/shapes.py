@@ -818,10 +818,14 @@ class Planner(ConstructorFinder):
                 return _LIST_OF_TENSORS.match(text) is not None
             walked = m.Call(func=m.Name("zip") | m.Name("enumerate"),
                             args=[m.ZeroOrMore(), m.Arg(name), m.ZeroOrMore()])
+            iterated = find_all(node.body, m.For(iter=name | walked) | m.CompFor(
+                iter=name | walked))
             joined = m.Call(func=m.Attribute(attr=m.Name("cat") | m.Name("stack") | m.Name(
                 "concat") | m.Name("concatenate")), args=[m.Arg(name), m.ZeroOrMore()])
-            iterated = find_all(node.body, m.For(iter=name | walked) | m.CompFor(
-                iter=name | walked) | joined)
+            # ``if isinstance(x, list): x = torch.cat(x, 1)``: a tensor will do
+            tested = m.Call(func=m.Name("isinstance"), args=[m.Arg(name), m.ZeroOrMore()])
+            if not iterated and not find_all(node.body, tested):
+                iterated = find_all(node.body, joined)
             as_tensor = find_all(node.body, m.Attribute(value=name, attr=m.Name("shape") | m.Name(
                 "size") | m.Name("dim") | m.Name("view") | m.Name("reshape") | m.Name("dtype")))
             return bool(iterated) and not as_tensor

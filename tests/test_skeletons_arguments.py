@@ -1705,6 +1705,17 @@ class Joined(nn.Module):
 
     def forward(self, x):
         return torch.cat(x, self.d)
+
+
+class Pooled(nn.Module):
+    def __init__(self, channels=4):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        if isinstance(x, list):
+            x = torch.cat(x, 1)
+        return self.conv(x).mean((2, 3))
 '''
 
 
@@ -1727,6 +1738,8 @@ def test_a_forward_taking_a_list_of_feature_maps_gets_a_list(
     joined = cells["Joined"]
     assert (joined.pynative, joined.graph) == ("pass", "pass")
     assert joined.input_shape.startswith("[(2, ")
+    # joined only when it is a list (YOLOv5's Classify): one tensor will do
+    assert (cells["Pooled"].status, cells["Pooled"].input_shape) == ("pass", "(2, 4, 16, 16)")
 
 
 def test_a_list_of_feature_maps_is_compared_with_torch_map_by_map(tmp_path: Path) -> None:
