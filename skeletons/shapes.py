@@ -571,10 +571,33 @@ class Planner(ConstructorFinder):
         if size is not None:
             first = _sized(first, size)
             alternatives = [_sized(a, size) for a in alternatives]
+        batch = self._asserted_batch(cls)
+        if batch is not None:
+            first = _batched(first, batch)
+            alternatives = [_batched(a, batch) for a in alternatives]
         example = self._example_inputs(cls, forward[0]) if forward and examples else None
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
         return first, alternatives, guessed
+
+    def _asserted_batch(self, cls: str) -> int | None:
+        """The batch size ``forward`` asserts: ``assert x.size()[0] == 1`` (a metric that
+        handles one image pair at a time)."""
+        found = self._forward_input(cls)
+        if found is None:
+            return None
+        node, _, name = found
+        x = m.Name(name)
+        first = m.Subscript(value=m.Call(func=m.Attribute(value=x, attr=m.Name("size")),
+                                         args=[]) | m.Attribute(value=x, attr=m.Name("shape")),
+                            slice=[m.SubscriptElement(m.Index(m.Integer("0")))]) | m.Call(
+            func=m.Attribute(value=x, attr=m.Name("size")), args=[m.Arg(m.Integer("0"))])
+        for test in find_all(node.body, m.Assert(test=m.Comparison(
+                left=first, comparisons=[m.ComparisonTarget(m.Equal(), m.Integer())]))):
+            assert isinstance(test, cst.Assert) and isinstance(test.test, cst.Comparison)
+            size = int(cst.ensure_type(test.test.comparisons[0].comparator, cst.Integer).value)
+            return size if size > 0 else None
+        return None
 
     def _image_size(self, cls: str, kwargs: dict[str, object]) -> tuple[int, int] | None:
         """The (height, width) the class is built for, from its first image-size parameter
@@ -1005,6 +1028,12 @@ def _input_permutation(forward: cst.FunctionDef, name: str) -> tuple[int, ...] |
             return None
         order = tuple(order[d] for d in dims) if order else tuple(dims)
     return order
+
+
+def _batched(inputs: list[InputSpec | None], batch: int) -> list[InputSpec | None]:
+    """``inputs`` with ``batch`` samples each (tensors, not the numbers an index takes)."""
+    return [replace(s, shape=(batch, *s.shape[1:])) if s is not None and s.shape and
+            s.dtype in ("float32", "int64") else s for s in inputs]
 
 
 def _sized(inputs: list[InputSpec | None], size: tuple[int, int]) -> list[InputSpec | None]:

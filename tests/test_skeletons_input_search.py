@@ -491,3 +491,26 @@ def test_the_axes_forward_counts_between_batch_and_channels_give_a_channels_last
     cell = cells["AxialEncoder"]
     assert (cell.pynative, cell.graph) == ("pass", "pass")
     assert (cell.input_shape, cell.given_input) == ("(2, 16, 16, 3)", "")
+
+
+ONE_PAIR = '''\
+import torch
+import torch.nn as nn
+
+
+class PairDistance(nn.Module):
+    """A metric of one image pair at a time (LPIPS's L2)."""
+
+    def forward(self, in0, in1):
+        assert(in0.size()[0] == 1)  # currently only supports batchSize 1
+        (N, C, X, Y) = in0.size()
+        return torch.mean((in0 - in1) ** 2, dim=1).view(N, 1, X, Y).mean()
+'''
+
+
+def test_a_batch_size_forward_asserts_is_the_one_fed(
+        tmp_path: Path, run_cells: Callable[[Path, dict[str, str]], CellRun]) -> None:
+    _, cells = run_cells(tmp_path, {"pair.py": ONE_PAIR})
+    cell = cells["PairDistance"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass")
+    assert cell.input_shape.startswith("(1, ") and ", (1, " in cell.input_shape
