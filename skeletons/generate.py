@@ -284,6 +284,18 @@ def _missing_package(error: str | None, out_dir: Path) -> str | None:
     return name
 
 
+_NO_FILE = re.compile(r"^building the Cell: FileNotFoundError: \[Errno 2\] No such file or "
+                      r"directory: '([^']+)'")
+
+
+def _missing_file(error: str | None) -> str | None:
+    """The data file a Cell's constructor could not open, None otherwise: the check needs
+    the repository's data, the translation is not known to be wrong (torch's constructor
+    fails the same way from another folder)."""
+    found = _NO_FILE.match(error or "")
+    return found.group(1) if found else None
+
+
 def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
             outcome: dict[str, Any] | None, target: str) -> SkeletonResult:
     cell_file = gen.out.relative_to(out_dir.parent).as_posix()
@@ -322,6 +334,11 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
         return skipped("blocked", f"needs `{ecosystem}` from the torch ecosystem, whose "
                                   "MindSpore counterparts (MindCV, MindAudio, MindNLP) msready "
                                   f"does not provide: {error}")
+    wanted = _missing_file(error)
+    if wanted is not None:  # ``open("yolov5s.yaml")`` while building: the code needs its data
+        return skipped("unverified", f"the constructor opens `{wanted}`, which is not where "
+                                     "the code looks for it when the Cell is checked (a "
+                                     f"path relative to the current folder?): {error}", shape)
     if error and adapters.STAND_IN in error:  # it ran into a side library's stand-in
         which = ", ".join(f"`{d}`" for d in gen.dropped) or "a side library"
         return skipped("blocked", f"runs code from {which}, which msready does not "

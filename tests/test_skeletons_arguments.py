@@ -3329,3 +3329,30 @@ def test_a_parameter_read_as_a_tensor_is_made_up_as_a_tensor_of_ones(
     assert (obfuscator.pynative, obfuscator.graph) == ("pass", "pass")
     assert cells["Settings"].synthesized == "cfg={size=32}"
     assert cells["Settings"].pynative == "pass"
+
+
+READS_CONFIG = '''\
+import json
+import torch.nn as nn
+
+
+class FromConfig(nn.Module):
+    def __init__(self, cfg='model.json'):
+        super().__init__()
+        with open(cfg) as f:
+            spec = json.load(f)
+        self.fc = nn.Linear(spec['width'], 2)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+def test_a_constructor_that_opens_a_missing_data_file_is_unverified_not_wrong(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # torch's constructor fails the same way from another folder: the check needs the
+    # repository's data, the translation is not known to be wrong
+    _, cells = run_cells(tmp_path, {"nets.py": READS_CONFIG})
+    cell = cells["FromConfig"]
+    assert cell.status == "unverified"
+    assert (cell.error or "").startswith("the constructor opens `model.json`")
