@@ -172,8 +172,8 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...]
                 peak_main = max(peak_main, process_memory(proc.pid))
                 done.wait(0.05)
 
-        sampler = threading.Thread(target=sample_memory, daemon=True)
-        if sample:
+        sampler = threading.Thread(target=sample_memory, daemon=True) if sample else None
+        if sampler is not None:
             sampler.start()
         # wait4, not wait: the rusage it returns counts the command's CPU time and that of
         # every descendant that was waited for (worker pools, the fork server's workers).
@@ -181,7 +181,7 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...]
         code = proc.returncode = os.waitstatus_to_exitcode(status)
         elapsed = time.perf_counter() - start
         done.set()
-        if sample:
+        if sampler is not None:
             sampler.join()
         if code not in ok:  # fixit exits 1 when it reports something
             out.seek(0)

@@ -165,15 +165,6 @@ def detach(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | 
     return expr(f"ops.stop_gradient({code(receiver)})")
 
 
-@method_fix("unfold")
-def unfold(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
-    """``x.unfold(dim, size, step)`` (sliding windows along one axis) ->
-    ``torch_tensor_unfold(x, dim, size, step)``: MindSpore's ``Tensor.unfold`` is im2col,
-    which takes a kernel size and reads the same three numbers otherwise."""
-    return cst.Call(cst.Name("torch_tensor_unfold"), [
-        cst.Arg(receiver), *(cst.Arg(v) if k is None else _keyword(k, v) for k, v in args)])
-
-
 @method_fix("is_contiguous")
 def is_contiguous(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.is_contiguous(memory_format=torch.channels_last)`` -> ``False``: MindSpore
@@ -338,10 +329,14 @@ def _composed(function: str) -> MethodFix:
     return fix
 
 
-# Methods MindSpore's tensors lack, composed in the generated file (``compositions``):
-# ``x.unflatten(1, (2, -1))`` -> ``torch_unflatten(x, 1, (2, -1))``.
-for _method in ("unflatten", "clamp_min", "clamp_max"):
-    METHOD_FIXES[_method] = _composed(f"torch_{_method}")
+# Methods MindSpore's tensors lack or take otherwise, composed in the generated file
+# (``compositions``): ``x.unflatten(1, (2, -1))`` -> ``torch_unflatten(x, 1, (2, -1))``;
+# ``x.unfold(dim, size, step)`` (sliding windows along one axis) ->
+# ``torch_tensor_unfold(x, dim, size, step)``, MindSpore's ``Tensor.unfold`` being im2col,
+# which takes a kernel size and reads the same three numbers otherwise.
+for _method, _function in (("unflatten", "torch_unflatten"), ("clamp_min", "torch_clamp_min"),
+                           ("clamp_max", "torch_clamp_max"), ("unfold", "torch_tensor_unfold")):
+    METHOD_FIXES[_method] = _composed(_function)
 
 
 # torch.nn.Module methods called on ``self`` -> the nn.Cell method (None: drop the call,

@@ -587,11 +587,10 @@ class Planner(ConstructorFinder):
         if found is None:
             return None
         node, _, name = found
-        x = m.Name(name)
-        first = m.Subscript(value=m.Call(func=m.Attribute(value=x, attr=m.Name("size")),
-                                         args=[]) | m.Attribute(value=x, attr=m.Name("shape")),
-                            slice=[m.SubscriptElement(m.Index(m.Integer("0")))]) | m.Call(
-            func=m.Attribute(value=x, attr=m.Name("size")), args=[m.Arg(m.Integer("0"))])
+        first = m.Subscript(value=_shape_of(name), slice=[
+            m.SubscriptElement(m.Index(m.Integer("0")))]) | m.Call(
+            func=m.Attribute(value=m.Name(name), attr=m.Name("size")),
+            args=[m.Arg(m.Integer("0"))])
         for test in find_all(node.body, m.Assert(test=m.Comparison(
                 left=first, comparisons=[m.ComparisonTarget(m.Equal(), m.Integer())]))):
             assert isinstance(test, cst.Assert) and isinstance(test.test, cst.Comparison)
@@ -921,11 +920,8 @@ class Planner(ConstructorFinder):
         if found is None:
             return spec
         node, _, name = found
-        x = m.Name(name)
-        shape_of = m.Call(func=m.Attribute(value=x, attr=m.Name("size")), args=[]) | \
-            m.Attribute(value=x, attr=m.Name("shape"))
         for assign in find_all(node.body, m.Assign(targets=[m.AssignTarget(m.Tuple())],
-                                                    value=shape_of)):
+                                                    value=_shape_of(name))):
             assert isinstance(assign, cst.Assign)
             target = assign.targets[0].target
             assert isinstance(target, cst.Tuple)
@@ -1028,6 +1024,13 @@ def _input_permutation(forward: cst.FunctionDef, name: str) -> tuple[int, ...] |
             return None
         order = tuple(order[d] for d in dims) if order else tuple(dims)
     return order
+
+
+def _shape_of(name: str) -> m.OneOf[m.BaseExpression]:
+    """``x.shape`` or ``x.size()`` of the tensor named ``name``."""
+    x = m.Name(name)
+    return m.Call(func=m.Attribute(value=x, attr=m.Name("size")), args=[]) | \
+        m.Attribute(value=x, attr=m.Name("shape"))
 
 
 def _batched(inputs: list[InputSpec | None], batch: int) -> list[InputSpec | None]:

@@ -819,12 +819,11 @@ class CellTransformer(cst.CSTTransformer):
                       if m.matches(d.decorator, m.Name("staticmethod"))]
             if static:  # GRAPH_MODE compiles only a construct that takes ``self``
                 params = updated_node.params
+                first = "posonly_params" if params.posonly_params else "params"
                 updated_node = updated_node.with_changes(
                     decorators=[d for d in updated_node.decorators if d not in static],
-                    params=params.with_changes(params=[cst.Param(cst.Name("self")),
-                                                       *params.params])
-                    if not params.posonly_params else params.with_changes(
-                        posonly_params=[cst.Param(cst.Name("self")), *params.posonly_params]))
+                    params=params.with_changes(**{first: [cst.Param(cst.Name("self")),
+                                                          *getattr(params, first)]}))
             return updated_node.with_changes(name=cst.Name("construct"))
         if self._classes and self._classes[-1] and updated_node.name.value == "__init__" and \
                 apis.inherits(self.model, self._class_names[-1], "torch.nn.Sequential") and \
