@@ -74,6 +74,13 @@ class ValueAnalysis(Env):
         self._low = 0
         self._provisional: dict[Any, tuple[Value, int]] = {}
         self._waiting: dict[int, list[Any]] = {}
+        # Who read what, so that a change forgets only the values that depend on it: the
+        # expressions whose computation read each expression, each function's parameters
+        # (its incoming calls) and each call's callees. See forget_readers.
+        self._computing: list[Any] = []
+        self._readers: dict[Any, list[Any]] = {}
+        self._parameter_readers: dict[str, list[Any]] = {}
+        self._callee_readers: dict[tuple[str, Any], list[Any]] = {}
         self.resolved_by_value: dict[tuple[str, Any], tuple[str, ...]] = {}
         # Functions whose parameters hold tensors when no caller says otherwise (a loss
         # computed between the network's output and backward; see Placement).
@@ -122,6 +129,8 @@ class ValueAnalysis(Env):
         pending = list(self._unresolved())
         for _ in range(ROUNDS):
             added = False
+            bound: set[str] = set()
+            resolved: list[tuple[str, Any]] = []
             for rc in pending:
                 key = (rc.file.path, rc.call.key)
                 if key in self.resolved_by_value:
@@ -131,6 +140,8 @@ class ValueAnalysis(Env):
                     continue
                 self.resolved_by_value[key] = callees
                 added = True
+                resolved.append(key)
+                bound.update(callees)
                 for callee in callees:
                     self._bind(rc, callee)
                     if rc.call.caller in self.model.functions and callee != rc.call.caller:
@@ -138,8 +149,30 @@ class ValueAnalysis(Env):
                                                   line=rc.call.span.line)
             if not added:
                 break
-            self._memo.clear()
+            self._forget_readers(bound, resolved)
             self._steps = 0
+
+    def _forget_readers(self, functions: Iterable[str],
+                        calls: Iterable[tuple[str, Any]] = ()) -> None:
+        """Forget every value computed from the parameters of ``functions`` or from the
+        callees of ``calls`` (they changed), and every value computed from those, and
+        so on; the rest stay. A repository's second round of call resolution, or the
+        loss functions' tensor inputs, change the parameters of a few functions: most of
+        the values already computed do not depend on them."""
+        stale: list[Any] = []
+        for function in functions:
+            stale.extend(self._parameter_readers.pop(function, ()))
+        for call in calls:
+            stale.extend(self._callee_readers.pop(call, ()))
+        memo, readers = self._memo, self._readers
+        seen: set[Any] = set()
+        while stale:
+            expr = stale.pop()
+            if expr in seen:
+                continue
+            seen.add(expr)
+            memo.pop(expr, None)
+            stale.extend(readers.pop(expr, ()))
 
     def _value_callees(self, rc: ResolvedCall) -> tuple[str, ...]:
         call = rc.call
@@ -208,6 +241,9 @@ class ValueAnalysis(Env):
         cycle is entered by still sees itself cut once (no fixpoint is iterated)."""
         if isinstance(expr, frozenset):
             return expr
+        computing = self._computing
+        if computing:
+            self._readers.setdefault(expr, []).append(computing[-1])
         memo = self._memo
         found: Value | None = memo.get(expr, _ABSENT)
         if found is not _ABSENT:
@@ -227,6 +263,7 @@ class ValueAnalysis(Env):
         self._open[expr] = depth
         outer_low, self._low = self._low, depth + 1
         self._depth += 1
+        computing.append(expr)
         try:
             result = self._compute(expr)
         except BaseException:
@@ -234,6 +271,7 @@ class ValueAnalysis(Env):
             self._low = outer_low
             raise
         finally:
+            computing.pop()
             self._depth -= 1
             del self._open[expr]
             for done in self._waiting.pop(depth, ()):  # what waited for this one is stale
@@ -253,13 +291,13 @@ class ValueAnalysis(Env):
         return result
 
     def assume_tensor_inputs(self, functions: Iterable[str]) -> None:
-        """Parameters of these functions hold tensors when no caller says otherwise. The
-        values computed so far are forgotten only when that adds a function (a repository
-        with no training step keeps them all)."""
+        """Parameters of these functions hold tensors when no caller says otherwise. Of
+        the values computed so far, only those read from the parameters of the functions
+        this adds are forgotten."""
         added = set(functions) - self.tensor_inputs
         if added:
             self.tensor_inputs.update(added)
-            self._memo.clear()
+            self._forget_readers(added)
 
     def decide(self, condition: Truth) -> bool:
         """Whether a rule's condition holds, now that the repository is known."""
@@ -290,6 +328,8 @@ class ValueAnalysis(Env):
         fact = self.model.functions.get(function)
         if fact is None or name.startswith("*"):
             return UNKNOWN
+        if self._computing:
+            self._parameter_readers.setdefault(function, []).append(self._computing[-1])
         parts: list[Value] = []
         for rc, offset in self.incoming.get(function, ()):
             bound = bind_argument(fact, rc.call, name, offset)
@@ -316,6 +356,8 @@ class ValueAnalysis(Env):
                 return instance(resolved.name)
             if resolved is not None and resolved.kind == "external":
                 return UNKNOWN
+        if self._computing:
+            self._callee_readers.setdefault((path, key), []).append(self._computing[-1])
         callees = self.callees(rc)
         parts = []
         if not callees:

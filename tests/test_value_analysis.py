@@ -150,6 +150,51 @@ def test_a_parameter_holding_a_network_is_followed_from_its_caller() -> None:
     assert "model.Critic.forward" in result.model.reachable("model.score")
 
 
+def test_a_second_round_of_call_resolution_recomputes_only_what_the_new_calls_change(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Round one: ``net(x)`` is met before ``self.D(...)`` is resolved, so ``net`` holds no
+    # network yet; ``self.D(...)`` then gives ``Critic.forward`` its caller. Round two
+    # must recompute ``net`` (it read that parameter) and find ``Head.forward``.
+    # ``fn(v)`` is asked about again in round two (it calls no repository function); what
+    # ``fn`` holds read nothing that changed, and is not computed again.
+    computed: list[object] = []
+    compute = ValueAnalysis._compute
+
+    def counted(self: ValueAnalysis, expr: tuple[object, ...]) -> object:
+        computed.append(expr)
+        return compute(self, expr)
+
+    monkeypatch.setattr(ValueAnalysis, "_compute", counted)
+    result = scan(
+        "class Head(nn.Module):\n"
+        "    def forward(self, y):\n"
+        "        return y\n"
+        "\n"
+        "class Critic(nn.Module):\n"
+        "    def forward(self, x, net):\n"
+        "        return net(x)\n"
+        "\n"
+        "class Trainer:\n"
+        "    def __init__(self, d):\n"
+        "        self.D = d\n"
+        "\n"
+        "    def penalty(self, z):\n"
+        "        return self.D(z, Head())\n"
+        "\n"
+        "def build():\n"
+        "    return Trainer(Critic())\n"
+        "\n"
+        "def apply(fn, v):\n"
+        "    return fn(v)\n"
+        "\n"
+        "def main():\n"
+        "    return apply(len, 3)\n")
+    assert {"model.Critic.forward", "model.Head.forward"} <= result.model.reachable(
+        "model.Trainer.penalty")
+    assert computed.count(("p", "model.apply", "fn")) == 1
+    assert computed.count(("p", "model.Critic.forward", "net")) == 2
+
+
 # ----- configuration values -----------------------------------------------------------------
 
 def test_an_argparse_default_read_through_the_parsed_namespace_in_a_class() -> None:
