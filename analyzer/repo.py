@@ -94,6 +94,7 @@ class RepositoryModel:
         # edges that only values tell (``self.critic(x)``, ``net_d(fake)``).
         self.values = ValueAnalysis(self)
         self.values.assume_tensor_inputs(self.placement.loss_roots)
+        self.values.settle()
 
     def provide(self, name: str, compute: Callable[[], T]) -> T:
         """The analysis ``name`` of the whole repository, computed by ``compute`` when a

@@ -23,6 +23,7 @@ past the cycle) and iterated a bounded number of times.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from msready.analyzer.facts import CallKind, CallSite, FileResult, FunctionFact
@@ -54,6 +55,16 @@ MAX_STEPS = 400_000
 ROUNDS = 3
 
 
+@dataclass
+class _Readers:
+    """Who read what: the expressions whose computation read each expression, each
+    function's parameters (what its incoming calls pass) and each call's callees."""
+
+    values: dict[Any, list[Any]] = field(default_factory=dict)
+    parameters: dict[str, list[Any]] = field(default_factory=dict)
+    callees: dict[tuple[str, Any], list[Any]] = field(default_factory=dict)
+
+
 class ValueAnalysis(Env):
     """What every expression of the repository holds; see the module docstring."""
 
@@ -74,13 +85,10 @@ class ValueAnalysis(Env):
         self._low = 0
         self._provisional: dict[Any, tuple[Value, int]] = {}
         self._waiting: dict[int, list[Any]] = {}
-        # Who read what, so that a change forgets only the values that depend on it: the
-        # expressions whose computation read each expression, each function's parameters
-        # (its incoming calls) and each call's callees. See forget_readers.
+        # The expressions being computed, innermost last, and who read what while the
+        # call graph may still change (None once it is settled): see _forget_readers.
         self._computing: list[Any] = []
-        self._readers: dict[Any, list[Any]] = {}
-        self._parameter_readers: dict[str, list[Any]] = {}
-        self._callee_readers: dict[tuple[str, Any], list[Any]] = {}
+        self._readers: _Readers | None = _Readers()
         self.resolved_by_value: dict[tuple[str, Any], tuple[str, ...]] = {}
         # Functions whose parameters hold tensors when no caller says otherwise (a loss
         # computed between the network's output and backward; see Placement).
@@ -152,6 +160,11 @@ class ValueAnalysis(Env):
             self._forget_readers(bound, resolved)
             self._steps = 0
 
+    def settle(self) -> None:
+        """The call graph and the tensor inputs are final: stop noting who read what (a
+        change after this forgets every value)."""
+        self._readers = None
+
     def _forget_readers(self, functions: Iterable[str],
                         calls: Iterable[tuple[str, Any]] = ()) -> None:
         """Forget every value computed from the parameters of ``functions`` or from the
@@ -159,12 +172,16 @@ class ValueAnalysis(Env):
         so on; the rest stay. A repository's second round of call resolution, or the
         loss functions' tensor inputs, change the parameters of a few functions: most of
         the values already computed do not depend on them."""
+        noted = self._readers
+        if noted is None:
+            self._memo.clear()
+            return
         stale: list[Any] = []
         for function in functions:
-            stale.extend(self._parameter_readers.pop(function, ()))
+            stale.extend(noted.parameters.pop(function, ()))
         for call in calls:
-            stale.extend(self._callee_readers.pop(call, ()))
-        memo, readers = self._memo, self._readers
+            stale.extend(noted.callees.pop(call, ()))
+        memo, readers = self._memo, noted.values
         seen: set[Any] = set()
         while stale:
             expr = stale.pop()
@@ -241,9 +258,9 @@ class ValueAnalysis(Env):
         cycle is entered by still sees itself cut once (no fixpoint is iterated)."""
         if isinstance(expr, frozenset):
             return expr
-        computing = self._computing
-        if computing:
-            self._readers.setdefault(expr, []).append(computing[-1])
+        computing, noted = self._computing, self._readers
+        if computing and noted is not None:
+            noted.values.setdefault(expr, []).append(computing[-1])
         memo = self._memo
         found: Value | None = memo.get(expr, _ABSENT)
         if found is not _ABSENT:
@@ -328,8 +345,8 @@ class ValueAnalysis(Env):
         fact = self.model.functions.get(function)
         if fact is None or name.startswith("*"):
             return UNKNOWN
-        if self._computing:
-            self._parameter_readers.setdefault(function, []).append(self._computing[-1])
+        if self._computing and self._readers is not None:
+            self._readers.parameters.setdefault(function, []).append(self._computing[-1])
         parts: list[Value] = []
         for rc, offset in self.incoming.get(function, ()):
             bound = bind_argument(fact, rc.call, name, offset)
@@ -356,8 +373,8 @@ class ValueAnalysis(Env):
                 return instance(resolved.name)
             if resolved is not None and resolved.kind == "external":
                 return UNKNOWN
-        if self._computing:
-            self._callee_readers.setdefault((path, key), []).append(self._computing[-1])
+        if self._computing and self._readers is not None:
+            self._readers.callees.setdefault((path, key), []).append(self._computing[-1])
         callees = self.callees(rc)
         parts = []
         if not callees:
