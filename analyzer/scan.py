@@ -16,6 +16,7 @@ from importlib import metadata, resources
 from importlib.resources.abc import Traversable
 from itertools import chain
 from pathlib import Path
+from typing import TypeVar
 
 from msready import __version__
 from msready.analyzer.apitable import load_table
@@ -261,7 +262,7 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
                   ) -> tuple[list[FileResult], str | None]:
     """Per-file results for every file, from the cache or a pool of worker processes, and
     a key for the whole set of files (None when some file could not be read).
-    ``meanwhile`` runs in this process while the worker processes start, when there are
+    ``meanwhile`` runs in this process while the worker processes work, when there are
     any. The bytes are taken out of ``contents``, and each file's are let go as soon as it
     is handed to a worker, so that they are not all held until the last file is done."""
     results: dict[str, FileResult] = {}
@@ -294,9 +295,7 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
     if _parallel(options) and len(todo) >= PARALLEL_MIN_FILES:
         pool = WorkerPool(analyze_pickled, options.jobs or os.cpu_count() or 1)
         pool.start()
-        if meanwhile is not None:
-            meanwhile()
-        outputs = pool.run(_handed_out(_largest_first(todo)))
+        outputs = _meanwhile(pool.run(_handed_out(_largest_first(todo))), meanwhile)
     else:
         stop_server()  # started early by the command, in case there was work for it
         outputs = ((rel, analyze_safely(rel, data)) for rel, data in _handed_out(todo))
@@ -316,6 +315,21 @@ def analyze_files(files: list[SourceFile], contents: dict[str, bytes | OSError],
         if progress:
             progress(done, total)
     return [results[f.rel] for f in files], whole.hexdigest() if cache and complete else None
+
+
+_T = TypeVar("_T")
+
+
+def _meanwhile(outputs: Iterator[_T], then: Callable[[], object] | None) -> Iterator[_T]:
+    """``outputs``, with ``then`` run once the first has come: the workers have their next
+    files by then and this process is idle. Run before the first, it would keep the
+    workers from starting (they are made when the first output is asked for)."""
+    for first in outputs:
+        yield first
+        break
+    if then is not None:
+        then()
+    yield from outputs
 
 
 def _largest_first(todo: deque[tuple[str, bytes]]) -> deque[tuple[str, bytes]]:

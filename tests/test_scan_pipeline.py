@@ -4,6 +4,7 @@ process does while the worker processes start."""
 from __future__ import annotations
 
 import gc
+import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,15 @@ def test_nested_few_collections_leave_the_outer_settings() -> None:
     assert gc.get_threshold() == before
 
 
-def test_meanwhile_runs_once_while_a_pool_starts(tmp_path: Path) -> None:
+def test_meanwhile_runs_once_while_the_workers_work(tmp_path: Path) -> None:
+    # Not before the workers exist: they are made when the first result is asked for,
+    # and work run before that would delay them all.
     files = _files(tmp_path, 20)
     calls: list[int] = []
-    results, _ = analyze_files(files, read_files(files), ScanOptions(jobs=2, cache=False),
-                               meanwhile=lambda: calls.append(1))
-    assert calls == [1]
+    results, _ = analyze_files(
+        files, read_files(files), ScanOptions(jobs=2, cache=False),
+        meanwhile=lambda: calls.append(len(multiprocessing.active_children())))
+    assert calls == [2]
     assert [r.path for r in results] == [f.rel for f in files]
     assert all(r.status == "parsed" for r in results)
 
