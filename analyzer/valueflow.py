@@ -173,8 +173,11 @@ class ValueAnalysis(Env):
         loss functions' tensor inputs, change the parameters of a few functions: most of
         the values already computed do not depend on them."""
         noted = self._readers
-        if noted is None:
+        if noted is None or self._steps > MAX_STEPS:
+            # (once the step budget ran out, values were cut short anywhere: all go)
             self._memo.clear()
+            if noted is not None:
+                self._readers = _Readers()
             return
         stale: list[Any] = []
         for function in functions:
