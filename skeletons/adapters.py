@@ -31,6 +31,7 @@ ADAPTED = {
     "torch.nn.LayerNorm": "TorchLayerNorm",
     "torch.nn.Linear": "TorchLinear",
     "torch.nn.ModuleDict": "TorchModuleDict",
+    "torch.nn.ModuleList": "TorchModuleList",
     "torch.autograd.Function": "TorchFunction",
     "torch.autograd.function.Function": "TorchFunction",
 }
@@ -445,6 +446,56 @@ class TorchLinear(nn.Dense):
 
 
 TorchLinear.__name__ = "Linear"
+''',
+    "TorchModuleList": '''
+class TorchModuleList(nn.CellList):
+    """torch.nn.ModuleList on MindSpore's CellList: it takes any iterable and holds None
+    where torch's does (``PEG(dim) if first else None``), as a None child, which
+    iteration, indexing, ``len`` and ``zip`` give back in PyNative and GRAPH_MODE."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return TorchModuleList(list(self._cells.values())[index])
+        return super().__getitem__(index)
+
+    def __setitem__(self, index, cell):
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"ModuleList index {index} is out of range")
+        self._cells[str(index % len(self))] = self._named(cell, index % len(self))
+
+    def append(self, cell):
+        self._cells[str(len(self))] = self._named(cell, len(self))
+        return self
+
+    def _named(self, cell, index):
+        """``cell`` with its parameters named for position ``index``, as CellList does."""
+        if cell is None:
+            return None
+        if not isinstance(cell, nn.Cell):
+            raise TypeError(f"ModuleList holds Cells or None, not {type(cell).__name__}")
+        if self._auto_prefix:
+            from mindspore.nn.layer.container import _get_prefix_and_index
+            prefix, _ = _get_prefix_and_index(
+                {key: c for key, c in self._cells.items() if c is not None})
+            cell.update_parameters_name(prefix + str(index) + ".")
+        return cell
+
+    def extend(self, cells):
+        for cell in cells:
+            self.append(cell)
+        return self
+
+    def set_grad(self, flag=True):
+        self.requires_grad = flag
+        for cell in self._cells.values():
+            if cell is not None:
+                cell.set_grad(flag)
+        return self
 ''',
     "TorchModuleDict": '''
 class TorchModuleDict(nn.Cell):

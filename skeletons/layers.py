@@ -403,13 +403,11 @@ def sequential(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 
 @handler("torch.nn.ModuleList")
 def module_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """ModuleList -> CellList. CellList takes only a list, where torch takes any
-    iterable: a generator, a tuple or a variable becomes ``list(...)``."""
-    args = list(call.args)
-    if len(args) == 1 and args[0][0] in (None, "modules") and not call.star \
-            and not isinstance(args[0][1], (cst.List, cst.ListComp)):
-        args = [(args[0][0], cst.Call(cst.Name("list"), [cst.Arg(args[0][1])]))]
-    return Rewrite("nn.CellList", args)
+    """ModuleList -> the TorchModuleList adapter, a CellList that, like torch's list,
+    takes any iterable and holds None. Every ModuleList gets it: a None comes in through
+    values the code cannot follow (a factory that returns None for a setting), and for
+    Cells it holds the adapter behaves and names parameters as CellList does."""
+    return Rewrite("TorchModuleList", list(call.args))
 
 
 @handler("torch.nn.ModuleDict")

@@ -112,15 +112,15 @@ def module(init: str, forward: str = "return x") -> str:
     ("stem = OrderedDict()\nstem['act'] = nn.ReLU()\nself.s = nn.Sequential(stem)",
      "self.s = nn.SequentialCell(stem)"),
     ("self.s = nn.Sequential(nn.ReLU())", "nn.SequentialCell(nn.ReLU())"),
-    ("self.l = nn.ModuleList([nn.ReLU()])", "nn.CellList([nn.ReLU()])"),
-    # torch takes any iterable, CellList only a list
+    # a CellList that, like ModuleList, takes any iterable and holds None
+    ("self.l = nn.ModuleList([nn.ReLU()])", "TorchModuleList([nn.ReLU()])"),
     ("self.l = nn.ModuleList(nn.ReLU() for _ in range(2))",
-     "nn.CellList(list(nn.ReLU() for _ in range(2)))"),
+     "TorchModuleList(nn.ReLU() for _ in range(2))"),
     ("layers = (nn.ReLU(), nn.Tanh())\nself.l = nn.ModuleList(layers)",
-     "nn.CellList(list(layers))"),
+     "TorchModuleList(layers)"),
     ("self.m = nn.ModuleDict({'a': nn.ReLU()})", "TorchModuleDict({'a': nn.ReLU()})"),
     ("self.m = nn.ModuleDict({'h': nn.ModuleList([nn.ReLU()])})",
-     "TorchModuleDict({'h': nn.CellList([nn.ReLU()])})"),
+     "TorchModuleDict({'h': TorchModuleList([nn.ReLU()])})"),
     ("self.w = nn.Parameter(torch.zeros(3, 4))", "Parameter(ops.zeros((3, 4))"),
     # sizes unpacked from a sequence go into the one shape tuple, the device is dropped
     ("hw = (4, 4)\ndd = {'device': None}\nself.w = nn.Parameter(torch.zeros(1, 8, *hw, **dd))",
