@@ -410,6 +410,15 @@ def module_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     return Rewrite("TorchModuleList", list(call.args))
 
 
+@handler("torch.nn.ParameterList")
+def parameter_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """ParameterList(values) -> ParameterTuple(values); an empty one is built from an empty
+    tuple (ParameterTuple needs its iterable). ``append`` / ``extend`` on it become a new
+    ParameterTuple assigned to the name (``translate``)."""
+    args = list(call.args) or [(None, cst.Tuple([]))]
+    return Rewrite(_target(call, mapping, "mindspore.ParameterTuple"), args)
+
+
 @handler("torch.nn.ModuleDict")
 def module_dict(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """ModuleDict -> a Cell holding its children as attributes (nn.CellDict cannot hold

@@ -78,6 +78,7 @@ _BUILTINS = frozenset(dir(builtins))
 # Packages a Cell may import besides the standard library: MindSpore and what it requires.
 _KEPT = MINDSPORE_REQUIRES | {"mindspore", "__future__"}
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+PARAMETER_LIST = "torch.nn.ParameterList"
 # Tensor reductions whose ops function is the same operation (``ops.max`` is not: it
 # also returns indices): written as the function when keywords are passed.
 _FUNCTIONAL = frozenset({"amax", "amin", "sum", "prod", "all", "any", "logsumexp", "mean",
@@ -1337,11 +1338,42 @@ class CellTransformer(cst.CSTTransformer):
             # elsewhere, such as an init helper given a Parameter, the update stays in place)
             assert isinstance(call, cst.Call) and isinstance(call.args[0].value, cst.Name)
             return cst.Assign([cst.AssignTarget(call.args[0].value)], call.args[1].value)
+        grown = self._parameter_list_growth(call)
+        if grown is not None:
+            return grown
         if not m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"),
                                                        attr=m.Name("register_buffer")))):
             return updated_node
         assert isinstance(call, cst.Call)
         return buffer(call) or updated_node
+
+    def _parameter_list_growth(self, call: cst.BaseExpression) -> cst.Assign | None:
+        """``self.ls.append(p)`` / ``self.ls.extend(ps)`` on a ParameterList: MindSpore's
+        form (a ParameterTuple) cannot grow, so the name gets a new one holding the old
+        Parameters and the new ones; assigning it registers them with the Cell."""
+        if not self._class_names or not m.matches(call, m.Call(
+                func=m.Attribute(value=m.Attribute(value=m.Name("self")),
+                                 attr=m.Name("append") | m.Name("extend")),
+                args=[m.Arg(keyword=None, star="")])):
+            return None
+        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        owner = call.func.value
+        assert isinstance(owner, cst.Attribute)
+        cls = self._class_names[-1]
+        held = self.model.attribute_classes(cls, owner.attr.value) \
+            if cls in self.model.classes else []
+        if not held or any(h.kind != "external" or apis.canonical(h.name) != PARAMETER_LIST
+                           for h in held):
+            return None
+        tuple_class = apis.lookup(PARAMETER_LIST, self.backend).api
+        if tuple_class is None:
+            return None
+        added = call.args[0].value
+        items = [cst.StarredElement(owner),
+                 cst.Element(added) if call.func.attr.value == "append"
+                 else cst.StarredElement(added)]
+        return cst.Assign([cst.AssignTarget(owner)], cst.Call(
+            expr(tuple_class), [cst.Arg(cst.Tuple(items))]))
 
     def _base_reinit(self, call: cst.BaseExpression) -> bool:
         """``super().reset_parameters()`` in a subclass of a torch layer whose MindSpore

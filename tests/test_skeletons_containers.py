@@ -89,3 +89,39 @@ def test_a_module_list_of_cells_names_parameters_as_cell_list_does() -> None:
     out = layers[1](mindspore.Tensor(np.ones((1, 2), np.float32)))
     assert out.shape == (1, 3)
 
+
+GROWN_PARAMETERS = '''\
+import torch
+import torch.nn as nn
+
+
+class Scaled(nn.Module):
+    def __init__(self, dim=8, depth=3):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
+        self.scales = nn.ParameterList([])
+        self.shifts = nn.ParameterList()
+        for _ in range(depth):
+            self.scales.append(nn.Parameter(torch.ones(dim) * 0.5))
+        self.shifts.extend([nn.Parameter(torch.zeros(dim)) for _ in range(depth)])
+        self.names = []
+        self.names.append("scaled")
+
+    def forward(self, x):
+        for layer, scale, shift in zip(self.layers, self.scales, self.shifts):
+            x = layer(x) * scale + shift
+        return x * len(self.scales) + self.scales[0]
+'''
+
+
+def test_a_parameter_list_grown_by_append_gets_a_new_parameter_tuple(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"scaled.py": GROWN_PARAMETERS})
+    code = [ln.strip() for ln in (out / "scaled.py").read_text().splitlines()]
+    assert "self.shifts = mindspore.ParameterTuple(())" in code
+    assert "self.scales = mindspore.ParameterTuple((*self.scales, " \
+           "Parameter(ops.ones(dim) * 0.5)))" in code
+    assert "self.shifts = mindspore.ParameterTuple((*self.shifts, " \
+           "*[Parameter(ops.zeros(dim)) for _ in range(depth)]))" in code
+    assert 'self.names.append("scaled")' in code  # a list that is not a ParameterList
+    assert (cells["Scaled"].pynative, cells["Scaled"].graph) == ("pass", "pass")
