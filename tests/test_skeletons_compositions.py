@@ -980,3 +980,51 @@ def test_methods_mindspore_tensors_lack_are_composed_in_the_cell(
     assert "torch_clamp_min(scores, -5.0)" in code
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph) == ("pass", "pass")
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_tells_torchs_limits_of_a_float_type(composed: dict[str, Callable[..., Any]],
+                                                   name: str) -> None:
+    ours, theirs = composed["torch_finfo"](getattr(mindspore, name)), torch.finfo(
+        getattr(torch, name))
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution",
+                  "dtype"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert composed["torch_finfo"]().max == torch.finfo().max  # torch's default, float32
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64", "uint16",
+                                  "uint32", "uint64"])
+def test_iinfo_tells_torchs_range_of_an_integer_type(composed: dict[str, Callable[..., Any]],
+                                                     name: str) -> None:
+    ours, theirs = composed["torch_iinfo"](getattr(mindspore, name)), torch.iinfo(
+        getattr(torch, name))
+    assert (ours.bits, ours.min, ours.max, ours.dtype) == \
+        (theirs.bits, theirs.min, theirs.max, theirs.dtype)
+
+
+TYPE_LIMITS = '''\
+import torch
+import torch.nn as nn
+
+
+class Masked(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.eps = torch.finfo(torch.float16).eps
+
+    def forward(self, x):
+        dots = self.proj(x)
+        dots = dots.masked_fill(dots > 0, -torch.finfo(dots.dtype).max)
+        low = torch.iinfo(torch.int32).min
+        return dots.softmax(dim=-1) + torch.finfo().tiny + self.eps + low
+'''
+
+
+def test_type_limits_read_in_forward_run_in_both_modes(tmp_path: Path,
+                                                       run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"masked.py": TYPE_LIMITS})
+    code = (out / "masked.py").read_text()
+    assert "-torch_finfo(dots.dtype).max" in code and "torch_iinfo(mindspore.int32).min" in code
+    assert (cells["Masked"].pynative, cells["Masked"].graph) == ("pass", "pass")
