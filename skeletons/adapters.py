@@ -58,7 +58,8 @@ _CONV = '''
 class TorchConv{d}d(nn.Conv{d}d):
     """torch.nn.Conv{d}d's signature on MindSpore's Conv{d}d: a padding amount pads with
     ``pad_mode='pad'`` on both sides of each axis (MindSpore defaults to 'same'),
-    ``groups`` / ``bias`` are ``group`` / ``has_bias``."""
+    ``groups`` / ``bias`` are ``group`` / ``has_bias`` (a bool: torch takes any value
+    by its truth)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
@@ -72,7 +73,7 @@ class TorchConv{d}d(nn.Conv{d}d):
             padding = padding if {d} == 1 else torch_padding(padding)
         super().__init__(in_channels, out_channels, kernel_size, stride=stride,
                          pad_mode=mode, padding=padding, dilation=dilation, group=groups,
-                         has_bias=bias)
+                         has_bias=bool(bias))
 
 
 TorchConv{d}d.__name__ = "Conv{d}d"
@@ -91,7 +92,7 @@ class TorchBatchNorm{d}d(nn.BatchNorm{d}d):
                  track_running_stats=True, device=None, dtype=None):
         super().__init__(num_features, eps=eps,
                          momentum=1.0 - (0.1 if momentum is None else momentum),
-                         affine=affine,
+                         affine=bool(affine),
                          use_batch_statistics=None if track_running_stats else True)
         self.momentum = momentum
         self.affine = affine
@@ -439,10 +440,11 @@ TorchGELU.__name__ = "GELU"
 ''',
     "TorchLinear": '''
 class TorchLinear(nn.Dense):
-    """torch.nn.Linear's signature (``bias``) on MindSpore's Dense."""
+    """torch.nn.Linear's signature (``bias``, any value by its truth) on MindSpore's
+    Dense."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
-        super().__init__(in_features, out_features, has_bias=bias)
+        super().__init__(in_features, out_features, has_bias=bool(bias))
 
 
 TorchLinear.__name__ = "Linear"

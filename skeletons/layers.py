@@ -23,6 +23,7 @@ from msready.analyzer.conversion_plan import RUNTIME_PADDING
 from msready.analyzer.facts import Arg, CallKind
 from msready.analyzer.syntax import code
 from msready.skeletons import apis
+from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
 
 ArgList = list[tuple[str | None, cst.BaseExpression]]
 
@@ -448,8 +449,42 @@ def translate_call(call: CallIn) -> Rewrite:
                                 not (mapping.api or "").startswith("mindspore.mint.")):
         # where a layer or tensor lives is MindSpore's context, not an argument
         call.args = [(k, v) for k, v in call.args if k not in PLACEMENT]
-        return special(call, mapping)
-    return generic(call, mapping)
+        rewrite = special(call, mapping)
+    else:
+        rewrite = generic(call, mapping)
+    if _is_layer(name) and mapping.api and rewrite.func == apis.short_name(mapping.api):
+        rewrite.args = _switches(rewrite.args, mapping.api)
+    return rewrite
+
+
+def _switches(args: ArgList, api: str) -> ArgList:
+    """A layer's switches (``bias=1``, ``affine=flag``) as the bools MindSpore checks for:
+    torch takes any value by its truth. A constant is written as its truth, an expression
+    that is not already a bool is passed through ``bool``."""
+    switches = apis.ms_switches(api)
+    order = apis.ms_order(api) or ()
+    out: ArgList = []
+    for i, (k, v) in enumerate(args):
+        name = k if k is not None else (order[i] if i < len(order) else None)
+        if name in switches and not _is_bool(v):
+            value = evaluate(v, {})
+            v = cst.Name(str(bool(value))) if value is not UNKNOWN and not isinstance(
+                value, ConfigValue) else cst.Call(cst.Name("bool"), [cst.Arg(v)])
+        out.append((k, v))
+    return out
+
+
+def _is_bool(node: cst.BaseExpression) -> bool:
+    """An expression whose value is a bool: True / False, a comparison, ``not``, ``and`` /
+    ``or`` of such, or a ``bool`` / ``isinstance`` call."""
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False")
+    if isinstance(node, cst.Comparison) or (isinstance(node, cst.UnaryOperation)
+                                            and isinstance(node.operator, cst.Not)):
+        return True
+    if isinstance(node, cst.BooleanOperation):
+        return _is_bool(node.left) and _is_bool(node.right)
+    return m.matches(node, m.Call(func=m.Name("bool") | m.Name("isinstance")))
 
 
 def _is_layer(name: str) -> bool:

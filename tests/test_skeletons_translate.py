@@ -272,6 +272,13 @@ def module(init: str, forward: str = "return x") -> str:
      "self.pool = TorchMaxPool2d if True else TorchAvgPool2d"),
     # forward chosen in the constructor: what a Cell calls is construct
     ("self.forward = self.forward_fused", "self.construct = self.forward_fused"),
+    # a layer's switches are bools in MindSpore; torch takes any value by its truth
+    ("self.l = nn.Linear(4, 4, 1)", "self.l = nn.Dense(4, 4, has_bias=True)"),
+    ("self.c = nn.Conv2d(3, 8, 1, bias=0)", "nn.Conv2d(3, 8, 1, has_bias=False)"),
+    ("flag = 1\nself.l = nn.Linear(4, 4, bias=flag)", "nn.Dense(4, 4, has_bias=bool(flag))"),
+    ("self.n = nn.BatchNorm2d(8, affine=None)", "affine=False"),
+    ("self.l = nn.Linear(4, 4, bias=False)", "self.l = nn.Dense(4, 4, has_bias=False)"),
+    ("self.l = nn.Linear(4, 4, bias=4 > 2)", "self.l = nn.Dense(4, 4, has_bias=4 > 2)"),
 ])
 def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> None:
     assert expected in generated(tmp_path, module(init))
