@@ -39,6 +39,7 @@ from msready.skeletons.layers import (
     FACTORIES,
     NAMED_TUPLE_FIELDS,
     NAMED_TUPLES,
+    PLACEMENT,
     WRAPPER_TODO,
     WRAPPERS,
     CallIn,
@@ -1746,8 +1747,9 @@ class CellTransformer(cst.CSTTransformer):
             kept = expr(name)
             self._untranslated.add(kept)
             return call.with_changes(func=kept)
-        if star:  # positions unknown: the arguments stay as written
-            return call.with_changes(func=expr(rewrite.func))
+        if star:  # positions unknown: they stay as written, keywords are translated
+            return call.with_changes(func=expr(rewrite.func),
+                                     args=self._keywords_of_spread_call(canonical, call))
         out = call_args(rewrite.args)
         spread = [a for a in call.args if a.star == "**"]
         if spread:  # ``**dd``: torch keywords at run time, renamed and filtered by an adapter
@@ -1759,6 +1761,23 @@ class CellTransformer(cst.CSTTransformer):
                                                    apis.ms_keywords(callee), written),
                             star="**") for a in spread]
         return cst.Call(func=expr(rewrite.func), args=out)
+
+    def _keywords_of_spread_call(self, canonical: str, call: cst.Call) -> list[cst.Arg]:
+        """The arguments of ``torch.linspace(*domain, n, device=device)``: those given by
+        position as written, the keywords as any call's (placement and what MindSpore does
+        not take dropped, the others renamed)."""
+        mapping = apis.lookup(canonical, self.backend)
+        out: list[cst.Arg] = []
+        for arg in call.args:
+            key = arg.keyword.value if arg.keyword is not None else None
+            if key in PLACEMENT or key in mapping.dropped:
+                continue
+            if key is not None and key in mapping.renames:
+                arg = arg.with_changes(keyword=cst.Name(mapping.renames[key]))
+            out.append(arg)
+        if out:  # no comma left where a dropped keyword followed
+            out[-1] = out[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return out
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
         method = func.attr.value

@@ -444,6 +444,10 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # F.max_pool2d's sixth is ceil_mode, ops.max_pool2d's is return_indices
     ("return F.max_pool2d(x, 3, 2, 0, 1, True)",
      "return ops.max_pool2d(x, 3, 2, 0, 1, ceil_mode=True)"),
+    # arguments spread from a sequence: positions unknown, keywords translated as usual
+    ("bounds = (-1, 1)\nreturn x + torch.linspace(*bounds, 4, device=x.device)",
+     "return x + ops.linspace(*bounds, 4)"),
+    ("args = (x,)\nreturn F.softmax(*args, dim=-1)", "return ops.softmax(*args, axis=-1)"),
 ])
 def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> None:
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))
