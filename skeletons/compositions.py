@@ -70,6 +70,7 @@ COMPOSED = {
     "torch.nn.modules.utils._ntuple": "torch_ntuple",
     "torch.nn.utils.weight_norm": "TorchWeightNorm",
     "torch.nn.utils.weight_norm.weight_norm": "TorchWeightNorm",
+    "torch.nn.utils.parametrize.register_parametrization": "torch_register_parametrization",
     # MindSpore's initializer module has a private function of the same name, which takes
     # a shape; torch's takes the weight itself
     "torch.nn.init._calculate_fan_in_and_fan_out": "torch_fan_in_and_fan_out",
@@ -238,14 +239,61 @@ class TorchWeightNorm(nn.Cell):
 
     def construct(self, x):
         weight = self.weight_v * (self.weight_g / self.norm_except_dim(self.weight_v))
-        module = self.module
-        if isinstance(module, nn.Dense):
-            out = ops.dense(x, weight, module.bias)
-            return module.activation(out) if module.activation_flag else out
-        if isinstance(module, nn.Conv2d):
-            return ops.conv2d(x, weight, module.bias, module.stride, module.pad_mode,
-                              module.padding, module.dilation, module.group)
-        raise NotImplementedError("weight_norm: msready composes it for Dense and Conv2d")
+        return torch_layer_with(self.module, x, weight, self.module.bias)
+''',
+    "torch_layer_with": '''
+def torch_layer_with(module, x, weight, bias):
+    """A Dense or a Conv2d run on ``x`` through its functional form with the weight and
+    bias given (computed from the layer's own parameters) in place of its own."""
+    if isinstance(module, nn.Dense):
+        out = ops.dense(x, weight, bias)
+        return module.activation(out) if module.activation_flag else out
+    if isinstance(module, nn.Conv2d):
+        return ops.conv2d(x, weight, bias, module.stride, module.pad_mode, module.padding,
+                          module.dilation, module.group)
+    raise NotImplementedError("msready recomputes the weight of a Dense or a Conv2d only")
+''',
+    "torch_register_parametrization": '''
+class TorchParametrized(nn.Cell):
+    """A layer after torch.nn.utils.parametrize.register_parametrization(layer, name, p):
+    its ``name`` (weight or bias) reads as p(original) each time, the original, the
+    layer's own parameter, being what trains. Another parametrization of the same tensor
+    runs after the first, as torch chains them."""
+
+    def __init__(self, module, tensor_name, parametrization):
+        super().__init__()
+        if isinstance(module, TorchParametrized):
+            if module.tensor_name != tensor_name:
+                raise NotImplementedError("msready parametrizes one tensor of a layer")
+            parametrization = nn.SequentialCell([module.parametrization, parametrization])
+            module = module.module
+        if tensor_name not in ("weight", "bias"):
+            raise NotImplementedError("msready parametrizes a layer's weight or bias")
+        self.module = module
+        self.tensor_name = tensor_name
+        self.parametrization = parametrization
+
+    @property
+    def weight(self):
+        if self.tensor_name == "weight":
+            return self.parametrization(self.module.weight)
+        return self.module.weight
+
+    @property
+    def bias(self):
+        if self.tensor_name == "bias":
+            return self.parametrization(self.module.bias)
+        return self.module.bias
+
+    def construct(self, x):
+        return torch_layer_with(self.module, x, self.weight, self.bias)
+
+
+def torch_register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
+    """torch.nn.utils.parametrize.register_parametrization: the layer wrapped so that its
+    tensor is computed by ``parametrization`` (the Cell assigns the result to the name that
+    held the layer)."""
+    return TorchParametrized(module, tensor_name, parametrization)
 ''',
     "torch_fan_in_and_fan_out": '''
 def torch_fan_in_and_fan_out(tensor):

@@ -80,6 +80,7 @@ _BUILTINS = frozenset(dir(builtins))
 _KEPT = MINDSPORE_REQUIRES | {"mindspore", "__future__"}
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 PARAMETER_LIST = "torch.nn.ParameterList"
+PARAMETRIZE = compositions.COMPOSED["torch.nn.utils.parametrize.register_parametrization"]
 # Tensor reductions whose ops function is the same operation (``ops.max`` is not: it
 # also returns indices): written as the function when keywords are passed.
 _FUNCTIONAL = frozenset({"amax", "amin", "sum", "prod", "all", "any", "logsumexp", "mean",
@@ -1342,6 +1343,14 @@ class CellTransformer(cst.CSTTransformer):
         grown = self._parameter_list_growth(call)
         if grown is not None:
             return grown
+        if m.matches(call, m.Call(func=m.Name(PARAMETRIZE), args=[
+                m.Arg(m.Name() | m.Attribute(value=m.Name("self")), keyword=None, star=""),
+                m.ZeroOrMore()])):
+            # torch changes the layer in place; the wrapped layer takes its name
+            assert isinstance(call, cst.Call)
+            target = call.args[0].value
+            assert isinstance(target, (cst.Name, cst.Attribute))
+            return cst.Assign([cst.AssignTarget(target)], call)
         if not m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"),
                                                        attr=m.Name("register_buffer")))):
             return updated_node
