@@ -323,6 +323,9 @@ class CellTransformer(cst.CSTTransformer):
             # by its source line and parses only one written alone on its line
             hoist: _Hoist = _LambdaHoist(self._hoisted)
         elif self._run_by_forward():
+            split = _device_apart(attached)
+            if split is not None:
+                return cst.FlattenSentinel(split)
             # ``torch.cat((x, h.pop()))``: in GRAPH_MODE a list's pop inside an expression
             # gives the list and the value; alone on its line it gives the value
             hoist = _PopHoist(self._hoisted)
@@ -2031,6 +2034,36 @@ class _LambdaHoist(_Hoist):
         if self._inner or not isinstance(updated_node.value, cst.Lambda):
             return updated_node
         return updated_node.with_changes(value=self._take(updated_node.value))
+
+
+def _device_apart(line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine] | None:
+    """``device, dtype = x.device, x.dtype`` as one assignment per name: GRAPH_MODE
+    compiles a tuple holding a tensor's device and a dtype into a broken dtype. Only
+    where the names and values pair one to one and no value reads a name assigned."""
+    if len(line.body) != 1 or not m.matches(line.body[0], m.Assign(
+            targets=[m.AssignTarget(m.Tuple())], value=m.Tuple())):
+        return None
+    assign = line.body[0]
+    assert isinstance(assign, cst.Assign)
+    targets, values = assign.targets[0].target, assign.value
+    assert isinstance(targets, cst.Tuple) and isinstance(values, cst.Tuple)
+    names = [e.value for e in targets.elements if isinstance(e.value, cst.Name)]
+    items = [e.value for e in values.elements]
+    if len(names) != len(targets.elements) or len(names) != len(items) or not all(
+            isinstance(e, cst.Element) for e in (*targets.elements, *values.elements)):
+        return None
+    assigned = {n.value for n in names}
+    attributes = [a for v in items for a in find_all(v, m.Attribute())]
+    attribute_names = {id(a.attr) for a in attributes if isinstance(a, cst.Attribute)}
+    read = {n.value for v in items for n in find_all(v, m.Name())
+            if isinstance(n, cst.Name) and id(n) not in attribute_names}
+    if not any(m.matches(a, m.Attribute(attr=m.Name("device"))) for a in attributes) or \
+            read & assigned:
+        return None
+    lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(n)], v)])
+             for n, v in zip(names, items, strict=True)]
+    lines[0] = lines[0].with_changes(leading_lines=line.leading_lines)
+    return lines
 
 
 class _PopHoist(_Hoist):
