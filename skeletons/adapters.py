@@ -31,6 +31,7 @@ ADAPTED = {
     "torch.nn.LayerNorm": "TorchLayerNorm",
     "torch.nn.Linear": "TorchLinear",
     "torch.nn.ModuleDict": "TorchModuleDict",
+    "torch.nn.ModuleList": "TorchModuleList",
     "torch.autograd.Function": "TorchFunction",
     "torch.autograd.function.Function": "TorchFunction",
 }
@@ -57,7 +58,8 @@ _CONV = '''
 class TorchConv{d}d(nn.Conv{d}d):
     """torch.nn.Conv{d}d's signature on MindSpore's Conv{d}d: a padding amount pads with
     ``pad_mode='pad'`` on both sides of each axis (MindSpore defaults to 'same'),
-    ``groups`` / ``bias`` are ``group`` / ``has_bias``."""
+    ``groups`` / ``bias`` are ``group`` / ``has_bias`` (a bool: torch takes any value
+    by its truth)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
@@ -71,7 +73,7 @@ class TorchConv{d}d(nn.Conv{d}d):
             padding = padding if {d} == 1 else torch_padding(padding)
         super().__init__(in_channels, out_channels, kernel_size, stride=stride,
                          pad_mode=mode, padding=padding, dilation=dilation, group=groups,
-                         has_bias=bias)
+                         has_bias=bool(bias))
 
 
 TorchConv{d}d.__name__ = "Conv{d}d"
@@ -90,7 +92,7 @@ class TorchBatchNorm{d}d(nn.BatchNorm{d}d):
                  track_running_stats=True, device=None, dtype=None):
         super().__init__(num_features, eps=eps,
                          momentum=1.0 - (0.1 if momentum is None else momentum),
-                         affine=affine,
+                         affine=bool(affine),
                          use_batch_statistics=None if track_running_stats else True)
         self.momentum = momentum
         self.affine = affine
@@ -438,13 +440,64 @@ TorchGELU.__name__ = "GELU"
 ''',
     "TorchLinear": '''
 class TorchLinear(nn.Dense):
-    """torch.nn.Linear's signature (``bias``) on MindSpore's Dense."""
+    """torch.nn.Linear's signature (``bias``, any value by its truth) on MindSpore's
+    Dense."""
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
-        super().__init__(in_features, out_features, has_bias=bias)
+        super().__init__(in_features, out_features, has_bias=bool(bias))
 
 
 TorchLinear.__name__ = "Linear"
+''',
+    "TorchModuleList": '''
+class TorchModuleList(nn.CellList):
+    """torch.nn.ModuleList on MindSpore's CellList: it takes any iterable and holds None
+    where torch's does (``PEG(dim) if first else None``), as a None child, which
+    iteration, indexing, ``len`` and ``zip`` give back in PyNative and GRAPH_MODE."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return TorchModuleList(list(self._cells.values())[index])
+        return super().__getitem__(index)
+
+    def __setitem__(self, index, cell):
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"ModuleList index {index} is out of range")
+        self._cells[str(index % len(self))] = self._named(cell, index % len(self))
+
+    def append(self, cell):
+        self._cells[str(len(self))] = self._named(cell, len(self))
+        return self
+
+    def _named(self, cell, index):
+        """``cell`` with its parameters named for position ``index``, as CellList does."""
+        if cell is None:
+            return None
+        if not isinstance(cell, nn.Cell):
+            raise TypeError(f"ModuleList holds Cells or None, not {type(cell).__name__}")
+        if self._auto_prefix:
+            from mindspore.nn.layer.container import _get_prefix_and_index
+            prefix, _ = _get_prefix_and_index(
+                {key: c for key, c in self._cells.items() if c is not None})
+            cell.update_parameters_name(prefix + str(index) + ".")
+        return cell
+
+    def extend(self, cells):
+        for cell in cells:
+            self.append(cell)
+        return self
+
+    def set_grad(self, flag=True):
+        self.requires_grad = flag
+        for cell in self._cells.values():
+            if cell is not None:
+                cell.set_grad(flag)
+        return self
 ''',
     "TorchModuleDict": '''
 class TorchModuleDict(nn.Cell):

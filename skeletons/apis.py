@@ -316,6 +316,18 @@ def _doc_order(obj: Any) -> tuple[str, ...] | None:
 
 
 @lru_cache(maxsize=1024)
+def ms_switches(api: str) -> frozenset[str]:
+    """The parameters of a MindSpore API whose default is True or False: switches, which
+    MindSpore's layers check to be a bool where torch takes any value as one."""
+    obj = ms_object(api) if api else None
+    try:
+        params = _signature(obj).parameters.values() if obj is not None else ()
+    except (TypeError, ValueError):
+        return frozenset()
+    return frozenset(p.name for p in params if isinstance(p.default, bool))
+
+
+@lru_cache(maxsize=1024)
 def ms_varargs(api: str) -> bool:
     """True when a MindSpore function takes ``*args`` (``ops.randn(*size)``)."""
     obj = ms_object(api) if api else None

@@ -50,6 +50,8 @@ COMPOSED = {
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.nn.functional.multi_head_attention_forward": "torch_multi_head_attention_forward",
     "torch.roll": "torch_roll",
+    "torch.finfo": "torch_finfo",
+    "torch.iinfo": "torch_iinfo",
     "torch.unflatten": "torch_unflatten",
     "torch.Tensor.unflatten": "torch_unflatten",
     "torch.clamp_min": "torch_clamp_min",
@@ -68,6 +70,7 @@ COMPOSED = {
     "torch.nn.modules.utils._ntuple": "torch_ntuple",
     "torch.nn.utils.weight_norm": "TorchWeightNorm",
     "torch.nn.utils.weight_norm.weight_norm": "TorchWeightNorm",
+    "torch.nn.utils.parametrize.register_parametrization": "torch_register_parametrization",
     # MindSpore's initializer module has a private function of the same name, which takes
     # a shape; torch's takes the weight itself
     "torch.nn.init._calculate_fan_in_and_fan_out": "torch_fan_in_and_fan_out",
@@ -109,6 +112,41 @@ NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
 # (neither an integer written in the code nor a ``dim`` keyword) takes the composition,
 # which chooses the form by what it is given when it runs.
 DISPATCHED = {"torch.max": "torch_max", "torch.min": "torch_min"}
+
+# The floating point types torch.finfo describes: name, bits, mantissa bits, largest
+# exponent, decimal digits; and the integer types of torch.iinfo: name, bits, signed.
+_FLOATS = (("float16", 16, 10, 15, 3), ("bfloat16", 16, 7, 127, 2),
+           ("float64", 64, 52, 1023, 15), ("float32", 32, 23, 127, 6))
+_INTEGERS = (("uint8", 8, False), ("int8", 8, True), ("int16", 16, True),
+             ("int32", 32, True), ("int64", 64, True), ("uint16", 16, False),
+             ("uint32", 32, False), ("uint64", 64, False))
+
+
+def _float_info(name: str, bits: int, mantissa: int, exponent: int, digits: int) -> str:
+    """The arguments of ``TorchFloatInfo`` for one floating point type."""
+    largest = (2.0 - 2.0 ** -mantissa) * 2.0 ** exponent
+    return (f"{bits}, {2.0 ** -mantissa!r}, {largest!r}, {2.0 ** (1 - exponent)!r}, "
+            f"{10.0 ** -digits!r}, {name!r}")
+
+
+def _integer_info(name: str, bits: int, signed: bool) -> str:
+    """The arguments of ``TorchIntInfo`` for one integer type."""
+    # written as powers: GRAPH_MODE reads a literal past int64 (uint64's max) as an error
+    # even in a branch not taken
+    low, high = (f"-2 ** {bits - 1}", f"2 ** {bits - 1} - 1") if signed else \
+        ("0", f"2 ** {bits} - 1")
+    return f"{bits}, {low}, {high}, {name!r}"
+
+
+def _branch(name: str, info: str) -> str:
+    """One ``if`` of torch_finfo / torch_iinfo: the info of the dtype called ``name``."""
+    return f"    if type == mindspore.{name}:\n        return {info}\n"
+
+
+_FINFO_BRANCHES = "".join(_branch(name, f"TorchFloatInfo({_float_info(name, *rest)})")
+                          for name, *rest in _FLOATS[:-1])
+_IINFO_BRANCHES = "".join(_branch(name, f"TorchIntInfo({_integer_info(name, bits, signed)})")
+                          for name, bits, signed in _INTEGERS)
 
 SOURCES = {
     **{f"torch_{name}": f'''
@@ -201,14 +239,61 @@ class TorchWeightNorm(nn.Cell):
 
     def construct(self, x):
         weight = self.weight_v * (self.weight_g / self.norm_except_dim(self.weight_v))
-        module = self.module
-        if isinstance(module, nn.Dense):
-            out = ops.dense(x, weight, module.bias)
-            return module.activation(out) if module.activation_flag else out
-        if isinstance(module, nn.Conv2d):
-            return ops.conv2d(x, weight, module.bias, module.stride, module.pad_mode,
-                              module.padding, module.dilation, module.group)
-        raise NotImplementedError("weight_norm: msready composes it for Dense and Conv2d")
+        return torch_layer_with(self.module, x, weight, self.module.bias)
+''',
+    "torch_layer_with": '''
+def torch_layer_with(module, x, weight, bias):
+    """A Dense or a Conv2d run on ``x`` through its functional form with the weight and
+    bias given (computed from the layer's own parameters) in place of its own."""
+    if isinstance(module, nn.Dense):
+        out = ops.dense(x, weight, bias)
+        return module.activation(out) if module.activation_flag else out
+    if isinstance(module, nn.Conv2d):
+        return ops.conv2d(x, weight, bias, module.stride, module.pad_mode, module.padding,
+                          module.dilation, module.group)
+    raise NotImplementedError("msready recomputes the weight of a Dense or a Conv2d only")
+''',
+    "torch_register_parametrization": '''
+class TorchParametrized(nn.Cell):
+    """A layer after torch.nn.utils.parametrize.register_parametrization(layer, name, p):
+    its ``name`` (weight or bias) reads as p(original) each time, the original, the
+    layer's own parameter, being what trains. Another parametrization of the same tensor
+    runs after the first, as torch chains them."""
+
+    def __init__(self, module, tensor_name, parametrization):
+        super().__init__()
+        if isinstance(module, TorchParametrized):
+            if module.tensor_name != tensor_name:
+                raise NotImplementedError("msready parametrizes one tensor of a layer")
+            parametrization = nn.SequentialCell([module.parametrization, parametrization])
+            module = module.module
+        if tensor_name not in ("weight", "bias"):
+            raise NotImplementedError("msready parametrizes a layer's weight or bias")
+        self.module = module
+        self.tensor_name = tensor_name
+        self.parametrization = parametrization
+
+    @property
+    def weight(self):
+        if self.tensor_name == "weight":
+            return self.parametrization(self.module.weight)
+        return self.module.weight
+
+    @property
+    def bias(self):
+        if self.tensor_name == "bias":
+            return self.parametrization(self.module.bias)
+        return self.module.bias
+
+    def construct(self, x):
+        return torch_layer_with(self.module, x, self.weight, self.bias)
+
+
+def torch_register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
+    """torch.nn.utils.parametrize.register_parametrization: the layer wrapped so that its
+    tensor is computed by ``parametrization`` (the Cell assigns the result to the name that
+    held the layer)."""
+    return TorchParametrized(module, tensor_name, parametrization)
 ''',
     "torch_fan_in_and_fan_out": '''
 def torch_fan_in_and_fan_out(tensor):
@@ -626,6 +711,46 @@ def torch_clamp_{side}(input, {side}):
     """torch.clamp_{side}: torch.clamp with only its {side}imum."""
     return ops.clamp(input, {side}={side})
 ''' for side in ("min", "max")},
+    "torch_finfo": f'''
+class TorchFloatInfo:
+    """What torch.finfo tells of a floating point type: its bits, ``eps`` (the step after
+    1.0), ``max`` / ``min`` (the largest finite values), ``tiny`` / ``smallest_normal`` (the
+    smallest positive normal value), ``resolution`` and the type's name."""
+
+    def __init__(self, bits, eps, max, tiny, resolution, dtype):
+        self.bits = bits
+        self.eps = eps
+        self.max = max
+        self.min = -max
+        self.tiny = tiny
+        self.smallest_normal = tiny
+        self.resolution = resolution
+        self.dtype = dtype
+
+
+def torch_finfo(type=None):
+    """torch.finfo of a MindSpore floating point dtype (float32, torch's default, when none
+    is given); constants, so it also compiles in GRAPH_MODE."""
+{_FINFO_BRANCHES}    if type is None or type == mindspore.float32:
+        return TorchFloatInfo({_float_info(*_FLOATS[-1])})
+    raise TypeError("torch.finfo takes a floating point dtype")
+''',
+    "torch_iinfo": f'''
+class TorchIntInfo:
+    """What torch.iinfo tells of an integer type: its bits, ``min``, ``max`` and name."""
+
+    def __init__(self, bits, min, max, dtype):
+        self.bits = bits
+        self.min = min
+        self.max = max
+        self.dtype = dtype
+
+
+def torch_iinfo(type):
+    """torch.iinfo of a MindSpore integer dtype; constants, so it also compiles in
+    GRAPH_MODE."""
+{_IINFO_BRANCHES}    raise TypeError("torch.iinfo takes an integer dtype")
+''',
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):
     """torch.roll: elements shifted along ``dims``, those past the end coming back first;

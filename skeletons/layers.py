@@ -23,6 +23,7 @@ from msready.analyzer.conversion_plan import RUNTIME_PADDING
 from msready.analyzer.facts import Arg, CallKind
 from msready.analyzer.syntax import code
 from msready.skeletons import apis
+from msready.skeletons.values import UNKNOWN, ConfigValue, evaluate
 
 ArgList = list[tuple[str | None, cst.BaseExpression]]
 
@@ -403,13 +404,20 @@ def sequential(call: CallIn, mapping: apis.Mapping) -> Rewrite:
 
 @handler("torch.nn.ModuleList")
 def module_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """ModuleList -> CellList. CellList takes only a list, where torch takes any
-    iterable: a generator, a tuple or a variable becomes ``list(...)``."""
-    args = list(call.args)
-    if len(args) == 1 and args[0][0] in (None, "modules") and not call.star \
-            and not isinstance(args[0][1], (cst.List, cst.ListComp)):
-        args = [(args[0][0], cst.Call(cst.Name("list"), [cst.Arg(args[0][1])]))]
-    return Rewrite("nn.CellList", args)
+    """ModuleList -> the TorchModuleList adapter, a CellList that, like torch's list,
+    takes any iterable and holds None. Every ModuleList gets it: a None comes in through
+    values the code cannot follow (a factory that returns None for a setting), and for
+    Cells it holds the adapter behaves and names parameters as CellList does."""
+    return Rewrite("TorchModuleList", list(call.args))
+
+
+@handler("torch.nn.ParameterList")
+def parameter_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """ParameterList(values) -> ParameterTuple(values); an empty one is built from an empty
+    tuple (ParameterTuple needs its iterable). ``append`` / ``extend`` on it become a new
+    ParameterTuple assigned to the name (``translate``)."""
+    args = list(call.args) or [(None, cst.Tuple([]))]
+    return Rewrite(_target(call, mapping, "mindspore.ParameterTuple"), args)
 
 
 @handler("torch.nn.ModuleDict")
@@ -441,8 +449,42 @@ def translate_call(call: CallIn) -> Rewrite:
                                 not (mapping.api or "").startswith("mindspore.mint.")):
         # where a layer or tensor lives is MindSpore's context, not an argument
         call.args = [(k, v) for k, v in call.args if k not in PLACEMENT]
-        return special(call, mapping)
-    return generic(call, mapping)
+        rewrite = special(call, mapping)
+    else:
+        rewrite = generic(call, mapping)
+    if _is_layer(name) and mapping.api and rewrite.func == apis.short_name(mapping.api):
+        rewrite.args = _switches(rewrite.args, mapping.api)
+    return rewrite
+
+
+def _switches(args: ArgList, api: str) -> ArgList:
+    """A layer's switches (``bias=1``, ``affine=flag``) as the bools MindSpore checks for:
+    torch takes any value by its truth. A constant is written as its truth, an expression
+    that is not already a bool is passed through ``bool``."""
+    switches = apis.ms_switches(api)
+    order = apis.ms_order(api) or ()
+    out: ArgList = []
+    for i, (k, v) in enumerate(args):
+        name = k if k is not None else (order[i] if i < len(order) else None)
+        if name in switches and not _is_bool(v):
+            value = evaluate(v, {})
+            v = cst.Name(str(bool(value))) if value is not UNKNOWN and not isinstance(
+                value, ConfigValue) else cst.Call(cst.Name("bool"), [cst.Arg(v)])
+        out.append((k, v))
+    return out
+
+
+def _is_bool(node: cst.BaseExpression) -> bool:
+    """An expression whose value is a bool: True / False, a comparison, ``not``, ``and`` /
+    ``or`` of such, or a ``bool`` / ``isinstance`` call."""
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False")
+    if isinstance(node, cst.Comparison) or (isinstance(node, cst.UnaryOperation)
+                                            and isinstance(node.operator, cst.Not)):
+        return True
+    if isinstance(node, cst.BooleanOperation):
+        return _is_bool(node.left) and _is_bool(node.right)
+    return m.matches(node, m.Call(func=m.Name("bool") | m.Name("isinstance")))
 
 
 def _is_layer(name: str) -> bool:

@@ -39,6 +39,7 @@ from msready.skeletons.layers import (
     FACTORIES,
     NAMED_TUPLE_FIELDS,
     NAMED_TUPLES,
+    PLACEMENT,
     WRAPPER_TODO,
     WRAPPERS,
     CallIn,
@@ -78,6 +79,8 @@ _BUILTINS = frozenset(dir(builtins))
 # Packages a Cell may import besides the standard library: MindSpore and what it requires.
 _KEPT = MINDSPORE_REQUIRES | {"mindspore", "__future__"}
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+PARAMETER_LIST = "torch.nn.ParameterList"
+PARAMETRIZE = compositions.COMPOSED["torch.nn.utils.parametrize.register_parametrization"]
 # Tensor reductions whose ops function is the same operation (``ops.max`` is not: it
 # also returns indices): written as the function when keywords are passed.
 _FUNCTIONAL = frozenset({"amax", "amin", "sum", "prod", "all", "any", "logsumexp", "mean",
@@ -320,6 +323,9 @@ class CellTransformer(cst.CSTTransformer):
             # by its source line and parses only one written alone on its line
             hoist: _Hoist = _LambdaHoist(self._hoisted)
         elif self._run_by_forward():
+            split = _device_apart(attached)
+            if split is not None:
+                return cst.FlattenSentinel(split)
             # ``torch.cat((x, h.pop()))``: in GRAPH_MODE a list's pop inside an expression
             # gives the list and the value; alone on its line it gives the value
             hoist = _PopHoist(self._hoisted)
@@ -1337,11 +1343,50 @@ class CellTransformer(cst.CSTTransformer):
             # elsewhere, such as an init helper given a Parameter, the update stays in place)
             assert isinstance(call, cst.Call) and isinstance(call.args[0].value, cst.Name)
             return cst.Assign([cst.AssignTarget(call.args[0].value)], call.args[1].value)
+        grown = self._parameter_list_growth(call)
+        if grown is not None:
+            return grown
+        if m.matches(call, m.Call(func=m.Name(PARAMETRIZE), args=[
+                m.Arg(m.Name() | m.Attribute(value=m.Name("self")), keyword=None, star=""),
+                m.ZeroOrMore()])):
+            # torch changes the layer in place; the wrapped layer takes its name
+            assert isinstance(call, cst.Call)
+            target = call.args[0].value
+            assert isinstance(target, (cst.Name, cst.Attribute))
+            return cst.Assign([cst.AssignTarget(target)], call)
         if not m.matches(call, m.Call(func=m.Attribute(value=m.Name("self"),
                                                        attr=m.Name("register_buffer")))):
             return updated_node
         assert isinstance(call, cst.Call)
         return buffer(call) or updated_node
+
+    def _parameter_list_growth(self, call: cst.BaseExpression) -> cst.Assign | None:
+        """``self.ls.append(p)`` / ``self.ls.extend(ps)`` on a ParameterList: MindSpore's
+        form (a ParameterTuple) cannot grow, so the name gets a new one holding the old
+        Parameters and the new ones; assigning it registers them with the Cell."""
+        if not self._class_names or not m.matches(call, m.Call(
+                func=m.Attribute(value=m.Attribute(value=m.Name("self")),
+                                 attr=m.Name("append") | m.Name("extend")),
+                args=[m.Arg(keyword=None, star="")])):
+            return None
+        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        owner = call.func.value
+        assert isinstance(owner, cst.Attribute)
+        cls = self._class_names[-1]
+        held = self.model.attribute_classes(cls, owner.attr.value) \
+            if cls in self.model.classes else []
+        if not held or any(h.kind != "external" or apis.canonical(h.name) != PARAMETER_LIST
+                           for h in held):
+            return None
+        tuple_class = apis.lookup(PARAMETER_LIST, self.backend).api
+        if tuple_class is None:
+            return None
+        added = call.args[0].value
+        items = [cst.StarredElement(owner),
+                 cst.Element(added) if call.func.attr.value == "append"
+                 else cst.StarredElement(added)]
+        return cst.Assign([cst.AssignTarget(owner)], cst.Call(
+            expr(tuple_class), [cst.Arg(cst.Tuple(items))]))
 
     def _base_reinit(self, call: cst.BaseExpression) -> bool:
         """``super().reset_parameters()`` in a subclass of a torch layer whose MindSpore
@@ -1714,8 +1759,9 @@ class CellTransformer(cst.CSTTransformer):
             kept = expr(name)
             self._untranslated.add(kept)
             return call.with_changes(func=kept)
-        if star:  # positions unknown: the arguments stay as written
-            return call.with_changes(func=expr(rewrite.func))
+        if star:  # positions unknown: they stay as written, keywords are translated
+            return call.with_changes(func=expr(rewrite.func),
+                                     args=self._keywords_of_spread_call(canonical, call))
         out = call_args(rewrite.args)
         spread = [a for a in call.args if a.star == "**"]
         if spread:  # ``**dd``: torch keywords at run time, renamed and filtered by an adapter
@@ -1727,6 +1773,23 @@ class CellTransformer(cst.CSTTransformer):
                                                    apis.ms_keywords(callee), written),
                             star="**") for a in spread]
         return cst.Call(func=expr(rewrite.func), args=out)
+
+    def _keywords_of_spread_call(self, canonical: str, call: cst.Call) -> list[cst.Arg]:
+        """The arguments of ``torch.linspace(*domain, n, device=device)``: those given by
+        position as written, the keywords as any call's (placement and what MindSpore does
+        not take dropped, the others renamed)."""
+        mapping = apis.lookup(canonical, self.backend)
+        out: list[cst.Arg] = []
+        for arg in call.args:
+            key = arg.keyword.value if arg.keyword is not None else None
+            if key in PLACEMENT or key in mapping.dropped:
+                continue
+            if key is not None and key in mapping.renames:
+                arg = arg.with_changes(keyword=cst.Name(mapping.renames[key]))
+            out.append(arg)
+        if out:  # no comma left where a dropped keyword followed
+            out[-1] = out[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return out
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
         method = func.attr.value
@@ -1971,6 +2034,36 @@ class _LambdaHoist(_Hoist):
         if self._inner or not isinstance(updated_node.value, cst.Lambda):
             return updated_node
         return updated_node.with_changes(value=self._take(updated_node.value))
+
+
+def _device_apart(line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine] | None:
+    """``device, dtype = x.device, x.dtype`` as one assignment per name: GRAPH_MODE
+    compiles a tuple holding a tensor's device and a dtype into a broken dtype. Only
+    where the names and values pair one to one and no value reads a name assigned."""
+    if len(line.body) != 1 or not m.matches(line.body[0], m.Assign(
+            targets=[m.AssignTarget(m.Tuple())], value=m.Tuple())):
+        return None
+    assign = line.body[0]
+    assert isinstance(assign, cst.Assign)
+    targets, values = assign.targets[0].target, assign.value
+    assert isinstance(targets, cst.Tuple) and isinstance(values, cst.Tuple)
+    names = [e.value for e in targets.elements if isinstance(e.value, cst.Name)]
+    items = [e.value for e in values.elements]
+    if len(names) != len(targets.elements) or len(names) != len(items) or not all(
+            isinstance(e, cst.Element) for e in (*targets.elements, *values.elements)):
+        return None
+    assigned = {n.value for n in names}
+    attributes = [a for v in items for a in find_all(v, m.Attribute())]
+    attribute_names = {id(a.attr) for a in attributes if isinstance(a, cst.Attribute)}
+    read = {n.value for v in items for n in find_all(v, m.Name())
+            if isinstance(n, cst.Name) and id(n) not in attribute_names}
+    if not any(m.matches(a, m.Attribute(attr=m.Name("device"))) for a in attributes) or \
+            read & assigned:
+        return None
+    lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(n)], v)])
+             for n, v in zip(names, items, strict=True)]
+    lines[0] = lines[0].with_changes(leading_lines=line.leading_lines)
+    return lines
 
 
 class _PopHoist(_Hoist):

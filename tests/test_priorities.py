@@ -126,7 +126,7 @@ import torch.nn.functional as F
 class Net(nn.Module):
     def forward(self, x):
         a = torch.corrcoef(x) + torch.as_strided(x, (2,), (1,)) + torch.cumulative_trapezoid(x)
-        b = x.clone() + torch.corrcoef(x) + torch.finfo(x.dtype).eps
+        b = x.clone() + torch.corrcoef(x) + torch.frexp(x)[0]
         keep = torch.nonzero(a + b)
         return keep
 '''

@@ -916,3 +916,28 @@ def test_an_attribute_of_a_layer_held_two_modules_down_has_mindspores_name(
     assert "std = self.visual.attnpool.c_proj.in_channels ** -0.5" in code
     assert (cells["Model"].pynative, cells["Model"].graph) == ("pass", "pass"), \
         cells["Model"].error
+
+
+SPREAD_ARGUMENTS = '''\
+import torch
+import torch.nn as nn
+
+
+class Knots(nn.Module):
+    def __init__(self, domain=(-5, 5), knots=17):
+        super().__init__()
+        self.domain = domain
+        self.knots = knots
+
+    def forward(self, x):
+        t = torch.linspace(*self.domain, self.knots, device=x.device)
+        return x[..., :1] * t
+'''
+
+
+def test_a_call_spreading_its_arguments_drops_the_device_keyword(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    out, cells = run_cells(tmp_path, {"knots.py": SPREAD_ARGUMENTS})
+    assert "t = ops.linspace(*self.domain, self.knots)" in (out / "knots.py").read_text()
+    assert (cells["Knots"].pynative, cells["Knots"].graph) == ("pass", "pass")

@@ -3356,3 +3356,32 @@ def test_a_constructor_that_opens_a_missing_data_file_is_unverified_not_wrong(
     cell = cells["FromConfig"]
     assert cell.status == "unverified"
     assert (cell.error or "").startswith("the constructor opens `model.json`")
+
+
+SWITCHES_AS_NUMBERS = '''\
+from functools import partial
+
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self, dim=8, bias=1):
+        super().__init__()
+        linear = partial(nn.Linear, bias=0)
+        self.body = nn.Sequential(nn.Linear(dim, dim * 2, 1), nn.GELU(), linear(dim * 2, dim))
+        self.out = nn.Linear(dim, dim, bias=bias)
+        self.norm = nn.BatchNorm1d(dim, affine=1)
+
+    def forward(self, x):
+        return self.norm(self.out(self.body(x)))
+'''
+
+
+def test_a_layer_switch_given_as_a_number_is_its_truth(tmp_path: Path,
+                                                       run_cells: CellRun) -> None:
+    # torch reads ``bias=1`` by its truth; MindSpore's layers take only a bool
+    out, found = run_cells(tmp_path, {"head.py": SWITCHES_AS_NUMBERS})
+    code = (out / "head.py").read_text()
+    assert "nn.Dense(dim, dim * 2, has_bias=True)" in code
+    assert "has_bias=bool(bias)" in code and "affine=True" in code
+    assert (found["Head"].pynative, found["Head"].graph) == ("pass", "pass")

@@ -182,7 +182,7 @@ def test_super_init_of_a_layer_subclass_is_translated_like_a_call_of_the_layer(
     text = lines(out, "layers.py")
     # positional torch arguments bound by name, padding 0 -> 'valid', device dropped
     assert ("super().__init__(cin, cout, k, stride, padding=0, dilation=dilation, "
-            "group=groups, has_bias=bias, pad_mode='pad')") in text
+            "group=groups, has_bias=bool(bias), pad_mode='pad')") in text
     # the base's settings read by MindSpore's names
     assert ("return ops.conv2d(x, w, self.bias, stride=self.stride, dilation=self.dilation, "
             "groups=self.group, **torch_conv_padding(self.padding))") in text
@@ -620,7 +620,7 @@ def test_a_layer_subclass_reading_torch_settings_keeps_them_after_its_base_is_bu
     start = written.index("class MaxPoolSame(nn.MaxPool2d):") + 2
     assert written[start:start + 4] == [
         "super().__init__(kernel_size, kernel_size if stride is None else stride, padding=0, "
-        "dilation=dilation, ceil_mode=ceil_mode, pad_mode='pad')",
+        "dilation=dilation, ceil_mode=bool(ceil_mode), pad_mode='pad')",
         "self.dilation = dilation",
         "self.ceil_mode = ceil_mode",
         ""]
@@ -658,7 +658,7 @@ def test_a_layer_subclass_reads_torchs_defaults_and_its_bases_parameters_by_mind
     start = written.index("class MaxPoolSameAsTf(nn.MaxPool2d):") + 4
     assert written[start:start + 3] == [
         "super().__init__(kernel_size, kernel_size if stride is None else stride, padding=0, "
-        "dilation=1, return_indices=ceil_mode, pad_mode='pad')",
+        "dilation=1, return_indices=bool(ceil_mode), pad_mode='pad')",
         "self.dilation = 1",
         "self.ceil_mode = False"]
     assert "return ops.prelu(x, self.w)" in written  # MindSpore's PReLU holds ``w``

@@ -980,3 +980,129 @@ def test_methods_mindspore_tensors_lack_are_composed_in_the_cell(
     assert "torch_clamp_min(scores, -5.0)" in code
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph) == ("pass", "pass")
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_tells_torchs_limits_of_a_float_type(composed: dict[str, Callable[..., Any]],
+                                                   name: str) -> None:
+    ours, theirs = composed["torch_finfo"](getattr(mindspore, name)), torch.finfo(
+        getattr(torch, name))
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution",
+                  "dtype"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert composed["torch_finfo"]().max == torch.finfo().max  # torch's default, float32
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64", "uint16",
+                                  "uint32", "uint64"])
+def test_iinfo_tells_torchs_range_of_an_integer_type(composed: dict[str, Callable[..., Any]],
+                                                     name: str) -> None:
+    ours, theirs = composed["torch_iinfo"](getattr(mindspore, name)), torch.iinfo(
+        getattr(torch, name))
+    assert (ours.bits, ours.min, ours.max, ours.dtype) == \
+        (theirs.bits, theirs.min, theirs.max, theirs.dtype)
+
+
+TYPE_LIMITS = '''\
+import torch
+import torch.nn as nn
+
+
+class Masked(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.eps = torch.finfo(torch.float16).eps
+
+    def forward(self, x):
+        dots = self.proj(x)
+        dots = dots.masked_fill(dots > 0, -torch.finfo(dots.dtype).max)
+        low = torch.iinfo(torch.int32).min
+        return dots.softmax(dim=-1) + torch.finfo().tiny + self.eps + low
+'''
+
+
+def test_type_limits_read_in_forward_run_in_both_modes(tmp_path: Path,
+                                                       run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"masked.py": TYPE_LIMITS})
+    code = (out / "masked.py").read_text()
+    assert "-torch_finfo(dots.dtype).max" in code and "torch_iinfo(mindspore.int32).min" in code
+    assert (cells["Masked"].pynative, cells["Masked"].graph) == ("pass", "pass")
+
+
+def test_a_parametrized_layer_computes_its_tensor_as_torchs(
+        composed: dict[str, Callable[..., Any]]) -> None:
+    class UnitRows(torch.nn.Module):
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.normalize(t, dim=-1)
+
+    class Doubled(torch.nn.Module):
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            return t * 2
+
+    class OurUnitRows(nn.Cell):
+        def construct(self, t: Tensor) -> Tensor:
+            return t / ops.norm(t, dim=-1, keepdim=True)
+
+    class OurDoubled(nn.Cell):
+        def construct(self, t: Tensor) -> Tensor:
+            return t * 2
+
+    parametrize = torch.nn.utils.parametrize.register_parametrization
+    ours_of = composed["torch_register_parametrization"]
+    linear = torch.nn.Linear(5, 3)
+    dense = nn.Dense(5, 3)
+    dense.weight.set_data(Tensor(linear.weight.detach().numpy()))
+    dense.bias.set_data(Tensor(linear.bias.detach().numpy()))
+    conv = torch.nn.Conv2d(2, 4, 3, padding=1)
+    cell = nn.Conv2d(2, 4, 3, pad_mode="pad", padding=1, has_bias=True)
+    cell.weight.set_data(Tensor(conv.weight.detach().numpy()))
+    cell.bias.set_data(Tensor(conv.bias.detach().numpy()))
+    parametrize(linear, "weight", UnitRows())
+    parametrize(conv, "weight", UnitRows())
+    parametrize(conv, "weight", Doubled())  # chained: doubled after the rows are normed
+    ours = ours_of(dense, "weight", OurUnitRows())
+    chained = ours_of(ours_of(cell, "weight", OurUnitRows()), "weight", OurDoubled())
+    with torch.no_grad():
+        _same(ours.weight, linear.weight)
+        x = _array(2, 5)
+        _same(ours(Tensor(x)), linear(torch.tensor(x)))
+        x = _array(2, 2, 6, 6)
+        _same(chained(Tensor(x)), conv(torch.tensor(x)))
+    # what trains is the layer's own parameter, the original
+    assert [p.name for p in ours.trainable_params()] == ["module.weight", "module.bias"]
+
+
+PARAMETRIZED = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.nn.utils.parametrize as parametrize
+
+
+class UnitRows(nn.Module):
+    def forward(self, t):
+        return F.normalize(t, dim=-1)
+
+
+class NormLinear(nn.Module):
+    def __init__(self, dim=8, dim_out=4):
+        super().__init__()
+        self.linear = nn.Linear(dim, dim_out, bias=False)
+        parametrize.register_parametrization(self.linear, "weight", UnitRows())
+
+    @property
+    def weight(self):
+        return self.linear.weight
+
+    def forward(self, x):
+        return self.linear(x) + self.weight.sum()
+'''
+
+
+def test_a_parametrized_layer_takes_the_name_that_held_it(tmp_path: Path,
+                                                         run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"norm_linear.py": PARAMETRIZED})
+    code = [ln.strip() for ln in (out / "norm_linear.py").read_text().splitlines()]
+    assert 'self.linear = torch_register_parametrization(self.linear, "weight", ' \
+           'UnitRows())' in code
+    assert (cells["NormLinear"].pynative, cells["NormLinear"].graph) == ("pass", "pass")

@@ -186,3 +186,32 @@ def test_all_over_a_comprehension_calling_a_module_function_compiles(
     assert (cells["Down"].pynative, cells["Down"].graph) == ("pass", "pass")
     assert "assert (len([0 for d in x.shape[-2:] if not (divisible_by(d, self.factor))]) " \
            "== 0), 'odd size'" in (out / "down.py").read_text()
+
+
+DEVICE_AND_DTYPE = '''\
+import torch
+import torch.nn as nn
+
+
+class Freqs(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (100 ** (torch.arange(0, dim, 2).float() / dim)))
+
+    def forward(self, x):
+        device, dtype = x.device, x.dtype
+        rows, cols = x.shape[0], x.shape[1]
+        seq = torch.arange(rows * cols, device=device, dtype=dtype)
+        return seq[:, None] * self.inv_freq.to(dtype) + x.sum()
+'''
+
+
+def test_a_device_read_with_a_dtype_in_one_assignment_is_written_apart(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE breaks the dtype of a tuple that also holds a tensor's device
+    out, cells = run_cells(tmp_path, {"freqs.py": DEVICE_AND_DTYPE})
+    code = [ln.strip() for ln in (out / "freqs.py").read_text().splitlines()]
+    start = code.index("device = x.device")
+    assert code[start + 1] == "dtype = x.dtype"
+    assert "rows, cols = x.shape[0], x.shape[1]" in code  # no device: one assignment
+    assert (cells["Freqs"].pynative, cells["Freqs"].graph) == ("pass", "pass")

@@ -112,15 +112,15 @@ def module(init: str, forward: str = "return x") -> str:
     ("stem = OrderedDict()\nstem['act'] = nn.ReLU()\nself.s = nn.Sequential(stem)",
      "self.s = nn.SequentialCell(stem)"),
     ("self.s = nn.Sequential(nn.ReLU())", "nn.SequentialCell(nn.ReLU())"),
-    ("self.l = nn.ModuleList([nn.ReLU()])", "nn.CellList([nn.ReLU()])"),
-    # torch takes any iterable, CellList only a list
+    # a CellList that, like ModuleList, takes any iterable and holds None
+    ("self.l = nn.ModuleList([nn.ReLU()])", "TorchModuleList([nn.ReLU()])"),
     ("self.l = nn.ModuleList(nn.ReLU() for _ in range(2))",
-     "nn.CellList(list(nn.ReLU() for _ in range(2)))"),
+     "TorchModuleList(nn.ReLU() for _ in range(2))"),
     ("layers = (nn.ReLU(), nn.Tanh())\nself.l = nn.ModuleList(layers)",
-     "nn.CellList(list(layers))"),
+     "TorchModuleList(layers)"),
     ("self.m = nn.ModuleDict({'a': nn.ReLU()})", "TorchModuleDict({'a': nn.ReLU()})"),
     ("self.m = nn.ModuleDict({'h': nn.ModuleList([nn.ReLU()])})",
-     "TorchModuleDict({'h': nn.CellList([nn.ReLU()])})"),
+     "TorchModuleDict({'h': TorchModuleList([nn.ReLU()])})"),
     ("self.w = nn.Parameter(torch.zeros(3, 4))", "Parameter(ops.zeros((3, 4))"),
     # sizes unpacked from a sequence go into the one shape tuple, the device is dropped
     ("hw = (4, 4)\ndd = {'device': None}\nself.w = nn.Parameter(torch.zeros(1, 8, *hw, **dd))",
@@ -272,6 +272,13 @@ def module(init: str, forward: str = "return x") -> str:
      "self.pool = TorchMaxPool2d if True else TorchAvgPool2d"),
     # forward chosen in the constructor: what a Cell calls is construct
     ("self.forward = self.forward_fused", "self.construct = self.forward_fused"),
+    # a layer's switches are bools in MindSpore; torch takes any value by its truth
+    ("self.l = nn.Linear(4, 4, 1)", "self.l = nn.Dense(4, 4, has_bias=True)"),
+    ("self.c = nn.Conv2d(3, 8, 1, bias=0)", "nn.Conv2d(3, 8, 1, has_bias=False)"),
+    ("flag = 1\nself.l = nn.Linear(4, 4, bias=flag)", "nn.Dense(4, 4, has_bias=bool(flag))"),
+    ("self.n = nn.BatchNorm2d(8, affine=None)", "affine=False"),
+    ("self.l = nn.Linear(4, 4, bias=False)", "self.l = nn.Dense(4, 4, has_bias=False)"),
+    ("self.l = nn.Linear(4, 4, bias=4 > 2)", "self.l = nn.Dense(4, 4, has_bias=4 > 2)"),
 ])
 def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> None:
     assert expected in generated(tmp_path, module(init))
@@ -437,6 +444,10 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # F.max_pool2d's sixth is ceil_mode, ops.max_pool2d's is return_indices
     ("return F.max_pool2d(x, 3, 2, 0, 1, True)",
      "return ops.max_pool2d(x, 3, 2, 0, 1, ceil_mode=True)"),
+    # arguments spread from a sequence: positions unknown, keywords translated as usual
+    ("bounds = (-1, 1)\nreturn x + torch.linspace(*bounds, 4, device=x.device)",
+     "return x + ops.linspace(*bounds, 4)"),
+    ("args = (x,)\nreturn F.softmax(*args, dim=-1)", "return ops.softmax(*args, axis=-1)"),
 ])
 def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> None:
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))

@@ -1,0 +1,127 @@
+"""torch containers whose MindSpore counterparts hold less: a ModuleList that holds None,
+a ParameterList grown by ``append``. Each example is generated and run in PyNative and
+GRAPH_MODE."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import mindspore
+import numpy as np
+
+from msready.analyzer.result import SkeletonResult
+from msready.skeletons.adapters import SOURCES
+
+# ``run_cells`` (conftest): write files, scan, generate and run the Cells
+CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+
+OPTIONAL_LAYERS = '''\
+import torch.nn as nn
+
+
+def optional_norm(dim, on):
+    return nn.LayerNorm(dim) if on else None
+
+
+class Stack(nn.Module):
+    def __init__(self, dim=8, depth=3):
+        super().__init__()
+        self.blocks = nn.ModuleList([])
+        self.norms = nn.ModuleList([])
+        for i in range(depth):
+            self.blocks.append(nn.ModuleList([
+                nn.Linear(dim, dim),
+                nn.Linear(dim, dim) if i > 0 else None,
+            ]))
+            self.norms.append(optional_norm(dim, i % 2 == 1))
+        self.heads = nn.ModuleList(None if i == 0 else nn.Linear(dim, dim) for i in range(3))
+
+    def forward(self, x):
+        for (fc, extra), norm in zip(self.blocks, self.norms):
+            x = fc(x)
+            if extra is not None:
+                x = x + extra(x)
+            if norm is not None:
+                x = norm(x)
+        if self.heads[0] is None:
+            x = self.heads[1](x)
+        for head in self.heads[2:]:
+            x = head(x)
+        return x * len(self.norms)
+'''
+
+
+def test_a_module_list_holds_none_where_torchs_does(tmp_path: Path, run_cells: CellRun) -> None:
+    # None comes in appended, as a list item, from a generator and from a function
+    out, cells = run_cells(tmp_path, {"stack.py": OPTIONAL_LAYERS})
+    code = (out / "stack.py").read_text()
+    assert "self.norms = TorchModuleList([])" in code
+    assert "class TorchModuleList(nn.CellList):" in code
+    assert (cells["Stack"].pynative, cells["Stack"].graph) == ("pass", "pass")
+
+
+def _module_list() -> type:
+    space: dict[str, object] = {"nn": mindspore.nn}
+    exec(SOURCES["TorchModuleList"], space)  # the adapter as a generated file holds it
+    held = space["TorchModuleList"]
+    assert isinstance(held, type)
+    return held
+
+
+def test_a_module_list_of_cells_names_parameters_as_cell_list_does() -> None:
+    held = _module_list()
+
+    def names(container: type) -> list[str]:
+        class Net(mindspore.nn.Cell):
+            def __init__(self) -> None:
+                super().__init__()
+                self.layers = container([mindspore.nn.Dense(2, 2)])
+                self.layers.append(container([mindspore.nn.Dense(2, 2), mindspore.nn.Dense(2, 2)]))
+                self.layers.extend([mindspore.nn.Dense(2, 2)])
+        return [p.name for p in Net().trainable_params()]
+
+    assert names(held) == names(mindspore.nn.CellList)
+    layers = held([mindspore.nn.Dense(2, 2), None])
+    layers[0] = None
+    layers[1] = mindspore.nn.Dense(2, 3)
+    assert layers[0] is None and len(layers) == 2 and len(layers[1:]) == 1
+    out = layers[1](mindspore.Tensor(np.ones((1, 2), np.float32)))
+    assert out.shape == (1, 3)
+
+
+GROWN_PARAMETERS = '''\
+import torch
+import torch.nn as nn
+
+
+class Scaled(nn.Module):
+    def __init__(self, dim=8, depth=3):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
+        self.scales = nn.ParameterList([])
+        self.shifts = nn.ParameterList()
+        for _ in range(depth):
+            self.scales.append(nn.Parameter(torch.ones(dim) * 0.5))
+        self.shifts.extend([nn.Parameter(torch.zeros(dim)) for _ in range(depth)])
+        self.names = []
+        self.names.append("scaled")
+
+    def forward(self, x):
+        for layer, scale, shift in zip(self.layers, self.scales, self.shifts):
+            x = layer(x) * scale + shift
+        return x * len(self.scales) + self.scales[0]
+'''
+
+
+def test_a_parameter_list_grown_by_append_gets_a_new_parameter_tuple(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"scaled.py": GROWN_PARAMETERS})
+    code = [ln.strip() for ln in (out / "scaled.py").read_text().splitlines()]
+    assert "self.shifts = mindspore.ParameterTuple(())" in code
+    assert "self.scales = mindspore.ParameterTuple((*self.scales, " \
+           "Parameter(ops.ones(dim) * 0.5)))" in code
+    assert "self.shifts = mindspore.ParameterTuple((*self.shifts, " \
+           "*[Parameter(ops.zeros(dim)) for _ in range(depth)]))" in code
+    assert 'self.names.append("scaled")' in code  # a list that is not a ParameterList
+    assert (cells["Scaled"].pynative, cells["Scaled"].graph) == ("pass", "pass")
