@@ -67,6 +67,7 @@ from msready.skeletons.statements import (
     is_torch,
     keep_top,
     placeholder,
+    script_classes,
     settings,
     todo_line,
     unbound_bases,
@@ -504,6 +505,7 @@ class CellTransformer(cst.CSTTransformer):
                 new = settings(names, self.parsed.module, stmt)
             elif not keep_top(stmt) or (isinstance(stmt, cst.SimpleStatementLine)
                                         and self._reads_dropped(stmt)):
+                body += script_classes(stmt)
                 kept = self._standard_constant(stmt)
                 new = kept or placeholder(stmt, self._imported)
                 if kept is None:  # later values built from these are dropped too

@@ -3356,3 +3356,53 @@ def test_a_constructor_that_opens_a_missing_data_file_is_unverified_not_wrong(
     cell = cells["FromConfig"]
     assert cell.status == "unverified"
     assert (cell.error or "").startswith("the constructor opens `model.json`")
+
+
+SCRIPT_MOCK = '''\
+import torch
+from torch import nn
+
+
+class Pooler(nn.Module):
+    def __init__(self, dim, mask_maker=None):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.mask_maker = mask_maker
+
+    def forward(self, x):
+        mask = self.mask_maker(x) if self.mask_maker is not None else torch.ones_like(x)
+        return self.proj(x * mask)
+
+
+if __name__ == "__main__":
+    flag = True
+    Base = nn.Module if flag else object
+
+    class HalfMask(nn.Module):
+        def forward(self, x):
+            return torch.ones_like(x) * 0.5
+
+    class Scripted(Base):  # its base is the script's own variable: not kept
+        def forward(self, x):
+            return x
+
+    x = torch.randn(3, 16)
+    net = Pooler(16, mask_maker=HalfMask())
+    print(net(x).shape)
+'''
+
+
+def test_a_class_the_script_part_defines_is_kept_for_the_constructor_it_is_passed_to(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # HalfMask, defined under ``if __name__ == "__main__":``, is built there and passed to
+    # Pooler: the Cell file keeps the class (defining it runs nothing of the script), so
+    # both Cells build and run; a class whose base is the script's variable stays out
+    out, cells = run_cells(tmp_path, {"pool.py": SCRIPT_MOCK})
+    for name in ("HalfMask", "Pooler"):
+        assert (cells[name].pynative, cells[name].graph) == ("pass", "pass"), (
+            name, cells[name].error)
+    assert cells["Pooler"].synthesized == ""
+    code = (out / "pool.py").read_text()
+    assert "\n\nclass HalfMask(nn.Cell):" in code
+    assert "class Scripted" not in code and "print(" not in code
+
