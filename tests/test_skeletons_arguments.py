@@ -3406,3 +3406,54 @@ def test_a_class_the_script_part_defines_is_kept_for_the_constructor_it_is_passe
     assert "\n\nclass HalfMask(nn.Cell):" in code
     assert "class Scripted" not in code and "print(" not in code
 
+
+ASSERTED_SIZES = '''\
+import torch
+from torch import nn
+
+
+class PerPart(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.heads = nn.ModuleList([nn.Linear(dim, dim), nn.Linear(dim, dim)])
+
+    def forward(self, x, sizes=None):
+        assert sizes is not None
+        parts = x.split(sizes, dim=1)
+        return torch.cat([f(p) for f, p in zip(self.heads, parts)], dim=1)
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.mix = PerPart(dim)
+
+    def forward(self, x, sizes=None):
+        return self.mix(x, sizes=sizes) + x
+
+
+class Net(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.embed = nn.Linear(4, dim)
+        self.block = Block(dim)
+
+    def forward(self, x):
+        x = self.embed(x)
+        return self.block(x, sizes=(1, x.shape[1] - 1))
+'''
+
+
+def test_a_child_its_own_assertion_refuses_alone_passes_inside_the_parent_that_runs_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Block leaves ``sizes`` at None alone, which PerPart asserts against; Net passes it
+    # and runs both: they pass with the input Net gives them
+    _, cells = run_cells(tmp_path, {"net.py": ASSERTED_SIZES})
+    for name in ("Block", "PerPart"):
+        cell = cells[name]
+        assert (cell.status, cell.graph, cell.ran_inside) == ("pass", "pass", "net.Net"), (
+            name, cell.error)
+    # a Cell with no parent that runs it keeps its failure
+    alone = ASSERTED_SIZES.split("class Net")[0]
+    _, cells = run_cells(tmp_path / "alone", {"net.py": alone})
+    assert cells["Block"].status == "fail"
