@@ -47,6 +47,10 @@ Ref = Callable[[Any], Any]
     ("reduce", "b ... -> b", {}, "mean", (2, 3, 4), lambda x: x.mean(axis=(1, 2))),
     ("reduce", "b c h w -> b c", {}, "max", (2, 3, 4, 5), lambda x: x.max(axis=(2, 3))),
     ("repeat", "d -> b d", {"b": 2}, None, (5,), lambda x: np.tile(x[None], (2, 1))),
+    ("repeat", "b ... -> b r ...", {"r": 3}, None, (2, 4, 5),
+     lambda x: np.broadcast_to(x[:, None], (2, 3, 4, 5))),
+    # a table with no rows (no register tokens asked for) is repeated all the same
+    ("repeat", "n d -> b n d", {"b": 2}, None, (0, 4), lambda x: np.zeros((2, 0, 4))),
 ])
 def test_patterns_give_numpy_results(op: str, pattern: str, sizes: dict[str, int],
                                      how: str | None, shape: tuple[int, ...],
