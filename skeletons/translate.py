@@ -131,6 +131,13 @@ def _counted(call: cst.Call) -> cst.BaseExpression | None:
         lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def _unparenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``node`` without the parentheses around it, as an argument (a tuple keeps them)."""
+    if isinstance(node, (cst.Tuple, cst.GeneratorExp)) or not node.lpar:
+        return node
+    return node.with_changes(lpar=[], rpar=[])
+
+
 def _held_by_self(node: cst.BaseExpression) -> bool:
     """``self.conv``, ``self.transforms[i]``: something the instance holds."""
     held = False
@@ -1377,6 +1384,18 @@ class CellTransformer(cst.CSTTransformer):
     def visit_Expr(self, node: cst.Expr) -> bool:
         self._statement_values.add(node.value)
         return True
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation,
+                              updated_node: cst.BinaryOperation) -> cst.BaseExpression:
+        """``a ^ b`` in code forward runs: ``torch_xor(a, b)``, which compares two bools
+        (``self.cross_attend ^ exists(context)``: GRAPH_MODE's xor takes integers only)
+        and leaves integers and tensors to the operator."""
+        if not isinstance(updated_node.operator, cst.BitXor) or not self._run_by_forward():
+            return updated_node
+        call = cst.Call(cst.Name(adapters.XOR), [
+            cst.Arg(_unparenthesized(updated_node.left)),
+            cst.Arg(_unparenthesized(updated_node.right))])
+        return call.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         new = self._call(original_node, updated_node)

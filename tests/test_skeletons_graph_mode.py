@@ -186,3 +186,37 @@ def test_all_over_a_comprehension_calling_a_module_function_compiles(
     assert (cells["Down"].pynative, cells["Down"].graph) == ("pass", "pass")
     assert "assert (len([0 for d in x.shape[-2:] if not (divisible_by(d, self.factor))]) " \
            "== 0), 'odd size'" in (out / "down.py").read_text()
+
+
+EXCLUSIVE = '''\
+import torch
+import torch.nn as nn
+
+
+def exists(v):
+    return v is not None
+
+
+class Attend(nn.Module):
+    def __init__(self, dim=8, cross=False):
+        super().__init__()
+        self.cross = cross
+        self.proj = nn.Linear(dim, dim)
+        self.bits = 6
+
+    def forward(self, x, context=None):
+        assert not (self.cross ^ exists(context)), 'context only when cross attending'
+        flipped = (x > 0) ^ (x > 1)
+        return self.proj(x) * flipped.float() * (self.bits ^ 3)
+'''
+
+
+def test_an_exclusive_or_of_two_bools_compiles(tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE's ``^`` refuses two bools: they are compared; integers and tensors keep
+    # the operator
+    out, cells = run_cells(tmp_path, {"attend.py": EXCLUSIVE})
+    code = (out / "attend.py").read_text()
+    assert "assert not (torch_xor(self.cross, exists(context)))" in code
+    assert "flipped = torch_xor(x > 0, x > 1)" in code
+    assert (cells["Attend"].pynative, cells["Attend"].graph) == ("pass", "pass"), (
+        cells["Attend"].error)
