@@ -914,18 +914,23 @@ class Planner(ConstructorFinder):
         return None
 
     def _forward_rank(self, cls: str, spec: InputSpec) -> InputSpec:
-        """The input spec with the rank forward unpacks (``B, T, C = x.size()``): batch
+        """The input spec with the rank forward unpacks (``B, T, C = x.size()``, or ``b, n,
+        _, h = *x.shape, self.heads``, the shape's sizes and more after them): batch
         first, features last, 8 for each dimension in between."""
         found = self._forward_input(cls) if spec.dtype == "float32" else None
         if found is None:
             return spec
         node, _, name = found
+        starred = m.Tuple([m.StarredElement(_shape_of(name)), m.AtLeastN(
+            m.Element(), n=1)])
         for assign in find_all(node.body, m.Assign(targets=[m.AssignTarget(m.Tuple())],
-                                                    value=_shape_of(name))):
+                                                    value=_shape_of(name) | starred)):
             assert isinstance(assign, cst.Assign)
             target = assign.targets[0].target
             assert isinstance(target, cst.Tuple)
-            rank = len(target.elements)
+            more = len(assign.value.elements) - 1 if isinstance(assign.value, cst.Tuple) \
+                else 0
+            rank = len(target.elements) - more
             if rank != len(spec.shape) and rank >= 2:
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))

@@ -17,6 +17,8 @@ from msready.analyzer.result import SkeletonResult
 from msready.analyzer.scan import ScanOptions, scan
 from msready.skeletons import arguments, values
 from msready.skeletons.generate import build_skeletons
+from msready.skeletons.inputs import InputSpec
+from msready.skeletons.shapes import Planner
 
 # ``run_cells`` (conftest): write files, scan, generate and run the Cells
 CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
@@ -3457,3 +3459,35 @@ def test_a_child_its_own_assertion_refuses_alone_passes_inside_the_parent_that_r
     alone = ASSERTED_SIZES.split("class Net")[0]
     _, cells = run_cells(tmp_path / "alone", {"net.py": alone})
     assert cells["Block"].status == "fail"
+
+
+UNPACKED_WITH_MORE = '''\
+from torch import nn
+
+
+class Heads(nn.Module):
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+
+    def forward(self, x):
+        b, n, _, h = *x.shape, self.heads
+        q, k, v = self.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = (t.reshape(b, n, h, -1).transpose(1, 2) for t in (q, k, v))
+        attn = (q @ k.transpose(-1, -2)).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(b, n, -1)
+'''
+
+
+def test_a_shape_unpacked_with_more_values_after_it_gives_the_rank(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``b, n, _, h = *x.shape, self.heads``: three of the four names are the input's sizes,
+    # planned first (not (2, 16), what the Linear layer alone would take)
+    _, cells = run_cells(tmp_path, {"heads.py": UNPACKED_WITH_MORE})
+    cell = cells["Heads"]
+    assert (cell.pynative, cell.graph, cell.input_shape) == ("pass", "pass", "(2, 8, 16)"), (
+        cell.error)
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    assert planner.input_of("heads.Heads", planner.environment("heads.Heads", {})) == \
+        InputSpec((2, 8, 16))
