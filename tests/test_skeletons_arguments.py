@@ -3491,3 +3491,33 @@ def test_a_shape_unpacked_with_more_values_after_it_gives_the_rank(
     planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
     assert planner.input_of("heads.Heads", planner.environment("heads.Heads", {})) == \
         InputSpec((2, 8, 16))
+
+
+VIDEO = '''\
+import torch
+from torch import nn
+from einops.layers.torch import Rearrange
+
+
+class Clips(nn.Module):
+    def __init__(self, image_size=16, patch=4, frames=4, frame_patch=2, dim=8):
+        super().__init__()
+        self.to_tokens = nn.Sequential(
+            Rearrange('b c (f pf) (h p1) (w p2) -> b f (h w) (pf p1 p2 c)', p1=patch,
+                      p2=patch, pf=frame_patch),
+            nn.Linear(patch * patch * frame_patch * 3, dim))
+        self.pos = nn.Parameter(torch.randn(1, frames // frame_patch,
+                                            (image_size // patch) ** 2, dim))
+
+    def forward(self, video):
+        return self.to_tokens(video) + self.pos
+'''
+
+
+def test_a_video_gets_the_frames_and_the_image_size_the_class_is_built_for(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # its time and space positions are made for 4 frames of 16 x 16
+    _, cells = run_cells(tmp_path, {"clips.py": VIDEO})
+    cell = cells["Clips"]
+    assert (cell.pynative, cell.graph, cell.input_shape) == (
+        "pass", "pass", "(2, 3, 4, 16, 16)"), cell.error
