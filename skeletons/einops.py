@@ -20,7 +20,11 @@ MERGED = ""  # ends a group that merges the axes an ellipsis stands for: ``(...)
 FUNCTIONS = ("rearrange", "repeat", "reduce")
 LAYERS = ("Rearrange", "Reduce", "Repeat")
 _REDUCTIONS = {"mean": "ops.mean({t}, {axes})", "sum": "ops.sum({t}, {axes})",
-               "max": "ops.amax({t}, {axes})", "min": "ops.amin({t}, {axes})",
+               # (of a mask: any / all, as MindSpore's CPU amax / amin take no bools)
+               "max": "ops.amax({t}, {axes}) if {t}.dtype != mindspore.bool_ else "
+                      "ops.any({t}, {axes})",
+               "min": "ops.amin({t}, {axes}) if {t}.dtype != mindspore.bool_ else "
+                      "ops.all({t}, {axes})",
                "prod": "ops.prod({t}, {axes})"}
 
 

@@ -55,11 +55,22 @@ Ref = Callable[[Any], Any]
 def test_patterns_give_numpy_results(op: str, pattern: str, sizes: dict[str, int],
                                      how: str | None, shape: tuple[int, ...],
                                      expected: Ref) -> None:
-    namespace: dict[str, Any] = {"ops": ops}
+    namespace: dict[str, Any] = {"ops": ops, "mindspore": mindspore}
     exec(function_source("f", op, pattern, list(sizes), how), namespace)
     x = np.random.default_rng(0).random(shape).astype(np.float32)
     got = namespace["f"](mindspore.Tensor(x), **sizes).asnumpy()
     np.testing.assert_allclose(got, expected(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize(("how", "expected"), [("max", np.any), ("min", np.all)])
+def test_a_mask_reduced_by_max_or_min_tells_whether_any_or_all_hold(
+        how: str, expected: Callable[..., Any]) -> None:
+    # (a mask pooled per patch; MindSpore's CPU amax / amin take no bools)
+    namespace: dict[str, Any] = {"ops": ops, "mindspore": mindspore}
+    exec(function_source("f", "reduce", "b (h p) -> b h", ["p"], how), namespace)
+    mask = np.random.default_rng(0).random((2, 6)) > 0.5
+    got = namespace["f"](mindspore.Tensor(mask), p=2).asnumpy()
+    np.testing.assert_array_equal(got, expected(mask.reshape(2, 3, 2), axis=2))
 
 
 @pytest.mark.parametrize(("op", "pattern"), [
