@@ -1385,6 +1385,20 @@ class CellTransformer(cst.CSTTransformer):
         self._statement_values.add(node.value)
         return True
 
+    def leave_ComparisonTarget(self, original_node: cst.ComparisonTarget,
+                               updated_node: cst.ComparisonTarget) -> cst.ComparisonTarget:
+        """``x.ndim in {3, 2}`` in code forward runs: the set written as a tuple (GRAPH_MODE
+        has no sets; membership is the same)."""
+        if isinstance(updated_node.operator, (cst.In, cst.NotIn)) and isinstance(
+                updated_node.comparator, cst.Set) and self._run_by_forward():
+            items = updated_node.comparator
+            elements = [*items.elements]
+            if len(elements) == 1 and isinstance(elements[0], cst.Element):
+                elements[0] = elements[0].with_changes(comma=cst.Comma())
+            return updated_node.with_changes(comparator=cst.Tuple(
+                elements, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        return updated_node
+
     def leave_BinaryOperation(self, original_node: cst.BinaryOperation,
                               updated_node: cst.BinaryOperation) -> cst.BaseExpression:
         """``a ^ b`` in code forward runs: ``torch_xor(a, b)``, which compares two bools

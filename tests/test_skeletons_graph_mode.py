@@ -220,3 +220,32 @@ def test_an_exclusive_or_of_two_bools_compiles(tmp_path: Path, run_cells: CellRu
     assert "flipped = torch_xor(x > 0, x > 1)" in code
     assert (cells["Attend"].pynative, cells["Attend"].graph) == ("pass", "pass"), (
         cells["Attend"].error)
+
+
+MEMBERSHIP = '''\
+import torch.nn as nn
+
+
+class Mask(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.kinds = {'cls', 'mean'}
+
+    def forward(self, x):
+        assert x.ndim in {3, 2}, 'tokens or one vector'
+        assert x.ndim not in {5}
+        return self.proj(x)
+'''
+
+
+def test_a_set_a_value_is_looked_up_in_is_written_as_a_tuple(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE has no sets; the constructor's set stays one
+    out, cells = run_cells(tmp_path, {"mask.py": MEMBERSHIP})
+    code = (out / "mask.py").read_text()
+    assert "assert x.ndim in (3, 2), 'tokens or one vector'" in code
+    assert "assert x.ndim not in (5,)" in code
+    assert "self.kinds = {'cls', 'mean'}" in code
+    assert (cells["Mask"].pynative, cells["Mask"].graph) == ("pass", "pass"), (
+        cells["Mask"].error)
