@@ -59,6 +59,7 @@ COMPOSED = {
     "torch.nn.RMSNorm": "TorchRMSNorm",
     "torch.nn.functional.rms_norm": "torch_rms_norm",
     "torch.unique": "torch_unique",
+    "torch.finfo": "torch_finfo",
     "torch.nn.functional.fold": "torch_fold",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
@@ -209,6 +210,30 @@ class TorchWeightNorm(nn.Cell):
             return ops.conv2d(x, weight, module.bias, module.stride, module.pad_mode,
                               module.padding, module.dilation, module.group)
         raise NotImplementedError("weight_norm: msready composes it for Dense and Conv2d")
+''',
+    "torch_finfo": '''
+import collections as collections_
+
+TorchFinfo = collections_.namedtuple("TorchFinfo", "bits eps max min tiny smallest_normal "
+                                                   "resolution")
+_FINFO = (  # (torch's values)
+    (mindspore.float16, 16, 0.0009765625, 65504.0, 6.103515625e-05, 0.001),
+    (mindspore.bfloat16, 16, 0.0078125, 3.3895313892515355e+38, 1.1754943508222875e-38, 0.01),
+    (mindspore.float32, 32, 1.1920928955078125e-07, 3.4028234663852886e+38,
+     1.1754943508222875e-38, 1e-06),
+    (mindspore.float64, 64, 2.220446049250313e-16, 1.7976931348623157e+308,
+     2.2250738585072014e-308, 1e-15),
+)
+
+
+def torch_finfo(type=None):
+    """torch.finfo: the limits of a floating point type (float32 when none is given), as
+    a named tuple, which GRAPH_MODE also reads."""
+    for dtype, bits, eps, largest, tiny, resolution in _FINFO:
+        if type == dtype:
+            return TorchFinfo(bits, eps, largest, -largest, tiny, tiny, resolution)
+    bits, eps, largest, tiny, resolution = _FINFO[2][1:]
+    return TorchFinfo(bits, eps, largest, -largest, tiny, tiny, resolution)
 ''',
     "torch_fan_in_and_fan_out": '''
 def torch_fan_in_and_fan_out(tensor):

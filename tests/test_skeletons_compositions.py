@@ -980,3 +980,37 @@ def test_methods_mindspore_tensors_lack_are_composed_in_the_cell(
     assert "torch_clamp_min(scores, -5.0)" in code
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph) == ("pass", "pass")
+
+
+@pytest.mark.parametrize(("dtype", "torch_dtype"), [
+    ("float16", torch.float16), ("bfloat16", torch.bfloat16), ("float32", torch.float32),
+    ("float64", torch.float64), (None, None)])
+def test_finfo(composed: dict[str, Callable[..., Any]], dtype: Any, torch_dtype: Any) -> None:
+    got = composed["torch_finfo"](None if dtype is None else getattr(mindspore, dtype))
+    want = torch.finfo(torch_dtype) if torch_dtype is not None else torch.finfo()
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(got, field) == getattr(want, field), field
+
+
+MASKED_SCORES = '''\
+import torch
+import torch.nn as nn
+
+
+class Masked(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        scores = self.proj(x)
+        big = torch.finfo(scores.dtype).max
+        return scores.masked_fill(scores > 0.5, -big).softmax(dim=-1) * torch.finfo().eps
+'''
+
+
+def test_a_type_s_limits_are_read_in_both_modes(tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"masked.py": MASKED_SCORES})
+    assert "big = torch_finfo(scores.dtype).max" in (out / "masked.py").read_text()
+    assert (cells["Masked"].pynative, cells["Masked"].graph) == ("pass", "pass"), (
+        cells["Masked"].error)
