@@ -180,6 +180,21 @@ def test_pack_then_unpack_gives_back_each_tensor() -> None:
     np.testing.assert_array_equal(back[1].asnumpy(), b)
 
 
+
+def test_a_piece_with_no_values_is_packed_and_unpacked() -> None:
+    # no register tokens: a (2, 0, 5) table packed beside the tokens, and back
+    namespace: dict[str, Any] = {"ops": ops}
+    exec(compositions.SOURCES["einops_pack"] + compositions.SOURCES["einops_unpack"],
+         namespace)
+    empty = np.zeros((2, 0, 5), np.float32)
+    tokens = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32)
+    packed, shapes = namespace["einops_pack"](
+        [mindspore.Tensor(empty), mindspore.Tensor(tokens)], "b * c")
+    none, back = namespace["einops_unpack"](packed, shapes, "b * c")
+    assert tuple(none.shape) == (2, 0, 5)
+    np.testing.assert_array_equal(back.asnumpy(), tokens)
+
+
 TIMESTEP_EMBEDDING = '''\
 import math
 
