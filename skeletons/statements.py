@@ -216,12 +216,14 @@ _MAIN_TEST = m.Comparison(left=m.Name("__name__"), comparisons=[m.ComparisonTarg
     left=m.SimpleString(), comparisons=[m.ComparisonTarget(m.Equal(), m.Name("__name__"))])
 
 
-def script_classes(stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+def script_classes(stmt: cst.BaseStatement, dropped: frozenset[str] = frozenset()
+                   ) -> list[cst.BaseStatement]:
     """The classes a script defines in its ``if __name__ == "__main__":`` block (a mock
     network passed to a constructor), kept at module level when the block is dropped:
     defining a class runs no script code, as long as what runs at its definition (bases,
     decorators, class-level statements, default values) reads none of the block's own
-    variables. [] for any other statement."""
+    variables, nor a module-level name the Cell file ``dropped``. [] for any other
+    statement."""
     if not isinstance(stmt, cst.If) or not m.matches(stmt.test, _MAIN_TEST) \
             or not isinstance(stmt.body, cst.IndentedBlock):
         return []
@@ -231,29 +233,54 @@ def script_classes(stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
         if not isinstance(node, cst.ClassDef):
             continue
         hoisted = {c.name.value for c in kept if isinstance(c, cst.ClassDef)}
-        if _definition_reads(node) & (bound - hoisted - {node.name.value}):
+        if _definition_reads(node) & ((bound - hoisted - {node.name.value}) | dropped):
             continue
         kept.append(node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
     return kept
 
 
 def _bound(block: cst.IndentedBlock) -> set[str]:
-    """The names a block binds anywhere in it (assigned, looped over, imported, defined)."""
-    names: set[str] = set()
-    for node in find_all(block, m.AssignTarget() | m.AnnAssign() | m.AugAssign() | m.For()
-                         | m.AsName() | m.ImportAlias() | m.FunctionDef() | m.ClassDef()
-                         | m.NamedExpr()):
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            names.add(node.name.value)
-        elif isinstance(node, cst.ImportAlias):
-            if node.asname is None:  # (``as`` names are the AsName nodes)
-                names.add((dotted(node.name) or "").split(".")[0])
-        elif isinstance(node, cst.AsName):
-            names |= _names(node.name)
-        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
-                               cst.NamedExpr)):
-            names |= _names(node.target)
-    return names - {""}
+    """The names a block binds (assigned, looped over, imported, defined), in its own
+    scope: not inside the functions and classes it defines."""
+    binder = _Binder()
+    block.visit(binder)
+    return binder.names - {""}
+
+
+class _Binder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:  # (``as`` names are the AsName nodes)
+            self.names.add((dotted(node.name) or "").split(".")[0])
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self.names |= _names(node.name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.names |= _names(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.names |= _names(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.names |= _names(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.names |= _names(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.names |= _names(node.target)
 
 
 def _names(node: cst.CSTNode) -> set[str]:
@@ -274,6 +301,11 @@ def _definition_reads(node: cst.ClassDef | cst.FunctionDef) -> set[str]:
         for stmt in node.body.body:
             if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
                 names |= _definition_reads(stmt)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:  # the values, not the names they are bound to
+                    value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) \
+                        else small
+                    names |= {n.value for n in _reads(value)} if value is not None else set()
             else:
                 names |= {n.value for n in _reads(stmt)}
     return names

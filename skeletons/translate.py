@@ -512,7 +512,7 @@ class CellTransformer(cst.CSTTransformer):
                 new = settings(names, self.parsed.module, stmt)
             elif not keep_top(stmt) or (isinstance(stmt, cst.SimpleStatementLine)
                                         and self._reads_dropped(stmt)):
-                body += script_classes(stmt)
+                body += script_classes(stmt, frozenset(self._dropped_names))
                 kept = self._standard_constant(stmt)
                 new = kept or placeholder(stmt, self._imported)
                 if kept is None:  # later values built from these are dropped too

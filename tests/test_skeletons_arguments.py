@@ -3364,6 +3364,8 @@ SCRIPT_MOCK = '''\
 import torch
 from torch import nn
 
+SEED = int(open("seed.txt").read())
+
 
 class Pooler(nn.Module):
     def __init__(self, dim, mask_maker=None):
@@ -3388,6 +3390,12 @@ if __name__ == "__main__":
         def forward(self, x):
             return x
 
+    class Seeded(nn.Module):  # reads a value the Cell file drops (it reads a file)
+        seed = SEED
+
+        def forward(self, x):
+            return x
+
     x = torch.randn(3, 16)
     net = Pooler(16, mask_maker=HalfMask())
     print(net(x).shape)
@@ -3406,7 +3414,8 @@ def test_a_class_the_script_part_defines_is_kept_for_the_constructor_it_is_passe
     assert cells["Pooler"].synthesized == ""
     code = (out / "pool.py").read_text()
     assert "\n\nclass HalfMask(nn.Cell):" in code
-    assert "class Scripted" not in code and "print(" not in code
+    assert "class Scripted" not in code and "class Seeded" not in code
+    assert "print(" not in code
 
 
 ASSERTED_SIZES = '''\
