@@ -47,6 +47,8 @@ KEYWORDS = "torch_kwargs"
 ADD_MODULE = "torch_add_module"
 LAYER = "torch_layer"
 TO = "torch_to"
+# Python's ``^`` in code GRAPH_MODE compiles (it refuses two bools)
+XOR = "torch_xor"
 LEGACY_TENSOR = "torch_legacy_tensor"
 # A torch name left in a Cell (no MindSpore form for the target) reads as this stand-in:
 # the file imports, and only the code that reaches the name fails, saying which it is.
@@ -265,6 +267,14 @@ def torch_to(x, dtype):
     """Tensor.to with a dtype known only at run time: None, torch's way of asking for
     x's own dtype, keeps x; any other dtype casts."""
     return x if dtype is None else x.astype(dtype)
+''',
+    XOR: '''
+def torch_xor(a, b):
+    """``a ^ b``: of two bools, whether they differ (GRAPH_MODE's xor takes integers
+    only); of anything else, the operator."""
+    if isinstance(a, bool) and isinstance(b, bool):
+        return a != b
+    return a ^ b
 ''',
     MESHGRID: '''
 def torch_meshgrid(*tensors, indexing=None):

@@ -572,6 +572,7 @@ def _shapes(arrays: list[Any]) -> Shapes:
 # ``x.shape``, a padding mode's least rank, an axis beyond the input's rank.
 _RANK = (re.compile(r"shape size must be equal to (\d+), but got (\d+)"),
          re.compile(r"in_shape must have (\d+) dims, but got (\d+)"),
+         re.compile(r"dimension of input x must be equal to (\d+), but got (\d+)"),
          re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)"),
          re.compile(r"too many values to unpack \(expected (\d+)\)"))
 # (with what to add to the number read for the least rank: an axis, or a rank too small)

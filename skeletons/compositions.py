@@ -787,7 +787,8 @@ def einops_pack(tensors, pattern):
     "einops_unpack": '''
 def einops_unpack(tensor, shapes, pattern):
     """einops.unpack: ``tensor`` split along the ``*`` axis into the pieces einops_pack
-    joined, each with the shape of its axes restored."""
+    joined, each with the shape of its axes restored; sliced, so a piece with no values
+    (an empty table of tokens) comes back empty (``narrow`` takes no zero length)."""
     before = pattern.split().index("*")
     shape = tuple(tensor.shape)
     out, start = [], 0
@@ -795,7 +796,7 @@ def einops_unpack(tensor, shapes, pattern):
         size = 1
         for d in middle:
             size *= d
-        piece = tensor.narrow(before, start, size)
+        piece = tensor[(slice(None),) * before + (slice(start, start + size),)]
         out.append(piece.reshape(shape[:before] + tuple(middle) + shape[before + 1:]))
         start += size
     return out

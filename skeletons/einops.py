@@ -4,7 +4,7 @@
 ``Rearrange`` / ``Reduce`` layers) with a pattern written as a string literal become a
 small module-level function of the generated file: read the input's shape, split the
 grouped axes (``ops.reshape``), drop reduced axes (``mean`` / ``sum`` / ``amax`` / ...),
-reorder (``ops.transpose``), add repeated axes (``ops.tile``), merge groups
+reorder (``ops.transpose``), add repeated axes (``ops.broadcast_to``), merge groups
 (``ops.reshape``). Shapes are static in GRAPH_MODE, so the tuple arithmetic folds away.
 """
 
@@ -20,7 +20,11 @@ MERGED = ""  # ends a group that merges the axes an ellipsis stands for: ``(...)
 FUNCTIONS = ("rearrange", "repeat", "reduce")
 LAYERS = ("Rearrange", "Reduce", "Repeat")
 _REDUCTIONS = {"mean": "ops.mean({t}, {axes})", "sum": "ops.sum({t}, {axes})",
-               "max": "ops.amax({t}, {axes})", "min": "ops.amin({t}, {axes})",
+               # (of a mask: any / all, as MindSpore's CPU amax / amin take no bools)
+               "max": "ops.amax({t}, {axes}) if {t}.dtype != mindspore.bool_ else "
+                      "ops.any({t}, {axes})",
+               "min": "ops.amin({t}, {axes}) if {t}.dtype != mindspore.bool_ else "
+                      "ops.all({t}, {axes})",
                "prod": "ops.prod({t}, {axes})"}
 
 
@@ -121,7 +125,7 @@ def _tuple(items: list[str]) -> str:
     parts: list[str] = []
     plain: list[str] = []
     for item in items:
-        if item in ("ell__", "ones__"):
+        if item in ("ell__", "kept__"):
             if plain:
                 parts.append("(" + ", ".join(plain) + ",)")
                 plain = []
@@ -212,12 +216,15 @@ def function_source(name: str, op: str, pattern: str, sizes: list[str],
     if new:
         with_units = ["1" if n in new else ("ell__" if n == ELLIPSIS else n)
                       for n in right_names]
-        tiles = [n if n in new else ("ones__" if n == ELLIPSIS else "1")
+        # the new axes (of size one now) broadcast to their sizes, the others kept (-1):
+        # unlike ops.tile, this runs on a tensor with no values (``repeat`` of an empty
+        # table of tokens)
+        sizes = [n if n in new else ("kept__" if n == ELLIPSIS else "-1")
                  for n in right_names]
         if ELLIPSIS in right_names:
-            body.append("    ones__ = (1,) * len(ell__)")
+            body.append("    kept__ = (-1,) * len(ell__)")
         body.append(f"    x__ = ops.reshape(x__, {_tuple(with_units)})")
-        body.append(f"    x__ = ops.tile(x__, {_tuple(tiles)})")
+        body.append(f"    x__ = ops.broadcast_to(x__, {_tuple(sizes)})")
     final: list[str] = []
     merged = False
     for group in right:

@@ -213,13 +213,17 @@ def _borrow_from_parents(plans: dict[str, Plan], outcomes: dict[str, dict[str, A
     takes the parent's result, with the input the parent gave it: the same generated
     class ran, with the arguments the repository gives it. "Could not run on its own":
     no constructor arguments, no input it accepts, or a failure with values msready made
-    up (synthesized arguments or a guessed input), which is kept as a note."""
+    up (synthesized arguments or a guessed input) or refused by the code's own assertion
+    (an optional argument the parent passes, left at its default), which is kept as a
+    note."""
     for cls, plan in plans.items():
         own = outcomes.get(cls)
         failed = own is not None and own.get("pynative") != "pass"
         # synthesized arguments, or an input that is a guess (every input after the
-        # first is one: the same tensor again)
-        made_up = bool(plan.synthesized) or plan.guessed or len(plan.inputs) > 1
+        # first is one: the same tensor again), or one the code asserts against
+        made_up = bool(plan.synthesized) or plan.guessed or len(plan.inputs) > 1 or (
+            failed and own is not None and _pynative_part(own.get("error")).startswith(
+                "PyNative: AssertionError"))
         if not ((plan.reason is not None and own is None) or (failed and made_up)):
             continue
         parents = sorted((o.get("graph") != "pass", p) for p, o in outcomes.items()

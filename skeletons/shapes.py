@@ -45,6 +45,9 @@ _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
 _IMAGE_SIZE = re.compile(r"(img|image|input_img|input_image)_?(size|res|resolution)|"
                          r"(input_)?resolution|feat(ure)?_size", re.IGNORECASE)
 
+# A video's frame count, among the constructor's parameters.
+_FRAMES = re.compile(r"(num_|n_)?frames|num_frame|frame_count", re.IGNORECASE)
+
 
 @dataclass(slots=True)
 class Plan:
@@ -571,6 +574,10 @@ class Planner(ConstructorFinder):
         if size is not None:
             first = _sized(first, size)
             alternatives = [_sized(a, size) for a in alternatives]
+        frames = self._frames(cls, kwargs)
+        if frames is not None:  # a video: its frames, and its frames' sides if known
+            first = _framed(first, frames, size)
+            alternatives = [_framed(a, frames, size) for a in alternatives]
         batch = self._asserted_batch(cls)
         if batch is not None:
             first = _batched(first, batch)
@@ -612,6 +619,17 @@ class Planner(ConstructorFinder):
             if isinstance(sides, tuple) and len(sides) == 2 and all(
                     type(v) is int and 0 < v <= 512 for v in sides):
                 return sides[0], sides[1]
+        return None
+
+    def _frames(self, cls: str, kwargs: dict[str, object]) -> int | None:
+        """How many frames a video the class is built for has, from its frame count
+        parameter (:data:`_FRAMES`) with a value: ``frames=8`` (its time positions are
+        made for them). Not above 64."""
+        sig = self._signature(cls, "__init__")
+        for name, default, _ in sig[0] if sig else []:
+            if _FRAMES.fullmatch(name):
+                value = kwargs.get(name, default)
+                return value if type(value) is int and 0 < value <= 64 else None
         return None
 
     def _abstract_forward(self, cls: str) -> bool:
@@ -914,18 +932,23 @@ class Planner(ConstructorFinder):
         return None
 
     def _forward_rank(self, cls: str, spec: InputSpec) -> InputSpec:
-        """The input spec with the rank forward unpacks (``B, T, C = x.size()``): batch
+        """The input spec with the rank forward unpacks (``B, T, C = x.size()``, or ``b, n,
+        _, h = *x.shape, self.heads``, the shape's sizes and more after them): batch
         first, features last, 8 for each dimension in between."""
         found = self._forward_input(cls) if spec.dtype == "float32" else None
         if found is None:
             return spec
         node, _, name = found
+        starred = m.Tuple([m.StarredElement(_shape_of(name)), m.AtLeastN(
+            m.Element(), n=1)])
         for assign in find_all(node.body, m.Assign(targets=[m.AssignTarget(m.Tuple())],
-                                                    value=_shape_of(name))):
+                                                    value=_shape_of(name) | starred)):
             assert isinstance(assign, cst.Assign)
             target = assign.targets[0].target
             assert isinstance(target, cst.Tuple)
-            rank = len(target.elements)
+            more = len(assign.value.elements) - 1 if isinstance(assign.value, cst.Tuple) \
+                else 0
+            rank = len(target.elements) - more
             if rank != len(spec.shape) and rank >= 2:
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
@@ -1043,6 +1066,17 @@ def _sized(inputs: list[InputSpec | None], size: tuple[int, int]) -> list[InputS
     """``inputs`` with the height and width of each image-shaped tensor set to ``size``."""
     return [replace(s, shape=(*s.shape[:-2], *size)) if s is not None and s.spatial == 2
             else s for s in inputs]
+
+
+def _framed(inputs: list[InputSpec | None], frames: int, size: tuple[int, int] | None
+            ) -> list[InputSpec | None]:
+    """``inputs`` with the frames (the first of three sides) of each video-shaped tensor
+    set to ``frames``, and its height and width to ``size`` when given and the video
+    stays small (eight frames of 256 x 256)."""
+    if size is not None and frames * size[0] * size[1] > 8 * 256 * 256:
+        size = None
+    return [replace(s, shape=(*s.shape[:-3], frames, *(size or s.shape[-2:])))
+            if s is not None and s.spatial == 3 else s for s in inputs]
 
 
 def _unpermuted(spec: InputSpec | None, order: tuple[int, ...] | None) -> InputSpec | None:

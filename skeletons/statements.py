@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.names import dotted
 from msready.analyzer.repo import TORCH_ROOTS
 from msready.analyzer.syntax import code, find_all
 from msready.skeletons.adapters import STAND_IN
@@ -207,6 +208,114 @@ def placeholder(stmt: cst.BaseStatement, imported: set[str]) -> cst.BaseStatemen
         "MS100", f"`{code(stmt.with_changes(leading_lines=[])).strip()[:120]}` is computed "
                  "with torch or script code; "
                  f"other files import it: {value} stands in, give it its MindSpore value")])
+
+
+# ``if __name__ == "__main__":`` (either order of the comparison)
+_MAIN_TEST = m.Comparison(left=m.Name("__name__"), comparisons=[m.ComparisonTarget(
+    m.Equal(), comparator=m.SimpleString())]) | m.Comparison(
+    left=m.SimpleString(), comparisons=[m.ComparisonTarget(m.Equal(), m.Name("__name__"))])
+
+
+def script_classes(stmt: cst.BaseStatement, dropped: frozenset[str] = frozenset()
+                   ) -> list[cst.BaseStatement]:
+    """The classes a script defines in its ``if __name__ == "__main__":`` block (a mock
+    network passed to a constructor), kept at module level when the block is dropped:
+    defining a class runs no script code, as long as what runs at its definition (bases,
+    decorators, class-level statements, default values) reads none of the block's own
+    variables, nor a module-level name the Cell file ``dropped``. [] for any other
+    statement."""
+    if not isinstance(stmt, cst.If) or not m.matches(stmt.test, _MAIN_TEST) \
+            or not isinstance(stmt.body, cst.IndentedBlock):
+        return []
+    bound = _bound(stmt.body)
+    kept: list[cst.BaseStatement] = []
+    for node in stmt.body.body:
+        if not isinstance(node, cst.ClassDef):
+            continue
+        hoisted = {c.name.value for c in kept if isinstance(c, cst.ClassDef)}
+        if _definition_reads(node) & ((bound - hoisted - {node.name.value}) | dropped):
+            continue
+        kept.append(node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+    return kept
+
+
+def _bound(block: cst.IndentedBlock) -> set[str]:
+    """The names a block binds (assigned, looped over, imported, defined), in its own
+    scope: not inside the functions and classes it defines."""
+    binder = _Binder()
+    block.visit(binder)
+    return binder.names - {""}
+
+
+class _Binder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:  # (``as`` names are the AsName nodes)
+            self.names.add((dotted(node.name) or "").split(".")[0])
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self.names |= _names(node.name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.names |= _names(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.names |= _names(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.names |= _names(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.names |= _names(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.names |= _names(node.target)
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in find_all(node, m.Name()) if isinstance(n, cst.Name)}
+
+
+def _definition_reads(node: cst.ClassDef | cst.FunctionDef) -> set[str]:
+    """The names read when a class or function is defined: its decorators, bases and
+    default values, and a class's own statements (not the bodies of its methods)."""
+    parts: list[cst.CSTNode] = [d.decorator for d in node.decorators]
+    if isinstance(node, cst.FunctionDef):
+        parts += [p.default for p in (*node.params.params, *node.params.kwonly_params,
+                                      *node.params.posonly_params) if p.default is not None]
+    else:
+        parts += [a.value for a in node.bases] + [a.value for a in node.keywords]
+    names = {n.value for part in parts for n in _reads(part)}
+    if isinstance(node, cst.ClassDef):
+        for stmt in node.body.body:
+            if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+                names |= _definition_reads(stmt)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:  # the values, not the names they are bound to
+                    value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) \
+                        else small
+                    names |= {n.value for n in _reads(value)} if value is not None else set()
+            else:
+                names |= {n.value for n in _reads(stmt)}
+    return names
+
+
+def _reads(node: cst.CSTNode) -> list[cst.Name]:
+    """The names a piece of code reads (not the attribute names after a dot)."""
+    attrs = {id(a.attr) for a in find_all(node, m.Attribute()) if isinstance(a, cst.Attribute)}
+    return [n for n in find_all(node, m.Name()) if isinstance(n, cst.Name)
+            and id(n) not in attrs]
 
 
 def import_fallback(stmt: cst.BaseStatement) -> list[cst.BaseStatement] | None:

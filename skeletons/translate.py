@@ -68,6 +68,7 @@ from msready.skeletons.statements import (
     is_torch,
     keep_top,
     placeholder,
+    script_classes,
     settings,
     todo_line,
     unbound_bases,
@@ -131,6 +132,13 @@ def _counted(call: cst.Call) -> cst.BaseExpression | None:
         [cst.ComparisonTarget(cst.Equal() if every else cst.GreaterThan(),
                               cst.Integer("0"))],
         lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _unparenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``node`` without the parentheses around it, as an argument (a tuple keeps them)."""
+    if isinstance(node, (cst.Tuple, cst.GeneratorExp)) or not node.lpar:
+        return node
+    return node.with_changes(lpar=[], rpar=[])
 
 
 def _held_by_self(node: cst.BaseExpression) -> bool:
@@ -510,6 +518,7 @@ class CellTransformer(cst.CSTTransformer):
                 new = settings(names, self.parsed.module, stmt)
             elif not keep_top(stmt) or (isinstance(stmt, cst.SimpleStatementLine)
                                         and self._reads_dropped(stmt)):
+                body += script_classes(stmt, frozenset(self._dropped_names))
                 kept = self._standard_constant(stmt)
                 new = kept or placeholder(stmt, self._imported)
                 if kept is None:  # later values built from these are dropped too
@@ -1420,6 +1429,32 @@ class CellTransformer(cst.CSTTransformer):
     def visit_Expr(self, node: cst.Expr) -> bool:
         self._statement_values.add(node.value)
         return True
+
+    def leave_ComparisonTarget(self, original_node: cst.ComparisonTarget,
+                               updated_node: cst.ComparisonTarget) -> cst.ComparisonTarget:
+        """``x.ndim in {3, 2}`` in code forward runs: the set written as a tuple (GRAPH_MODE
+        has no sets; membership is the same)."""
+        if isinstance(updated_node.operator, (cst.In, cst.NotIn)) and isinstance(
+                updated_node.comparator, cst.Set) and self._run_by_forward():
+            items = updated_node.comparator
+            elements = [*items.elements]
+            if len(elements) == 1 and isinstance(elements[0], cst.Element):
+                elements[0] = elements[0].with_changes(comma=cst.Comma())
+            return updated_node.with_changes(comparator=cst.Tuple(
+                elements, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        return updated_node
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation,
+                              updated_node: cst.BinaryOperation) -> cst.BaseExpression:
+        """``a ^ b`` in code forward runs: ``torch_xor(a, b)``, which compares two bools
+        (``self.cross_attend ^ exists(context)``: GRAPH_MODE's xor takes integers only)
+        and leaves integers and tensors to the operator."""
+        if not isinstance(updated_node.operator, cst.BitXor) or not self._run_by_forward():
+            return updated_node
+        call = cst.Call(cst.Name(adapters.XOR), [
+            cst.Arg(_unparenthesized(updated_node.left)),
+            cst.Arg(_unparenthesized(updated_node.right))])
+        return call.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         new = self._call(original_node, updated_node)

@@ -83,6 +83,16 @@ SAME = [
     ("torch.nn.MaxPool2d(3, 2, 1)", "nn.MaxPool2d(3, 2, padding=1, pad_mode='pad')"),
     ("torch.nn.AvgPool2d(2, ceil_mode=True)",
      "nn.AvgPool2d(2, ceil_mode=True, pad_mode='pad', stride=2)"),
+    # the 1-D and 3-D poolings refuse a padding as well unless pad_mode='pad'; with it they
+    # take torch's one amount per axis
+    ("torch.nn.MaxPool3d(3, 2, 1)", "nn.MaxPool3d(3, 2, padding=1, pad_mode='pad')"),
+    ("torch.nn.MaxPool3d(3, 2, (0, p, p))",
+     "nn.MaxPool3d(3, 2, padding=(0, p, p), pad_mode='pad')"),
+    ("torch.nn.MaxPool1d(3, 2, 1)", "nn.MaxPool1d(3, 2, padding=1, pad_mode='pad')"),
+    ("torch.nn.AvgPool3d(3, 2, (0, 1, 1))",
+     "nn.AvgPool3d(3, 2, padding=(0, 1, 1), pad_mode='pad')"),
+    ("torch.nn.AvgPool1d(3, 2, 1)", "nn.AvgPool1d(3, 2, padding=1, pad_mode='pad')"),
+    ("torch.nn.MaxPool3d(2)", "nn.MaxPool3d(2, stride=2)"),
     # renames from the API table, the same list on both sides
     ("torch.nn.Linear(10, 20, bias=False)", "nn.Dense(10, 20, has_bias=False)"),
     ("torch.nn.LSTM(10, 20, 2, bias=False)", "nn.LSTM(10, 20, 2, has_bias=False)"),

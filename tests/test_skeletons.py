@@ -342,6 +342,51 @@ def test_functional_convolution_padding_matches_torch(tmp_path: Path) -> None:
     assert "c = ops.conv2d(x, self.weight, groups=1, pad_mode='pad', padding=(1, 1))" in code
 
 
+PADDED_POOLS = '''\
+from torch import nn
+
+
+class Clip(nn.Module):
+    def __init__(self, chan=4, frame_padding=None, padding=1):
+        super().__init__()
+        if frame_padding is None:
+            frame_padding = 0
+        self.stem = nn.Conv3d(3, chan, 1)
+        self.max = nn.MaxPool3d(3, stride=(1, 2, 2), padding=(frame_padding, padding, padding))
+        self.avg = nn.AvgPool3d(3, stride=2, padding=padding)
+
+    def forward(self, x):
+        x = self.stem(x)
+        return self.max(x) + self.avg(x)[:, :, :1]
+
+
+class Wave(nn.Module):
+    def __init__(self, padding=1):
+        super().__init__()
+        self.stem = nn.Conv1d(2, 4, 1)
+        self.max = nn.MaxPool1d(3, 2, padding)
+        self.avg = nn.AvgPool1d(3, 2, padding)
+
+    def forward(self, x):
+        x = self.stem(x)
+        return self.max(x) + self.avg(x)
+'''
+
+
+def test_padded_1d_and_3d_poolings_match_torch(tmp_path: Path) -> None:
+    # a padding (here held by names) needs pad_mode='pad' in MindSpore's 1-D and 3-D pools
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pools.py").write_text(PADDED_POOLS)
+    result = scan(str(repo), options=ScanOptions(jobs=1, cache=False, target="cpu"))
+    cells = {s.torch_class.rsplit(".", 1)[1]: s for s in build_skeletons(
+        result, tmp_path / "out", run=True, compare_torch=True, cache=False)}
+    for name in ("Clip", "Wave"):
+        cell = cells[name]
+        assert (cell.pynative, cell.graph) == ("pass", "pass"), (name, cell.error)
+        assert cell.max_abs_diff is not None and cell.max_abs_diff < 1e-4, name
+
+
 def test_a_padding_known_only_at_run_time_gives_the_convolutions_keywords() -> None:
     from msready.skeletons.adapters import SOURCES
     namespace: dict[str, object] = {}

@@ -17,6 +17,8 @@ from msready.analyzer.result import SkeletonResult
 from msready.analyzer.scan import ScanOptions, scan
 from msready.skeletons import arguments, values
 from msready.skeletons.generate import build_skeletons
+from msready.skeletons.inputs import InputSpec
+from msready.skeletons.shapes import Planner
 
 # ``run_cells`` (conftest): write files, scan, generate and run the Cells
 CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
@@ -3385,3 +3387,175 @@ def test_a_layer_switch_given_as_a_number_is_its_truth(tmp_path: Path,
     assert "nn.Dense(dim, dim * 2, has_bias=True)" in code
     assert "has_bias=bool(bias)" in code and "affine=True" in code
     assert (found["Head"].pynative, found["Head"].graph) == ("pass", "pass")
+
+
+SCRIPT_MOCK = '''\
+import torch
+from torch import nn
+
+SEED = int(open("seed.txt").read())
+
+
+class Pooler(nn.Module):
+    def __init__(self, dim, mask_maker=None):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.mask_maker = mask_maker
+
+    def forward(self, x):
+        mask = self.mask_maker(x) if self.mask_maker is not None else torch.ones_like(x)
+        return self.proj(x * mask)
+
+
+if __name__ == "__main__":
+    flag = True
+    Base = nn.Module if flag else object
+
+    class HalfMask(nn.Module):
+        def forward(self, x):
+            return torch.ones_like(x) * 0.5
+
+    class Scripted(Base):  # its base is the script's own variable: not kept
+        def forward(self, x):
+            return x
+
+    class Seeded(nn.Module):  # reads a value the Cell file drops (it reads a file)
+        seed = SEED
+
+        def forward(self, x):
+            return x
+
+    x = torch.randn(3, 16)
+    net = Pooler(16, mask_maker=HalfMask())
+    print(net(x).shape)
+'''
+
+
+def test_a_class_the_script_part_defines_is_kept_for_the_constructor_it_is_passed_to(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # HalfMask, defined under ``if __name__ == "__main__":``, is built there and passed to
+    # Pooler: the Cell file keeps the class (defining it runs nothing of the script), so
+    # both Cells build and run; a class whose base is the script's variable stays out
+    out, cells = run_cells(tmp_path, {"pool.py": SCRIPT_MOCK})
+    for name in ("HalfMask", "Pooler"):
+        assert (cells[name].pynative, cells[name].graph) == ("pass", "pass"), (
+            name, cells[name].error)
+    assert cells["Pooler"].synthesized == ""
+    code = (out / "pool.py").read_text()
+    assert "\n\nclass HalfMask(nn.Cell):" in code
+    assert "class Scripted" not in code and "class Seeded" not in code
+    assert "print(" not in code
+
+
+ASSERTED_SIZES = '''\
+import torch
+from torch import nn
+
+
+class PerPart(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.heads = nn.ModuleList([nn.Linear(dim, dim), nn.Linear(dim, dim)])
+
+    def forward(self, x, sizes=None):
+        assert sizes is not None
+        parts = x.split(sizes, dim=1)
+        return torch.cat([f(p) for f, p in zip(self.heads, parts)], dim=1)
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.mix = PerPart(dim)
+
+    def forward(self, x, sizes=None):
+        return self.mix(x, sizes=sizes) + x
+
+
+class Net(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.embed = nn.Linear(4, dim)
+        self.block = Block(dim)
+
+    def forward(self, x):
+        x = self.embed(x)
+        return self.block(x, sizes=(1, x.shape[1] - 1))
+'''
+
+
+def test_a_child_its_own_assertion_refuses_alone_passes_inside_the_parent_that_runs_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # Block leaves ``sizes`` at None alone, which PerPart asserts against; Net passes it
+    # and runs both: they pass with the input Net gives them
+    _, cells = run_cells(tmp_path, {"net.py": ASSERTED_SIZES})
+    for name in ("Block", "PerPart"):
+        cell = cells[name]
+        assert (cell.status, cell.graph, cell.ran_inside) == ("pass", "pass", "net.Net"), (
+            name, cell.error)
+    # a Cell with no parent that runs it keeps its failure
+    alone = ASSERTED_SIZES.split("class Net")[0]
+    _, cells = run_cells(tmp_path / "alone", {"net.py": alone})
+    assert cells["Block"].status == "fail"
+
+
+UNPACKED_WITH_MORE = '''\
+from torch import nn
+
+
+class Heads(nn.Module):
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+
+    def forward(self, x):
+        b, n, _, h = *x.shape, self.heads
+        q, k, v = self.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = (t.reshape(b, n, h, -1).transpose(1, 2) for t in (q, k, v))
+        attn = (q @ k.transpose(-1, -2)).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(b, n, -1)
+'''
+
+
+def test_a_shape_unpacked_with_more_values_after_it_gives_the_rank(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``b, n, _, h = *x.shape, self.heads``: three of the four names are the input's sizes,
+    # planned first (not (2, 16), what the Linear layer alone would take)
+    _, cells = run_cells(tmp_path, {"heads.py": UNPACKED_WITH_MORE})
+    cell = cells["Heads"]
+    assert (cell.pynative, cell.graph, cell.input_shape) == ("pass", "pass", "(2, 8, 16)"), (
+        cell.error)
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    assert planner.input_of("heads.Heads", planner.environment("heads.Heads", {})) == \
+        InputSpec((2, 8, 16))
+
+
+VIDEO = '''\
+import torch
+from torch import nn
+from einops.layers.torch import Rearrange
+
+
+class Clips(nn.Module):
+    def __init__(self, image_size=16, patch=4, frames=4, frame_patch=2, dim=8):
+        super().__init__()
+        self.to_tokens = nn.Sequential(
+            Rearrange('b c (f pf) (h p1) (w p2) -> b f (h w) (pf p1 p2 c)', p1=patch,
+                      p2=patch, pf=frame_patch),
+            nn.Linear(patch * patch * frame_patch * 3, dim))
+        self.pos = nn.Parameter(torch.randn(1, frames // frame_patch,
+                                            (image_size // patch) ** 2, dim))
+
+    def forward(self, video):
+        return self.to_tokens(video) + self.pos
+'''
+
+
+def test_a_video_gets_the_frames_and_the_image_size_the_class_is_built_for(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # its time and space positions are made for 4 frames of 16 x 16
+    _, cells = run_cells(tmp_path, {"clips.py": VIDEO})
+    cell = cells["Clips"]
+    assert (cell.pynative, cell.graph, cell.input_shape) == (
+        "pass", "pass", "(2, 3, 4, 16, 16)"), cell.error

@@ -47,15 +47,30 @@ Ref = Callable[[Any], Any]
     ("reduce", "b ... -> b", {}, "mean", (2, 3, 4), lambda x: x.mean(axis=(1, 2))),
     ("reduce", "b c h w -> b c", {}, "max", (2, 3, 4, 5), lambda x: x.max(axis=(2, 3))),
     ("repeat", "d -> b d", {"b": 2}, None, (5,), lambda x: np.tile(x[None], (2, 1))),
+    ("repeat", "b ... -> b r ...", {"r": 3}, None, (2, 4, 5),
+     lambda x: np.broadcast_to(x[:, None], (2, 3, 4, 5))),
+    # a table with no rows (no register tokens asked for) is repeated all the same
+    ("repeat", "n d -> b n d", {"b": 2}, None, (0, 4), lambda x: np.zeros((2, 0, 4))),
 ])
 def test_patterns_give_numpy_results(op: str, pattern: str, sizes: dict[str, int],
                                      how: str | None, shape: tuple[int, ...],
                                      expected: Ref) -> None:
-    namespace: dict[str, Any] = {"ops": ops}
+    namespace: dict[str, Any] = {"ops": ops, "mindspore": mindspore}
     exec(function_source("f", op, pattern, list(sizes), how), namespace)
     x = np.random.default_rng(0).random(shape).astype(np.float32)
     got = namespace["f"](mindspore.Tensor(x), **sizes).asnumpy()
     np.testing.assert_allclose(got, expected(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize(("how", "expected"), [("max", np.any), ("min", np.all)])
+def test_a_mask_reduced_by_max_or_min_tells_whether_any_or_all_hold(
+        how: str, expected: Callable[..., Any]) -> None:
+    # (a mask pooled per patch; MindSpore's CPU amax / amin take no bools)
+    namespace: dict[str, Any] = {"ops": ops, "mindspore": mindspore}
+    exec(function_source("f", "reduce", "b (h p) -> b h", ["p"], how), namespace)
+    mask = np.random.default_rng(0).random((2, 6)) > 0.5
+    got = namespace["f"](mindspore.Tensor(mask), p=2).asnumpy()
+    np.testing.assert_array_equal(got, expected(mask.reshape(2, 3, 2), axis=2))
 
 
 @pytest.mark.parametrize(("op", "pattern"), [
@@ -163,6 +178,21 @@ def test_pack_then_unpack_gives_back_each_tensor() -> None:
     back = namespace["einops_unpack"](packed, shapes, "b * c")
     np.testing.assert_array_equal(back[0].asnumpy(), a)
     np.testing.assert_array_equal(back[1].asnumpy(), b)
+
+
+
+def test_a_piece_with_no_values_is_packed_and_unpacked() -> None:
+    # no register tokens: a (2, 0, 5) table packed beside the tokens, and back
+    namespace: dict[str, Any] = {"ops": ops}
+    exec(compositions.SOURCES["einops_pack"] + compositions.SOURCES["einops_unpack"],
+         namespace)
+    empty = np.zeros((2, 0, 5), np.float32)
+    tokens = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32)
+    packed, shapes = namespace["einops_pack"](
+        [mindspore.Tensor(empty), mindspore.Tensor(tokens)], "b * c")
+    none, back = namespace["einops_unpack"](packed, shapes, "b * c")
+    assert tuple(none.shape) == (2, 0, 5)
+    np.testing.assert_array_equal(back.asnumpy(), tokens)
 
 
 TIMESTEP_EMBEDDING = '''\

@@ -215,3 +215,66 @@ def test_a_device_read_with_a_dtype_in_one_assignment_is_written_apart(
     assert code[start + 1] == "dtype = x.dtype"
     assert "rows, cols = x.shape[0], x.shape[1]" in code  # no device: one assignment
     assert (cells["Freqs"].pynative, cells["Freqs"].graph) == ("pass", "pass")
+
+
+EXCLUSIVE = '''\
+import torch
+import torch.nn as nn
+
+
+def exists(v):
+    return v is not None
+
+
+class Attend(nn.Module):
+    def __init__(self, dim=8, cross=False):
+        super().__init__()
+        self.cross = cross
+        self.proj = nn.Linear(dim, dim)
+        self.bits = 6
+
+    def forward(self, x, context=None):
+        assert not (self.cross ^ exists(context)), 'context only when cross attending'
+        flipped = (x > 0) ^ (x > 1)
+        return self.proj(x) * flipped.float() * (self.bits ^ 3)
+'''
+
+
+def test_an_exclusive_or_of_two_bools_compiles(tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE's ``^`` refuses two bools: they are compared; integers and tensors keep
+    # the operator
+    out, cells = run_cells(tmp_path, {"attend.py": EXCLUSIVE})
+    code = (out / "attend.py").read_text()
+    assert "assert not (torch_xor(self.cross, exists(context)))" in code
+    assert "flipped = torch_xor(x > 0, x > 1)" in code
+    assert (cells["Attend"].pynative, cells["Attend"].graph) == ("pass", "pass"), (
+        cells["Attend"].error)
+
+
+MEMBERSHIP = '''\
+import torch.nn as nn
+
+
+class Mask(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.kinds = {'cls', 'mean'}
+
+    def forward(self, x):
+        assert x.ndim in {3, 2}, 'tokens or one vector'
+        assert x.ndim not in {5}
+        return self.proj(x)
+'''
+
+
+def test_a_set_a_value_is_looked_up_in_is_written_as_a_tuple(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE has no sets; the constructor's set stays one
+    out, cells = run_cells(tmp_path, {"mask.py": MEMBERSHIP})
+    code = (out / "mask.py").read_text()
+    assert "assert x.ndim in (3, 2), 'tokens or one vector'" in code
+    assert "assert x.ndim not in (5,)" in code
+    assert "self.kinds = {'cls', 'mean'}" in code
+    assert (cells["Mask"].pynative, cells["Mask"].graph) == ("pass", "pass"), (
+        cells["Mask"].error)

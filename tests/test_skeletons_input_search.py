@@ -54,6 +54,9 @@ def shapes_asked(shape: tuple[int, ...], error: str) -> list[tuple[int, ...]]:
     # an axis read past the last one (an einops pattern's ``s__[2]``): one more dimension,
     # tokens of the input's width first
     ((2, 64), "IndexError: tuple index out of range", [(2, 8, 64), (2, 64, 16)]),
+    # an unfolding (Im2Col) takes four dimensions
+    ((2, 8, 64), "ValueError: For primitive[Im2Col], the dimension of input x must be equal "
+                 "to 4, but got 3.", [(2, 8, 16, 16)]),
     # unpacking ``x.shape`` says how many dimensions there are
     ((2, 16), "ValueError: not enough values to unpack (expected 4, got 2)", [(2, 16, 16, 16)]),
     ((2, 192, 16, 16), "ValueError: too many values to unpack (expected 3)", [(2, 192, 16)]),
