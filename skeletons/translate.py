@@ -824,6 +824,8 @@ class CellTransformer(cst.CSTTransformer):
             # GRAPH_MODE cannot write into a Cell's dict: a cache forward fills is dropped
             updated_node = cst.ensure_type(updated_node.visit(_MemoDrop(updated_node)),
                                            cst.FunctionDef)
+            updated_node = cst.ensure_type(updated_node.visit(_FlagTests(updated_node)),
+                                           cst.FunctionDef)
         self._tuples.pop()
         self._functions.pop()
         self._scope.pop()
@@ -2135,6 +2137,50 @@ _QUIET_CONTEXTS = {
                                "without it",
     "contextlib.nullcontext": "a context that does nothing: the block runs without it",
 }
+
+
+class _FlagTests(cst.CSTTransformer):
+    """``has_cls = self.use_cls_token`` then ``if has_cls:``: the test reads the attribute
+    itself. GRAPH_MODE takes only the branch a Cell's attribute selects, but compiles both
+    for a local name, and refuses a name bound in one branch only (``tokens, ps =
+    pack(...)`` under ``if has_cls:``, read under the next one). Only a name bound once,
+    to a plain ``self`` attribute, and a test that is the name alone or ``not`` it."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        bound: dict[str, int] = {}
+        for node in find_all(function.body, m.AssignTarget() | m.AugAssign() | m.AnnAssign()
+                             | m.For() | m.CompFor() | m.AsName() | m.NamedExpr()):
+            if isinstance(node, cst.AsName):
+                target: cst.CSTNode = node.name
+            elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For,
+                                   cst.CompFor, cst.NamedExpr)):
+                target = node.target
+            else:
+                continue
+            for bound_name in find_all(target, m.Name()):
+                if isinstance(bound_name, cst.Name):
+                    bound[bound_name.value] = bound.get(bound_name.value, 0) + 1
+        params = {p.name.value for p in (*function.params.params,
+                                         *function.params.kwonly_params,
+                                         *function.params.posonly_params)}
+        self.flags: dict[str, cst.Attribute] = {}
+        for assign in find_all(function.body, m.Assign(targets=[m.AssignTarget(m.Name())],
+                                                       value=m.Attribute(m.Name("self")))):
+            assert isinstance(assign, cst.Assign)
+            name = cst.ensure_type(assign.targets[0].target, cst.Name).value
+            if bound.get(name) == 1 and name not in params:
+                self.flags[name] = cst.ensure_type(assign.value, cst.Attribute)
+
+    def _test(self, test: cst.BaseExpression) -> cst.BaseExpression:
+        if isinstance(test, cst.Name) and test.value in self.flags:
+            return self.flags[test.value]
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and \
+                isinstance(test.expression, cst.Name) and test.expression.value in self.flags:
+            return test.with_changes(expression=self.flags[test.expression.value])
+        return test
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        return updated_node.with_changes(test=self._test(updated_node.test))
 
 
 class _MemoDrop(cst.CSTTransformer):

@@ -278,3 +278,39 @@ def test_a_set_a_value_is_looked_up_in_is_written_as_a_tuple(
     assert "self.kinds = {'cls', 'mean'}" in code
     assert (cells["Mask"].pynative, cells["Mask"].graph) == ("pass", "pass"), (
         cells["Mask"].error)
+
+
+FLAG_ALIAS = '''\
+import torch
+import torch.nn as nn
+
+
+class Tokens(nn.Module):
+    def __init__(self, dim=8, use_cls=True):
+        super().__init__()
+        self.use_cls = use_cls
+        self.cls = nn.Parameter(torch.randn(1, 1, dim))
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        has_cls = self.use_cls
+        scale = self.proj.weight
+        if has_cls:
+            x = torch.cat((self.cls.expand(x.shape[0], -1, -1), x), dim=1)
+            n_cls = 1
+        x = self.proj(x)
+        if not has_cls:
+            return x
+        return x[:, n_cls:]
+'''
+
+
+def test_a_local_name_for_a_cells_flag_is_read_as_the_flag_in_a_test(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``n_cls`` is bound under ``if has_cls:`` only: GRAPH_MODE takes the branch a Cell's
+    # attribute selects, and compiles both for a local name
+    out, cells = run_cells(tmp_path, {"tokens.py": FLAG_ALIAS})
+    code = (out / "tokens.py").read_text()
+    assert "        if self.use_cls:\n" in code and "        if not self.use_cls:\n" in code
+    assert (cells["Tokens"].pynative, cells["Tokens"].graph) == ("pass", "pass"), (
+        cells["Tokens"].error)
