@@ -18,6 +18,7 @@ behind :func:`resolve` without the planner changing.
 
 from __future__ import annotations
 
+import builtins
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -47,6 +48,7 @@ __all__ = ["NAMES", "UNKNOWN", "WIDTH", "Resolved", "Usage", "by_name", "resolve
 WIDTH = 16
 HEADS = 2
 NAMESPACE = ("types", "SimpleNamespace")
+_BUILTINS = frozenset(dir(builtins))
 # The names made up for the items of a parameter that key a dictionary (``in_features``
 # read as ``features[f] for f in in_features``): a pyramid's levels, finest first, whose
 # records (a dictionary of them: ``input_shape[f].stride``) have strides 4, 8, 16, 32.
@@ -1126,17 +1128,62 @@ def requirements(function: cst.FunctionDef) -> list[Requirement]:
     return found
 
 
+def handed_down(requirement: Requirement, bound: dict[str, cst.BaseExpression]
+                ) -> Requirement | None:
+    """A requirement of a class's constructor over what the caller gives it: each of
+    its names replaced by the argument ``bound`` to it (``len(max_tokens) == depth`` of
+    ``Transformer(dim, depth, tokens)`` is ``len(tokens) == depth`` to the caller); None
+    when it reads a name neither bound nor a builtin (a local of that constructor)."""
+    if not requirement.names <= bound.keys() | _BUILTINS:
+        return None
+
+    class Rename(cst.CSTTransformer):
+        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+            return bound.get(original.value, updated)
+
+    test = requirement.test.visit(Rename())
+    assert isinstance(test, cst.BaseExpression)
+    names = frozenset(n.value for n in find_all(test, m.Name()) if isinstance(n, cst.Name))
+    return Requirement(test, requirement.holds, names)
+
+
+def always_run_calls(function: cst.FunctionDef) -> list[cst.Call]:
+    """The calls in the statements a function always runs (not under a branch)."""
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    return [c for statement in body if isinstance(statement, cst.SimpleStatementLine)
+            for c in find_all(statement, m.Call()) if isinstance(c, cst.Call)]
+
+
 def _nearby(value: int) -> list[object]:
-    """Numbers to try in place of a synthesized ``value``: upward from it, then below."""
-    return [*range(value + 1, 257), *range(value - 1, 0, -1)]
+    """Numbers to try in place of a synthesized ``value``: upward from it, then below,
+    then fractions (a ratio the code wants strictly between 0 and 1)."""
+    return [*range(value + 1, 257), *range(value - 1, 0, -1), 0.5, 0.25, 0.75]
+
+
+def _other_lengths(value: tuple[object, ...]) -> list[object]:
+    """Sequences to try in place of a synthesized sequence of one repeated item (``dims``
+    made up as four widths, where the code wants one per stage of three): the same item,
+    the nearest lengths first."""
+    lengths = sorted((n for n in range(1, 9) if n != len(value)),
+                     key=lambda n: (abs(n - len(value)), n))
+    return [type(value)((value[0],) * n) for n in lengths]
+
+
+def _candidates(current: object) -> list[object]:
+    if isinstance(current, int) and not isinstance(current, bool):
+        return _nearby(current)
+    if isinstance(current, tuple) and current and len(set(current)) == 1:
+        return _other_lengths(current)
+    return []
 
 
 def meet(found: Sequence[Requirement], env: dict[str, object],
          adjustable: dict[str, object],
          propose: Callable[[str], object] = by_name) -> dict[str, object]:
-    """New values for ``adjustable`` names (synthesized numbers, None defaults) so that
-    no requirement over known values fails: each failing requirement changes one of its
-    names to the first candidate every requirement on that name accepts. A None default
+    """New values for ``adjustable`` names (synthesized numbers and sequences, None
+    defaults) so that no requirement over known values fails: each failing requirement
+    changes one of its names to the first candidate every requirement on that name
+    accepts. A None default
     the constructor insists on (``assert opt is not None``) takes what ``propose`` makes
     for the name."""
     env = dict(env)
@@ -1147,8 +1194,7 @@ def meet(found: Sequence[Requirement], env: dict[str, object],
         for name in sorted(requirement.names & adjustable.keys()):
             current = env.get(name)
             guess = propose(name) if current is None else UNKNOWN
-            candidates = [guess] if guess is not UNKNOWN else _nearby(current) \
-                if isinstance(current, int) and not isinstance(current, bool) else []
+            candidates = [guess] if guess is not UNKNOWN else _candidates(current)
             on_name = [r for r in found if name in r.names]
             choice = next((c for c in candidates if all(
                 truth(r.test, {**env, name: c}) is not (not r.holds) for r in on_name)), None)

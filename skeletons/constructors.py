@@ -953,8 +953,7 @@ class ConstructorFinder:
         """Synthesized numbers, and None defaults the constructor insists on, changed so
         that its ``assert`` statements and ``if ...: raise`` guards pass (WideResNet's
         ``assert (depth - 4) % 6 == 0`` takes depth=4, not 1)."""
-        found = self.method_node(cls, "__init__", own=True)
-        required = arguments.requirements(found[0]) if found else []
+        required = self._requirements(cls)
         if not required:
             return
         env = {name: resolved.kwargs.get(name, default) for name, default, _ in params}
@@ -967,6 +966,41 @@ class ConstructorFinder:
 
         for name, value in arguments.meet(required, env, adjustable, propose).items():
             resolved.kwargs[name] = resolved.synthesized[name] = value
+
+    def _requirements(self, cls: str) -> list[arguments.Requirement]:
+        """What ``cls``'s constructor requires of its arguments: its own assertions and
+        guards, and those of the repository Modules it always builds, over the names it
+        hands them (``ViT`` gives ``depth`` and ``max_tokens_per_depth`` to a
+        ``Transformer`` that asserts ``len(max_tokens_per_depth) == depth``)."""
+        found = self.method_node(cls, "__init__", own=True)
+        if found is None:
+            return []
+        node, file = found
+        required = arguments.requirements(node)
+        for call in arguments.always_run_calls(node):
+            built = self._callee(cls, call, file)
+            if built is None or built.kind != "class" or built.name == cls or \
+                    built.name not in self.model.module_classes:
+                continue
+            inner = self.method_node(built.name, "__init__", own=True)
+            if inner is None:
+                continue
+            names = self._positional_names(built.name)
+            bound: dict[str, cst.BaseExpression] = {}
+            for i, arg in enumerate(call.args):
+                if arg.star:
+                    break
+                key = arg.keyword.value if arg.keyword else (
+                    names[i] if i < len(names) else None)
+                if key is not None:
+                    bound[key] = arg.value
+            for param in method_params(inner[0]) + list(inner[0].params.kwonly_params):
+                if param.name.value not in bound and param.default is not None:
+                    bound[param.name.value] = param.default  # (a literal, or no value)
+            required += [r for r in (arguments.handed_down(q, bound)
+                                     for q in arguments.requirements(inner[0]))
+                         if r is not None]
+        return required
 
     def _forwarded(self, cls: str, params: list[tuple[str, object, bool]],
                    seen: set[str] | None = None

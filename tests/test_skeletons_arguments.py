@@ -2272,6 +2272,63 @@ def test_a_synthesized_number_meets_the_constructors_assertions(
     assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 32, 16, 16)")
 
 
+HANDED_DOWN = '''\
+from torch import nn
+
+
+class Embed(nn.Module):
+    def __init__(self, dim, image_size, patch_size=6):
+        super().__init__()
+        assert image_size % patch_size == 0, "the image must be cut into whole patches"
+        self.proj = nn.Conv2d(3, dim, patch_size, stride=patch_size)
+
+    def forward(self, x):
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class Layers(nn.Module):
+    def __init__(self, dim, depth, tokens_per_layer):
+        super().__init__()
+        assert len(tokens_per_layer) == depth, "one token count per layer"
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self, *, image_size, dim, depth, tokens_per_layer, stages, keep_ratio):
+        super().__init__()
+        assert len(stages) == 3, "three stages"
+        assert 0 < keep_ratio < 1
+        self.embed = Embed(dim, image_size)
+        self.layers = Layers(dim, depth, tokens_per_layer)
+        self.heads = nn.ModuleList([nn.Linear(dim, width) for width in stages])
+        self.keep_ratio = keep_ratio
+
+    def forward(self, x):
+        x = self.layers(self.embed(x))
+        y = x
+        for head in self.heads:
+            y = y + head(x)
+        return y
+'''
+
+
+def test_made_up_values_meet_the_assertions_of_the_modules_the_constructor_builds(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``Embed`` wants an image size its default patch size (6) divides, ``Layers`` one
+    # token count per layer: asked of the names ``Net`` hands them. ``Net`` itself wants
+    # three stages (a made-up sequence has four) and a ratio strictly between 0 and 1.
+    _, cells = run_cells(tmp_path, {"net.py": HANDED_DOWN})
+    assert cells["Net"].synthesized == ("image_size=36, dim=16, depth=4, "
+                                        "tokens_per_layer=(16, 16, 16, 16), "
+                                        "stages=(16, 16, 16), keep_ratio=0.5")
+    assert (cells["Net"].pynative, cells["Net"].graph) == ("pass", "pass")
+
+
 def requirement_changes(source: str, env: dict[str, object],
                         adjustable: dict[str, object]) -> dict[str, object]:
     function = cst.parse_module(source).body[0]
@@ -2296,6 +2353,13 @@ def test_a_raise_guard_an_assertion_and_a_none_the_constructor_insists_on() -> N
     # an assertion under a branch holds only when the branch runs: it is not a requirement
     branch = "def __init__(self, k, a=False):\n    if a:\n        assert k > 5\n"
     assert requirement_changes(branch, {"k": 3, "a": False}, {"k": 3}) == {}
+    # a made-up sequence of one item takes the length asked; a made-up number the
+    # fraction a ratio needs
+    stages = "def __init__(self, dims):\n    assert len(dims) == 3\n"
+    assert requirement_changes(stages, {"dims": (16,) * 4}, {"dims": (16,) * 4}) == \
+        {"dims": (16, 16, 16)}
+    ratio = "def __init__(self, r):\n    assert 0 < r < 1\n"
+    assert requirement_changes(ratio, {"r": 2}, {"r": 2}) == {"r": 0.5}
     # what cannot be evaluated (an attribute of self, a call) leaves the value alone
     unknown = "def __init__(self, c):\n    assert c % self.paths == 0\n"
     assert requirement_changes(unknown, {"c": 16}, {"c": 16}) == {}
