@@ -50,6 +50,7 @@ COMPOSED = {
     "torch.nn.functional.scaled_dot_product_attention": "torch_attention",
     "torch.nn.functional.multi_head_attention_forward": "torch_multi_head_attention_forward",
     "torch.roll": "torch_roll",
+    "torch.nn.utils.rnn.pad_sequence": "torch_pad_sequence",
     "torch.finfo": "torch_finfo",
     "torch.iinfo": "torch_iinfo",
     "torch.unflatten": "torch_unflatten",
@@ -750,6 +751,20 @@ def torch_iinfo(type):
     """torch.iinfo of a MindSpore integer dtype; constants, so it also compiles in
     GRAPH_MODE."""
 {_IINFO_BRANCHES}    raise TypeError("torch.iinfo takes an integer dtype")
+''',
+    "torch_pad_sequence": '''
+def torch_pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+    """torch.nn.utils.rnn.pad_sequence: tensors of different lengths (their first axis)
+    padded with ``padding_value`` to the longest and stacked, along a new first axis with
+    ``batch_first``, else a new second one."""
+    longest = max(sequence.shape[0] for sequence in sequences)
+    padded = []
+    for sequence in sequences:
+        short = longest - sequence.shape[0]
+        ends = (0, short) if padding_side == "right" else (short, 0)
+        padded.append(ops.pad(sequence, (0, 0) * (sequence.ndim - 1) + ends,
+                              value=padding_value))
+    return ops.stack(padded, 0 if batch_first else 1)
 ''',
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):

@@ -270,6 +270,16 @@ def test_tensor_unfold(composed: dict[str, Callable[..., Any]], shape: tuple[int
           torch.tensor(x).unfold(dimension, size, step))
 
 
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pad_sequence(composed: dict[str, Callable[..., Any]], batch_first: bool,
+                      side: str) -> None:
+    pieces = [_array(3, 2), _array(1, 2), _array(4, 2)]
+    _same(composed["torch_pad_sequence"]([Tensor(p) for p in pieces], batch_first, -1.0, side),
+          torch.nn.utils.rnn.pad_sequence([torch.tensor(p) for p in pieces], batch_first, -1.0,
+                                          side))
+
+
 def test_roll(composed: dict[str, Callable[..., Any]]) -> None:
     x = _array(3, 5)
     _same(composed["torch_roll"](Tensor(x), (1, -2), (0, 1)),
