@@ -946,6 +946,8 @@ class Planner(ConstructorFinder):
             assert isinstance(assign, cst.Assign)
             target = assign.targets[0].target
             assert isinstance(target, cst.Tuple)
+            if any(isinstance(e, cst.StarredElement) for e in target.elements):
+                continue  # ``*_, h, w = x.shape``: any rank of at least the names after
             more = len(assign.value.elements) - 1 if isinstance(assign.value, cst.Tuple) \
                 else 0
             rank = len(target.elements) - more

@@ -3579,6 +3579,16 @@ class Heads(nn.Module):
         q, k, v = (t.reshape(b, n, h, -1).transpose(1, 2) for t in (q, k, v))
         attn = (q @ k.transpose(-1, -2)).softmax(dim=-1)
         return (attn @ v).transpose(1, 2).reshape(b, n, -1)
+
+
+class Volumes(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        *_, h, w, dtype = *x.shape, x.dtype
+        return self.proj(x.reshape(-1, h * w)).to(dtype)
 '''
 
 
@@ -3593,6 +3603,9 @@ def test_a_shape_unpacked_with_more_values_after_it_gives_the_rank(
     planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
     assert planner.input_of("heads.Heads", planner.environment("heads.Heads", {})) == \
         InputSpec((2, 8, 16))
+    # a starred name takes any number of sizes: no rank is told
+    assert planner.input_of("heads.Volumes", planner.environment("heads.Volumes", {})) == \
+        InputSpec((2, 16))
 
 
 VIDEO = '''\
