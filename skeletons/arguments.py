@@ -862,6 +862,8 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                   *function.params.posonly_params]:
         if param.name.value == name and param.annotation is not None:
             annotation = _annotated_type(param.annotation.annotation)
+    if annotation is None:  # ``assert isinstance(vit, ViT)`` types it as an annotation does
+        annotation = _asserted_class(name, visitor.requirements)
     rebound = bool(find_all(function.body, m.AssignTarget(m.Name(name))))
     return Usage(tuple(visitor.fields), visitor.indexed, visitor.called, annotation,
                  tuple(visitor.keys), visitor.stored, visitor.length, visitor.unpacked,
@@ -869,6 +871,21 @@ def usage(name: str, function: cst.FunctionDef) -> Usage:
                  named and not mapping, a_name, mapping, tuple(visitor.choices),
                  tuple(visitor.sequence_fields.items()), tuple(visitor.number_fields),
                  rebound, visitor.layers, visitor.contains)
+
+
+def _asserted_class(name: str, asserts: Iterable[cst.Assert]) -> str | None:
+    """The one class an assertion the constructor always runs requires ``name`` to be an
+    instance of (``assert isinstance(vit, ViT)``), by its last name; None for none, for
+    several, and for the sequence types (those say only that it is indexed)."""
+    for statement in asserts:
+        test = statement.test
+        if m.matches(test, m.Call(func=m.Name("isinstance"),
+                                  args=[m.Arg(m.Name(name)), m.Arg(m.Name() | m.Attribute())])):
+            assert isinstance(test, cst.Call)
+            kind = _last_name(test.args[1].value)
+            if kind is not None and kind not in _SEQUENCE_TYPES:
+                return kind
+    return None
 
 
 def _annotated_type(ann: cst.BaseExpression) -> str | None:

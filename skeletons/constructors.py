@@ -224,7 +224,8 @@ class ConstructorFinder:
         was given (None when it takes none)."""
         used = self.param_usage(cls, param)
         if used.keys or used.indexed or used.stored or not (
-                used.called or arguments.holds_network(param)):
+                used.called or arguments.holds_network(param)
+                or self._typed_network(used) is not None):
             return None
         needed = {chain[0] for chain in used.fields} - MODULE_API  # not ``model.parameters``
         arities = self._call_arities(cls, param)
@@ -277,6 +278,14 @@ class ConstructorFinder:
         finally:
             self._networks.discard(cls)
         return found[min(found)] if found else None
+
+    def _typed_network(self, used: arguments.Usage) -> str | None:
+        """The repository Module class a parameter's annotation (or asserted
+        ``isinstance``) names, by its last name; None when it names none."""
+        if used.annotation is None:
+            return None
+        return next((c for c in sorted(self.model.module_classes)
+                     if c.rpartition(".")[2] == used.annotation), None)
 
     def stand_in_factory(self, cls: str, param: str, depth: int = 0) -> ConfigValue | None:
         """A repository Module class for a parameter the constructor calls to build a
@@ -841,6 +850,13 @@ class ConstructorFinder:
             if factory is not None:  # ``stem_class(3, width, ...)``: a repository class
                 resolved.kwargs[name] = resolved.synthesized[name] = factory
                 resolved.missing.remove(name)
+        for name, value in list(resolved.synthesized.items()):
+            if isinstance(value, ConfigValue) and not self._is_network(value) and \
+                    self._typed_network(self.param_usage(owner[name], name)) is not None:
+                # ``vit: ViT`` made up as a namespace of the fields read: a ViT is better
+                network = self.stand_in_network(owner[name], name)
+                if network is not None:
+                    resolved.kwargs[name] = resolved.synthesized[name] = network[0]
         for name in list(resolved.missing):
             keyed = self._output_names(owner[name], name, {
                 n: v for n, v in resolved.synthesized.items() if owner[n] == owner[name]})

@@ -455,8 +455,11 @@ def test_a_block_class_named_by_the_annotation_is_synthesized(
     resnet = cells["ResNet"]
     assert (resnet.status, resnet.graph, resnet.synthesized) == (
         "pass", "pass", "block=BasicBlock, layers=(1, 1, 1, 1)")
-    # a network it keeps is never given a class (here a layer that keeps shape stands in)
-    assert cells["Wrapper"].synthesized == "body=KeepShape()"
+    # a network it keeps is never given a class: it gets a network of the class its
+    # annotation names, built with that class's own arguments
+    wrapper = cells["Wrapper"]
+    assert (wrapper.status, wrapper.synthesized) == (
+        "pass", "body=BasicBlock(inplanes=16, planes=16)")
 
 
 CONFIG_TO_BASE = '''\
@@ -2327,6 +2330,53 @@ def test_made_up_values_meet_the_assertions_of_the_modules_the_constructor_build
                                         "tokens_per_layer=(16, 16, 16, 16), "
                                         "stages=(16, 16, 16), keep_ratio=0.5")
     assert (cells["Net"].pynative, cells["Net"].graph) == ("pass", "pass")
+
+
+TYPED_NETWORK = '''\
+from torch import nn
+
+
+class ViT(nn.Module):
+    def __init__(self, dim=16, num_patches=4):
+        super().__init__()
+        self.dim = dim
+        self.num_patches = num_patches
+        self.to_tokens = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.to_tokens(x)
+
+
+class Probe(nn.Module):
+    def __init__(self, vit, classes=3):
+        super().__init__()
+        assert isinstance(vit, ViT)
+        self.vit = vit
+        self.head = nn.Linear(vit.dim, classes)
+
+    def forward(self, x):
+        return self.head(self.vit(x))
+
+
+class Masked(nn.Module):
+    def __init__(self, vit: ViT, ratio=0.5):
+        super().__init__()
+        self.vit = vit
+        self.head = nn.Linear(vit.dim, vit.num_patches)
+
+    def forward(self, x):
+        return self.head(self.vit.to_tokens(x))
+'''
+
+
+def test_a_parameter_typed_by_a_network_class_gets_one_of_that_class(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # asserted (``isinstance(vit, ViT)``) or annotated (``vit: ViT``): a ViT built with its
+    # own arguments, not a namespace of the fields the constructor reads from it
+    _, cells = run_cells(tmp_path, {"probe.py": TYPED_NETWORK})
+    for name in ("Probe", "Masked"):
+        assert cells[name].synthesized.startswith("vit=ViT("), cells[name].synthesized
+        assert (cells[name].pynative, cells[name].graph) == ("pass", "pass"), cells[name].error
 
 
 def requirement_changes(source: str, env: dict[str, object],
