@@ -15,7 +15,7 @@ from msready.analyzer.syntax import code, find_all
 from msready.skeletons.adapters import STAND_IN
 from msready.skeletons.arguments import argparse_defaults
 from msready.skeletons.layers import expr
-from msready.skeletons.values import constants
+from msready.skeletons.values import bound_names, constants
 
 _KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
 Todo = tuple[str, str]
@@ -242,49 +242,12 @@ def script_classes(stmt: cst.BaseStatement, dropped: frozenset[str] = frozenset(
 def _bound(block: cst.IndentedBlock) -> set[str]:
     """The names a block binds (assigned, looped over, imported, defined), in its own
     scope: not inside the functions and classes it defines."""
-    binder = _Binder()
-    block.visit(binder)
-    return binder.names - {""}
-
-
-class _Binder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        if node.asname is None:  # (``as`` names are the AsName nodes)
-            self.names.add((dotted(node.name) or "").split(".")[0])
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self.names |= _names(node.name)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.names |= _names(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.names |= _names(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.names |= _names(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.names |= _names(node.target)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.names |= _names(node.target)
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in find_all(node, m.Name()) if isinstance(n, cst.Name)}
+    names = bound_names(block)
+    for alias in find_all(block, m.ImportAlias()):
+        assert isinstance(alias, cst.ImportAlias)
+        if alias.asname is None:  # (``as`` names are bound names already)
+            names.add((dotted(alias.name) or "").split(".")[0])
+    return names - {""}
 
 
 def _definition_reads(node: cst.ClassDef | cst.FunctionDef) -> set[str]:
