@@ -120,25 +120,35 @@ def _target(call: CallIn, mapping: apis.Mapping, fallback: str) -> str:
     return apis.short_name(mapping.api or fallback)
 
 
+def translated_keywords(torch: str, args: ArgList, mapping: apis.Mapping
+                        ) -> tuple[ArgList, list[tuple[str, str]]]:
+    """``args`` with their keywords as MindSpore's ``mapping.api`` takes them (positional
+    ones, keyword None, pass as they are): placement dropped, what MindSpore lacks dropped
+    with a TODO each, the others renamed; and those TODOs."""
+    # where a tensor lives is MindSpore's context, even where the target takes a device
+    # (``mindspore.tensor(..., device='cpu')`` refuses torch's device names)
+    args = [(k, v) for k, v in args if k not in PLACEMENT]
+    todos = [("MS100", f"{torch}: MindSpore has no `{k}` argument; dropped")
+             for k, _ in args if k in mapping.dropped]
+    # In-place variants are a torch memory optimisation; MindSpore's are Ascend kernels.
+    args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
+    known = apis.ms_keywords(mapping.api) if mapping.api else None
+    if known is not None:  # what the table missed, measured on the installed MindSpore
+        args = [((synonym(k, known) or k) if k else k, v) for k, v in args]
+        todos += [("MS100", f"{torch}: MindSpore has no `{k}` argument; dropped")
+                  for k, _ in args if k and k not in known]
+        args = [(k, v) for k, v in args if k is None or k in known]
+    return args, todos
+
+
 def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """The table-driven translation: target, keyword renames, dropped keywords; positional
     arguments stay positional only while both signatures agree on the position."""
     if mapping.api is None:
         reason = mapping.note or "no MindSpore equivalent in the API table"
         return Rewrite(None, todos=[("MS100", f"{call.torch}: {reason}")])
-    # where a tensor lives is MindSpore's context, even where the target takes a device
-    # (``mindspore.tensor(..., device='cpu')`` refuses torch's device names)
-    args = [(k, v) for k, v in call.bound(apis.torch_order(call.torch)) if k not in PLACEMENT]
-    todos = [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
-             for k, _ in args if k in mapping.dropped]
-    # In-place variants are a torch memory optimisation; MindSpore's are Ascend kernels.
-    args = _rename(_without(args, *mapping.dropped, "inplace"), mapping.renames)
-    known = apis.ms_keywords(mapping.api)
-    if known is not None:  # what the table missed, measured on the installed MindSpore
-        args = [((synonym(k, known) or k) if k else k, v) for k, v in args]
-        todos += [("MS100", f"{call.torch}: MindSpore has no `{k}` argument; dropped")
-                  for k, _ in args if k and k not in known]
-        args = [(k, v) for k, v in args if k is None or k in known]
+    args, todos = translated_keywords(call.torch, call.bound(apis.torch_order(call.torch)),
+                                      mapping)
     ms_order = apis.ms_order(mapping.api)
     out: ArgList = []
     positional = True

@@ -39,7 +39,6 @@ from msready.skeletons.layers import (
     FACTORIES,
     NAMED_TUPLE_FIELDS,
     NAMED_TUPLES,
-    PLACEMENT,
     WRAPPER_TODO,
     WRAPPERS,
     CallIn,
@@ -48,6 +47,7 @@ from msready.skeletons.layers import (
     expr,
     packed_sizes,
     translate_call,
+    translated_keywords,
 )
 from msready.skeletons.methods import (
     METHOD_FIXES,
@@ -1815,15 +1815,12 @@ class CellTransformer(cst.CSTTransformer):
         """The arguments of ``torch.linspace(*domain, n, device=device)``: those given by
         position as written, the keywords as any call's (placement and what MindSpore does
         not take dropped, the others renamed)."""
-        mapping = apis.lookup(canonical, self.backend)
-        out: list[cst.Arg] = []
-        for arg in call.args:
-            key = arg.keyword.value if arg.keyword is not None else None
-            if key in PLACEMENT or key in mapping.dropped:
-                continue
-            if key is not None and key in mapping.renames:
-                arg = arg.with_changes(keyword=cst.Name(mapping.renames[key]))
-            out.append(arg)
+        keywords, _ = translated_keywords(canonical, [
+            (a.keyword.value, a.value) for a in call.args if a.keyword is not None],
+            apis.lookup(canonical, self.backend))
+        kept = {id(value): key for key, value in keywords if key is not None}
+        out = [a if a.keyword is None else a.with_changes(keyword=cst.Name(kept[id(a.value)]))
+               for a in call.args if a.keyword is None or id(a.value) in kept]
         if out:  # no comma left where a dropped keyword followed
             out[-1] = out[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return out
