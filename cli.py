@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from msready import __version__
 from msready.analyzer.source import SourceError, has_sources, is_git_url
-from msready.analyzer.workers import PARALLEL_MIN_FILES, few_collections, start_server
+from msready.analyzer.workers import PARALLEL_MIN_FILES, Forked, few_collections, start_server
 
 if TYPE_CHECKING:
     from msready.analyzer.result import ScanResult
@@ -182,7 +182,8 @@ def _run_scan(args: argparse.Namespace, console: Console) -> int:
     _prepare_output(out)
     if args.skeletons != "off":
         _skeletons(result, out, args.skeletons, args.compare_torch, not args.no_cache)
-    written = _write_reports(result, out, formats)
+    written = _write_reports(result, out, formats,
+                             parallel=(args.jobs or os.cpu_count() or 1) > 1)
     if not args.quiet:
         from msready.reports.terminal import print_summary
         print_summary(result, console, written)
@@ -218,15 +219,25 @@ def _write_report(path: Path, write: Callable[[ScanResult, TextIO], None],
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def _write_reports(result: ScanResult, out: Path, formats: Sequence[str]) -> list[str]:
-    written = []
+def _write_reports(result: ScanResult, out: Path, formats: Sequence[str],
+                   parallel: bool = False) -> list[str]:
+    """Write the reports named in ``formats``; the paths written. With ``parallel``, the
+    HTML page, the slowest to render, is written by a forked copy of this process while
+    this one writes the others (where there is no fork, or the copy fails, it is written
+    here afterwards)."""
+    aside = [name for name in formats if name == "html"] if parallel and len(formats) > 1 else []
+    copy = Forked(lambda: _write_named(result, out, aside)) if aside else None
+    _write_named(result, out, [name for name in formats if name not in aside])
+    if copy is not None:
+        copy.result()
+    return [str(out / FORMATS[name][0]) for name in formats]
+
+
+def _write_named(result: ScanResult, out: Path, formats: Sequence[str]) -> None:
     for name in formats:
         filename, module_name = FORMATS[name]
         reporter = importlib.import_module(module_name)
-        path = out / filename
-        _write_report(path, reporter.write, result)
-        written.append(str(path))
-    return written
+        _write_report(out / filename, reporter.write, result)
 
 
 def _load_baseline(path: str) -> set[str]:

@@ -180,29 +180,37 @@ def render(result: ScanResult) -> str:
 
 
 def write(result: ScanResult, out: TextIO) -> None:
-    """Write ``msready.sarif``, indented by two spaces. The results are made, encoded and
-    written one at a time, each indented as it would be inside the whole log: a log of
-    hundreds of thousands of results is never held as text, nor as JSON-ready data."""
+    """Write ``msready.sarif``: the log indented by two spaces, each result on one line of
+    its own (as ``msready.json`` writes its findings), so that it diffs well and the C
+    encoder writes it (an indented dump is several times slower on big logs). The results
+    are made, encoded and written one at a time: a log of hundreds of thousands of
+    results is never held as text, nor as JSON-ready data."""
     encoder = json.JSONEncoder(indent=2, ensure_ascii=False)
     log = _log(result)
     if not result.findings and not result.suppressed:
         out.write(encoder.encode(log) + "\n")
         return
-    log["runs"][0]["results"] = [_RESULTS]
-    text = encoder.encode(log)
-    marker = json.dumps(_RESULTS)
-    if text.count(marker) != 1:  # a warning that is the marker itself
-        out.write(encoder.encode(to_sarif(result)) + "\n")
-        return
+    placeholder = _RESULTS
+    while True:  # a placeholder no warning or path of the log also reads as
+        log["runs"][0]["results"] = [placeholder]
+        text = encoder.encode(log)
+        marker = json.dumps(placeholder)
+        if text.count(marker) == 1:
+            break
+        placeholder += "!"
     head, _, tail = text.partition(marker)
     separator = ",\n" + head.rpartition("\n")[2]  # the marker's indentation
     out.write(head)
     batch: list[str] = []
     first = True
     for entry in _results(result):
-        batch.append(encoder.encode(entry).replace("\n", separator[1:]))
+        batch.append(_compact(entry))
         if len(batch) == _BATCH:
             out.write(("" if first else separator) + separator.join(batch))
             first = False
             batch.clear()
     out.write(("" if first or not batch else separator) + separator.join(batch) + tail + "\n")
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))

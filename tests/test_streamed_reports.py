@@ -42,12 +42,31 @@ def test_the_example_has_enough_findings_to_fill_batches(result: ScanResult) -> 
     assert len(result.findings) >= 5 and result.suppressed
 
 
+def _one_result_a_line(text: str, result: ScanResult) -> None:
+    """The log is the whole of it encoded at once, indented, but with each result on one
+    line of its own."""
+    log = sarif.to_sarif(result)
+    assert json.loads(text) == log
+    results = log["runs"][0]["results"]
+    lines = text.splitlines()
+    start = lines.index('      "results": [')
+    assert [json.loads(line.strip().rstrip(",")) for line in
+            lines[start + 1:start + 1 + len(results)]] == results
+    assert lines[start + 1 + len(results)] == "      ],"
+    whole = json.dumps({**log, "runs": [{**log["runs"][0], "results": []}]}, indent=2,
+                       ensure_ascii=False)
+    assert [*lines[:start], '      "results": [],', *lines[start + 2 + len(results):]] == (
+        whole.splitlines())
+
+
 @pytest.mark.parametrize("batch", [1, 2, 3, 1000])
-def test_sarif_is_the_whole_log_dumped_at_once(result: ScanResult, batch: int,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sarif_is_the_whole_log_with_one_result_a_line(result: ScanResult, batch: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sarif, "_BATCH", batch)
-    whole = json.dumps(sarif.to_sarif(result), indent=2, ensure_ascii=False) + "\n"
-    assert sarif.render(result) == whole
+    text = sarif.render(result)
+    _one_result_a_line(text, result)
+    monkeypatch.setattr(sarif, "_BATCH", 1000)
+    assert sarif.render(result) == text
 
 
 def test_sarif_without_results(empty: ScanResult) -> None:
@@ -59,9 +78,10 @@ def test_sarif_without_results(empty: ScanResult) -> None:
 
 def test_sarif_with_a_warning_that_reads_like_its_marker(result: ScanResult,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(result, "warnings", [*result.warnings, sarif._RESULTS])
-    whole = json.dumps(sarif.to_sarif(result), indent=2, ensure_ascii=False) + "\n"
-    assert sarif.render(result) == whole
+    placeholder = sarif._RESULTS
+    monkeypatch.setattr(result, "warnings", [*result.warnings, placeholder, placeholder + "!"])
+    _one_result_a_line(sarif.render(result), result)
+
 
 
 @pytest.mark.parametrize("batch", [1, 2, 3])
@@ -104,3 +124,25 @@ def test_a_failed_report_leaves_the_old_file_and_no_partial_one(
     assert [p.name for p in tmp_path.iterdir()] == ["msready.json"]
     cli._write_report(path, json_report.write, result)
     assert path.read_text(encoding="utf-8") == json_report.render(result)
+
+
+def test_reports_written_beside_a_forked_copy_are_the_ones_written_in_turn(
+        result: ScanResult, tmp_path: Path) -> None:
+    formats = list(cli.FORMATS)
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    assert cli._write_reports(result, one, formats) == [
+        str(one / cli.FORMATS[name][0]) for name in formats]
+    cli._write_reports(result, two, formats, parallel=True)
+    assert sorted(p.name for p in two.iterdir()) == sorted(p.name for p in one.iterdir())
+    for path in one.iterdir():
+        assert (two / path.name).read_bytes() == path.read_bytes()
+
+
+def test_a_page_the_forked_copy_cannot_write_is_the_scans_error(
+        result: ScanResult, tmp_path: Path) -> None:
+    (tmp_path / "report.html").mkdir()  # a folder where the page goes: no one can write it
+    with pytest.raises(cli.UsageError, match=r"cannot write .*report\.html"):
+        cli._write_reports(result, tmp_path, list(cli.FORMATS), parallel=True)
+    assert (tmp_path / "msready.json").read_text(encoding="utf-8") == json_report.render(result)
