@@ -482,32 +482,63 @@ def repo_rule_findings(model: RepositoryModel) -> list[Finding]:
 
 def collect_findings(model: RepositoryModel, config: Config,
                      repo_findings: list[Finding] | None = None,
+                     files_placed: Placed | None = None,
                      ) -> tuple[list[Finding], list[Finding]]:
-    """All findings, split into reported and suppressed (by comment or by config).
-    ``repo_findings`` are the repository rules' findings and those the value analysis
-    decided, when already known (cached)."""
+    """All findings, split into reported and suppressed (by comment or by config), each
+    once, in order. ``repo_findings`` are the repository rules' findings and those the
+    value analysis decided, when already known (cached); ``files_placed`` the files'
+    findings already placed (:func:`place_findings`), when another process placed them."""
     if repo_findings is None:
         repo_findings = [*repo_rule_findings(model), *decided_findings(model)]
-    # One file's findings at a time: each is loaded, placed and dropped (only its placed
-    # copy is kept), never all of them twice over.
-    raw = chain(chain.from_iterable(file.findings for file in model.files.values()),
-                repo_findings)
+    if files_placed is None:
+        files_placed = place_findings(model, config, file_findings(model))
+    repo_placed = place_findings(model, config, repo_findings)
     active: list[Finding] = []
     suppressed: list[Finding] = []
     seen: set[Finding] = set()
-    for finding in scope_findings(model, raw):
+    for placed, into in ((files_placed.active, active), (repo_placed.active, active),
+                         (files_placed.suppressed, suppressed),
+                         (repo_placed.suppressed, suppressed)):
+        for finding in placed:
+            if finding not in seen:
+                seen.add(finding)
+                into.append(finding)
+    active.sort(key=Finding.sort_key)
+    suppressed.sort(key=Finding.sort_key)
+    return active, suppressed
+
+
+@dataclass
+class Placed:
+    """Findings placed by where their code runs, without repeats, in the order met."""
+
+    active: list[Finding]
+    suppressed: list[Finding]  # by a comment or by the configuration
+
+
+def file_findings(model: RepositoryModel) -> Iterator[Finding]:
+    """The findings the file rules made, file by file."""
+    return chain.from_iterable(file.findings for file in model.files.values())
+
+
+def place_findings(model: RepositoryModel, config: Config,
+                   findings: Iterable[Finding]) -> Placed:
+    """``findings`` placed (:func:`scope_findings`) and split into reported and
+    suppressed. They are read one at a time: each is loaded, placed and dropped (only
+    its placed copy is kept), never all of them twice over."""
+    placed = Placed([], [])
+    seen: set[Finding] = set()
+    for finding in scope_findings(model, findings):
         if finding in seen:
             continue
         seen.add(finding)
         owner = model.files.get(finding.location.path)
         if config.disabled(finding) or (
                 owner is not None and suppressed_by_comment(finding, owner.suppressions)):
-            suppressed.append(finding)
+            placed.suppressed.append(finding)
         else:
-            active.append(finding)
-    active.sort(key=Finding.sort_key)
-    suppressed.sort(key=Finding.sort_key)
-    return active, suppressed
+            placed.active.append(finding)
+    return placed
 
 
 def scan_source(source: Source, options: ScanOptions,
@@ -549,20 +580,27 @@ def scan_source(source: Source, options: ScanOptions,
     # every file and the target: cached as a whole.
     repo_key = f"repo-{target}-{done_key}" if done_key else None
     repo_findings = cache.get_any(repo_key) if cache and repo_key else None
+    known = isinstance(repo_findings, list)
+    # A copy of this process places the files' findings and decides the findings the
+    # value analysis decides, while this one runs the repository rules: a second core
+    # does the other half.
+    aside = Forked(lambda: (None if known else list(decided_findings(model)),
+                            place_findings(model, config, file_findings(model))),
+                   fork=_parallel(options))
     if not isinstance(repo_findings, list):
-        # The value analysis decides its findings in a copy of this process while this
-        # one runs the repository rules: a second core does the slower half.
-        decided = Forked(lambda: list(decided_findings(model)), fork=_parallel(options))
         repo_findings = repo_rule_findings(model)
-        with contextlib.suppress(Exception):  # reported when the checklist asks again
-            structure_items(model)  # meanwhile, a part of the checklist (kept in the model)
-        repo_findings += decided.result()
+    with contextlib.suppress(Exception):  # reported when the checklist asks again
+        structure_items(model)  # meanwhile, a part of the checklist (kept in the model)
+    decided, files_placed = aside.result()
+    if decided is not None:
+        repo_findings += decided
         if cache and repo_key:
             cache.put_any(repo_key, repo_findings)
     result = _new_result(source, skipped, config, target, lambda: (results, model),
                          len(results), sum(1 for r in results if r.status == "failed"),
                          sum(r.lines for r in results))
-    result.findings, result.suppressed = collect_findings(model, config, repo_findings)
+    result.findings, result.suppressed = collect_findings(model, config, repo_findings,
+                                                          files_placed)
     del repo_findings  # their placed copies are in the result
     result.apis = build_apis(model, target)
     result.config_files = read_config_files(

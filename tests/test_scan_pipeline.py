@@ -127,3 +127,24 @@ def test_the_cache_key_covers_the_composition_registry_ms101_reads(
     finally:
         scan_module.code_fingerprint.cache_clear()
     assert read == ["compositions.py"]
+
+
+def test_findings_placed_by_a_forked_copy_are_the_ones_placed_in_turn(tmp_path: Path) -> None:
+    from msready.analyzer.scan import scan
+
+    (tmp_path / "ops.py").write_text(
+        "import torch\n\n"
+        "def f(x):\n"
+        "    a = torch.nonzero(x)\n"
+        "    b = torch.unique(a)  # msready: ignore\n"
+        "    return a[a > 0], b\n", encoding="utf-8")
+    (tmp_path / "net.py").write_text(
+        "import torch\nfrom ops import f\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return f(x)\n", encoding="utf-8")
+    alone = scan(str(tmp_path), options=ScanOptions(jobs=1, cache=False))
+    beside = scan(str(tmp_path), options=ScanOptions(jobs=2, cache=False))
+    assert alone.findings and alone.suppressed
+    assert beside.findings == alone.findings
+    assert beside.suppressed == alone.suppressed
