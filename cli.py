@@ -20,14 +20,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from msready import __version__
 from msready.analyzer.source import SourceError, has_sources, is_git_url
 from msready.analyzer.workers import PARALLEL_MIN_FILES, Forked, few_collections, start_server
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from msready.analyzer.result import ScanResult
 
 # format name -> (file written, reporter module with ``write(result, text_file)``)
@@ -161,9 +160,14 @@ def _start_workers_early(args: argparse.Namespace) -> None:
 
 def _run_scan(args: argparse.Namespace, console: Console) -> int:
     formats = _formats(args.format)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    _start_workers_early(args)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     from msready.analyzer.scan import ScanOptions, scan
 
     out = Path(args.output)
@@ -287,6 +291,14 @@ def _run_rule(args: argparse.Namespace) -> int:
 
 
 def _run_survey(args: argparse.Namespace, console: Console) -> int:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     from msready.analyzer.survey import SurveyOptions, survey
     from msready.reports.survey import print_summary, write_reports
 
@@ -362,9 +374,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _command(argv: Sequence[str] | None) -> int:
-    console = Console(stderr=False)
     try:
         args = _parser().parse_args(argv)
+        if args.command == "scan":
+            if args.jobs is not None and args.jobs < 1:
+                raise UsageError("--jobs must be at least 1")
+            _start_workers_early(args)  # before this process loads the rest of itself
+        from rich.console import Console
+
+        console = Console(stderr=False)
         if args.command == "scan":
             # The scan's result (millions of objects) stays out of the collector's passes
             # while the reports are rendered, not only while it is built.

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from importlib import metadata, resources
+from importlib import resources
 from importlib.resources.abc import Traversable
 from itertools import chain
 from pathlib import Path
@@ -348,6 +348,8 @@ def _handed_out(todo: deque[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
 
 
 def _mindspore_version() -> str:
+    from importlib import metadata  # not in the worker processes, which never ask
+
     try:
         return metadata.version("mindspore")
     except metadata.PackageNotFoundError:
