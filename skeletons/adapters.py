@@ -15,7 +15,7 @@ import libcst.matchers as m
 from msready.analyzer.localvalues import TORCH_ROOTS
 from msready.analyzer.syntax import find_all
 from msready.skeletons import compositions, empty_slices, third_party
-from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT
+from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT, SIZES
 
 # torch name -> the adapter's class name; the sources are below, one class each.
 # Stands in for names imported from a side library the Cell does not import.
@@ -174,6 +174,14 @@ def torch_layer(cls, renames, accepted, dropped, order=()):
 
     Layer.__name__ = Layer.__qualname__ = cls.__name__
     return Layer
+''',
+    SIZES: '''
+def torch_sizes(value):
+    """A size torch takes as an int, a tuple or a list, as MindSpore takes it: an int or
+    a tuple."""
+    if isinstance(value, list):
+        return tuple(value)
+    return value
 ''',
     PADDING: '''
 def torch_padding(padding):

@@ -314,3 +314,49 @@ def test_a_local_name_for_a_cells_flag_is_read_as_the_flag_in_a_test(
     assert "        if self.use_cls:\n" in code and "        if not self.use_cls:\n" in code
     assert (cells["Tokens"].pynative, cells["Tokens"].graph) == ("pass", "pass"), (
         cells["Tokens"].error)
+
+
+LIST_SIZES = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SamePool(nn.MaxPool2d):
+    def __init__(self, kernel_size, stride):
+        super().__init__(kernel_size, stride)
+        self.kernel_size = [self.kernel_size] * 2 if isinstance(self.kernel_size, int) \\
+            else self.kernel_size
+        self.stride = [self.stride] * 2 if isinstance(self.stride, int) else self.stride
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, 0, 1)
+
+
+class WrittenPool(nn.Module):
+    def forward(self, x):
+        return F.avg_pool2d(F.max_pool2d(x, [2, 2], 2), 1)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = SamePool(3, 2)
+        self.written = WrittenPool()
+
+    def forward(self, x):
+        return self.written(self.pool(x))
+'''
+
+
+def test_a_size_torch_takes_as_a_list_reaches_mindspore_as_a_tuple(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ops.max_pool2d checks for an int or a tuple where torch also takes a list
+    out, cells = run_cells(tmp_path, {"pool.py": LIST_SIZES})
+    code = (out / "pool.py").read_text()
+    assert "ops.max_pool2d(x, torch_sizes(self.kernel_size), torch_sizes(self.stride)" in code
+    assert "def torch_sizes(value):" in code
+    # a list written in the call is written as the tuple; an int is kept as it is
+    assert "ops.max_pool2d(x, (2, 2), 2)" in code
+    assert "torch_sizes(1)" not in code and "torch_sizes(2)" not in code
+    for name in ("SamePool", "WrittenPool", "Model"):
+        assert (cells[name].pynative, cells[name].graph) == ("pass", "pass"), cells[name].error
