@@ -135,7 +135,7 @@ class Torch{kind}Pool{d}d(nn.{kind}Pool{d}d):
                                         for v in (kernel_size, stride, padding))
         super().__init__(kernel_size, kernel_size if stride is None else stride,
                          pad_mode="pad", padding=padding, {passed})
-        for name, value in ({settings}):
+{own}        for name, value in ({settings}):
             if not hasattr(self, name):  # torch keeps it; a subclass's forward may read it
                 setattr(self, name, value)
 
@@ -150,9 +150,19 @@ _POOL_DEFAULTS = {"dilation": "1", "return_indices": "False", "ceil_mode": "Fals
                   "count_include_pad": "True", "divisor_override": "None"}
 
 
+# torch layer -> the settings its MindSpore layer keeps under the same name in another
+# form (a MaxPool2d's ``padding=1`` as ``(0, 1, 1)``, its depth too) where torch keeps the
+# value it was given; a subclass's forward reads torch's. Checked against both in the tests.
+OWN_FORM = {"torch.nn.MaxPool1d": ("kernel_size", "padding"),
+            "torch.nn.MaxPool2d": ("padding",)}
+
+
 def _pool(kind: str, d: int) -> str:
     names = [n for n in _POOL_SETTINGS[kind] if not (d == 1 and n == "divisor_override")]
+    own = OWN_FORM.get(f"torch.nn.{kind}Pool{d}d", ())
     return (_POOL.replace("{kind}", kind).replace("{d}", str(d))
+            .replace("{own}", "".join(f"        self.{n} = {n}  # torch's form (MindSpore keeps"
+                                      " its own, which nothing it runs reads)\n" for n in own))
             .replace("{params}", ", ".join(f"{n}={_POOL_DEFAULTS[n]}" for n in names))
             .replace("{passed}", ", ".join(f"{n}={n}" for n in names))
             .replace("{settings}", ", ".join(f"({n!r}, {n})" for n in names)))
