@@ -303,8 +303,8 @@ class Planner(ConstructorFinder):
             if m.matches(call.func, m.Attribute(value=m.Name("self"))):
                 assert isinstance(call.func, cst.Attribute)
                 built = self._attribute_call(cls, call.func.attr.value)
-                if built is None:
-                    return None
+                if built is None:  # ``self.vit(img)``: the network it was handed takes it
+                    return self._handed_network_input(cls, call.func.attr.value, env, depth)
                 init_call, init_file = built
                 constructor = self._constructor(cls)
                 if constructor is not None:
@@ -363,6 +363,27 @@ class Planner(ConstructorFinder):
                 width = evaluate(sizes[1], local, hook)
                 if type(width) is int and width > 0:
                     return width
+        return None
+
+    def _handed_network_input(self, cls: str, attr: str, env: dict[str, object],
+                              depth: int) -> InputSpec | None:
+        """The input of the repository network ``cls`` keeps as it was handed
+        (``self.vit = vit``, the network a site gives or the stand-in made up for it):
+        the first input planned for that network with its own arguments."""
+        for owner in self.model.mro(cls):
+            found = self.function_node(f"{owner}.__init__")
+            if found is None:
+                continue
+            for assign in find_all(found[0].body, m.Assign(targets=[m.AssignTarget(
+                    m.Attribute(value=m.Name("self"), attr=m.Name(attr)))], value=m.Name())):
+                assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Name)
+                network = env.get(assign.value.value)
+                if not isinstance(network, ConfigValue) or network.is_class or \
+                        network.fields or not self._is_network(network):
+                    return None
+                first = self._inputs(f"{network.module}.{network.name}",
+                                     dict(network.kwargs), True)[0] if depth < 8 else []
+                return first[0] if first else None
         return None
 
     def _attribute_call(self, cls: str, attr: str) -> tuple[cst.Call, FileResult] | None:

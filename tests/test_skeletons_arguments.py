@@ -2994,7 +2994,9 @@ def test_a_class_reading_several_names_of_a_network_that_gives_one_reads_that_on
         tmp_path: Path, run_cells: CellRun) -> None:
     _, cells = run_cells(tmp_path, {"trunks.py": named_trunks(levels=False)})
     neck = cells["Neck"]
-    assert (neck.pynative, neck.graph, neck.output_shape) == ("pass", "pass", "(2, 16, 2, 2)")
+    # its input is the one planned for the network it holds (Plain's, as Plain's own Cell)
+    assert neck.input_shape == cells["Plain"].input_shape
+    assert (neck.pynative, neck.graph, neck.output_shape) == ("pass", "pass", "(2, 16, 1, 1)")
     assert neck.synthesized == ("bottom_up=Plain(out_feature='p5'), in_features=('p5',), "
                                 "out_channels=16")
 
@@ -3686,3 +3688,53 @@ def test_a_video_gets_the_frames_and_the_image_size_the_class_is_built_for(
     cell = cells["Clips"]
     assert (cell.pynative, cell.graph, cell.input_shape) == (
         "pass", "pass", "(2, 3, 4, 16, 16)"), cell.error
+
+
+HANDED_NETWORK = '''\
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, channels=5, dim=8):
+        super().__init__()
+        self.conv = nn.Conv1d(channels, dim, 3, padding=1)
+
+    def forward(self, seq):
+        return self.conv(seq)
+
+
+class Recorder(nn.Module):
+    def __init__(self, encoder, scale=2.0):
+        super().__init__()
+        self.encoder = encoder
+        self.scale = scale
+
+    def forward(self, seq):
+        out = self.encoder(seq)
+        return out * self.scale
+
+
+class Scaled(nn.Module):
+    def __init__(self, layer_class=nn.Identity):
+        super().__init__()
+        self.layer = layer_class
+
+    def forward(self, x):
+        return self.layer()(x)
+'''
+
+
+def test_a_wrapper_takes_the_input_of_the_network_it_was_handed(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self.encoder = encoder`` then ``self.encoder(seq)``: the wrapper's input is the
+    # input planned for the (stand-in) network, five channels of a sequence
+    _, cells = run_cells(tmp_path, {"wrap.py": HANDED_NETWORK})
+    cell = cells["Recorder"]
+    assert cell.synthesized == "encoder=Encoder()"
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    plan = planner.plan("wrap.Recorder")
+    assert plan.inputs[0] is not None and plan.inputs[0].shape[:2] == (2, 5)
+    assert not plan.guessed
+    # a class kept to be called (not a network it was handed) tells no input
+    assert planner.plan("wrap.Scaled").inputs[0] != plan.inputs[0]
