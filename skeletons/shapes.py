@@ -975,7 +975,62 @@ class Planner(ConstructorFinder):
             if rank != len(spec.shape) and rank >= 2:
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
+        read = self._rearranged_rank(cls, node, name)
+        if read is not None and read != len(spec.shape) and read >= 2:
+            return InputSpec((spec.shape[0], *(8,) * (read - 2), spec.shape[-1]))
         return spec
+
+    def _rearranged_rank(self, cls: str, forward: cst.FunctionDef, name: str) -> int | None:
+        """The rank an einops pattern reads the input with, in ``forward``: applied to the
+        input itself or to what a layer that keeps the rank made of it (``q =
+        self.to_q(x)``, a Linear), also through ``map(lambda t: rearrange(t, ...), (q, k,
+        v))``: ``'b n (h d) -> (b h) n d'`` reads three axes. None when no pattern says."""
+        file = self.file_of(cls)
+        if file is None:
+            return None
+        kept = {name}
+        for assign in find_all(forward.body, m.Assign(targets=[m.AssignTarget(m.Name())],
+                                                       value=m.Call(func=m.Attribute(
+                                                           value=m.Name("self")), args=[
+                                                           m.Arg(m.Name(name))]))):
+            assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+            assert isinstance(assign.value.func, cst.Attribute)
+            built = self._attribute_call(cls, assign.value.func.attr.value)
+            layer = apis.canonical(self.qualify(built[0].func, built[1]) or "") \
+                if built is not None else ""
+            target = assign.targets[0].target
+            if layer in _LAST_AXIS and isinstance(target, cst.Name):
+                kept.add(target.value)
+        for call in find_all(forward.body, m.Call(args=[m.Arg(), m.Arg(m.SimpleString()),
+                                                         m.ZeroOrMore()])):
+            assert isinstance(call, cst.Call)
+            if self.qualify(call.func, file) not in _EINOPS_READS:
+                continue
+            tensor = call.args[0].value
+            applied = isinstance(tensor, cst.Name) and tensor.value in kept
+            mapped = next((mc for mc in find_all(forward.body, m.Call(
+                func=m.Name("map"), args=[m.Arg(m.Lambda()), m.Arg(m.Tuple() | m.List())]))
+                if isinstance(mc, cst.Call) and call in find_all(mc.args[0].value, m.Call())),
+                None)
+            if mapped is not None and isinstance(tensor, cst.Name):
+                lam = mapped.args[0].value
+                items = mapped.args[1].value
+                assert isinstance(lam, cst.Lambda)
+                assert isinstance(items, (cst.Tuple, cst.List))
+                applied = [p.name.value for p in lam.params.params] == [tensor.value] and any(
+                    m.matches(e.value, m.Name()) and isinstance(e.value, cst.Name)
+                    and e.value.value in kept for e in items.elements)
+            pattern = call.args[1].value
+            if not applied or not isinstance(pattern, cst.SimpleString):
+                continue
+            try:
+                left = einops.Pattern.parse(str(pattern.evaluated_value)).left
+            except einops.PatternError:
+                continue
+            if any(einops.ELLIPSIS in g for g in left):
+                continue
+            return len(left)
+        return None
 
 
 # Names of an argument that picks one of several (a step, a layer, a task).
@@ -991,6 +1046,11 @@ _RANK_KEEPING = frozenset(f"torch.nn.functional.{f}" for f in (
     "pad", "dropout", "relu", "gelu", "silu", "leaky_relu", "elu", "normalize", "tanh",
     "sigmoid", "mish", "hardswish"))
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# torch layers that act on the last axis and keep the others, and the einops functions
+# whose pattern says how many axes the tensor they read has.
+_LAST_AXIS = frozenset(f"torch.nn.{n}" for n in ("Linear", "LayerNorm", "Dropout", "Identity",
+                                                 "GELU", "ReLU", "SiLU", "Tanh", "Sigmoid"))
+_EINOPS_READS = frozenset(f"einops.{f}" for f in ("rearrange", "repeat", "reduce"))
 _FILLED = frozenset(f"torch.{f}" for f in ("randn", "rand", "empty", "zeros", "ones", "Tensor"))
 
 # Constructor parameters that give a Module's width (its input channels or features).

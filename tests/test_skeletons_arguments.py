@@ -3738,3 +3738,55 @@ def test_a_wrapper_takes_the_input_of_the_network_it_was_handed(
     assert not plan.guessed
     # a class kept to be called (not a network it was handed) tells no input
     assert planner.plan("wrap.Scaled").inputs[0] != plan.inputs[0]
+
+
+
+SELF_ATTENTION = '''\
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, heads=2, dim_head=8):
+        super().__init__()
+        inner = heads * dim_head
+        self.heads = heads
+        self.to_qkv = nn.Linear(dim, inner * 3, bias=False)
+        self.to_out = nn.Linear(inner, dim)
+
+    def forward(self, x):
+        h = self.heads
+        qkv = self.to_qkv(x)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> (b h) n d', h=h), (qkv, qkv, qkv))
+        attn = torch.einsum('b i d, b j d -> b i j', q, k).softmax(dim=-1)
+        out = torch.einsum('b i j, b j d -> b i d', attn, v)
+        return self.to_out(rearrange(out, '(b h) n d -> b n (h d)', h=h))
+
+
+class Table(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.pos = nn.Parameter(torch.zeros(2, 4, dim // 2))
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        pos = rearrange(self.pos, 'h n d -> n (h d)')
+        return self.proj(x) + pos.mean()
+'''
+
+
+def test_the_rank_an_einops_pattern_reads_the_input_with_is_planned(
+        tmp_path: Path) -> None:
+    # ``qkv = self.to_qkv(x)`` keeps the input's rank (a Linear), and the pattern, applied
+    # through ``map(lambda t: ...)`` to a tuple holding it, reads three axes: the input is
+    # a sequence, not (2, 32)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "attn.py").write_text(SELF_ATTENTION)
+    planner = Planner(scan(str(repo), options=ScanOptions(jobs=1, cache=False)))
+    env = planner.environment("attn.SelfAttention", {"dim": 32})
+    assert planner.input_of("attn.SelfAttention", env) == InputSpec((2, 8, 32))
+    # a pattern over a table the class holds says nothing about the input
+    env = planner.environment("attn.Table", {"dim": 32})
+    assert planner.input_of("attn.Table", env) == InputSpec((2, 32))
