@@ -591,6 +591,12 @@ class Planner(ConstructorFinder):
             cls, kwargs, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
         first, alternatives = self._as_dictionaries(cls, kwargs, required, first,
                                                     alternatives)
+        if forward and len(first) == len(required):
+            second = self._optional_input(cls, kwargs, forward[0], len(required), first)
+            if second is not None:  # ``context`` a layer takes at its own width
+                first = [*first, second]
+                alternatives = [[*a, _widthed(a[0], second)] if len(a) == len(required)
+                                else a for a in alternatives]
         size = self._image_size(cls, kwargs)
         if size is not None:
             first = _sized(first, size)
@@ -607,6 +613,36 @@ class Planner(ConstructorFinder):
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
         return first, alternatives, guessed
+
+    def _optional_input(self, cls: str, kwargs: dict[str, object],
+                        params: Sequence[tuple[str, object, bool]], given: int,
+                        first: list[InputSpec | None]) -> InputSpec | None:
+        """The tensor for the optional forward argument after the required ones (``def
+        forward(self, x, context=None)``) when a layer takes it at another width than the
+        first input has (``self.to_kv(context)``, a Linear built for ``context_dim``,
+        where ``context = default(context, x)`` would hand it ``x``): the first input's
+        shape with that width. None when nothing says or the widths agree."""
+        spec = first[0] if first else None
+        if given >= len(params) or params[given][1] is not None or spec is None or \
+                spec.dtype != "float32":
+            return None
+        found = self.method_node(cls, "forward")
+        constructor = self._constructor(cls)
+        if found is None or constructor is None:
+            return None
+        name = params[given][0]
+        env = self._local_environment(constructor[2], constructor[1],
+                                      self.environment(cls, kwargs))
+        for call in find_all(found[0].body, m.Call(func=m.Attribute(value=m.Name("self")),
+                                                    args=[m.Arg(m.Name(name))])):
+            assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            built = self._attribute_call(cls, call.func.attr.value)
+            taken = self._first_in(built[0], built[1], env, 1) if built is not None else None
+            if taken is None or len(taken.shape) != 2 or taken.dtype != "float32":
+                return None
+            width = taken.shape[-1]
+            return None if width == spec.shape[-1] else _widthed(spec, taken)
+        return None
 
     def _asserted_batch(self, cls: str) -> int | None:
         """The batch size ``forward`` asserts: ``assert x.size()[0] == 1`` (a metric that
@@ -1137,6 +1173,14 @@ def _shape_of(name: str) -> m.OneOf[m.BaseExpression]:
     x = m.Name(name)
     return m.Call(func=m.Attribute(value=x, attr=m.Name("size")), args=[]) | \
         m.Attribute(value=x, attr=m.Name("shape"))
+
+
+def _widthed(spec: InputSpec | None, width: InputSpec) -> InputSpec:
+    """``spec``'s shape with the last size of ``width`` (a second input that a layer of
+    another width takes); ``width`` itself when there is no ``spec``."""
+    if spec is None or spec.dtype != "float32":
+        return width
+    return InputSpec((*spec.shape[:-1], width.shape[-1]))
 
 
 def _batched(inputs: list[InputSpec | None], batch: int) -> list[InputSpec | None]:

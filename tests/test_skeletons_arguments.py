@@ -3790,3 +3790,56 @@ def test_the_rank_an_einops_pattern_reads_the_input_with_is_planned(
     # a pattern over a table the class holds says nothing about the input
     env = planner.environment("attn.Table", {"dim": 32})
     assert planner.input_of("attn.Table", env) == InputSpec((2, 32))
+
+
+CROSS_ATTENTION = '''\
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, query_dim, context_dim=None, heads=2, dim_head=8):
+        super().__init__()
+        inner = heads * dim_head
+        context_dim = context_dim if context_dim is not None else query_dim
+        self.heads = heads
+        self.to_q = nn.Linear(query_dim, inner, bias=False)
+        self.to_kv = nn.Linear(context_dim, inner * 2, bias=False)
+        self.to_out = nn.Linear(inner, query_dim)
+
+    def forward(self, x, context=None):
+        h = self.heads
+        q = self.to_q(x)
+        context = context if context is not None else x
+        k, v = self.to_kv(context).chunk(2, dim=-1)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> (b h) n d', h=h), (q, k, v))
+        attn = torch.einsum('b i d, b j d -> b i j', q, k).softmax(dim=-1)
+        out = torch.einsum('b i j, b j d -> b i d', attn, v)
+        return self.to_out(rearrange(out, '(b h) n d -> b n (h d)', h=h))
+
+
+class Latents(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cross = CrossAttention(32, context_dim=12)
+        self.own = CrossAttention(32)
+
+    def forward(self, x, data):
+        return self.own(self.cross(x, data))
+'''
+
+
+def test_an_optional_context_a_layer_takes_at_its_own_width_is_given(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self.to_kv(context)`` built for context_dim=12 while the input is 32 wide: the
+    # context is given at its width; the rank is the one the einops pattern reads
+    # (through ``map(lambda t: rearrange(t, ...), (q, k, v))``), three axes
+    _, cells = run_cells(tmp_path, {"cross.py": CROSS_ATTENTION})
+    cell = cells["CrossAttention"]
+    assert cell.synthesized == "" and cell.input_shape == "(2, 8, 32), (2, 8, 12)"
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    # with the widths equal (no context_dim), the context falls back to the input: none
+    own = planner._inputs("cross.CrossAttention", {"query_dim": 32}, False)[0]
+    assert own == [InputSpec((2, 8, 32))]
