@@ -3843,3 +3843,57 @@ def test_an_optional_context_a_layer_takes_at_its_own_width_is_given(
     # with the widths equal (no context_dim), the context falls back to the input: none
     own = planner._inputs("cross.CrossAttention", {"query_dim": 32}, False)[0]
     assert own == [InputSpec((2, 8, 32))]
+
+
+WRAPPED_LOSS = '''\
+import torch
+import torch.nn as nn
+
+
+class Focal(nn.Module):
+    def __init__(self, loss_fcn, gamma=1.5):
+        super().__init__()
+        self.loss_fcn = loss_fcn
+        self.gamma = gamma
+        self.reduction = loss_fcn.reduction
+        self.loss_fcn.reduction = "none"
+
+    def forward(self, pred, true):
+        loss = self.loss_fcn(pred, true)
+        p_t = true * torch.sigmoid(pred) + (1 - true) * (1 - torch.sigmoid(pred))
+        loss = loss * (1.0 - p_t) ** self.gamma
+        return loss.mean() if self.reduction == "mean" else loss.sum()
+
+
+class Scaled(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x) * 2
+
+
+def build(weight, gamma):
+    criterion = nn.BCEWithLogitsLoss(pos_weight=weight)
+    if gamma > 0:
+        criterion = Focal(criterion, gamma)
+    return criterion, Scaled(helper)
+
+
+def helper(x):
+    return x
+'''
+
+
+def test_a_torch_layer_a_site_hands_the_class_is_made_up_as_that_layer(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``Focal(criterion, gamma)`` with ``criterion = nn.BCEWithLogitsLoss(...)``: the
+    # loss is made up as that layer (its defaults), built as MindSpore's
+    _, cells = run_cells(tmp_path, {"losses.py": WRAPPED_LOSS})
+    focal = cells["Focal"]
+    assert focal.synthesized.startswith("loss_fcn=BCEWithLogitsLoss()"), focal.synthesized
+    assert (focal.pynative, focal.graph) == ("pass", "pass"), focal.error
+    # a function handed (not a torch layer) makes up nothing
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    assert planner._site_torch_layer("losses.Scaled", "fn") is None
