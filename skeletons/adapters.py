@@ -15,7 +15,7 @@ import libcst.matchers as m
 from msready.analyzer.localvalues import TORCH_ROOTS
 from msready.analyzer.syntax import find_all
 from msready.skeletons import compositions, empty_slices, third_party
-from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT
+from msready.skeletons.layers import CONV_PADDING, MESHGRID, PADDING, PLACEMENT, SIZES
 
 # torch name -> the adapter's class name; the sources are below, one class each.
 # Stands in for names imported from a side library the Cell does not import.
@@ -135,7 +135,7 @@ class Torch{kind}Pool{d}d(nn.{kind}Pool{d}d):
                                         for v in (kernel_size, stride, padding))
         super().__init__(kernel_size, kernel_size if stride is None else stride,
                          pad_mode="pad", padding=padding, {passed})
-        for name, value in ({settings}):
+{own}        for name, value in ({settings}):
             if not hasattr(self, name):  # torch keeps it; a subclass's forward may read it
                 setattr(self, name, value)
 
@@ -150,9 +150,19 @@ _POOL_DEFAULTS = {"dilation": "1", "return_indices": "False", "ceil_mode": "Fals
                   "count_include_pad": "True", "divisor_override": "None"}
 
 
+# torch layer -> the settings its MindSpore layer keeps under the same name in another
+# form (a MaxPool2d's ``padding=1`` as ``(0, 1, 1)``, its depth too) where torch keeps the
+# value it was given; a subclass's forward reads torch's. Checked against both in the tests.
+OWN_FORM = {"torch.nn.MaxPool1d": ("kernel_size", "padding"),
+            "torch.nn.MaxPool2d": ("padding",)}
+
+
 def _pool(kind: str, d: int) -> str:
     names = [n for n in _POOL_SETTINGS[kind] if not (d == 1 and n == "divisor_override")]
+    own = OWN_FORM.get(f"torch.nn.{kind}Pool{d}d", ())
     return (_POOL.replace("{kind}", kind).replace("{d}", str(d))
+            .replace("{own}", "".join(f"        self.{n} = {n}  # torch's form (MindSpore keeps"
+                                      " its own, which nothing it runs reads)\n" for n in own))
             .replace("{params}", ", ".join(f"{n}={_POOL_DEFAULTS[n]}" for n in names))
             .replace("{passed}", ", ".join(f"{n}={n}" for n in names))
             .replace("{settings}", ", ".join(f"({n!r}, {n})" for n in names)))
@@ -174,6 +184,14 @@ def torch_layer(cls, renames, accepted, dropped, order=()):
 
     Layer.__name__ = Layer.__qualname__ = cls.__name__
     return Layer
+''',
+    SIZES: '''
+def torch_sizes(value):
+    """A size torch takes as an int, a tuple or a list, as MindSpore takes it: an int or
+    a tuple."""
+    if isinstance(value, list):
+        return tuple(value)
+    return value
 ''',
     PADDING: '''
 def torch_padding(padding):

@@ -327,6 +327,26 @@ def ms_switches(api: str) -> frozenset[str]:
     return frozenset(p.name for p in params if isinstance(p.default, bool))
 
 
+# One parameter of a docstring's ``Args:`` section: ``kernel_size (Union[int, tuple[int]]):``
+_DOC_PARAM = re.compile(r"^\s+(\w+) \((.+?)\)\s*(?:,\s*optional)?:", re.M)
+
+
+@lru_cache(maxsize=1024)
+def ms_tuple_params(api: str) -> frozenset[str]:
+    """The parameters of a MindSpore API documented to take a tuple and not a list
+    (``kernel_size (Union[int, tuple[int]])``): its checks refuse the list torch also
+    takes there (``F.max_pool2d(x, [2, 2])``)."""
+    obj = ms_object(api) if api else None
+    doc = (getattr(obj, "__doc__", None) or "") if obj is not None else ""
+    start = doc.find("Args:")
+    if start < 0:
+        return frozenset()
+    end = doc.find("Returns:", start)
+    section = doc[start:end if end > 0 else len(doc)]
+    return frozenset(name for name, kind in _DOC_PARAM.findall(section)
+                     if "tuple" in kind.lower() and "list" not in kind.lower())
+
+
 @lru_cache(maxsize=1024)
 def ms_varargs(api: str) -> bool:
     """True when a MindSpore function takes ``*args`` (``ops.randn(*size)``)."""

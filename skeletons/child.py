@@ -163,6 +163,11 @@ def build_value(value: Any, ones: Any = mindspore_ones) -> Any:
         return ones(tuple(value[TENSOR_KEY]))
     if isinstance(value, dict) and OBJECT_KEY in value:
         module, name = value[OBJECT_KEY]
+        if module.startswith("torch.") and ones is mindspore_ones:
+            # a torch layer a site hands the class, built as MindSpore's (its defaults)
+            from msready.skeletons import apis
+
+            module, _, name = (apis.lookup(f"{module}.{name}", "cpu").api or "").rpartition(".")
         cls = getattr(importlib.import_module(module), name)
         if value.get("class"):  # the class, with the keywords a ``partial`` binds
             bound = {k: build_value(v, ones) for k, v in value["kwargs"].items()}

@@ -412,6 +412,47 @@ class ConstructorFinder:
         """Every call that builds ``cls`` in the repository."""
         return self._calls_by_callee("class").get(cls, [])
 
+    def _site_torch_layer(self, cls: str, param: str) -> ConfigValue | None:
+        """A torch layer, built with its defaults, for a parameter the class calls when a
+        place that builds the class hands it one (``FocalLoss(nn.BCEWithLogitsLoss())``,
+        or ``BCEcls`` assigned ``nn.BCEWithLogitsLoss(pos_weight=...)`` where the call
+        is): the kind the repository gives, which the child builds as MindSpore's layer."""
+        used = self.param_usage(cls, param)
+        if not used.called or used.keys or used.indexed:
+            return None
+        names = self._positional_names(cls)
+        for rc in self.instantiations(cls):
+            for i, arg in enumerate(rc.call.args):
+                if arg.star:
+                    break
+                if (arg.keyword or (names[i] if i < len(names) else None)) != param:
+                    continue
+                try:
+                    value = cst.parse_expression(arg.text)
+                except cst.ParserSyntaxError:
+                    continue
+                built = value if isinstance(value, cst.Call) else \
+                    self._assigned_call(rc.call.caller, value.value) \
+                    if isinstance(value, cst.Name) else None
+                torch_name = apis.canonical(self.qualify(built.func, rc.file) or "") \
+                    if built is not None else ""
+                parent, _, short = torch_name.rpartition(".")
+                if parent == "torch.nn" and short[:1].isupper() and apis.lookup(
+                        torch_name, "cpu").api is not None:
+                    return ConfigValue(parent, short, ())
+        return None
+
+    def _assigned_call(self, function: str, name: str) -> cst.Call | None:
+        """The call ``function`` assigns to the local ``name`` (``BCEcls = nn.X(...)``)."""
+        found = self.function_node(function)
+        if found is None:
+            return None
+        for assign in find_all(found[0].body, m.Assign(targets=[m.AssignTarget(m.Name(name))],
+                                                        value=m.Call())):
+            assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+            return assign.value
+        return None
+
     def _sites(self, cls: str) -> Iterator[dict[str, object]]:
         """Literal arguments at every place the repository instantiates ``cls``."""
         # a positional argument binds a positional parameter only: one that a keyword-only
@@ -870,6 +911,11 @@ class ConstructorFinder:
                         and used.length <= 1 and not used.unpacked:
                     # a network that gives one name: the class reads that one
                     resolved.kwargs[keyed] = resolved.synthesized[keyed] = (network[1],)
+        for name in list(resolved.missing):
+            layer = self._site_torch_layer(owner[name], name)
+            if layer is not None:  # ``FocalLoss(BCEcls)``: the torch layer the site hands
+                resolved.kwargs[name] = resolved.synthesized[name] = layer
+                resolved.missing.remove(name)
         for name, value in self._keywords_read(cls).items():
             if name not in resolved.kwargs and name not in owner:  # not a parameter
                 resolved.kwargs[name] = resolved.synthesized[name] = value

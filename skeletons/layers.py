@@ -141,6 +141,24 @@ def translated_keywords(torch: str, args: ArgList, mapping: apis.Mapping
     return args, todos
 
 
+# A list passed where MindSpore takes a tuple and not a list, known only at run time
+# (``F.max_pool2d(x, self.kernel_size)``); the source is in ``adapters``.
+SIZES = "torch_sizes"
+_NOT_A_LIST = (m.Integer() | m.Float() | m.Tuple() | m.SimpleString() | m.UnaryOperation()
+               | m.Name("None") | m.Name("True") | m.Name("False"))
+
+
+def as_tuple(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``value`` where a MindSpore parameter takes an int or a tuple and torch also a list:
+    a list written out becomes the same tuple, a value that cannot be a list is kept, any
+    other is converted when the Cell runs, a list to the tuple (``torch_sizes``)."""
+    if isinstance(value, cst.List):
+        return cst.Tuple(list(value.elements))
+    if m.matches(value, _NOT_A_LIST):
+        return value
+    return cst.Call(cst.Name(SIZES), [cst.Arg(value)])
+
+
 def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """The table-driven translation: target, keyword renames, dropped keywords; positional
     arguments stay positional only while both signatures agree on the position."""
@@ -149,6 +167,8 @@ def generic(call: CallIn, mapping: apis.Mapping) -> Rewrite:
         return Rewrite(None, todos=[("MS100", f"{call.torch}: {reason}")])
     args, todos = translated_keywords(call.torch, call.bound(apis.torch_order(call.torch)),
                                       mapping)
+    tuples = apis.ms_tuple_params(mapping.api)
+    args = [(k, as_tuple(v) if k in tuples else v) for k, v in args]
     ms_order = apis.ms_order(mapping.api)
     out: ArgList = []
     positional = True
@@ -271,22 +291,6 @@ PADDING = RUNTIME_PADDING
 # The same for the functional form, whose padding is per axis as in torch: the keywords
 # ``pad_mode`` and ``padding`` from a value known only at run time.
 CONV_PADDING = "torch_conv_padding"
-
-
-@handler(*(f"torch.nn.{kind}Pad{d}d" for kind in ("Reflection", "Replication", "Zero",
-                                                  "Constant") for d in (1, 2, 3)))
-def padding_layer(call: CallIn, mapping: apis.Mapping) -> Rewrite:
-    """Padding layers: MindSpore takes an int or a tuple, torch also a list."""
-    rewrite = generic(call, mapping)
-    if rewrite.args and rewrite.args[0][0] is None:
-        first = rewrite.args[0][1]
-        if isinstance(first, cst.List):
-            first = cst.Tuple(list(first.elements))
-        elif not isinstance(first, (cst.Integer, cst.Tuple)):
-            text = cst.Module([]).code_for_node(first)
-            first = expr(f"tuple({text}) if isinstance({text}, list) else {text}")
-        rewrite.args[0] = (None, first)
-    return rewrite
 
 
 @handler("torch.nn.functional.conv1d", "torch.nn.functional.conv2d",

@@ -303,8 +303,8 @@ class Planner(ConstructorFinder):
             if m.matches(call.func, m.Attribute(value=m.Name("self"))):
                 assert isinstance(call.func, cst.Attribute)
                 built = self._attribute_call(cls, call.func.attr.value)
-                if built is None:
-                    return None
+                if built is None:  # ``self.vit(img)``: the network it was handed takes it
+                    return self._handed_network_input(cls, call.func.attr.value, env, depth)
                 init_call, init_file = built
                 constructor = self._constructor(cls)
                 if constructor is not None:
@@ -363,6 +363,27 @@ class Planner(ConstructorFinder):
                 width = evaluate(sizes[1], local, hook)
                 if type(width) is int and width > 0:
                     return width
+        return None
+
+    def _handed_network_input(self, cls: str, attr: str, env: dict[str, object],
+                              depth: int) -> InputSpec | None:
+        """The input of the repository network ``cls`` keeps as it was handed
+        (``self.vit = vit``, the network a site gives or the stand-in made up for it):
+        the first input planned for that network with its own arguments."""
+        for owner in self.model.mro(cls):
+            found = self.function_node(f"{owner}.__init__")
+            if found is None:
+                continue
+            for assign in find_all(found[0].body, m.Assign(targets=[m.AssignTarget(
+                    m.Attribute(value=m.Name("self"), attr=m.Name(attr)))], value=m.Name())):
+                assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Name)
+                network = env.get(assign.value.value)
+                if not isinstance(network, ConfigValue) or network.is_class or \
+                        network.fields or not self._is_network(network):
+                    return None
+                first = self._inputs(f"{network.module}.{network.name}",
+                                     dict(network.kwargs), True)[0] if depth < 8 else []
+                return first[0] if first else None
         return None
 
     def _attribute_call(self, cls: str, attr: str) -> tuple[cst.Call, FileResult] | None:
@@ -570,6 +591,12 @@ class Planner(ConstructorFinder):
             cls, kwargs, required, *self._tensor_inputs(cls, kwargs, synthesized, required))
         first, alternatives = self._as_dictionaries(cls, kwargs, required, first,
                                                     alternatives)
+        if forward and len(first) == len(required):
+            second = self._optional_input(cls, kwargs, forward[0], len(required), first)
+            if second is not None:  # ``context`` a layer takes at its own width
+                first = [*first, second]
+                alternatives = [[*a, _widthed(a[0], second)] if len(a) == len(required)
+                                else a for a in alternatives]
         size = self._image_size(cls, kwargs)
         if size is not None:
             first = _sized(first, size)
@@ -586,6 +613,36 @@ class Planner(ConstructorFinder):
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
         return first, alternatives, guessed
+
+    def _optional_input(self, cls: str, kwargs: dict[str, object],
+                        params: Sequence[tuple[str, object, bool]], given: int,
+                        first: list[InputSpec | None]) -> InputSpec | None:
+        """The tensor for the optional forward argument after the required ones (``def
+        forward(self, x, context=None)``) when a layer takes it at another width than the
+        first input has (``self.to_kv(context)``, a Linear built for ``context_dim``,
+        where ``context = default(context, x)`` would hand it ``x``): the first input's
+        shape with that width. None when nothing says or the widths agree."""
+        spec = first[0] if first else None
+        if given >= len(params) or params[given][1] is not None or spec is None or \
+                spec.dtype != "float32":
+            return None
+        found = self.method_node(cls, "forward")
+        constructor = self._constructor(cls)
+        if found is None or constructor is None:
+            return None
+        name = params[given][0]
+        env = self._local_environment(constructor[2], constructor[1],
+                                      self.environment(cls, kwargs))
+        for call in find_all(found[0].body, m.Call(func=m.Attribute(value=m.Name("self")),
+                                                    args=[m.Arg(m.Name(name))])):
+            assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            built = self._attribute_call(cls, call.func.attr.value)
+            taken = self._first_in(built[0], built[1], env, 1) if built is not None else None
+            if taken is None or len(taken.shape) != 2 or taken.dtype != "float32":
+                return None
+            width = taken.shape[-1]
+            return None if width == spec.shape[-1] else _widthed(spec, taken)
+        return None
 
     def _asserted_batch(self, cls: str) -> int | None:
         """The batch size ``forward`` asserts: ``assert x.size()[0] == 1`` (a metric that
@@ -954,7 +1011,62 @@ class Planner(ConstructorFinder):
             if rank != len(spec.shape) and rank >= 2:
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
+        read = self._rearranged_rank(cls, node, name)
+        if read is not None and read != len(spec.shape) and read >= 2:
+            return InputSpec((spec.shape[0], *(8,) * (read - 2), spec.shape[-1]))
         return spec
+
+    def _rearranged_rank(self, cls: str, forward: cst.FunctionDef, name: str) -> int | None:
+        """The rank an einops pattern reads the input with, in ``forward``: applied to the
+        input itself or to what a layer that keeps the rank made of it (``q =
+        self.to_q(x)``, a Linear), also through ``map(lambda t: rearrange(t, ...), (q, k,
+        v))``: ``'b n (h d) -> (b h) n d'`` reads three axes. None when no pattern says."""
+        file = self.file_of(cls)
+        if file is None:
+            return None
+        kept = {name}
+        for assign in find_all(forward.body, m.Assign(targets=[m.AssignTarget(m.Name())],
+                                                       value=m.Call(func=m.Attribute(
+                                                           value=m.Name("self")), args=[
+                                                           m.Arg(m.Name(name))]))):
+            assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+            assert isinstance(assign.value.func, cst.Attribute)
+            built = self._attribute_call(cls, assign.value.func.attr.value)
+            layer = apis.canonical(self.qualify(built[0].func, built[1]) or "") \
+                if built is not None else ""
+            target = assign.targets[0].target
+            if layer in _LAST_AXIS and isinstance(target, cst.Name):
+                kept.add(target.value)
+        for call in find_all(forward.body, m.Call(args=[m.Arg(), m.Arg(m.SimpleString()),
+                                                         m.ZeroOrMore()])):
+            assert isinstance(call, cst.Call)
+            if self.qualify(call.func, file) not in _EINOPS_READS:
+                continue
+            tensor = call.args[0].value
+            applied = isinstance(tensor, cst.Name) and tensor.value in kept
+            mapped = next((mc for mc in find_all(forward.body, m.Call(
+                func=m.Name("map"), args=[m.Arg(m.Lambda()), m.Arg(m.Tuple() | m.List())]))
+                if isinstance(mc, cst.Call) and call in find_all(mc.args[0].value, m.Call())),
+                None)
+            if mapped is not None and isinstance(tensor, cst.Name):
+                lam = mapped.args[0].value
+                items = mapped.args[1].value
+                assert isinstance(lam, cst.Lambda)
+                assert isinstance(items, (cst.Tuple, cst.List))
+                applied = [p.name.value for p in lam.params.params] == [tensor.value] and any(
+                    m.matches(e.value, m.Name()) and isinstance(e.value, cst.Name)
+                    and e.value.value in kept for e in items.elements)
+            pattern = call.args[1].value
+            if not applied or not isinstance(pattern, cst.SimpleString):
+                continue
+            try:
+                left = einops.Pattern.parse(str(pattern.evaluated_value)).left
+            except einops.PatternError:
+                continue
+            if any(einops.ELLIPSIS in g for g in left):
+                continue
+            return len(left)
+        return None
 
 
 # Names of an argument that picks one of several (a step, a layer, a task).
@@ -970,6 +1082,11 @@ _RANK_KEEPING = frozenset(f"torch.nn.functional.{f}" for f in (
     "pad", "dropout", "relu", "gelu", "silu", "leaky_relu", "elu", "normalize", "tanh",
     "sigmoid", "mish", "hardswish"))
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# torch layers that act on the last axis and keep the others, and the einops functions
+# whose pattern says how many axes the tensor they read has.
+_LAST_AXIS = frozenset(f"torch.nn.{n}" for n in ("Linear", "LayerNorm", "Dropout", "Identity",
+                                                 "GELU", "ReLU", "SiLU", "Tanh", "Sigmoid"))
+_EINOPS_READS = frozenset(f"einops.{f}" for f in ("rearrange", "repeat", "reduce"))
 _FILLED = frozenset(f"torch.{f}" for f in ("randn", "rand", "empty", "zeros", "ones", "Tensor"))
 
 # Constructor parameters that give a Module's width (its input channels or features).
@@ -1056,6 +1173,14 @@ def _shape_of(name: str) -> m.OneOf[m.BaseExpression]:
     x = m.Name(name)
     return m.Call(func=m.Attribute(value=x, attr=m.Name("size")), args=[]) | \
         m.Attribute(value=x, attr=m.Name("shape"))
+
+
+def _widthed(spec: InputSpec | None, width: InputSpec) -> InputSpec:
+    """``spec``'s shape with the last size of ``width`` (a second input that a layer of
+    another width takes); ``width`` itself when there is no ``spec``."""
+    if spec is None or spec.dtype != "float32":
+        return width
+    return InputSpec((*spec.shape[:-1], width.shape[-1]))
 
 
 def _batched(inputs: list[InputSpec | None], batch: int) -> list[InputSpec | None]:

@@ -718,7 +718,9 @@ class CellTransformer(cst.CSTTransformer):
         assert layer is not None
         renamed = _attribute_renames(layer, self.backend)
         api = apis.lookup(layer, self.backend).api
-        kept = apis.kept_attributes(api) if api else frozenset()  # kept in MindSpore's form
+        # kept in MindSpore's form, unless that form is not torch's
+        kept = (apis.kept_attributes(api) if api else frozenset()) - set(
+            adapters.OWN_FORM.get(layer, ()))
         read = {a.attr.value for a in find_all(node.body, m.Attribute(value=m.Name("self")))
                 if isinstance(a, cst.Attribute)}
         # set by the class, unless from the base's own value (``self.stride = [self.stride]

@@ -2994,7 +2994,9 @@ def test_a_class_reading_several_names_of_a_network_that_gives_one_reads_that_on
         tmp_path: Path, run_cells: CellRun) -> None:
     _, cells = run_cells(tmp_path, {"trunks.py": named_trunks(levels=False)})
     neck = cells["Neck"]
-    assert (neck.pynative, neck.graph, neck.output_shape) == ("pass", "pass", "(2, 16, 2, 2)")
+    # its input is the one planned for the network it holds (Plain's, as Plain's own Cell)
+    assert neck.input_shape == cells["Plain"].input_shape
+    assert (neck.pynative, neck.graph, neck.output_shape) == ("pass", "pass", "(2, 16, 1, 1)")
     assert neck.synthesized == ("bottom_up=Plain(out_feature='p5'), in_features=('p5',), "
                                 "out_channels=16")
 
@@ -3686,3 +3688,212 @@ def test_a_video_gets_the_frames_and_the_image_size_the_class_is_built_for(
     cell = cells["Clips"]
     assert (cell.pynative, cell.graph, cell.input_shape) == (
         "pass", "pass", "(2, 3, 4, 16, 16)"), cell.error
+
+
+HANDED_NETWORK = '''\
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, channels=5, dim=8):
+        super().__init__()
+        self.conv = nn.Conv1d(channels, dim, 3, padding=1)
+
+    def forward(self, seq):
+        return self.conv(seq)
+
+
+class Recorder(nn.Module):
+    def __init__(self, encoder, scale=2.0):
+        super().__init__()
+        self.encoder = encoder
+        self.scale = scale
+
+    def forward(self, seq):
+        out = self.encoder(seq)
+        return out * self.scale
+
+
+class Scaled(nn.Module):
+    def __init__(self, layer_class=nn.Identity):
+        super().__init__()
+        self.layer = layer_class
+
+    def forward(self, x):
+        return self.layer()(x)
+'''
+
+
+def test_a_wrapper_takes_the_input_of_the_network_it_was_handed(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self.encoder = encoder`` then ``self.encoder(seq)``: the wrapper's input is the
+    # input planned for the (stand-in) network, five channels of a sequence
+    _, cells = run_cells(tmp_path, {"wrap.py": HANDED_NETWORK})
+    cell = cells["Recorder"]
+    assert cell.synthesized == "encoder=Encoder()"
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    plan = planner.plan("wrap.Recorder")
+    assert plan.inputs[0] is not None and plan.inputs[0].shape[:2] == (2, 5)
+    assert not plan.guessed
+    # a class kept to be called (not a network it was handed) tells no input
+    assert planner.plan("wrap.Scaled").inputs[0] != plan.inputs[0]
+
+
+
+SELF_ATTENTION = '''\
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, heads=2, dim_head=8):
+        super().__init__()
+        inner = heads * dim_head
+        self.heads = heads
+        self.to_qkv = nn.Linear(dim, inner * 3, bias=False)
+        self.to_out = nn.Linear(inner, dim)
+
+    def forward(self, x):
+        h = self.heads
+        qkv = self.to_qkv(x)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> (b h) n d', h=h), (qkv, qkv, qkv))
+        attn = torch.einsum('b i d, b j d -> b i j', q, k).softmax(dim=-1)
+        out = torch.einsum('b i j, b j d -> b i d', attn, v)
+        return self.to_out(rearrange(out, '(b h) n d -> b n (h d)', h=h))
+
+
+class Table(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.pos = nn.Parameter(torch.zeros(2, 4, dim // 2))
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        pos = rearrange(self.pos, 'h n d -> n (h d)')
+        return self.proj(x) + pos.mean()
+'''
+
+
+def test_the_rank_an_einops_pattern_reads_the_input_with_is_planned(
+        tmp_path: Path) -> None:
+    # ``qkv = self.to_qkv(x)`` keeps the input's rank (a Linear), and the pattern, applied
+    # through ``map(lambda t: ...)`` to a tuple holding it, reads three axes: the input is
+    # a sequence, not (2, 32)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "attn.py").write_text(SELF_ATTENTION)
+    planner = Planner(scan(str(repo), options=ScanOptions(jobs=1, cache=False)))
+    env = planner.environment("attn.SelfAttention", {"dim": 32})
+    assert planner.input_of("attn.SelfAttention", env) == InputSpec((2, 8, 32))
+    # a pattern over a table the class holds says nothing about the input
+    env = planner.environment("attn.Table", {"dim": 32})
+    assert planner.input_of("attn.Table", env) == InputSpec((2, 32))
+
+
+CROSS_ATTENTION = '''\
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, query_dim, context_dim=None, heads=2, dim_head=8):
+        super().__init__()
+        inner = heads * dim_head
+        context_dim = context_dim if context_dim is not None else query_dim
+        self.heads = heads
+        self.to_q = nn.Linear(query_dim, inner, bias=False)
+        self.to_kv = nn.Linear(context_dim, inner * 2, bias=False)
+        self.to_out = nn.Linear(inner, query_dim)
+
+    def forward(self, x, context=None):
+        h = self.heads
+        q = self.to_q(x)
+        context = context if context is not None else x
+        k, v = self.to_kv(context).chunk(2, dim=-1)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> (b h) n d', h=h), (q, k, v))
+        attn = torch.einsum('b i d, b j d -> b i j', q, k).softmax(dim=-1)
+        out = torch.einsum('b i j, b j d -> b i d', attn, v)
+        return self.to_out(rearrange(out, '(b h) n d -> b n (h d)', h=h))
+
+
+class Latents(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cross = CrossAttention(32, context_dim=12)
+        self.own = CrossAttention(32)
+
+    def forward(self, x, data):
+        return self.own(self.cross(x, data))
+'''
+
+
+def test_an_optional_context_a_layer_takes_at_its_own_width_is_given(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``self.to_kv(context)`` built for context_dim=12 while the input is 32 wide: the
+    # context is given at its width; the rank is the one the einops pattern reads
+    # (through ``map(lambda t: rearrange(t, ...), (q, k, v))``), three axes
+    _, cells = run_cells(tmp_path, {"cross.py": CROSS_ATTENTION})
+    cell = cells["CrossAttention"]
+    assert cell.synthesized == "" and cell.input_shape == "(2, 8, 32), (2, 8, 12)"
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    # with the widths equal (no context_dim), the context falls back to the input: none
+    own = planner._inputs("cross.CrossAttention", {"query_dim": 32}, False)[0]
+    assert own == [InputSpec((2, 8, 32))]
+
+
+WRAPPED_LOSS = '''\
+import torch
+import torch.nn as nn
+
+
+class Focal(nn.Module):
+    def __init__(self, loss_fcn, gamma=1.5):
+        super().__init__()
+        self.loss_fcn = loss_fcn
+        self.gamma = gamma
+        self.reduction = loss_fcn.reduction
+        self.loss_fcn.reduction = "none"
+
+    def forward(self, pred, true):
+        loss = self.loss_fcn(pred, true)
+        p_t = true * torch.sigmoid(pred) + (1 - true) * (1 - torch.sigmoid(pred))
+        loss = loss * (1.0 - p_t) ** self.gamma
+        return loss.mean() if self.reduction == "mean" else loss.sum()
+
+
+class Scaled(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x) * 2
+
+
+def build(weight, gamma):
+    criterion = nn.BCEWithLogitsLoss(pos_weight=weight)
+    if gamma > 0:
+        criterion = Focal(criterion, gamma)
+    return criterion, Scaled(helper)
+
+
+def helper(x):
+    return x
+'''
+
+
+def test_a_torch_layer_a_site_hands_the_class_is_made_up_as_that_layer(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``Focal(criterion, gamma)`` with ``criterion = nn.BCEWithLogitsLoss(...)``: the
+    # loss is made up as that layer (its defaults), built as MindSpore's
+    _, cells = run_cells(tmp_path, {"losses.py": WRAPPED_LOSS})
+    focal = cells["Focal"]
+    assert focal.synthesized.startswith("loss_fcn=BCEWithLogitsLoss()"), focal.synthesized
+    assert (focal.pynative, focal.graph) == ("pass", "pass"), focal.error
+    # a function handed (not a torch layer) makes up nothing
+    planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
+    assert planner._site_torch_layer("losses.Scaled", "fn") is None

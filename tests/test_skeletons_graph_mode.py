@@ -314,3 +314,80 @@ def test_a_local_name_for_a_cells_flag_is_read_as_the_flag_in_a_test(
     assert "        if self.use_cls:\n" in code and "        if not self.use_cls:\n" in code
     assert (cells["Tokens"].pynative, cells["Tokens"].graph) == ("pass", "pass"), (
         cells["Tokens"].error)
+
+
+LIST_SIZES = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SamePool(nn.MaxPool2d):
+    def __init__(self, kernel_size, stride, padding=0, dilation=1):
+        super().__init__(kernel_size, stride, padding, dilation)
+        self.kernel_size = [self.kernel_size] * 2 if isinstance(self.kernel_size, int) \\
+            else self.kernel_size
+        self.stride = [self.stride] * 2 if isinstance(self.stride, int) else self.stride
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+
+
+class PaddedPool(nn.MaxPool2d):
+    def __init__(self, kernel_size, stride, **kwargs):
+        super().__init__(kernel_size, stride, **kwargs)
+        self.stride = [self.stride] * 2 if isinstance(self.stride, int) else self.stride
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class WrittenPool(nn.Module):
+    def forward(self, x):
+        return F.avg_pool2d(F.max_pool2d(x, [2, 2], 2), 1)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = SamePool(3, 2)
+        self.padded = PaddedPool(3, 1, padding=1)
+        self.written = WrittenPool()
+
+    def forward(self, x):
+        return self.written(self.padded(self.pool(x)))
+'''
+
+
+def test_a_size_torch_takes_as_a_list_reaches_mindspore_as_a_tuple(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ops.max_pool2d checks for an int or a tuple where torch also takes a list
+    out, cells = run_cells(tmp_path, {"pool.py": LIST_SIZES})
+    code = (out / "pool.py").read_text()
+    assert "ops.max_pool2d(x, torch_sizes(self.kernel_size), torch_sizes(self.stride)" in code
+    # the padding a subclass reads is torch's, not MindSpore's (0, 0, 0)
+    assert "self.padding = padding" in code
+    assert "def torch_sizes(value):" in code
+    # a list written in the call is written as the tuple; an int is kept as it is
+    assert "ops.max_pool2d(x, (2, 2), 2)" in code
+    assert "torch_sizes(1)" not in code and "torch_sizes(2)" not in code
+    for name in ("SamePool", "PaddedPool", "WrittenPool", "Model"):
+        assert (cells[name].pynative, cells[name].graph) == ("pass", "pass"), cells[name].error
+
+
+def test_the_pooling_settings_mindspore_keeps_in_its_own_form_are_listed() -> None:
+    # adapters.OWN_FORM: the settings a subclass reads that MindSpore's layer keeps in
+    # another form than the one torch keeps, measured on both frameworks
+    import mindspore.nn as ms_nn
+    import torch
+
+    from msready.skeletons.adapters import OWN_FORM
+
+    for kind in ("Max", "Avg"):
+        for d in (1, 2, 3):
+            name = f"torch.nn.{kind}Pool{d}d"
+            torch_layer = getattr(torch.nn, f"{kind}Pool{d}d")(2, 2, 1)
+            ms_layer = getattr(ms_nn, f"{kind}Pool{d}d")(2, 2, pad_mode="pad", padding=1)
+            given = {"kernel_size": 2, "padding": 1}
+            differ = {n for n, v in given.items() if getattr(torch_layer, n) == v
+                      and hasattr(ms_layer, n) and getattr(ms_layer, n) != v}
+            assert differ == set(OWN_FORM.get(name, ())), name

@@ -53,7 +53,7 @@ def module(init: str, forward: str = "return x") -> str:
     # a padding layer takes an int or a tuple in MindSpore, a list too in torch
     ("self.pad = nn.ReflectionPad2d([1, 1, 2, 2])", "nn.ReflectionPad2d((1, 1, 2, 2))"),
     ("sizes = [1, 1, 2, 2]\nself.pad = nn.ZeroPad2d(sizes)",
-     "nn.ZeroPad2d(tuple(sizes) if isinstance(sizes, list) else sizes)"),
+     "nn.ZeroPad2d(torch_sizes(sizes))"),
     # Module methods of a held sub-Cell
     ("self.body = nn.Sequential(nn.Linear(4, 4))\n"
      "n = sum(p.numel() for p in self.body.parameters())",
