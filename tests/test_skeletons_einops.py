@@ -318,21 +318,57 @@ from einops import rearrange
 
 
 class ToMap(nn.Module):
-    def __init__(self, dim=8, side=4):
+    def __init__(self, dim=8):
         super().__init__()
-        self.sizes = dict(h=side, w=side)
         self.conv = nn.Conv2d(dim, dim, 1)
 
     def forward(self, x):
-        return self.conv(rearrange(x, 'b (h w) d -> b d h w', **self.sizes))
+        side = int(x.shape[1] ** 0.5)
+        dims = {'h': side, 'w': side}
+        return self.conv(rearrange(x, 'b (h w) d -> b d h w', **dims))
+'''
+
+
+def test_sizes_unpacked_from_a_mapping_are_read_when_the_cell_runs(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    # the pattern is written out; which axes the mapping sizes is known only at run time
+    out, cells = run_cells(tmp_path, {"tomap.py": RUNTIME_SIZES})
+    code = (out / "tomap.py").read_text()
+    assert "rearrange = Unavailable" not in code and "**dims)" in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+@pytest.mark.parametrize(("given", "shape"), [
+    ({"h": 3, "w": 4}, (2, 5, 3, 4)), ({"w": 4}, (2, 5, 3, 4)), ({"h": 4}, (2, 5, 4, 3))])
+def test_a_group_sized_by_a_mapping_takes_the_missing_size_from_the_others(
+        given: dict[str, int], shape: tuple[int, ...]) -> None:
+    namespace: dict[str, Any] = {"ops": ops, "mindspore": mindspore}
+    exec(function_source("f", "rearrange", "b (h w) d -> b d h w", [], spread=True),
+         namespace)
+    x = np.random.default_rng(0).random((2, 12, 5)).astype(np.float32)
+    got = namespace["f"](mindspore.Tensor(x), **given).asnumpy()
+    h, w = shape[2:]
+    np.testing.assert_allclose(got, x.reshape(2, h, w, 5).transpose(0, 3, 1, 2))
+
+
+STARRED_TENSORS = '''\
+import torch.nn as nn
+from einops import rearrange
+
+
+class Swap(nn.Module):
+    def forward(self, x):
+        args = (x, 'b c -> c b')
+        return rearrange(*args)
 '''
 
 
 def test_an_einops_call_left_as_written_needs_einops_instead_of_failing_on_its_name(
         tmp_path: Path, run_cells: Callable[..., Any]) -> None:
-    # sizes unpacked from a dictionary: the pattern is not written out
-    out, cells = run_cells(tmp_path, {"tomap.py": RUNTIME_SIZES})
-    code = [ln.strip() for ln in (out / "tomap.py").read_text().splitlines()]
+    # the tensor and pattern unpacked from a tuple: the pattern is not written out
+    out, cells = run_cells(tmp_path, {"swap.py": STARRED_TENSORS})
+    code = [ln.strip() for ln in (out / "swap.py").read_text().splitlines()]
     assert "rearrange = Unavailable" in code
     (cell,) = cells.values()
     assert cell.status == "blocked" and "einops" in (cell.error or "")
