@@ -7,7 +7,11 @@ grouped axes (``ops.reshape``), drop reduced axes (``mean`` / ``sum`` / ``amax``
 reorder (``ops.transpose``), add repeated axes (``ops.broadcast_to``), merge groups
 (``ops.reshape``). Shapes are static in GRAPH_MODE, so the tuple arithmetic folds away.
 Sizes unpacked from a mapping (``rearrange(x, 'b (h w) d -> b d h w', **dims)``) are
-read when the function runs.
+read when the function runs. A layer whose pattern is built when the network is
+(``Rearrange(f'b c {dims} -> b ({dims}) c', **sizes)``) becomes the Cells' own
+``EinopsPatternLayer``, which reads the pattern when it is built, and a call with such a
+pattern (``repeat(x, f'b c {dims} -> (b v) c {dims}', v=2)``) the Cells' ``einops_pattern``,
+which reads it when it runs (in PyNative; GRAPH_MODE compiles no string parsing).
 """
 
 from __future__ import annotations
@@ -312,8 +316,10 @@ def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, s
     """``rearrange(x, 'pattern', h=2)`` -> ``fn(x, h=2)`` and the source of ``fn``;
     ``Rearrange('pattern', p=2)`` -> ``EinopsLayer(fn, p=2)``; ``einsum(a, b, 'pattern')``
     -> ``torch_einsum('equation', a, b)`` (the Cells' composition of ``torch.einsum``, with
-    no source of its own). Raises :class:`PatternError` when the pattern is not a literal
-    this module writes out."""
+    no source of its own). A pattern that is not a literal is read when the Cell is built
+    (a layer: ``EinopsPatternLayer(pattern, reduction, p=2)``) or runs (a call:
+    ``einops_pattern(x, pattern, reduction, h=2)``). Raises :class:`PatternError` when
+    the pattern is a literal this module does not write out, or no pattern is given."""
     short = name.rsplit(".", 1)[-1]
     if short == "einsum":
         *tensors, last = call.args or (cst.Arg(cst.Name("None")),)
@@ -333,9 +339,17 @@ def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, s
     spreads = [a for a in call.args if a.star == "**"]  # sizes from a mapping: ``**dims``
     sizes = [a for a in call.args if a.keyword is not None
              and a.keyword.value not in ("pattern", "reduction", "tensor")] + spreads
-    pattern = _string(named.get("pattern") or (args[at].value if len(args) > at else None))
-    how = _string(named.get("reduction") or (
-        args[at + 1].value if len(args) > at + 1 else None))
+    written = named.get("pattern") or (args[at].value if len(args) > at else None)
+    pattern = _string(written)
+    how_written = named.get("reduction") or (args[at + 1].value if len(args) > at + 1
+                                             else None)
+    how = _string(how_written)
+    if pattern is None and written is not None and op in FUNCTIONS and (layer or args) \
+            and not any(a.star == "*" for a in call.args):  # a pattern built as it runs
+        given = [cst.Arg(written), cst.Arg(how_written or cst.Name("None")), *sizes]
+        if layer:
+            return cst.Call(cst.Name("EinopsPatternLayer"), given), ""
+        return cst.Call(cst.Name("einops_pattern"), [cst.Arg(args[0].value), *given]), ""
     if op not in FUNCTIONS or pattern is None or any(a.star == "*" for a in call.args) or (
             not layer and not args):
         raise PatternError("not a pattern written as a string literal")
