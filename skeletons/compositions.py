@@ -818,7 +818,10 @@ class EinopsPatternLayer(nn.Cell):
 ''',
     "einops_pattern": '''
 def einops_pattern(x, pattern, reduction=None, **sizes):
-    """einops.rearrange / reduce / repeat with a pattern built when the code runs."""
+    """einops.rearrange / reduce / repeat with a pattern built when the code runs (or one
+    einops refuses, which raises here as it does there)."""
+    if pattern.count("->") != 1:
+        raise ValueError(f"einops pattern {pattern!r} has no single '->'")
     left, right = pattern.split("->")
     return einops_apply(x, einops_groups(left), einops_groups(right), reduction, sizes)
 ''',

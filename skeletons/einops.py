@@ -344,8 +344,10 @@ def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, s
     how_written = named.get("reduction") or (args[at + 1].value if len(args) > at + 1
                                              else None)
     how = _string(how_written)
-    if pattern is None and written is not None and op in FUNCTIONS and (layer or args) \
-            and not any(a.star == "*" for a in call.args):  # a pattern built as it runs
+    rejected = pattern is not None and pattern.count("->") != 1  # einops raises on it
+    if (pattern is None or rejected) and written is not None and op in FUNCTIONS and (
+            layer or args) and not any(a.star == "*" for a in call.args):
+        # a pattern built as it runs, or one einops refuses when it runs
         given = [cst.Arg(written), cst.Arg(how_written or cst.Name("None")), *sizes]
         if layer:
             return cst.Call(cst.Name("EinopsPatternLayer"), given), ""

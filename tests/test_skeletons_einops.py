@@ -476,3 +476,43 @@ def test_einops_patterns_built_from_the_networks_sides_run(
     # the call's pattern is read when it runs: PyNative
     assert views.pynative == "pass", views.error
     assert views.output_shape == "(4, 64, 16)"
+
+
+def test_a_pattern_einops_refuses_raises_when_it_runs(runtime: Any) -> None:
+    with pytest.raises(ValueError, match="'b 1 c h w' has no single '->'"):
+        runtime.einops_pattern(mindspore.Tensor(np.zeros((2, 3, 4, 4), np.float32)),
+                               "b 1 c h w")
+
+
+MALFORMED_BRANCH = '''\
+import torch.nn as nn
+from einops import rearrange
+
+
+class Frames(nn.Module):
+    """Takes (batch, frames, channels, height, width); a lone image's branch has a
+    pattern einops refuses (no '->'), so it fails there as the torch code does."""
+
+    def __init__(self, channels=3, dim=8):
+        super().__init__()
+        self.proj = nn.Conv2d(channels, dim, 1)
+
+    def forward(self, video):
+        if video.ndim == 4:
+            video = rearrange(video, 'b 1 c h w')
+        frames = rearrange(video, 'b f c h w -> (b f) c h w')
+        return self.proj(frames)
+'''
+
+
+def test_a_pattern_einops_refuses_is_no_missing_library(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    out, cells = run_cells(tmp_path, {"frames.py": MALFORMED_BRANCH})
+    code = (out / "frames.py").read_text()
+    assert "= Unavailable" not in code
+    assert "einops_pattern(video, 'b 1 c h w', None)" in code
+    (cell,) = cells.values()
+    # an input of four axes (the convolution's) reaches the branch and fails as in torch;
+    # not a library msready lacks
+    assert cell.status == "pass" or (
+        cell.status == "fail" and "'b 1 c h w' has no single '->'" in (cell.error or ""))
