@@ -2073,7 +2073,9 @@ class _LambdaHoist(_Hoist):
 def _device_apart(line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine] | None:
     """``device, dtype = x.device, x.dtype`` as one assignment per name: GRAPH_MODE
     compiles a tuple holding a tensor's device and a dtype into a broken dtype. Only
-    where the names and values pair one to one and no value reads a name assigned."""
+    where the names and values pair one to one and no value reads a name assigned. A
+    value unpacked in place (``_, n, device, dtype = *x.shape, x.device, x.dtype``) keeps
+    the names left between the pairs at either end: ``_, n = x.shape``."""
     if len(line.body) != 1 or not m.matches(line.body[0], m.Assign(
             targets=[m.AssignTarget(m.Tuple())], value=m.Tuple())):
         return None
@@ -2081,21 +2083,41 @@ def _device_apart(line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine
     assert isinstance(assign, cst.Assign)
     targets, values = assign.targets[0].target, assign.value
     assert isinstance(targets, cst.Tuple) and isinstance(values, cst.Tuple)
-    names = [e.value for e in targets.elements if isinstance(e.value, cst.Name)]
-    items = [e.value for e in values.elements]
-    if len(names) != len(targets.elements) or len(names) != len(items) or not all(
-            isinstance(e, cst.Element) for e in (*targets.elements, *values.elements)):
+    if not all(isinstance(e.value, cst.Name) for e in targets.elements):
         return None
-    assigned = {n.value for n in names}
-    attributes = [a for v in items for a in find_all(v, m.Attribute())]
+    names, items = list(targets.elements), list(values.elements)
+    assigned = {e.value.value for e in names if isinstance(e.value, cst.Name)}
+    attributes = [a for e in items for a in find_all(e.value, m.Attribute())]
     attribute_names = {id(a.attr) for a in attributes if isinstance(a, cst.Attribute)}
-    read = {n.value for v in items for n in find_all(v, m.Name())
+    read = {n.value for e in items for n in find_all(e.value, m.Name())
             if isinstance(n, cst.Name) and id(n) not in attribute_names}
     if not any(m.matches(a, m.Attribute(attr=m.Name("device"))) for a in attributes) or \
             read & assigned:
         return None
-    lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(n)], v)])
-             for n, v in zip(names, items, strict=True)]
+    head: list[tuple[cst.BaseElement, cst.BaseElement]] = []
+    tail: list[tuple[cst.BaseElement, cst.BaseElement]] = []
+    while names and items and isinstance(names[0], cst.Element) and \
+            isinstance(items[0], cst.Element):
+        head.append((names.pop(0), items.pop(0)))
+    while names and items and isinstance(names[-1], cst.Element) and \
+            isinstance(items[-1], cst.Element):
+        tail.insert(0, (names.pop(), items.pop()))
+    middle: cst.SimpleStatementLine | None = None
+    if names or items:  # what one value unpacked in place gives the names between
+        if len(items) != 1 or not isinstance(items[0], cst.StarredElement) or not names:
+            return None
+        elements = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in names]
+        if len(elements) == 1 and isinstance(elements[0], cst.Element):
+            elements[0] = elements[0].with_changes(comma=cst.Comma())
+        middle = cst.SimpleStatementLine([cst.Assign(
+            [cst.AssignTarget(cst.Tuple(elements, lpar=[], rpar=[]))], items[0].value)])
+    def one(name: cst.BaseElement, value: cst.BaseElement) -> cst.SimpleStatementLine:
+        assert isinstance(name.value, cst.Name)
+        return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(name.value)],
+                                                   value.value)])
+
+    lines = [one(n, v) for n, v in head] + ([middle] if middle is not None else [])
+    lines += [one(n, v) for n, v in tail]
     lines[0] = lines[0].with_changes(leading_lines=line.leading_lines)
     return lines
 

@@ -217,6 +217,42 @@ def test_a_device_read_with_a_dtype_in_one_assignment_is_written_apart(
     assert (cells["Freqs"].pynative, cells["Freqs"].graph) == ("pass", "pass")
 
 
+
+UNPACKED_SHAPE_AND_DEVICE = '''\
+import torch
+import torch.nn as nn
+
+
+def sincos(patches, temperature=10000, dtype=torch.float32):
+    _, n, dim, device, dtype = *patches.shape, patches.device, patches.dtype
+    omega = 1.0 / (temperature ** (torch.arange(dim // 2, device=device) / (dim // 2 - 1)))
+    pos = torch.arange(n, device=device)[:, None] * omega[None, :]
+    return torch.cat((pos.sin(), pos.cos()), dim=1).type(dtype)
+
+
+class Tokens(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        *_, n, dtype = *x.shape, x.dtype
+        return self.proj(x) + sincos(x).to(dtype)[:n]
+'''
+
+
+def test_a_device_read_beside_a_shape_unpacked_in_place_is_written_apart(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # the shape's sizes keep one assignment of their own; a tuple with no device stays
+    out, cells = run_cells(tmp_path, {"tokens.py": UNPACKED_SHAPE_AND_DEVICE})
+    code = [ln.strip() for ln in (out / "tokens.py").read_text().splitlines()]
+    start = code.index("_, n, dim = patches.shape")
+    assert code[start + 1:start + 3] == ["device = patches.device", "dtype = patches.dtype"]
+    assert "*_, n, dtype = *x.shape, x.dtype" in code
+    assert (cells["Tokens"].pynative, cells["Tokens"].graph) == ("pass", "pass"), \
+        cells["Tokens"].error
+
+
 EXCLUSIVE = '''\
 import torch
 import torch.nn as nn
