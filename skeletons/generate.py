@@ -513,8 +513,9 @@ def _smaller_job(plan: Plan) -> dict[str, Any]:
 
 def _ran_smaller(first: dict[str, Any], small: dict[str, Any]) -> dict[str, Any]:
     """The outcome of the smaller run, saying why it was needed; the first outcome when
-    the smaller one ran out of time or memory too."""
-    if _too_big(small):
+    the smaller one ran out of time or memory too, or when the first was stopped only in
+    GRAPH_MODE and the smaller one does not run in PyNative."""
+    if _too_big(small) or (first.get("pynative") == "pass" and small.get("pynative") != "pass"):
         return first
     limit = str(first["error"]).removeprefix("stopped: it ").split(",")[0]
     why = f"at the repository's sizes it {limit}; it ran with smaller made-up sizes"
