@@ -19,6 +19,8 @@ ANSWERS = {
     "torch._dynamo.is_compiling": "False",
     "torch.is_autocast_enabled": "False",
     "torch.cuda.is_available": "False",
+    "torch.xpu.is_available": "False",
+    "torch.backends.mps.is_available": "False",
 }
 
 # torch's numeric constants, as Python literals (the table's advice is ``math.pi``; a

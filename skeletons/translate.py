@@ -1484,6 +1484,9 @@ class CellTransformer(cst.CSTTransformer):
         mapped = self._map_lambda(updated_node)
         if mapped is not None:
             return mapped
+        absent = self._absent_torch_attribute(original_node, updated_node)
+        if absent is not None:
+            return absent
         name = self.qualify(original_node.func)
         if name is not None and name.startswith("einops."):
             return self._einops(name, updated_node)
@@ -1515,6 +1518,34 @@ class CellTransformer(cst.CSTTransformer):
         if key in self.tensor_calls and isinstance(updated_node.func, cst.Attribute):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
+
+    def _absent_torch_attribute(self, original: cst.Call, updated: cst.Call
+                                ) -> cst.BaseExpression | None:
+        """``getattr(torch.cpu, '_is_avx2_supported', lambda: False)``: a torch name the
+        Cell has no form of (none in the API table, and no answer, constant, composition
+        or stand-in of its own) is absent here, so ``getattr`` gives its default."""
+        args = original.args
+        if not m.matches(original.func, m.Name("getattr")) or "getattr" in \
+                self.file.bindings or len(args) != 3 or any(a.keyword or a.star for a in args):
+            return None
+        attr = args[1].value.evaluated_value if isinstance(args[1].value, cst.SimpleString) \
+            else None
+        base = self.qualify(args[0].value)
+        if not isinstance(attr, str) or not attr.isidentifier() or not is_torch(base):
+            return None
+        name = apis.canonical(f"{base}.{attr}")
+        if apis.lookup(name, self.backend).api is not None or any(
+                name in table for table in (compositions.ANSWERS, compositions.CONSTANTS,
+                                            compositions.COMPOSED, compositions.STAND_INS,
+                                            adapters.ADAPTED, adapters.VALUE_ADAPTED)):
+            return None
+        self._note("MS100", f"{base}.{attr} has no MindSpore form, so here getattr gives "
+                            "its default")
+        default = updated.args[2].value
+        if isinstance(default, (cst.Name, cst.Attribute, cst.Call, cst.Subscript,
+                                cst.BaseString, cst.BaseNumber)) or default.lpar:
+            return default
+        return default.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
     def _map_lambda(self, call: cst.Call) -> cst.BaseExpression | None:
         """``map(lambda t: f(t, h=self.heads), qkv)`` in code forward runs -> ``[f(t,
