@@ -826,6 +826,7 @@ class CellTransformer(cst.CSTTransformer):
                                            cst.FunctionDef)
             updated_node = cst.ensure_type(updated_node.visit(_FlagTests(updated_node)),
                                            cst.FunctionDef)
+            updated_node = _bound_before(updated_node)
         self._tuples.pop()
         self._functions.pop()
         self._scope.pop()
@@ -2187,6 +2188,125 @@ _QUIET_CONTEXTS = {
                                "without it",
     "contextlib.nullcontext": "a context that does nothing: the block runs without it",
 }
+
+
+class _Binds(cst.CSTVisitor):
+    """The names a statement binds in its function's scope (not in a nested function,
+    class, lambda or comprehension)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.Name):
+            self.names.add(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for element in node.elements:
+                self._target(element.value)
+        elif isinstance(node, cst.StarredElement):
+            self._target(node.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._target(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        return False
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        return False
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        return False
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        return False
+
+
+def _binds(node: cst.CSTNode) -> set[str]:
+    found = _Binds()
+    node.visit(found)
+    return found.names
+
+
+def _branches(stmt: cst.If) -> list[cst.CSTNode] | None:
+    """The blocks of an ``if`` / ``elif`` chain; None when it has no ``else``."""
+    blocks: list[cst.CSTNode] = [stmt.body]
+    rest = stmt.orelse
+    while isinstance(rest, cst.If):
+        blocks.append(rest.body)
+        rest = rest.orelse
+    return [*blocks, rest.body] if rest is not None else None
+
+
+def _reads(nodes: list[cst.BaseStatement]) -> set[str]:
+    """The names the statements use (not an attribute's or a keyword's name)."""
+    names = [n for s in nodes for n in find_all(s, m.Name()) if isinstance(n, cst.Name)]
+    skip = {id(a.attr) for s in nodes for a in find_all(s, m.Attribute())
+            if isinstance(a, cst.Attribute)}
+    skip |= {id(a.keyword) for s in nodes for a in find_all(s, m.Arg())
+             if isinstance(a, cst.Arg) and a.keyword is not None}
+    return {n.value for n in names if id(n) not in skip}
+
+
+def _bound_before(function: cst.FunctionDef) -> cst.FunctionDef:
+    """``name = None`` before a statement of the function's own block that binds
+    ``name`` on some paths only (a ``for`` loop's body, an ``if`` without ``else`` or one
+    of whose branches does not bind it) when a later statement reads it and nothing
+    before binds it. GRAPH_MODE refuses a name bound in one branch or in a loop body and
+    read after; where the code read it unbound Python would have raised, so every run
+    that worked gives the same result. Only at the block's top (a statement inside a
+    loop may read what the previous iteration bound)."""
+    if not isinstance(function.body, cst.IndentedBlock):
+        return function
+    params = function.params
+    bound = {p.name.value for p in (*params.posonly_params, *params.params,
+                                    *params.kwonly_params)}
+    bound |= {p.name.value for p in (params.star_arg, params.star_kwarg)
+              if isinstance(p, cst.Param)}
+    declared = {n.name.value for s in find_all(function.body, m.Global() | m.Nonlocal())
+                if isinstance(s, (cst.Global, cst.Nonlocal)) for n in s.names}
+    statements = list(function.body.body)
+    out: list[cst.BaseStatement] = []
+    for i, stmt in enumerate(statements):
+        inside = _binds(stmt)
+        partly: set[str] = set()
+        if isinstance(stmt, cst.For):
+            partly = inside
+        elif isinstance(stmt, cst.If):
+            blocks = _branches(stmt)
+            everywhere = set.intersection(*(_binds(b) for b in blocks)) if blocks else set()
+            partly = inside - everywhere
+        missing = sorted((partly - bound - declared) & _reads(statements[i + 1:]))
+        out += [cst.parse_statement(f"{name} = None\n") for name in missing]
+        out.append(stmt)
+        bound |= inside
+    if len(out) == len(statements):
+        return function
+    return function.with_changes(body=function.body.with_changes(body=out))
 
 
 class _FlagTests(cst.CSTTransformer):

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import libcst as cst
+
 from msready.analyzer.result import SkeletonResult
+from msready.skeletons.translate import _bound_before
 
 # ``run_cells`` (conftest): write files, scan, generate and run the Cells
 CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
@@ -251,6 +254,64 @@ def test_a_device_read_beside_a_shape_unpacked_in_place_is_written_apart(
     assert "*_, n, dtype = *x.shape, x.dtype" in code
     assert (cells["Tokens"].pynative, cells["Tokens"].graph) == ("pass", "pass"), \
         cells["Tokens"].error
+
+
+
+PARTLY_BOUND = '''\
+import random
+
+import torch.nn as nn
+
+
+class Selector(nn.Module):
+    def __init__(self, dim=8, choice="a"):
+        super().__init__()
+        self.options = nn.ModuleDict({"a": nn.Linear(dim, dim), "b": nn.Identity()})
+        self.choice = choice
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(2)])
+
+    def forward(self, x):
+        if isinstance(self.choice, tuple):
+            key = random.choice(self.choice)
+        elif isinstance(self.choice, str):
+            key = self.choice
+        if x.ndim == 3:
+            scale = 1.0
+        else:
+            scale = 2.0
+        total = x
+        for i, layer in enumerate(self.layers):
+            total = total + layer(x)
+            last = layer(total)
+        return self.options[key](last) * scale + total
+'''
+
+
+def test_a_name_bound_on_some_paths_only_is_bound_to_none_before(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE refuses a name bound in one branch (no ``else``) or in a loop body and
+    # read after; bound to None first, every run that worked gives the same result
+    out, cells = run_cells(tmp_path, {"selector.py": PARTLY_BOUND})
+    code = [ln.strip() for ln in (out / "selector.py").read_text().splitlines()]
+    start = code.index("def construct(self, x):")
+    body = code[start + 1:]
+    assert body[0] == "key = None" and body[1] == "if isinstance(self.choice, tuple):"
+    assert body[body.index("total = x") + 1:][:2] == ["last = None",
+                                                     "for i, layer in enumerate(self.layers):"]
+    # bound in every branch, or bound before: left as written
+    assert "scale = None" not in body and "total = None" not in body and "i = None" not in body
+    cell = cells["Selector"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+def test_a_name_bound_inside_a_loop_is_left_as_written() -> None:
+    # a later iteration reads what an earlier one bound: None there would change it
+    source = ("def f(xs):\n    for i, x in enumerate(xs):\n        if i == 0:\n"
+              "            first = x\n        y = x + first\n    return y\n")
+    function = cst.parse_module(source).body[0]
+    assert isinstance(function, cst.FunctionDef)
+    bound = _bound_before(function)
+    assert cst.Module([bound]).code == source.replace("    for", "    y = None\n    for")
 
 
 EXCLUSIVE = '''\
