@@ -411,3 +411,41 @@ def test_a_local_name_for_a_cells_flag_is_read_as_the_flag_in_a_test(
     assert "        if self.use_cls:\n" in code and "        if not self.use_cls:\n" in code
     assert (cells["Tokens"].pynative, cells["Tokens"].graph) == ("pass", "pass"), (
         cells["Tokens"].error)
+
+
+WRAPPED_LAYER = '''\
+from functools import wraps
+
+import torch.nn as nn
+
+
+def maybe(fn=None):
+    if fn is None:
+        return lambda x: x
+
+    @wraps(fn)
+    def inner(x, *args, **kwargs):
+        if x is None:
+            return x
+        return fn(x, *args, **kwargs)
+
+    return inner
+
+
+class Head(nn.Module):
+    def __init__(self, dim=8, project=True):
+        super().__init__()
+        self.proj = maybe(nn.Linear(dim, dim) if project else None)
+
+    def forward(self, x):
+        return self.proj(x)
+'''
+
+
+def test_a_layer_wrapped_by_functools_wraps_compiles(tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE follows the wrapper's __wrapped__ to the layer and asks for its code
+    out, cells = run_cells(tmp_path, {"head.py": WRAPPED_LAYER})
+    code = (out / "head.py").read_text()
+    assert "@wraps" not in code and "def inner(x, *args, **kwargs):" in code
+    cell = cells["Head"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
