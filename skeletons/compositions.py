@@ -371,7 +371,7 @@ def torch_einsum(equation, *operands):
     for term, op in zip(terms, operands):
         if len(set(term)) != len(term):
             raise NotImplementedError(f"einsum with a repeated index: {equation}")
-        own = sorted(term, key=letters.index)
+        own = [c for c in letters if c in term]  # its letters in that order
         op = ops.transpose(op, tuple(term.index(c) for c in own))
         shape = [op.shape[own.index(c)] if c in own else 1 for c in letters]
         op = op.reshape(tuple(shape))

@@ -59,6 +59,28 @@ def test_einsum_is_composed_from_broadcast_products_and_sums(
           torch.einsum(equation, *map(torch.tensor, arrays)))
 
 
+def test_einsum_compiles_in_graph_mode(tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # operands whose letters come in another order than the output's (a grouped linear
+    # layer's weight): GRAPH_MODE reads the function's source, so it lives in a file
+    (tmp_path / "grouped.py").write_text(
+        "import mindspore\nfrom mindspore import nn, ops\n"
+        + compositions.SOURCES["torch_einsum"]
+        + "\n\nclass Grouped(nn.Cell):\n    def __init__(self, weight):\n"
+          "        super().__init__()\n        self.weight = mindspore.Parameter(weight)\n\n"
+          "    def construct(self, x):\n"
+          "        return torch_einsum('gbnd,ged->bnge', x, self.weight)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    grouped = importlib.import_module("grouped")
+    x, w = _array(4, 2, 8, 32), _array(4, 8, 32)
+    mindspore.set_context(mode=mindspore.GRAPH_MODE)
+    try:
+        got = grouped.Grouped(Tensor(w))(Tensor(x))
+    finally:
+        mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    _same(got, torch.einsum('gbnd,ged->bnge', torch.tensor(x), torch.tensor(w)))
+
+
 def test_normalize_and_layer_norm(composed: dict[str, Callable[..., Any]]) -> None:
     x, w, b = _array(2, 8, 4), _array(4), _array(4)
     _same(composed["torch_normalize"](Tensor(x), dim=-1),
