@@ -234,6 +234,7 @@ class CellTransformer(cst.CSTTransformer):
         # per enclosing class: what its ``self.<name>`` hold, layer by layer in containers
         self._held: list[dict[str, held_layers.Held]] = []
         self._functions: list[str] = []  # names of the enclosing functions
+        self._local_defs: list[set[str]] = []  # functions each one defines in its body
         self._scope: list[str] = []  # enclosing classes and functions, outermost first
         self._statement_values: set[cst.CSTNode] = set()  # expressions used as statements
         # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layers it may hold
@@ -829,6 +830,7 @@ class CellTransformer(cst.CSTTransformer):
             updated_node = _bound_before(updated_node)
         self._tuples.pop()
         self._functions.pop()
+        self._local_defs.pop()
         self._scope.pop()
         self._narrowed.pop()
         self._module_locals.pop()
@@ -1003,6 +1005,8 @@ class CellTransformer(cst.CSTTransformer):
         self._names_not_values.add(node.name)
         self._tuples.append(set())
         self._functions.append(node.name.value)
+        self._local_defs.append({d.name.value for d in find_all(node.body, m.FunctionDef())
+                                 if isinstance(d, cst.FunctionDef)})
         self._scope.append(node.name.value)
         calls = self._local_calls(node)
         self._narrowed.append(self._local_layers(calls))
@@ -1557,7 +1561,8 @@ class CellTransformer(cst.CSTTransformer):
     def _map_lambda(self, call: cst.Call) -> cst.BaseExpression | None:
         """``map(lambda t: f(t, h=self.heads), qkv)`` in code forward runs -> ``[f(t,
         h=self.heads) for t in qkv]``: GRAPH_MODE's map takes no closure over free
-        variables, nor a ``functools.partial``."""
+        variables (a lambda, or a function defined in the enclosing one), nor a
+        ``functools.partial``."""
         if not self._run_by_forward() or not m.matches(call, m.Call(
                 func=m.Name("map"), args=[m.Arg(keyword=None, star=""),
                                           m.Arg(keyword=None, star="")])):
@@ -1576,6 +1581,12 @@ class CellTransformer(cst.CSTTransformer):
                     else a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(
                         " "))) for i, a in enumerate(args)]
             return cst.ListComp(cst.Call(function.args[0].value, args),
+                                cst.CompFor(item, call.args[1].value))
+        if isinstance(function, cst.Name) and any(function.value in d
+                                                  for d in self._local_defs):
+            # ``map(split_heads, qkv)``, ``def split_heads(t)`` a closure of this function
+            item = cst.Name("item_")
+            return cst.ListComp(cst.Call(function, [cst.Arg(item)]),
                                 cst.CompFor(item, call.args[1].value))
         if not isinstance(function, cst.Lambda):
             return None

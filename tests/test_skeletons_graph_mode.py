@@ -449,3 +449,39 @@ def test_a_layer_wrapped_by_functools_wraps_compiles(tmp_path: Path, run_cells: 
     assert "@wraps" not in code and "def inner(x, *args, **kwargs):" in code
     cell = cells["Head"]
     assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+MAPPED_CLOSURE = '''\
+import torch.nn as nn
+
+
+def double(t):
+    return t * 2
+
+
+class Heads(nn.Module):
+    def __init__(self, dim=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.to_q = nn.Linear(dim, dim)
+        self.to_k = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        def split_heads(t):
+            return t.unflatten(-1, (self.heads, -1))
+
+        q, k = map(split_heads, (self.to_q(x), self.to_k(x)))
+        a, b = map(double, (q, k))
+        return (a * b).sum(-1)
+'''
+
+
+def test_a_function_defined_in_forward_mapped_over_values_is_called_on_each(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE's map takes no closure over free variables (here ``self``)
+    out, cells = run_cells(tmp_path, {"heads.py": MAPPED_CLOSURE})
+    code = [ln.strip() for ln in (out / "heads.py").read_text().splitlines()]
+    assert "q, k = [split_heads(item_) for item_ in (self.to_q(x), self.to_k(x))]" in code
+    assert "a, b = map(double, (q, k))" in code  # a module's function: map takes it
+    cell = cells["Heads"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
