@@ -7,7 +7,8 @@ from pathlib import Path
 
 from msready.skeletons import runner
 from msready.skeletons.cache import CellCache
-from msready.skeletons.generate import _ran_smaller
+from msready.skeletons.generate import _borrow_from_parents, _ran_smaller
+from msready.skeletons.shapes import Plan
 
 CELLS = '''\
 import os
@@ -185,6 +186,25 @@ def test_a_smaller_run_replaces_a_first_run_stopped_in_graph_mode_only_when_it_r
     assert _ran_smaller(first, ran)["error"] == (
         "at the repository's sizes it timed out after 60 s of CPU time (in GRAPH_MODE); "
         "it ran with smaller made-up sizes")
+
+
+def test_a_cell_stopped_in_graph_mode_with_made_up_values_is_proven_by_its_parent() -> None:
+    block = Plan("m.Block", "Block", "m", "m.py", 1, synthesized={"dim": 64})
+    net = Plan("m.Net", "Net", "m", "m.py", 9)
+    stopped = {"pynative": "pass", "graph": "fail", "input_fits": True,
+               "error": "stopped: it held more than 4 GiB of memory, the limit for one "
+                        "Cell's run (in GRAPH_MODE)"}
+    parent = {"pynative": "pass", "graph": "pass", "error": None,
+              "ran": {"m.Block": "(2, 8, 16)"}}
+    outcomes = {"m.Block": dict(stopped), "m.Net": parent}
+    _borrow_from_parents({"m.Block": block, "m.Net": net}, outcomes)
+    assert (outcomes["m.Block"]["graph"], outcomes["m.Block"]["inside"]) == ("pass", "m.Net")
+    assert outcomes["m.Block"]["error"] == (
+        "alone, with values msready made up (dim=64): " + stopped["error"])
+    # a parent that does not compile either proves nothing more
+    outcomes = {"m.Block": dict(stopped), "m.Net": {**parent, "graph": "fail"}}
+    _borrow_from_parents({"m.Block": block, "m.Net": net}, outcomes)
+    assert outcomes["m.Block"] == stopped
 
 
 def test_a_time_out_is_cached_but_a_child_that_could_not_start_is_not(tmp_path: Path) -> None:
