@@ -243,7 +243,9 @@ class TorchLeftInCell:
         self._path = path
 
     def __getattr__(self, name):
-        if name.startswith("__") and name.endswith("__"):
+        # (not the names MindSpore asks of an object GRAPH_MODE compiles: the error then
+        # names the torch name, not ``torch.x._func_graph_flags.keys``)
+        if name.startswith("__") and name.endswith("__") or name == "_func_graph_flags":
             raise AttributeError(name)
         return TorchLeftInCell(f"{{self._path}}.{{name}}")
 

@@ -23,6 +23,7 @@ import sys
 import textwrap
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -360,14 +361,20 @@ def _said_stand_in(error: str | None, root: str) -> str | None:
     return f"{error} (after calling the Unavailable stand-in of a side library)"
 
 
-def run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
-    """Build and run one Cell in both modes."""
-    res = _run_cell(ms, job, root)
-    res["error"] = _said_stand_in(res["error"], root)
-    return res
+def run_cell(ms: Any, job: dict[str, Any], root: str = "",
+             progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Build and run one Cell in both modes; ``progress`` is given the result so far once
+    PyNative has run (a run stopped in GRAPH_MODE keeps it)."""
+
+    def said(res: dict[str, Any]) -> dict[str, Any]:
+        return {**res, "error": _said_stand_in(res["error"], root)}
+
+    return said(_run_cell(ms, job, root, (lambda res: progress(said(res)))
+                          if progress is not None else None))
 
 
-def _run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
+def _run_cell(ms: Any, job: dict[str, Any], root: str = "",
+              progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     res: dict[str, Any] = {"key": job["key"], "pynative": "fail", "graph": "fail",
                            "error": None, "weights": None, "max_abs_diff": None}
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -414,6 +421,8 @@ def _run_cell(ms: Any, job: dict[str, Any], root: str = "") -> dict[str, Any]:
             inputs = as_tensors(ms.Tensor, found)
             res["input_shape"] = _shape_text(inputs)
             pynative = _run_mode(ms, cell, job, inputs, reference, res, "pynative")
+    if progress is not None:
+        progress({**res, "partial": True, "error": res["error"] or pynative})
     graph = _run_mode(ms, cell, job, inputs, reference, res, "graph")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     errors = [e for e in (pynative, graph) if e is not None]
@@ -881,6 +890,12 @@ def _load_torch(ms: Any, cell: Any, weights: dict[str, Any],
     return np.asarray(data["output"], dtype=np.float64), inputs
 
 
+def _say(res: dict[str, Any]) -> None:
+    """One result line to the parent."""
+    sys.stdout.write(MARK + json.dumps(res) + "\n")
+    sys.stdout.flush()
+
+
 def main(argv: list[str]) -> int:
     """Run the job file given on the command line."""
     job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
@@ -894,13 +909,12 @@ def main(argv: list[str]) -> int:
     announce_ready()
     for cell_job in job["cells"]:
         try:
-            res = run_cell(ms, cell_job, job["root"])
+            res = run_cell(ms, cell_job, job["root"], _say)
         except Exception as exc:  # keep the batch going
             traceback.print_exc(file=sys.stderr)
             res = {"key": cell_job["key"], "pynative": "fail", "graph": "fail",
                    "error": first_line(exc)}
-        sys.stdout.write(MARK + json.dumps(res) + "\n")
-        sys.stdout.flush()
+        _say(res)
     return 0
 
 

@@ -19,6 +19,8 @@ ANSWERS = {
     "torch._dynamo.is_compiling": "False",
     "torch.is_autocast_enabled": "False",
     "torch.cuda.is_available": "False",
+    "torch.xpu.is_available": "False",
+    "torch.backends.mps.is_available": "False",
 }
 
 # torch's numeric constants, as Python literals (the table's advice is ``math.pi``; a
@@ -369,7 +371,7 @@ def torch_einsum(equation, *operands):
     for term, op in zip(terms, operands):
         if len(set(term)) != len(term):
             raise NotImplementedError(f"einsum with a repeated index: {equation}")
-        own = sorted(term, key=letters.index)
+        own = [c for c in letters if c in term]  # its letters in that order
         op = ops.transpose(op, tuple(term.index(c) for c in own))
         shape = [op.shape[own.index(c)] if c in own else 1 for c in letters]
         op = op.reshape(tuple(shape))
@@ -798,6 +800,120 @@ def einops_pack(tensors, pattern):
         shapes.append(middle)
         flat.append(t.reshape(shape[:before] + (size,) + shape[len(shape) - after:]))
     return ops.cat(flat, before), shapes
+''',
+    "EinopsPatternLayer": '''
+class EinopsPatternLayer(nn.Cell):
+    """An einops layer (Rearrange / Reduce / Repeat) whose pattern is built when the
+    network is (``Rearrange(f'b c {dims} -> ...', **sizes)``): the pattern is read here,
+    once; the input's shape when it runs."""
+
+    def __init__(self, pattern, reduction=None, **sizes):
+        super().__init__()
+        left, right = pattern.split("->")
+        self.left = einops_groups(left)
+        self.right = einops_groups(right)
+        self.reduction = reduction
+        self.sizes = sizes
+
+    def construct(self, x):
+        return einops_apply(x, self.left, self.right, self.reduction, self.sizes)
+''',
+    "einops_pattern": '''
+def einops_pattern(x, pattern, reduction=None, **sizes):
+    """einops.rearrange / reduce / repeat with a pattern built when the code runs (or one
+    einops refuses, which raises here as it does there)."""
+    if pattern.count("->") != 1:
+        raise ValueError(f"einops pattern {pattern!r} has no single '->'")
+    left, right = pattern.split("->")
+    return einops_apply(x, einops_groups(left), einops_groups(right), reduction, sizes)
+''',
+    "einops_groups": '''
+def einops_groups(text):
+    """One side of an einops pattern as its groups of axis names: ``'b (h p) ...'`` ->
+    ``(('b',), ('h', 'p'), ('...',))``; a unit axis (``1``, ``()``) is an empty group;
+    an ellipsis inside a group (its axes merged) is ``'(...)'``."""
+    groups, group = [], None
+    for token in text.replace("(", " ( ").replace(")", " ) ").split():
+        if token == "(":
+            group = []
+        elif token == ")":
+            groups.append(tuple(group))
+            group = None
+        elif token != "1" and group is not None:  # ``(...)``: its axes merged
+            group.append("(...)" if token == "..." else token)
+        elif group is None:
+            groups.append(() if token == "1" else (token,))
+    return tuple(groups)
+''',
+    "einops_expand": '''
+def einops_expand(groups, ell):
+    """Groups with the ellipsis replaced by the names ``ell`` of the axes it stands for:
+    one group each, or inside a group (``(...)``) merged into it."""
+    out = ()
+    for group in groups:
+        if group == ("...",):
+            for name in ell:
+                out += ((name,),)
+        else:
+            names = ()
+            for name in group:
+                names += ell if name == "(...)" else (name,)
+            out += (names,)
+    return out
+''',
+    "einops_apply": '''
+def einops_apply(x, left, right, reduction=None, sizes=None):
+    """einops.rearrange / reduce / repeat of ``x`` by a pattern's groups (einops_groups):
+    the grouped axes split, the axes the right side lacks reduced, the others reordered,
+    the new ones repeated to their sizes, and the right side's groups merged."""
+    shape = x.shape
+    ell = ()  # names for the axes an ellipsis stands for
+    for k in range(len(shape) - len(left) + 1):
+        ell += ("..." + str(k),)
+    left, right = einops_expand(left, ell), einops_expand(right, ell)
+    known = dict(sizes or {})
+    elementary = ()
+    for group, size in zip(left, shape):
+        missing = tuple(n for n in group if n not in known)
+        if len(group) == 1:
+            known[group[0]] = size
+        elif missing:
+            other = 1
+            for n in group:
+                if n in known:
+                    other *= known[n]
+            known[missing[0]] = size // other
+        elementary += group
+    x = x.reshape(tuple(known[n] for n in elementary))
+    names = ()
+    for group in right:
+        names += group
+    gone = tuple(i for i, n in enumerate(elementary) if n not in names)
+    if gone:
+        if reduction == "mean":
+            x = x.mean(gone)
+        elif reduction == "sum":
+            x = x.sum(gone)
+        elif reduction == "max":
+            x = x.amax(gone)
+        elif reduction == "min":
+            x = x.amin(gone)
+        else:
+            x = x.prod(gone)
+        elementary = tuple(n for n in elementary if n in names)
+    kept = tuple(n for n in names if n in elementary)
+    x = x.transpose(tuple(elementary.index(n) for n in kept))
+    new = tuple(n for n in names if n not in elementary)
+    if new:
+        x = x.reshape(tuple(1 if n in new else known[n] for n in names))
+        x = ops.broadcast_to(x, tuple(known[n] if n in new else -1 for n in names))
+    merged = ()
+    for group in right:
+        size = 1
+        for n in group:
+            size *= known[n]
+        merged += (size,)
+    return x.reshape(merged)
 ''',
     "einops_unpack": '''
 def einops_unpack(tensor, shapes, pattern):

@@ -6,6 +6,12 @@ small module-level function of the generated file: read the input's shape, split
 grouped axes (``ops.reshape``), drop reduced axes (``mean`` / ``sum`` / ``amax`` / ...),
 reorder (``ops.transpose``), add repeated axes (``ops.broadcast_to``), merge groups
 (``ops.reshape``). Shapes are static in GRAPH_MODE, so the tuple arithmetic folds away.
+Sizes unpacked from a mapping (``rearrange(x, 'b (h w) d -> b d h w', **dims)``) are
+read when the function runs. A layer whose pattern is built when the network is
+(``Rearrange(f'b c {dims} -> b ({dims}) c', **sizes)``) becomes the Cells' own
+``EinopsPatternLayer``, which reads the pattern when it is built, and a call with such a
+pattern (``repeat(x, f'b c {dims} -> (b v) c {dims}', v=2)``) the Cells' ``einops_pattern``,
+which reads it when it runs (in PyNative; GRAPH_MODE compiles no string parsing).
 """
 
 from __future__ import annotations
@@ -153,11 +159,20 @@ def _positions(order: list[str], wanted: list[str]) -> str:
 
 
 def function_source(name: str, op: str, pattern: str, sizes: list[str],
-                    reduction: str | None = None) -> str:
-    """The source of a function ``name(t, <sizes>)`` doing ``op`` with ``pattern``."""
+                    reduction: str | None = None, spread: bool = False) -> str:
+    """The source of a function ``name(t, <sizes>)`` doing ``op`` with ``pattern``.
+    ``spread``: more sizes come from a mapping unpacked into the call (``**dims``), so
+    which axes have a size is known only when it runs: every axis of the pattern is a
+    parameter, and an axis of a group left without a size is the group's size divided
+    by the others'."""
     parsed = Pattern.parse(pattern)
     left, right = parsed.left, parsed.right
     left_names, right_names = _names(left), _names(right)
+    maybe: list[str] = []  # axes whose size a spread mapping may give
+    if spread:
+        maybe = [n for n in dict.fromkeys(left_names + right_names)
+                 if n != ELLIPSIS and n not in sizes]
+        sizes = [*sizes, *maybe]
     new = [n for n in right_names if n not in left_names]
     gone = [n for n in left_names if n not in right_names]
     if op == "rearrange" and (new or gone):
@@ -191,8 +206,17 @@ def function_source(name: str, op: str, pattern: str, sizes: list[str],
             body.append(f"    {group[0]} = s__[{index}]")
         elif group:
             split = True
-            known = [n for n in group if n in sizes]
+            known = [n for n in group if n in sizes and n not in maybe]
             unknown = [n for n in group if n not in sizes]
+            if any(n in maybe for n in group):  # found when it runs: one may lack a size
+                for n in group:
+                    if n in maybe:
+                        others = " * ".join(o for o in group if o != n) or "1"
+                        body += [f"    if {n} is None:",
+                                 f"        {n} = s__[{index}] // ({others})"]
+                elementary += list(group)
+                split = True
+                continue
             if len(unknown) > 1:
                 raise PatternError(f"group ({' '.join(group)}) with several unknown sizes")
             for n in unknown:
@@ -292,8 +316,10 @@ def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, s
     """``rearrange(x, 'pattern', h=2)`` -> ``fn(x, h=2)`` and the source of ``fn``;
     ``Rearrange('pattern', p=2)`` -> ``EinopsLayer(fn, p=2)``; ``einsum(a, b, 'pattern')``
     -> ``torch_einsum('equation', a, b)`` (the Cells' composition of ``torch.einsum``, with
-    no source of its own). Raises :class:`PatternError` when the pattern is not a literal
-    this module writes out."""
+    no source of its own). A pattern that is not a literal is read when the Cell is built
+    (a layer: ``EinopsPatternLayer(pattern, reduction, p=2)``) or runs (a call:
+    ``einops_pattern(x, pattern, reduction, h=2)``). Raises :class:`PatternError` when
+    the pattern is a literal this module does not write out, or no pattern is given."""
     short = name.rsplit(".", 1)[-1]
     if short == "einsum":
         *tensors, last = call.args or (cst.Arg(cst.Name("None")),)
@@ -309,16 +335,29 @@ def translate(name: str, call: cst.Call, fn: str) -> tuple[cst.BaseExpression, s
     op = short.lower()
     args = [a for a in call.args if a.keyword is None]
     named = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    args = [a for a in args if not a.star]
+    spreads = [a for a in call.args if a.star == "**"]  # sizes from a mapping: ``**dims``
     sizes = [a for a in call.args if a.keyword is not None
-             and a.keyword.value not in ("pattern", "reduction", "tensor")]
-    pattern = _string(named.get("pattern") or (args[at].value if len(args) > at else None))
-    how = _string(named.get("reduction") or (
-        args[at + 1].value if len(args) > at + 1 else None))
-    if op not in FUNCTIONS or pattern is None or any(a.star for a in call.args) or (
+             and a.keyword.value not in ("pattern", "reduction", "tensor")] + spreads
+    written = named.get("pattern") or (args[at].value if len(args) > at else None)
+    pattern = _string(written)
+    how_written = named.get("reduction") or (args[at + 1].value if len(args) > at + 1
+                                             else None)
+    how = _string(how_written)
+    rejected = pattern is not None and pattern.count("->") != 1  # einops raises on it
+    if (pattern is None or rejected) and written is not None and op in FUNCTIONS and (
+            layer or args) and not any(a.star == "*" for a in call.args):
+        # a pattern built as it runs, or one einops refuses when it runs
+        given = [cst.Arg(written), cst.Arg(how_written or cst.Name("None")), *sizes]
+        if layer:
+            return cst.Call(cst.Name("EinopsPatternLayer"), given), ""
+        return cst.Call(cst.Name("einops_pattern"), [cst.Arg(args[0].value), *given]), ""
+    if op not in FUNCTIONS or pattern is None or any(a.star == "*" for a in call.args) or (
             not layer and not args):
         raise PatternError("not a pattern written as a string literal")
     source = function_source(fn, op, pattern,
-                             [a.keyword.value for a in sizes if a.keyword is not None], how)
+                             [a.keyword.value for a in sizes if a.keyword is not None], how,
+                             spread=bool(spreads))
     if layer:
         return cst.Call(cst.Name("EinopsLayer"), [cst.Arg(cst.Name(fn)), *sizes]), source
     return cst.Call(cst.Name(fn), [cst.Arg(args[0].value), *sizes]), source

@@ -224,16 +224,21 @@ def _borrow_from_parents(plans: dict[str, Plan], outcomes: dict[str, dict[str, A
         made_up = bool(plan.synthesized) or plan.guessed or len(plan.inputs) > 1 or (
             failed and own is not None and _pynative_part(own.get("error")).startswith(
                 "PyNative: AssertionError"))
-        if not ((plan.reason is not None and own is None) or (failed and made_up)):
+        # stopped by the time or memory limit in GRAPH_MODE only: a parent that ran it
+        # in both modes proves GRAPH_MODE too
+        stopped = own is not None and not failed and own.get("graph") != "pass" and \
+            _too_big(own)
+        if not ((plan.reason is not None and own is None) or ((failed or stopped)
+                                                              and made_up)):
             continue
         parents = sorted((o.get("graph") != "pass", p) for p, o in outcomes.items()
                          if o.get("pynative") == "pass" and cls in (o.get("ran") or {}))
-        if not parents:
+        if not parents or (stopped and outcomes[parents[0][1]].get("graph") != "pass"):
             continue
         name = parents[0][1]
         parent = outcomes[name]
         note = None
-        if failed and own is not None and own.get("input_fits") is not False:
+        if (failed or stopped) and own is not None and own.get("input_fits") is not False:
             values = describe(plan.synthesized)
             how = f", with values msready made up ({values})" if values else ""
             note = f"alone{how}: {own.get('error')}"
@@ -513,8 +518,9 @@ def _smaller_job(plan: Plan) -> dict[str, Any]:
 
 def _ran_smaller(first: dict[str, Any], small: dict[str, Any]) -> dict[str, Any]:
     """The outcome of the smaller run, saying why it was needed; the first outcome when
-    the smaller one ran out of time or memory too."""
-    if _too_big(small):
+    the smaller one ran out of time or memory too, or when the first was stopped only in
+    GRAPH_MODE and the smaller one does not run in PyNative."""
+    if _too_big(small) or (first.get("pynative") == "pass" and small.get("pynative") != "pass"):
         return first
     limit = str(first["error"]).removeprefix("stopped: it ").split(",")[0]
     why = f"at the repository's sizes it {limit}; it ran with smaller made-up sizes"

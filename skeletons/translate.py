@@ -234,6 +234,7 @@ class CellTransformer(cst.CSTTransformer):
         # per enclosing class: what its ``self.<name>`` hold, layer by layer in containers
         self._held: list[dict[str, held_layers.Held]] = []
         self._functions: list[str] = []  # names of the enclosing functions
+        self._local_defs: list[set[str]] = []  # functions each one defines in its body
         self._scope: list[str] = []  # enclosing classes and functions, outermost first
         self._statement_values: set[cst.CSTNode] = set()  # expressions used as statements
         # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layers it may hold
@@ -828,8 +829,10 @@ class CellTransformer(cst.CSTTransformer):
                                            cst.FunctionDef)
             updated_node = cst.ensure_type(updated_node.visit(_FlagTests(updated_node)),
                                            cst.FunctionDef)
+            updated_node = _bound_before(updated_node)
         self._tuples.pop()
         self._functions.pop()
+        self._local_defs.pop()
         self._scope.pop()
         self._narrowed.pop()
         self._module_locals.pop()
@@ -918,6 +921,12 @@ class CellTransformer(cst.CSTTransformer):
             self._note("MS100", f"@{script} removed: a TorchScript marker; the Cell runs "
                                 "eagerly in PyNative and MindSpore compiles construct itself")
             return cst.RemoveFromParent()
+        if script == "functools.wraps":
+            self._note("MS100", "@functools.wraps removed: it copies only the wrapped "
+                                "function's name and documentation, and GRAPH_MODE, following "
+                                "its __wrapped__, reads the code of what it wraps (a Cell "
+                                "has none)")
+            return cst.RemoveFromParent()
         name = self._context(original_node.decorator)
         if name is None:
             if self._keeps_torch(updated_node):  # it would fail when the file is imported
@@ -998,6 +1007,8 @@ class CellTransformer(cst.CSTTransformer):
         self._names_not_values.add(node.name)
         self._tuples.append(set())
         self._functions.append(node.name.value)
+        self._local_defs.append({d.name.value for d in find_all(node.body, m.FunctionDef())
+                                 if isinstance(d, cst.FunctionDef)})
         self._scope.append(node.name.value)
         calls = self._local_calls(node)
         self._narrowed.append(self._local_layers(calls))
@@ -1486,6 +1497,9 @@ class CellTransformer(cst.CSTTransformer):
         mapped = self._map_lambda(updated_node)
         if mapped is not None:
             return mapped
+        absent = self._absent_torch_attribute(original_node, updated_node)
+        if absent is not None:
+            return absent
         name = self.qualify(original_node.func)
         if name is not None and name.startswith("einops."):
             return self._einops(name, updated_node)
@@ -1518,10 +1532,39 @@ class CellTransformer(cst.CSTTransformer):
             return self._tensor_method(updated_node, updated_node.func)
         return updated_node
 
+    def _absent_torch_attribute(self, original: cst.Call, updated: cst.Call
+                                ) -> cst.BaseExpression | None:
+        """``getattr(torch.cpu, '_is_avx2_supported', lambda: False)``: a torch name the
+        Cell has no form of (none in the API table, and no answer, constant, composition
+        or stand-in of its own) is absent here, so ``getattr`` gives its default."""
+        args = original.args
+        if not m.matches(original.func, m.Name("getattr")) or "getattr" in \
+                self.file.bindings or len(args) != 3 or any(a.keyword or a.star for a in args):
+            return None
+        attr = args[1].value.evaluated_value if isinstance(args[1].value, cst.SimpleString) \
+            else None
+        base = self.qualify(args[0].value)
+        if not isinstance(attr, str) or not attr.isidentifier() or not is_torch(base):
+            return None
+        name = apis.canonical(f"{base}.{attr}")
+        if apis.lookup(name, self.backend).api is not None or any(
+                name in table for table in (compositions.ANSWERS, compositions.CONSTANTS,
+                                            compositions.COMPOSED, compositions.STAND_INS,
+                                            adapters.ADAPTED, adapters.VALUE_ADAPTED)):
+            return None
+        self._note("MS100", f"{base}.{attr} has no MindSpore form, so here getattr gives "
+                            "its default")
+        default = updated.args[2].value
+        if isinstance(default, (cst.Name, cst.Attribute, cst.Call, cst.Subscript,
+                                cst.BaseString, cst.BaseNumber)) or default.lpar:
+            return default
+        return default.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
     def _map_lambda(self, call: cst.Call) -> cst.BaseExpression | None:
         """``map(lambda t: f(t, h=self.heads), qkv)`` in code forward runs -> ``[f(t,
         h=self.heads) for t in qkv]``: GRAPH_MODE's map takes no closure over free
-        variables, nor a ``functools.partial``."""
+        variables (a lambda, or a function defined in the enclosing one), nor a
+        ``functools.partial``."""
         if not self._run_by_forward() or not m.matches(call, m.Call(
                 func=m.Name("map"), args=[m.Arg(keyword=None, star=""),
                                           m.Arg(keyword=None, star="")])):
@@ -1540,6 +1583,12 @@ class CellTransformer(cst.CSTTransformer):
                     else a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(
                         " "))) for i, a in enumerate(args)]
             return cst.ListComp(cst.Call(function.args[0].value, args),
+                                cst.CompFor(item, call.args[1].value))
+        if isinstance(function, cst.Name) and any(function.value in d
+                                                  for d in self._local_defs):
+            # ``map(split_heads, qkv)``, ``def split_heads(t)`` a closure of this function
+            item = cst.Name("item_")
+            return cst.ListComp(cst.Call(function, [cst.Arg(item)]),
                                 cst.CompFor(item, call.args[1].value))
         if not isinstance(function, cst.Lambda):
             return None
@@ -2075,7 +2124,9 @@ class _LambdaHoist(_Hoist):
 def _device_apart(line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine] | None:
     """``device, dtype = x.device, x.dtype`` as one assignment per name: GRAPH_MODE
     compiles a tuple holding a tensor's device and a dtype into a broken dtype. Only
-    where the names and values pair one to one and no value reads a name assigned."""
+    where the names and values pair one to one and no value reads a name assigned. A
+    value unpacked in place (``_, n, device, dtype = *x.shape, x.device, x.dtype``) keeps
+    the names left between the pairs at either end: ``_, n = x.shape``."""
     if len(line.body) != 1 or not m.matches(line.body[0], m.Assign(
             targets=[m.AssignTarget(m.Tuple())], value=m.Tuple())):
         return None
@@ -2083,21 +2134,41 @@ def _device_apart(line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine
     assert isinstance(assign, cst.Assign)
     targets, values = assign.targets[0].target, assign.value
     assert isinstance(targets, cst.Tuple) and isinstance(values, cst.Tuple)
-    names = [e.value for e in targets.elements if isinstance(e.value, cst.Name)]
-    items = [e.value for e in values.elements]
-    if len(names) != len(targets.elements) or len(names) != len(items) or not all(
-            isinstance(e, cst.Element) for e in (*targets.elements, *values.elements)):
+    if not all(isinstance(e.value, cst.Name) for e in targets.elements):
         return None
-    assigned = {n.value for n in names}
-    attributes = [a for v in items for a in find_all(v, m.Attribute())]
+    names, items = list(targets.elements), list(values.elements)
+    assigned = {e.value.value for e in names if isinstance(e.value, cst.Name)}
+    attributes = [a for e in items for a in find_all(e.value, m.Attribute())]
     attribute_names = {id(a.attr) for a in attributes if isinstance(a, cst.Attribute)}
-    read = {n.value for v in items for n in find_all(v, m.Name())
+    read = {n.value for e in items for n in find_all(e.value, m.Name())
             if isinstance(n, cst.Name) and id(n) not in attribute_names}
     if not any(m.matches(a, m.Attribute(attr=m.Name("device"))) for a in attributes) or \
             read & assigned:
         return None
-    lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(n)], v)])
-             for n, v in zip(names, items, strict=True)]
+    head: list[tuple[cst.BaseElement, cst.BaseElement]] = []
+    tail: list[tuple[cst.BaseElement, cst.BaseElement]] = []
+    while names and items and isinstance(names[0], cst.Element) and \
+            isinstance(items[0], cst.Element):
+        head.append((names.pop(0), items.pop(0)))
+    while names and items and isinstance(names[-1], cst.Element) and \
+            isinstance(items[-1], cst.Element):
+        tail.insert(0, (names.pop(), items.pop()))
+    middle: cst.SimpleStatementLine | None = None
+    if names or items:  # what one value unpacked in place gives the names between
+        if len(items) != 1 or not isinstance(items[0], cst.StarredElement) or not names:
+            return None
+        elements = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in names]
+        if len(elements) == 1 and isinstance(elements[0], cst.Element):
+            elements[0] = elements[0].with_changes(comma=cst.Comma())
+        middle = cst.SimpleStatementLine([cst.Assign(
+            [cst.AssignTarget(cst.Tuple(elements, lpar=[], rpar=[]))], items[0].value)])
+    def one(name: cst.BaseElement, value: cst.BaseElement) -> cst.SimpleStatementLine:
+        assert isinstance(name.value, cst.Name)
+        return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(name.value)],
+                                                   value.value)])
+
+    lines = [one(n, v) for n, v in head] + ([middle] if middle is not None else [])
+    lines += [one(n, v) for n, v in tail]
     lines[0] = lines[0].with_changes(leading_lines=line.leading_lines)
     return lines
 
@@ -2136,6 +2207,125 @@ _QUIET_CONTEXTS = {
                                "without it",
     "contextlib.nullcontext": "a context that does nothing: the block runs without it",
 }
+
+
+class _Binds(cst.CSTVisitor):
+    """The names a statement binds in its function's scope (not in a nested function,
+    class, lambda or comprehension)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.Name):
+            self.names.add(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for element in node.elements:
+                self._target(element.value)
+        elif isinstance(node, cst.StarredElement):
+            self._target(node.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._target(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        return False
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        return False
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        return False
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        return False
+
+
+def _binds(node: cst.CSTNode) -> set[str]:
+    found = _Binds()
+    node.visit(found)
+    return found.names
+
+
+def _branches(stmt: cst.If) -> list[cst.CSTNode] | None:
+    """The blocks of an ``if`` / ``elif`` chain; None when it has no ``else``."""
+    blocks: list[cst.CSTNode] = [stmt.body]
+    rest = stmt.orelse
+    while isinstance(rest, cst.If):
+        blocks.append(rest.body)
+        rest = rest.orelse
+    return [*blocks, rest.body] if rest is not None else None
+
+
+def _reads(nodes: list[cst.BaseStatement]) -> set[str]:
+    """The names the statements use (not an attribute's or a keyword's name)."""
+    names = [n for s in nodes for n in find_all(s, m.Name()) if isinstance(n, cst.Name)]
+    skip = {id(a.attr) for s in nodes for a in find_all(s, m.Attribute())
+            if isinstance(a, cst.Attribute)}
+    skip |= {id(a.keyword) for s in nodes for a in find_all(s, m.Arg())
+             if isinstance(a, cst.Arg) and a.keyword is not None}
+    return {n.value for n in names if id(n) not in skip}
+
+
+def _bound_before(function: cst.FunctionDef) -> cst.FunctionDef:
+    """``name = None`` before a statement of the function's own block that binds
+    ``name`` on some paths only (a ``for`` loop's body, an ``if`` without ``else`` or one
+    of whose branches does not bind it) when a later statement reads it and nothing
+    before binds it. GRAPH_MODE refuses a name bound in one branch or in a loop body and
+    read after; where the code read it unbound Python would have raised, so every run
+    that worked gives the same result. Only at the block's top (a statement inside a
+    loop may read what the previous iteration bound)."""
+    if not isinstance(function.body, cst.IndentedBlock):
+        return function
+    params = function.params
+    bound = {p.name.value for p in (*params.posonly_params, *params.params,
+                                    *params.kwonly_params)}
+    bound |= {p.name.value for p in (params.star_arg, params.star_kwarg)
+              if isinstance(p, cst.Param)}
+    declared = {n.name.value for s in find_all(function.body, m.Global() | m.Nonlocal())
+                if isinstance(s, (cst.Global, cst.Nonlocal)) for n in s.names}
+    statements = list(function.body.body)
+    out: list[cst.BaseStatement] = []
+    for i, stmt in enumerate(statements):
+        inside = _binds(stmt)
+        partly: set[str] = set()
+        if isinstance(stmt, cst.For):
+            partly = inside
+        elif isinstance(stmt, cst.If):
+            blocks = _branches(stmt)
+            everywhere = set.intersection(*(_binds(b) for b in blocks)) if blocks else set()
+            partly = inside - everywhere
+        missing = sorted((partly - bound - declared) & _reads(statements[i + 1:]))
+        out += [cst.parse_statement(f"{name} = None\n") for name in missing]
+        out.append(stmt)
+        bound |= inside
+    if len(out) == len(statements):
+        return function
+    return function.with_changes(body=function.body.with_changes(body=out))
 
 
 class _FlagTests(cst.CSTTransformer):

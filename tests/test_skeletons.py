@@ -305,6 +305,37 @@ def test_a_torch_name_with_no_mindspore_form_fails_only_where_it_is_reached(
     assert lines[line - 1].strip() == "return norm(channels)"
 
 
+
+BRANCH_LEFT_IN_CELL = '''\
+import torch
+from torch import nn
+
+
+class Bessel(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.fc = nn.Linear(c, c)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 1e9:  # never here; GRAPH_MODE compiles the branch all the same
+            return torch.special.i0e(y)
+        return y
+'''
+
+
+def test_a_torch_name_graph_mode_compiles_is_the_one_its_error_names(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # GRAPH_MODE asks any object it compiles for its ``_func_graph_flags``: the stand-in
+    # does not answer for torch, so the error is about torch.special.i0e itself
+    _, cells = run_cells(tmp_path, {"bessel.py": BRANCH_LEFT_IN_CELL})
+    cell = cells["Bessel"]
+    assert (cell.pynative, cell.graph) == ("pass", "fail")
+    assert cell.error is not None and cell.error.startswith("GRAPH_MODE: NotImplementedError")
+    assert "torch.special.i0e has no MindSpore form" in cell.error
+    assert "_func_graph_flags" not in cell.error
+
 FUNCTIONAL_CONV = '''\
 import torch
 import torch.nn.functional as F

@@ -59,6 +59,28 @@ def test_einsum_is_composed_from_broadcast_products_and_sums(
           torch.einsum(equation, *map(torch.tensor, arrays)))
 
 
+def test_einsum_compiles_in_graph_mode(tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # operands whose letters come in another order than the output's (a grouped linear
+    # layer's weight): GRAPH_MODE reads the function's source, so it lives in a file
+    (tmp_path / "grouped.py").write_text(
+        "import mindspore\nfrom mindspore import nn, ops\n"
+        + compositions.SOURCES["torch_einsum"]
+        + "\n\nclass Grouped(nn.Cell):\n    def __init__(self, weight):\n"
+          "        super().__init__()\n        self.weight = mindspore.Parameter(weight)\n\n"
+          "    def construct(self, x):\n"
+          "        return torch_einsum('gbnd,ged->bnge', x, self.weight)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    grouped = importlib.import_module("grouped")
+    x, w = _array(4, 2, 8, 32), _array(4, 8, 32)
+    mindspore.set_context(mode=mindspore.GRAPH_MODE)
+    try:
+        got = grouped.Grouped(Tensor(w))(Tensor(x))
+    finally:
+        mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    _same(got, torch.einsum('gbnd,ged->bnge', torch.tensor(x), torch.tensor(w)))
+
+
 def test_normalize_and_layer_norm(composed: dict[str, Callable[..., Any]]) -> None:
     x, w, b = _array(2, 8, 4), _array(4), _array(4)
     _same(composed["torch_normalize"](Tensor(x), dim=-1),
@@ -1116,3 +1138,42 @@ def test_a_parametrized_layer_takes_the_name_that_held_it(tmp_path: Path,
     assert 'self.linear = torch_register_parametrization(self.linear, "weight", ' \
            'UnitRows())' in code
     assert (cells["NormLinear"].pynative, cells["NormLinear"].graph) == ("pass", "pass")
+
+
+FAST_PATH = '''\
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def fused_kernel_supported():
+    # a kernel only some builds of torch have, asked for by a private name
+    fast = getattr(torch.cpu, '_is_avx2_supported', lambda: False)()
+    return fast and not torch.xpu.is_available() and sys.platform != 'darwin'
+
+
+class Mixer(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.act = getattr(F, 'gelu', None)
+
+    def forward(self, x):
+        if fused_kernel_supported():
+            return torch.special.i0e(self.proj(x))
+        return self.act(self.proj(x))
+'''
+
+
+def test_a_torch_name_looked_up_with_a_default_the_cell_lacks_gives_the_default(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"mixer.py": FAST_PATH})
+    code = [ln.strip() for ln in (out / "mixer.py").read_text().splitlines()]
+    assert "fast = (lambda: False)()" in code
+    assert "return fast and not False and sys.platform != 'darwin'" in code
+    # a name MindSpore has a form of is looked up as written
+    assert any(ln.startswith("self.act = getattr(") for ln in code)
+    cell = cells["Mixer"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error

@@ -3,6 +3,8 @@ against numpy on MindSpore in PyNative, and through a small einops ViT in both m
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import mindspore
 import numpy as np
 import pytest
+import torch
 from mindspore import ops
 
 from msready.analyzer.scan import ScanOptions, scan
@@ -318,21 +321,198 @@ from einops import rearrange
 
 
 class ToMap(nn.Module):
-    def __init__(self, dim=8, side=4):
+    def __init__(self, dim=8):
         super().__init__()
-        self.sizes = dict(h=side, w=side)
         self.conv = nn.Conv2d(dim, dim, 1)
 
     def forward(self, x):
-        return self.conv(rearrange(x, 'b (h w) d -> b d h w', **self.sizes))
+        side = int(x.shape[1] ** 0.5)
+        dims = {'h': side, 'w': side}
+        return self.conv(rearrange(x, 'b (h w) d -> b d h w', **dims))
+'''
+
+
+def test_sizes_unpacked_from_a_mapping_are_read_when_the_cell_runs(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    # the pattern is written out; which axes the mapping sizes is known only at run time
+    out, cells = run_cells(tmp_path, {"tomap.py": RUNTIME_SIZES})
+    code = (out / "tomap.py").read_text()
+    assert "rearrange = Unavailable" not in code and "**dims)" in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+@pytest.mark.parametrize(("given", "shape"), [
+    ({"h": 3, "w": 4}, (2, 5, 3, 4)), ({"w": 4}, (2, 5, 3, 4)), ({"h": 4}, (2, 5, 4, 3))])
+def test_a_group_sized_by_a_mapping_takes_the_missing_size_from_the_others(
+        given: dict[str, int], shape: tuple[int, ...]) -> None:
+    namespace: dict[str, Any] = {"ops": ops, "mindspore": mindspore}
+    exec(function_source("f", "rearrange", "b (h w) d -> b d h w", [], spread=True),
+         namespace)
+    x = np.random.default_rng(0).random((2, 12, 5)).astype(np.float32)
+    got = namespace["f"](mindspore.Tensor(x), **given).asnumpy()
+    h, w = shape[2:]
+    np.testing.assert_allclose(got, x.reshape(2, h, w, 5).transpose(0, 3, 1, 2))
+
+
+STARRED_TENSORS = '''\
+import torch.nn as nn
+from einops import rearrange
+
+
+class Swap(nn.Module):
+    def forward(self, x):
+        args = (x, 'b c -> c b')
+        return rearrange(*args)
 '''
 
 
 def test_an_einops_call_left_as_written_needs_einops_instead_of_failing_on_its_name(
         tmp_path: Path, run_cells: Callable[..., Any]) -> None:
-    # sizes unpacked from a dictionary: the pattern is not written out
-    out, cells = run_cells(tmp_path, {"tomap.py": RUNTIME_SIZES})
-    code = [ln.strip() for ln in (out / "tomap.py").read_text().splitlines()]
+    # the tensor and pattern unpacked from a tuple: the pattern is not written out
+    out, cells = run_cells(tmp_path, {"swap.py": STARRED_TENSORS})
+    code = [ln.strip() for ln in (out / "swap.py").read_text().splitlines()]
     assert "rearrange = Unavailable" in code
     (cell,) = cells.values()
     assert cell.status == "blocked" and "einops" in (cell.error or "")
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The Cells' einops layer and functions, imported from a file as in a generated Cell
+    (GRAPH_MODE reads their source)."""
+    folder = tmp_path_factory.mktemp("runtime_einops")
+    (folder / "runtime_einops.py").write_text(
+        "import mindspore\nfrom mindspore import nn, ops\n" + "".join(
+            compositions.SOURCES[name] for name in (
+                "EinopsPatternLayer", "einops_pattern", "einops_groups", "einops_expand",
+                "einops_apply")), encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module("runtime_einops")
+    finally:
+        sys.path.remove(str(folder))
+
+
+@pytest.mark.parametrize("mode", [mindspore.PYNATIVE_MODE, mindspore.GRAPH_MODE])
+@pytest.mark.parametrize(("pattern", "how", "sizes", "expected"), [
+    ("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", None, {"p1": 2, "p2": 4},
+     lambda t: t.reshape(2, 3, 4, 2, 2, 4).permute(0, 2, 4, 3, 5, 1).reshape(2, 8, 24)),
+    ("b c h w -> b c", "mean", {}, lambda t: t.mean((2, 3))),
+    ("b c h w -> b c", "max", {}, lambda t: t.amax((2, 3))),
+    ("b ... -> b (...)", None, {}, lambda t: t.reshape(2, -1)),
+    ("b c ... -> b ... c", None, {}, lambda t: t.permute(0, 2, 3, 1)),
+    ("b (h d) ... -> b h (...) d", None, {"h": 1},
+     lambda t: t.reshape(2, 1, 3, 64).permute(0, 1, 3, 2)),
+    ("b c h w -> b c 1 h w", None, {}, lambda t: t[:, :, None]),
+    ("b (c r) ... -> b ... r c", None, {"r": 3},
+     lambda t: t.reshape(2, 1, 3, 8, 8).permute(0, 3, 4, 2, 1)),
+    ("b c h w -> b r c h w", None, {"r": 2},
+     lambda t: t[:, None].expand(2, 2, 3, 8, 8)),
+])
+def test_a_layer_built_from_a_pattern_when_the_network_is_matches_torch(
+        runtime: Any, mode: int, pattern: str, how: str | None, sizes: dict[str, int],
+        expected: Ref) -> None:
+    x = np.random.default_rng(0).random((2, 3, 8, 8)).astype(np.float32)
+    mindspore.set_context(mode=mode)
+    try:
+        got = runtime.EinopsPatternLayer(pattern, how, **sizes)(mindspore.Tensor(x))
+    finally:
+        mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    np.testing.assert_allclose(got.asnumpy(), expected(torch.tensor(x)).numpy(), rtol=1e-6)
+
+
+def test_a_pattern_built_when_the_code_runs_is_read_then(runtime: Any) -> None:
+    x = np.random.default_rng(0).random((2, 3, 4, 4)).astype(np.float32)
+    dims = "h w"
+    got = runtime.einops_pattern(mindspore.Tensor(x), f"b c {dims} -> (b v) c {dims}", None,
+                                 v=2)
+    reference = torch.tensor(x)[:, None].expand(2, 2, 3, 4, 4).reshape(4, 3, 4, 4)
+    np.testing.assert_allclose(got.asnumpy(), reference.numpy())
+
+
+BUILT_PATTERNS = '''\
+import torch.nn as nn
+from einops import repeat
+from einops.layers.torch import Rearrange
+
+
+class NDPatches(nn.Module):
+    """Patches of an input with any number of sides: the patterns are built from them."""
+
+    def __init__(self, ndim=2, patch=4, channels=3, dim=16):
+        super().__init__()
+        names = 'hwd'[:ndim]
+        sides = ' '.join(f'({n} p{i})' for i, n in enumerate(names))
+        patches = ' '.join(f'p{i}' for i in range(ndim))
+        self.dims = ' '.join(names)
+        sizes = {f'p{i}': patch for i in range(ndim)}
+        self.views = 2
+        self.to_patches = nn.Sequential(
+            Rearrange(f'b c {sides} -> b ({self.dims}) ({patches} c)', **sizes),
+            nn.Linear(channels * patch ** ndim, dim))
+
+    def forward(self, x):
+        return self.to_patches(x)
+
+
+class Views(NDPatches):
+    def forward(self, x):
+        return self.to_patches(repeat(x, f'b c {self.dims} -> (b v) c {self.dims}',
+                                      v=self.views))
+'''
+
+
+def test_einops_patterns_built_from_the_networks_sides_run(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    out, cells = run_cells(tmp_path, {"nd.py": BUILT_PATTERNS})
+    code = (out / "nd.py").read_text()
+    assert "= Unavailable" not in code
+    assert "EinopsPatternLayer(f'b c {sides} -> b ({self.dims}) ({patches} c)', None, " \
+           "**sizes)" in code
+    patches, views = cells["NDPatches"], cells["Views"]
+    assert (patches.pynative, patches.graph) == ("pass", "pass"), patches.error
+    assert patches.output_shape == "(2, 64, 16)"
+    # the call's pattern is read when it runs: PyNative
+    assert views.pynative == "pass", views.error
+    assert views.output_shape == "(4, 64, 16)"
+
+
+def test_a_pattern_einops_refuses_raises_when_it_runs(runtime: Any) -> None:
+    with pytest.raises(ValueError, match="'b 1 c h w' has no single '->'"):
+        runtime.einops_pattern(mindspore.Tensor(np.zeros((2, 3, 4, 4), np.float32)),
+                               "b 1 c h w")
+
+
+MALFORMED_BRANCH = '''\
+import torch.nn as nn
+from einops import rearrange
+
+
+class Frames(nn.Module):
+    """Takes (batch, frames, channels, height, width); a lone image's branch has a
+    pattern einops refuses (no '->'), so it fails there as the torch code does."""
+
+    def __init__(self, channels=3, dim=8):
+        super().__init__()
+        self.proj = nn.Conv2d(channels, dim, 1)
+
+    def forward(self, video):
+        if video.ndim == 4:
+            video = rearrange(video, 'b 1 c h w')
+        frames = rearrange(video, 'b f c h w -> (b f) c h w')
+        return self.proj(frames)
+'''
+
+
+def test_a_pattern_einops_refuses_is_no_missing_library(
+        tmp_path: Path, run_cells: Callable[..., Any]) -> None:
+    out, cells = run_cells(tmp_path, {"frames.py": MALFORMED_BRANCH})
+    code = (out / "frames.py").read_text()
+    assert "= Unavailable" not in code
+    assert "einops_pattern(video, 'b 1 c h w', None)" in code
+    (cell,) = cells.values()
+    # an input of four axes (the convolution's) reaches the branch and fails as in torch;
+    # not a library msready lacks
+    assert cell.status == "pass" or (
+        cell.status == "fail" and "'b 1 c h w' has no single '->'" in (cell.error or ""))

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import libcst as cst
+
 from msready.analyzer.result import SkeletonResult
+from msready.skeletons.translate import _bound_before
 
 # ``run_cells`` (conftest): write files, scan, generate and run the Cells
 CellRun = Callable[..., tuple[Path, dict[str, SkeletonResult]]]
@@ -217,6 +220,100 @@ def test_a_device_read_with_a_dtype_in_one_assignment_is_written_apart(
     assert (cells["Freqs"].pynative, cells["Freqs"].graph) == ("pass", "pass")
 
 
+
+UNPACKED_SHAPE_AND_DEVICE = '''\
+import torch
+import torch.nn as nn
+
+
+def sincos(patches, temperature=10000, dtype=torch.float32):
+    _, n, dim, device, dtype = *patches.shape, patches.device, patches.dtype
+    omega = 1.0 / (temperature ** (torch.arange(dim // 2, device=device) / (dim // 2 - 1)))
+    pos = torch.arange(n, device=device)[:, None] * omega[None, :]
+    return torch.cat((pos.sin(), pos.cos()), dim=1).type(dtype)
+
+
+class Tokens(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        *_, n, dtype = *x.shape, x.dtype
+        return self.proj(x) + sincos(x).to(dtype)[:n]
+'''
+
+
+def test_a_device_read_beside_a_shape_unpacked_in_place_is_written_apart(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # the shape's sizes keep one assignment of their own; a tuple with no device stays
+    out, cells = run_cells(tmp_path, {"tokens.py": UNPACKED_SHAPE_AND_DEVICE})
+    code = [ln.strip() for ln in (out / "tokens.py").read_text().splitlines()]
+    start = code.index("_, n, dim = patches.shape")
+    assert code[start + 1:start + 3] == ["device = patches.device", "dtype = patches.dtype"]
+    assert "*_, n, dtype = *x.shape, x.dtype" in code
+    assert (cells["Tokens"].pynative, cells["Tokens"].graph) == ("pass", "pass"), \
+        cells["Tokens"].error
+
+
+
+PARTLY_BOUND = '''\
+import random
+
+import torch.nn as nn
+
+
+class Selector(nn.Module):
+    def __init__(self, dim=8, choice="a"):
+        super().__init__()
+        self.options = nn.ModuleDict({"a": nn.Linear(dim, dim), "b": nn.Identity()})
+        self.choice = choice
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(2)])
+
+    def forward(self, x):
+        if isinstance(self.choice, tuple):
+            key = random.choice(self.choice)
+        elif isinstance(self.choice, str):
+            key = self.choice
+        if x.ndim == 3:
+            scale = 1.0
+        else:
+            scale = 2.0
+        total = x
+        for i, layer in enumerate(self.layers):
+            total = total + layer(x)
+            last = layer(total)
+        return self.options[key](last) * scale + total
+'''
+
+
+def test_a_name_bound_on_some_paths_only_is_bound_to_none_before(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE refuses a name bound in one branch (no ``else``) or in a loop body and
+    # read after; bound to None first, every run that worked gives the same result
+    out, cells = run_cells(tmp_path, {"selector.py": PARTLY_BOUND})
+    code = [ln.strip() for ln in (out / "selector.py").read_text().splitlines()]
+    start = code.index("def construct(self, x):")
+    body = code[start + 1:]
+    assert body[0] == "key = None" and body[1] == "if isinstance(self.choice, tuple):"
+    assert body[body.index("total = x") + 1:][:2] == ["last = None",
+                                                     "for i, layer in enumerate(self.layers):"]
+    # bound in every branch, or bound before: left as written
+    assert "scale = None" not in body and "total = None" not in body and "i = None" not in body
+    cell = cells["Selector"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+def test_a_name_bound_inside_a_loop_is_left_as_written() -> None:
+    # a later iteration reads what an earlier one bound: None there would change it
+    source = ("def f(xs):\n    for i, x in enumerate(xs):\n        if i == 0:\n"
+              "            first = x\n        y = x + first\n    return y\n")
+    function = cst.parse_module(source).body[0]
+    assert isinstance(function, cst.FunctionDef)
+    bound = _bound_before(function)
+    assert cst.Module([bound]).code == source.replace("    for", "    y = None\n    for")
+
+
 EXCLUSIVE = '''\
 import torch
 import torch.nn as nn
@@ -391,3 +488,77 @@ def test_the_pooling_settings_mindspore_keeps_in_its_own_form_are_listed() -> No
             differ = {n for n, v in given.items() if getattr(torch_layer, n) == v
                       and hasattr(ms_layer, n) and getattr(ms_layer, n) != v}
             assert differ == set(OWN_FORM.get(name, ())), name
+
+
+WRAPPED_LAYER = '''\
+from functools import wraps
+
+import torch.nn as nn
+
+
+def maybe(fn=None):
+    if fn is None:
+        return lambda x: x
+
+    @wraps(fn)
+    def inner(x, *args, **kwargs):
+        if x is None:
+            return x
+        return fn(x, *args, **kwargs)
+
+    return inner
+
+
+class Head(nn.Module):
+    def __init__(self, dim=8, project=True):
+        super().__init__()
+        self.proj = maybe(nn.Linear(dim, dim) if project else None)
+
+    def forward(self, x):
+        return self.proj(x)
+'''
+
+
+def test_a_layer_wrapped_by_functools_wraps_compiles(tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE follows the wrapper's __wrapped__ to the layer and asks for its code
+    out, cells = run_cells(tmp_path, {"head.py": WRAPPED_LAYER})
+    code = (out / "head.py").read_text()
+    assert "@wraps" not in code and "def inner(x, *args, **kwargs):" in code
+    cell = cells["Head"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+MAPPED_CLOSURE = '''\
+import torch.nn as nn
+
+
+def double(t):
+    return t * 2
+
+
+class Heads(nn.Module):
+    def __init__(self, dim=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.to_q = nn.Linear(dim, dim)
+        self.to_k = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        def split_heads(t):
+            return t.unflatten(-1, (self.heads, -1))
+
+        q, k = map(split_heads, (self.to_q(x), self.to_k(x)))
+        a, b = map(double, (q, k))
+        return (a * b).sum(-1)
+'''
+
+
+def test_a_function_defined_in_forward_mapped_over_values_is_called_on_each(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE's map takes no closure over free variables (here ``self``)
+    out, cells = run_cells(tmp_path, {"heads.py": MAPPED_CLOSURE})
+    code = [ln.strip() for ln in (out / "heads.py").read_text().splitlines()]
+    assert "q, k = [split_heads(item_) for item_ in (self.to_q(x), self.to_k(x))]" in code
+    assert "a, b = map(double, (q, k))" in code  # a module's function: map takes it
+    cell = cells["Heads"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error

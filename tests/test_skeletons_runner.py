@@ -7,6 +7,8 @@ from pathlib import Path
 
 from msready.skeletons import runner
 from msready.skeletons.cache import CellCache
+from msready.skeletons.generate import _borrow_from_parents, _ran_smaller
+from msready.skeletons.shapes import Plan
 
 CELLS = '''\
 import os
@@ -71,6 +73,28 @@ class Stopped(nn.Cell):
         return x
 
 
+class GraphHog(nn.Cell):
+    """Runs in PyNative; holds 3 GiB when GRAPH_MODE compiles it (a large graph)."""
+
+    def construct(self, x):
+        return x * 2
+
+    def compile_and_run(self, *args, **kwargs):
+        import numpy
+        held = numpy.ones(3 << 27)
+        time.sleep(5)
+        return super().compile_and_run(*args, **kwargs) + float(held[-1])
+
+
+class GraphSpinner(nn.Cell):
+    def construct(self, x):
+        return x * 2
+
+    def compile_and_run(self, *args, **kwargs):
+        while True:
+            pass
+
+
 class GraphOnlyFails(nn.Cell):
     def construct(self, x):
         try:
@@ -133,6 +157,54 @@ def test_a_cell_that_holds_too_much_memory_is_stopped_and_the_next_one_runs(
     assert got["Hog"]["error"] == ("stopped: it held more than 2 GiB of memory, the limit for "
                                    "one Cell's run")
     assert got["Good"]["pynative"] == got["After"]["pynative"] == "pass"
+
+
+def test_a_cell_stopped_in_graph_mode_keeps_what_pynative_gave(tmp_path: Path) -> None:
+    (tmp_path / "cells.py").write_text(CELLS, encoding="utf-8")
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("GraphHog"), job("GraphSpinner"), job("Good", {"width": 4})],
+                          timeout=8, memory=2 << 30)
+    hog, spinner = got["GraphHog"], got["GraphSpinner"]
+    assert (hog["pynative"], hog["graph"], hog["input_shape"]) == ("pass", "fail", "(2, 4)")
+    assert hog["error"] == ("stopped: it held more than 2 GiB of memory, the limit for one "
+                            "Cell's run (in GRAPH_MODE)")
+    assert (spinner["pynative"], spinner["graph"]) == ("pass", "fail")
+    assert spinner["error"] == "timed out after 8 s of CPU time (in GRAPH_MODE)"
+    assert got["Good"]["graph"] == "pass"
+    # a Cell stopped before PyNative gave a result is failed in both modes, as before
+    early = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                            [job("Spinner")], timeout=8)
+    assert (early["Spinner"]["pynative"], early["Spinner"]["graph"]) == ("fail", "fail")
+
+
+def test_a_smaller_run_replaces_a_first_run_stopped_in_graph_mode_only_when_it_runs() -> None:
+    first = {"pynative": "pass", "graph": "fail",
+             "error": "timed out after 60 s of CPU time (in GRAPH_MODE)"}
+    broken = {"pynative": "fail", "graph": "fail", "error": "building the Cell: ValueError"}
+    ran = {"pynative": "pass", "graph": "pass", "error": None}
+    assert _ran_smaller(first, broken) is first
+    assert _ran_smaller(first, ran)["error"] == (
+        "at the repository's sizes it timed out after 60 s of CPU time (in GRAPH_MODE); "
+        "it ran with smaller made-up sizes")
+
+
+def test_a_cell_stopped_in_graph_mode_with_made_up_values_is_proven_by_its_parent() -> None:
+    block = Plan("m.Block", "Block", "m", "m.py", 1, synthesized={"dim": 64})
+    net = Plan("m.Net", "Net", "m", "m.py", 9)
+    stopped = {"pynative": "pass", "graph": "fail", "input_fits": True,
+               "error": "stopped: it held more than 4 GiB of memory, the limit for one "
+                        "Cell's run (in GRAPH_MODE)"}
+    parent = {"pynative": "pass", "graph": "pass", "error": None,
+              "ran": {"m.Block": "(2, 8, 16)"}}
+    outcomes = {"m.Block": dict(stopped), "m.Net": parent}
+    _borrow_from_parents({"m.Block": block, "m.Net": net}, outcomes)
+    assert (outcomes["m.Block"]["graph"], outcomes["m.Block"]["inside"]) == ("pass", "m.Net")
+    assert outcomes["m.Block"]["error"] == (
+        "alone, with values msready made up (dim=64): " + stopped["error"])
+    # a parent that does not compile either proves nothing more
+    outcomes = {"m.Block": dict(stopped), "m.Net": {**parent, "graph": "fail"}}
+    _borrow_from_parents({"m.Block": block, "m.Net": net}, outcomes)
+    assert outcomes["m.Block"] == stopped
 
 
 def test_a_time_out_is_cached_but_a_child_that_could_not_start_is_not(tmp_path: Path) -> None:
