@@ -1013,6 +1013,10 @@ class Planner(ConstructorFinder):
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
         read = self._rearranged_rank(cls, node, name)
         if read is not None and read != len(spec.shape) and read >= 2:
+            if spec.spatial:  # an image layer after a pattern that makes the image of a
+                # sequence (``b (h w) d -> b d h w``): its channels are the width, and the
+                # sequence is a square (16, halved and quartered evenly too)
+                return InputSpec((spec.shape[0], *(16,) * (read - 2), spec.shape[1]))
             return InputSpec((spec.shape[0], *(8,) * (read - 2), spec.shape[-1]))
         return spec
 

@@ -31,6 +31,7 @@ from msready.skeletons import (
     held_layers,
     module_level,
     third_party,
+    values,
 )
 from msready.skeletons.constructors import SUPER_INIT
 from msready.skeletons.layers import (
@@ -2209,68 +2210,6 @@ _QUIET_CONTEXTS = {
 }
 
 
-class _Binds(cst.CSTVisitor):
-    """The names a statement binds in its function's scope (not in a nested function,
-    class, lambda or comprehension)."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def _target(self, node: cst.BaseExpression) -> None:
-        if isinstance(node, cst.Name):
-            self.names.add(node.value)
-        elif isinstance(node, (cst.Tuple, cst.List)):
-            for element in node.elements:
-                self._target(element.value)
-        elif isinstance(node, cst.StarredElement):
-            self._target(node.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._target(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._target(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._target(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._target(node.name)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._target(node.target)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ListComp(self, node: cst.ListComp) -> bool:
-        return False
-
-    def visit_SetComp(self, node: cst.SetComp) -> bool:
-        return False
-
-    def visit_DictComp(self, node: cst.DictComp) -> bool:
-        return False
-
-    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
-        return False
-
-
-def _binds(node: cst.CSTNode) -> set[str]:
-    found = _Binds()
-    node.visit(found)
-    return found.names
-
-
 def _branches(stmt: cst.If) -> list[cst.CSTNode] | None:
     """The blocks of an ``if`` / ``elif`` chain; None when it has no ``else``."""
     blocks: list[cst.CSTNode] = [stmt.body]
@@ -2311,13 +2250,14 @@ def _bound_before(function: cst.FunctionDef) -> cst.FunctionDef:
     statements = list(function.body.body)
     out: list[cst.BaseStatement] = []
     for i, stmt in enumerate(statements):
-        inside = _binds(stmt)
+        inside = values.bound_names(stmt)
         partly: set[str] = set()
         if isinstance(stmt, cst.For):
             partly = inside
         elif isinstance(stmt, cst.If):
             blocks = _branches(stmt)
-            everywhere = set.intersection(*(_binds(b) for b in blocks)) if blocks else set()
+            everywhere = set.intersection(*(values.bound_names(b) for b in blocks)) if (
+                blocks) else set()
             partly = inside - everywhere
         missing = sorted((partly - bound - declared) & _reads(statements[i + 1:]))
         out += [cst.parse_statement(f"{name} = None\n") for name in missing]
