@@ -1012,11 +1012,9 @@ class Planner(ConstructorFinder):
                 middle = (8,) * (rank - 2)
                 return InputSpec((spec.shape[0], *middle, spec.shape[-1]))
         read = self._rearranged_rank(cls, node, name)
-        if read is not None and read != len(spec.shape) and read >= 2:
-            if spec.spatial:  # an image layer after a pattern that makes the image of a
-                # sequence (``b (h w) d -> b d h w``): its channels are the width, and the
-                # sequence is a square (16, halved and quartered evenly too)
-                return InputSpec((spec.shape[0], *(16,) * (read - 2), spec.shape[1]))
+        # (not for an image layer's input: where its channels sit among the axes the
+        # pattern names, ``b f c h w`` or ``b (h w) d``, the rank does not say)
+        if read is not None and read != len(spec.shape) and read >= 2 and not spec.spatial:
             return InputSpec((spec.shape[0], *(8,) * (read - 2), spec.shape[-1]))
         return spec
 
