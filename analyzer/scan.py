@@ -482,18 +482,12 @@ def repo_rule_findings(model: RepositoryModel) -> list[Finding]:
     return raw
 
 
-def collect_findings(model: RepositoryModel, config: Config,
-                     repo_findings: list[Finding] | None = None,
-                     files_placed: Placed | None = None,
-                     ) -> tuple[list[Finding], list[Finding]]:
+def collect_findings(model: RepositoryModel, config: Config, repo_findings: list[Finding],
+                     files_placed: Placed) -> tuple[list[Finding], list[Finding]]:
     """All findings, split into reported and suppressed (by comment or by config), each
-    once, in order. ``repo_findings`` are the repository rules' findings and those the
-    value analysis decided, when already known (cached); ``files_placed`` the files'
-    findings already placed (:func:`place_findings`), when another process placed them."""
-    if repo_findings is None:
-        repo_findings = [*repo_rule_findings(model), *decided_findings(model)]
-    if files_placed is None:
-        files_placed = place_findings(model, config, file_findings(model))
+    once, in order: ``files_placed``, the files' findings already placed
+    (:func:`place_findings`), and ``repo_findings``, the repository rules' findings and
+    those the value analysis decided, placed here."""
     repo_placed = place_findings(model, config, repo_findings)
     active: list[Finding] = []
     suppressed: list[Finding] = []
