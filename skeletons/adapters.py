@@ -483,16 +483,19 @@ TorchLinear.__name__ = "Linear"
 class TorchModuleList(nn.CellList):
     """torch.nn.ModuleList on MindSpore's CellList: it takes any iterable and holds None
     where torch's does (``PEG(dim) if first else None``), as a None child, which
-    iteration, indexing, ``len`` and ``zip`` give back in PyNative and GRAPH_MODE."""
+    iteration, indexing, ``len`` and ``zip`` give back in PyNative and GRAPH_MODE.
+    A slice (``self.convs[1::2]``) holds the same Cells under the names they have: it
+    does not rename their parameters for its own positions, as CellList's slice does
+    (two slices would give two parameters one name, which GRAPH_MODE refuses)."""
 
-    def __init__(self, modules=None):
-        super().__init__()
+    def __init__(self, modules=None, auto_prefix=True):
+        super().__init__(auto_prefix=auto_prefix)
         if modules is not None:
             self.extend(modules)
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return TorchModuleList(list(self._cells.values())[index])
+            return TorchModuleList(list(self._cells.values())[index], auto_prefix=False)
         return super().__getitem__(index)
 
     def __setitem__(self, index, cell):

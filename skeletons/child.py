@@ -407,20 +407,22 @@ def _run_cell(ms: Any, job: dict[str, Any], root: str = "",
         except Exception as exc:
             res["error"] = f"copying torch weights: {first_line(exc)}"
     search = bool(job.get("guessed")) and reference is None
-    inputs, res["input_fits"] = _fitting_inputs(ms, cell, candidates, search)
+    proof = _Proof(cell, job)
+    inputs, res["input_fits"] = _fitting_inputs(ms, cell, candidates, search, proof)
     res["input_shape"] = _shape_text(inputs)
-    pynative = _run_mode(ms, cell, job, inputs, reference, res, "pynative")
+    pynative = _run_mode(ms, cell, job, inputs, reference, res, "pynative", proof)
     if pynative is not None and reference is None and not job.get("guessed"):
         # the input the repository's layers give failed: the errors are followed from
         # it, and an input found that way is reported as found by search, beside the
         # given one's error (with torch's own input, a failure is the translation's)
         given_error = pynative.removeprefix("PyNative: ")
-        found = _search(ms, cell, [(candidates[0], given_error)], {_shapes(candidates[0])})
+        found = _search(ms, cell, [(candidates[0], given_error)], {_shapes(candidates[0])},
+                        proof=proof)
         if found is not None:
             res["given_input"] = [res["input_shape"], given_error]
-            inputs = as_tensors(ms.Tensor, found)
+            inputs = proof.inputs_for(ms, found)
             res["input_shape"] = _shape_text(inputs)
-            pynative = _run_mode(ms, cell, job, inputs, reference, res, "pynative")
+            pynative = _run_mode(ms, cell, job, inputs, reference, res, "pynative", proof)
     if progress is not None:
         progress({**res, "partial": True, "error": res["error"] or pynative})
     graph = _run_mode(ms, cell, job, inputs, reference, res, "graph")
@@ -432,14 +434,18 @@ def _run_cell(ms: Any, job: dict[str, Any], root: str = "",
 
 
 def _run_mode(ms: Any, cell: Any, job: dict[str, Any], inputs: list[Any],
-              reference: Any, res: dict[str, Any], field: str) -> str | None:
+              reference: Any, res: dict[str, Any], field: str,
+              proof: _Proof | None = None) -> str | None:
     """Run the Cell on ``inputs`` in one mode (``field``: "pynative" or "graph"), noting
-    the result in ``res``; the error to report (``PyNative: ...``), None when it ran."""
+    the result in ``res``; the error to report (``PyNative: ...``), None when it ran.
+    A PyNative run of these same inputs that worked while they were sought (``proof``)
+    is taken as this mode's run, not repeated."""
     ms.set_context(mode=ms.PYNATIVE_MODE if field == "pynative" else ms.GRAPH_MODE)
-    watch = _Watch(cell, job) if field == "pynative" else None
+    done = proof.taken(inputs) if proof is not None and field == "pynative" else None
+    watch = _Watch(cell, job) if field == "pynative" and done is None else None
     try:
         try:
-            out = first_output(cell(*inputs))
+            out = done.out if done is not None else first_output(cell(*inputs))
         finally:
             if watch is not None:
                 watch.stop()
@@ -450,8 +456,8 @@ def _run_mode(ms: Any, cell: Any, job: dict[str, Any], inputs: list[Any],
         res[field] = "fail"
         return f"{'PyNative' if field == 'pynative' else 'GRAPH_MODE'}: {first_line(exc)}"
     res[field] = "pass"
-    if watch is not None:
-        res["ran"] = watch.ran
+    if watch is not None or done is not None:
+        res["ran"] = done.ran if done is not None else watch.ran if watch is not None else {}
     if field == "pynative" and got is not None:
         res["output_shape"] = str(tuple(got.shape))
         if reference is not None:
@@ -489,34 +495,71 @@ class _Watch:
         self.handles = []
 
 
-def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]], search: bool = False
-                    ) -> tuple[list[Any], bool]:
+class _Proof:
+    """The PyNative run that worked while a Cell's input was sought: the input it ran on,
+    its first output and the repository's Cells it called. The PyNative run proper
+    takes it instead of running the same input again, so that a Cell slow to run (half a
+    minute of CPU for one forward of a whole image generator) is not run twice within
+    its time limit."""
+
+    def __init__(self, cell: Any, job: dict[str, Any]) -> None:
+        self.cell, self.job = cell, job
+        self.arrays: list[Any] | None = None
+        self.tensors: list[Any] | None = None
+        self.out: Any = None
+        self.ran: dict[str, str] = {}
+
+    def keep(self, arrays: list[Any], tensors: list[Any], out: Any,
+             ran: dict[str, str]) -> None:
+        self.arrays, self.tensors, self.out, self.ran = arrays, tensors, out, ran
+
+    def inputs_for(self, ms: Any, arrays: list[Any]) -> list[Any]:
+        """``arrays`` as tensors: the very ones of the run kept, when it ran on them."""
+        if arrays is self.arrays and self.tensors is not None:
+            return self.tensors
+        return as_tensors(ms.Tensor, arrays)
+
+    def taken(self, inputs: list[Any]) -> _Proof | None:
+        """This run, when it ran on ``inputs``; once (a second run is a run of its own)."""
+        if self.tensors is None or inputs is not self.tensors:
+            return None
+        self.arrays = self.tensors = None
+        return self
+
+
+def _fitting_inputs(ms: Any, cell: Any, candidates: list[list[Any]], search: bool = False,
+                    proof: _Proof | None = None) -> tuple[list[Any], bool]:
     """The first candidate input the Cell accepts in PyNative mode (else the first), and
     whether one was accepted. With ``search`` (every candidate is a guess), when none is
     accepted, inputs are then shaped by what the errors say the Cell wants
-    (:func:`asked_for`), a few times over."""
+    (:func:`asked_for`), a few times over. The run that worked is kept in ``proof``."""
     if len(candidates) == 1 and not search:
         return as_tensors(ms.Tensor, candidates[0]), True
     ms.set_context(mode=ms.PYNATIVE_MODE)
     errors: list[str] = []
     for arrays in candidates:
-        error = _try_input(ms, cell, arrays)
+        error = _try_input(ms, cell, arrays, proof)
         if error is None:
-            return as_tensors(ms.Tensor, arrays), True
+            return _tensors(ms, arrays, proof), True
         errors.append(error)
     if search:
         # (a guess tried already is not run again, but its error is followed: the first
         # guess's errors first, then each other guess's)
         tried = {_shapes(c): e for c, e in zip(candidates, errors, strict=True)}
         found = _search(ms, cell, list(reversed(list(zip(candidates, errors, strict=True)))),
-                        {_shapes(candidates[0])}, tried)
+                        {_shapes(candidates[0])}, tried, proof)
         if found is not None:
-            return as_tensors(ms.Tensor, found), True
+            return _tensors(ms, found, proof), True
     return as_tensors(ms.Tensor, candidates[0]), False
 
 
+def _tensors(ms: Any, arrays: list[Any], proof: _Proof | None) -> list[Any]:
+    return proof.inputs_for(ms, arrays) if proof is not None else as_tensors(ms.Tensor, arrays)
+
+
 def _search(ms: Any, cell: Any, stack: list[tuple[list[Any], str]], seen: set[Shapes],
-            tried: dict[Shapes, str] | None = None) -> list[Any] | None:
+            tried: dict[Shapes, str] | None = None,
+            proof: _Proof | None = None) -> list[Any] | None:
     """An input the Cell runs on in PyNative mode, found by following what the errors of
     the inputs on ``stack`` ask for (:func:`asked_for`), depth first: the error of the
     input just tried is followed next (a rank, then the channels, then the size), within
@@ -540,7 +583,7 @@ def _search(ms: Any, cell: Any, stack: list[tuple[list[Any], str]], seen: set[Sh
             found = tried.get(key)
             if found is None:
                 runs += 1
-                found = _try_input(ms, cell, shaped)
+                found = _try_input(ms, cell, shaped, proof)
                 if found is None:
                     return shaped
             followed.append((shaped, found))
@@ -555,17 +598,26 @@ _SEARCH_RUNS = 16
 _SEARCH_SECONDS = 20.0
 
 
-def _try_input(ms: Any, cell: Any, arrays: list[Any]) -> str | None:
-    """None when the Cell runs on ``arrays`` in PyNative mode, else the error's first line."""
+def _try_input(ms: Any, cell: Any, arrays: list[Any], proof: _Proof | None = None
+               ) -> str | None:
+    """None when the Cell runs on ``arrays`` in PyNative mode (the run kept in ``proof``),
+    else the error's first line."""
     inputs = as_tensors(ms.Tensor, arrays)
     error = ""
     # PyNative runs kernels asynchronously: an error of the input before may surface in
     # this one's run, so a failure is flushed and the input tried again
     for _ in range(2):
+        watch = _Watch(proof.cell, proof.job) if proof is not None else None
         try:
-            out = first_output(cell(*inputs))
+            try:
+                out = first_output(cell(*inputs))
+            finally:
+                if watch is not None:
+                    watch.stop()
             if hasattr(out, "asnumpy"):
                 out.asnumpy()
+            if proof is not None and watch is not None:
+                proof.keep(arrays, inputs, out, watch.ran)
             return None
         except Exception as exc:  # the size does not fit, or an earlier error surfaced
             error = first_line(exc)

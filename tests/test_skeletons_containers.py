@@ -90,6 +90,39 @@ def test_a_module_list_of_cells_names_parameters_as_cell_list_does() -> None:
     assert out.shape == (1, 3)
 
 
+PAIRED_LAYERS = '''\
+import torch.nn as nn
+
+
+class Paired(nn.Module):
+    def __init__(self, dim=8, depth=2):
+        super().__init__()
+        self.convs = nn.ModuleList()
+        for _ in range(depth):
+            self.convs.append(nn.Linear(dim, dim))
+            self.convs.append(nn.Linear(dim, dim))
+
+    def forward(self, x):
+        for first, second in zip(self.convs[::2], self.convs[1::2]):
+            x = second(first(x))
+        return x
+'''
+
+
+def test_slices_of_a_module_list_keep_their_layers_parameter_names(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # CellList's own slice renames the parameters of the Cells it takes ('0.weight'):
+    # the two slices would then hold two parameters named alike
+    out, cells = run_cells(tmp_path, {"paired.py": PAIRED_LAYERS})
+    assert "zip(self.convs[::2], self.convs[1::2])" in (out / "paired.py").read_text()
+    assert (cells["Paired"].pynative, cells["Paired"].graph) == ("pass", "pass")
+    held = _module_list()
+    layers = held([mindspore.nn.Dense(2, 2) for _ in range(4)])
+    before = [p.name for p in layers.trainable_params()]
+    assert len(layers[::2]) == 2 and len(layers[1::2]) == 2
+    assert [p.name for p in layers.trainable_params()] == before
+
+
 GROWN_PARAMETERS = '''\
 import torch
 import torch.nn as nn

@@ -341,6 +341,49 @@ def test_the_child_follows_the_errors_to_an_input_that_runs(tmp_path: Path) -> N
     assert "given_input" not in got["BrokenGiven"] and "given_input" not in got["Conv"]
 
 
+COUNTED = '''\
+from mindspore import nn, ops
+
+
+class Inner(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def construct(self, x):
+        return self.conv(x)
+
+
+class Counted(nn.Cell):
+    """Its output is as long as the number of its runs that worked."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+        self.runs = 0
+
+    def construct(self, x):
+        self.inner(x)
+        self.runs += 1
+        return ops.zeros((self.runs,))
+'''
+
+
+def test_the_run_that_found_the_input_is_the_pynative_run(tmp_path: Path) -> None:
+    # a whole generator can take half of a Cell's time limit for one forward: the
+    # input search's run that worked is not run a second time
+    (tmp_path / "cells.py").write_text(COUNTED, encoding="utf-8")
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("Counted", [2, 16]),
+                           job("Counted", [2, 16], guessed=False) | {"key": "Given"}])
+    for key in ("Counted", "Given"):
+        outcome = got[key]
+        assert (outcome["pynative"], outcome["input_shape"]) == ("pass", "(2, 3, 16, 16)")
+        assert outcome["output_shape"] == "(1,)"
+        # the Cells it called are those of that run
+        assert outcome["ran"] == {"cells.Inner": "(2, 3, 16, 16)"}
+
+
 SLOW = '''\
 import time
 
