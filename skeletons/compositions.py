@@ -339,12 +339,23 @@ def torch_assign_(tensor, value):
     "torch_uniform_": '''
 def torch_uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Tensor.uniform_: ``tensor`` filled in place from U(a, b)."""
-    return torch_assign_(tensor, ops.rand(tensor.shape) * (b - a) + a)
+    return torch_assign_(tensor, torch_uniform(tensor, a, b))
+''',
+    "torch_uniform": '''
+def torch_uniform(tensor, a=0.0, b=1.0, generator=None):
+    """What Tensor.uniform_ writes: a tensor of ``tensor``'s shape and type from U(a, b)."""
+    return (ops.rand(tensor.shape) * (b - a) + a).astype(tensor.dtype)
 ''',
     "torch_normal_": '''
 def torch_normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Tensor.normal_: ``tensor`` filled in place from N(mean, std^2)."""
-    return torch_assign_(tensor, ops.randn(tensor.shape) * std + mean)
+    return torch_assign_(tensor, torch_normal(tensor, mean, std))
+''',
+    "torch_normal": '''
+def torch_normal(tensor, mean=0.0, std=1.0, generator=None):
+    """What Tensor.normal_ writes: a tensor of ``tensor``'s shape and type from
+    N(mean, std^2)."""
+    return (ops.randn(tensor.shape) * std + mean).astype(tensor.dtype)
 ''',
     "torch_einsum": '''
 def torch_einsum(equation, *operands):

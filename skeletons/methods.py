@@ -260,6 +260,9 @@ def new_full(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression 
 # function of the generated file (see ``compositions``); as a statement on a local name
 # the translator makes it a plain assignment.
 _FILLS = {"uniform_": "torch_uniform_", "normal_": "torch_normal_"}
+# Each filling function's twin that returns the values instead of writing them: where
+# the code is compiled (forward), a fill becomes its value, as other in-place updates do.
+FILL_VALUES = {fill: fill.removesuffix("_") for fill in _FILLS.values()}
 _COMPUTED = {"zero_": "ops.zeros_like({x})", "fill_": "ops.full_like({x}, {args})",
              "erfinv_": "ops.erfinv({x})", "clamp_": "ops.clamp({x}, {args})",
              "clamp_min_": "ops.clamp({x}, {args})", "masked_fill_": "ops.masked_fill({x}, {args})",

@@ -51,6 +51,7 @@ from msready.skeletons.layers import (
     translated_keywords,
 )
 from msready.skeletons.methods import (
+    FILL_VALUES,
     METHOD_FIXES,
     MODULE_METHODS,
     cell_method,
@@ -1368,6 +1369,12 @@ class CellTransformer(cst.CSTTransformer):
             # elsewhere, such as an init helper given a Parameter, the update stays in place)
             assert isinstance(call, cst.Call) and isinstance(call.args[0].value, cst.Name)
             return cst.Assign([cst.AssignTarget(call.args[0].value)], call.args[1].value)
+        if self._in_forward() and m.matches(call, m.Call(
+                func=m.OneOf(*map(m.Name, FILL_VALUES)), args=[m.Arg(m.Name()), m.ZeroOrMore()])):
+            # ``noise.normal_()`` as a statement in forward: ``noise = torch_normal(noise)``
+            assert isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+            return cst.Assign([cst.AssignTarget(call.args[0].value)], call.with_changes(
+                func=cst.Name(FILL_VALUES[call.func.value])))
         grown = self._parameter_list_growth(call)
         if grown is not None:
             return grown
@@ -1483,6 +1490,11 @@ class CellTransformer(cst.CSTTransformer):
             value = new.args[1].value
             return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) \
                 if isinstance(value, cst.BinaryOperation) and not value.lpar else value
+        if self._run_by_forward() and original_node not in self._statement_values and \
+                isinstance(new, cst.Call) and isinstance(new.func, cst.Name) and \
+                new.func.value in FILL_VALUES:
+            # ``x.new_empty(shape).normal_()``: the values it would write
+            return new.with_changes(func=cst.Name(FILL_VALUES[new.func.value]))
         if self._run_by_forward() and new is updated_node:
             counted = _counted(updated_node)
             if counted is not None:

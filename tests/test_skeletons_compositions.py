@@ -635,6 +635,39 @@ def test_in_place_fills_write_values_computed_by_mindspore(
     assert (cell.pynative, cell.graph) == ("pass", "pass")
 
 
+NOISED = '''\
+import torch
+import torch.nn as nn
+
+
+class Noised(nn.Module):
+    def __init__(self, channels=4):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(1))
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, image, noise=None):
+        if noise is None:
+            batch, _, height, width = image.shape
+            noise = image.new_empty(batch, 1, height, width).normal_()
+        jitter = torch.empty_like(image)
+        jitter.uniform_(-0.1, 0.1)
+        return self.conv(image + self.weight * noise + jitter)
+'''
+
+
+def test_a_fill_in_forward_is_the_values_it_would_write(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE writes into no tensor but a Parameter: a fill in code forward runs
+    # becomes its values, as an expression and as a statement on a local name
+    out, cells = run_cells(tmp_path, {"noised.py": NOISED})
+    code = [ln.strip() for ln in (out / "noised.py").read_text().splitlines()]
+    assert "noise = torch_normal(image.new_empty((batch, 1, height, width)))" in code
+    assert "jitter = torch_uniform(jitter, -0.1, 0.1)" in code
+    assert "torch_normal_" not in "\n".join(code)
+    assert (cells["Noised"].pynative, cells["Noised"].graph) == ("pass", "pass")
+
+
 def test_fills_keep_the_parameter_and_its_dtype(
         composed: dict[str, Callable[..., Any]]) -> None:
     weight = mindspore.Parameter(Tensor(np.zeros((4, 3), np.float32)), name="w")
