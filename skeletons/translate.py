@@ -1373,6 +1373,7 @@ class CellTransformer(cst.CSTTransformer):
                 func=m.OneOf(*map(m.Name, FILL_VALUES)), args=[m.Arg(m.Name()), m.ZeroOrMore()])):
             # ``noise.normal_()`` as a statement in forward: ``noise = torch_normal(noise)``
             assert isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+            assert isinstance(call.args[0].value, cst.Name)
             return cst.Assign([cst.AssignTarget(call.args[0].value)], call.with_changes(
                 func=cst.Name(FILL_VALUES[call.func.value])))
         grown = self._parameter_list_growth(call)
