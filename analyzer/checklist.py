@@ -158,11 +158,14 @@ def _function_where(model: RepositoryModel, fn: str) -> _Where:
     return _Where(model.modules[model.function_module[fn]].path, fact.span.line, fact.cell)
 
 
-def structure_items(model: RepositoryModel) -> list[ChecklistItem]:
+def structure_items(model: RepositoryModel,
+                    found: list[ChecklistItem] | None = None) -> list[ChecklistItem]:
     """The top-level networks as trees of their main parts, the backbone / neck / head
     they hold, and how many leaf Modules there are; not one item per class. Found once
-    per model (the scan asks for them early, while another process decides findings)."""
-    return model.provide("checklist.structure", lambda: _structure_items(model))
+    per model: ``found``, the items a copy of this process found for this model (the
+    scan has them found there while it places findings here), is kept as they."""
+    return model.provide("checklist.structure", lambda: found if found is not None
+                         else _structure_items(model))
 
 
 def _structure_items(model: RepositoryModel) -> list[ChecklistItem]:

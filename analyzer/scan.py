@@ -46,7 +46,7 @@ from msready.analyzer.parse import (
 )
 from msready.analyzer.priorities import EnclosingFunctions, prioritise
 from msready.analyzer.repo import TORCH_ROOTS, RepositoryModel
-from msready.analyzer.result import ApiLocation, ApiUse, ScanResult, SourceInfo
+from msready.analyzer.result import ApiLocation, ApiUse, ChecklistItem, ScanResult, SourceInfo
 from msready.analyzer.score import compute_score
 from msready.analyzer.source import Source, SourceFile, open_source
 from msready.analyzer.walk import walk_file
@@ -482,20 +482,16 @@ def repo_rule_findings(model: RepositoryModel) -> list[Finding]:
     return raw
 
 
-def collect_findings(model: RepositoryModel, config: Config, repo_findings: list[Finding],
-                     files_placed: Placed) -> tuple[list[Finding], list[Finding]]:
+def collect_findings(placed: list[Placed]) -> tuple[list[Finding], list[Finding]]:
     """All findings, split into reported and suppressed (by comment or by config), each
-    once, in order: ``files_placed``, the files' findings already placed
-    (:func:`place_findings`), and ``repo_findings``, the repository rules' findings and
-    those the value analysis decided, placed here."""
-    repo_placed = place_findings(model, config, repo_findings)
+    once, in order, from groups already placed (:func:`place_findings`): the files'
+    findings, the repository rules', those the value analysis decided."""
     active: list[Finding] = []
     suppressed: list[Finding] = []
     seen: set[Finding] = set()
-    for placed, into in ((files_placed.active, active), (repo_placed.active, active),
-                         (files_placed.suppressed, suppressed),
-                         (repo_placed.suppressed, suppressed)):
-        for finding in placed:
+    for findings, into in [*((group.active, active) for group in placed),
+                           *((group.suppressed, suppressed) for group in placed)]:
+        for finding in findings:
             if finding not in seen:
                 seen.add(finding)
                 into.append(finding)
@@ -577,26 +573,28 @@ def scan_source(source: Source, options: ScanOptions,
     repo_key = f"repo-{target}-{done_key}" if done_key else None
     repo_findings = cache.get_any(repo_key) if cache and repo_key else None
     known = isinstance(repo_findings, list)
-    # A copy of this process places the files' findings and decides the findings the
-    # value analysis decides, while this one runs the repository rules: a second core
-    # does the other half.
+    # A copy of this process decides the findings the value analysis decides and finds
+    # the checklist's structure, while this one runs the repository rules and places the
+    # findings: a second core does the other half (as long, and only small results to
+    # send back).
     aside = Forked(lambda: (None if known else list(decided_findings(model)),
-                            place_findings(model, config, file_findings(model))),
-                   fork=_parallel(options))
+                            _structure(model)), fork=_parallel(options))
     if not isinstance(repo_findings, list):
         repo_findings = repo_rule_findings(model)
-    with contextlib.suppress(Exception):  # reported when the checklist asks again
-        structure_items(model)  # meanwhile, a part of the checklist (kept in the model)
-    decided, files_placed = aside.result()
+    placed = [place_findings(model, config, file_findings(model)),
+              place_findings(model, config, repo_findings)]
+    decided, structure = aside.result()
+    if structure is not None:
+        structure_items(model, structure)  # kept in the model for the checklist
     if decided is not None:
+        placed.append(place_findings(model, config, decided))
         repo_findings += decided
         if cache and repo_key:
             cache.put_any(repo_key, repo_findings)
     result = _new_result(source, skipped, config, target, lambda: (results, model),
                          len(results), sum(1 for r in results if r.status == "failed"),
                          sum(r.lines for r in results))
-    result.findings, result.suppressed = collect_findings(model, config, repo_findings,
-                                                          files_placed)
+    result.findings, result.suppressed = collect_findings(placed)
     del repo_findings  # their placed copies are in the result
     result.apis = build_apis(model, target)
     result.config_files = read_config_files(
@@ -608,6 +606,15 @@ def scan_source(source: Source, options: ScanOptions,
         cache.put_any(key, WholeScan.of(result, before))
         result.cache_key = key
     return result
+
+
+def _structure(model: RepositoryModel) -> list[ChecklistItem] | None:
+    """The checklist's structure items, None when finding them failed (the checklist
+    then asks again and reports the failure)."""
+    try:
+        return structure_items(model)
+    except Exception:
+        return None
 
 
 def _parallel(options: ScanOptions) -> bool:
