@@ -80,8 +80,10 @@ def generated_line(exc: BaseException, root: str) -> str:
 
 
 # Sizes tried, in order, for image / signal dimensions when the first guess does not fit
-# the network (a Linear after the convolutions fixes the size: 28 for MNIST, 224, ...).
-SPATIAL_SIZES = {1: (32, 64, 128, 256, 28, 16), 2: (16, 28, 32, 64, 96, 224, 8), 3: (4, 8, 16, 32)}
+# the network (a Linear after the convolutions fixes the size: 28 for MNIST, 224, ...; a
+# U-Net of seven or eight levels, each halving the image, takes 128 or 256).
+SPATIAL_SIZES = {1: (32, 64, 128, 256, 28, 16), 2: (16, 28, 32, 64, 96, 128, 224, 256, 8),
+                 3: (4, 8, 16, 32)}
 
 
 # The Python value a forward argument that is no tensor is given, by its spec's dtype.
@@ -603,26 +605,25 @@ def _try_input(ms: Any, cell: Any, arrays: list[Any], proof: _Proof | None = Non
     """None when the Cell runs on ``arrays`` in PyNative mode (the run kept in ``proof``),
     else the error's first line."""
     inputs = as_tensors(ms.Tensor, arrays)
-    error = ""
-    # PyNative runs kernels asynchronously: an error of the input before may surface in
-    # this one's run, so a failure is flushed and the input tried again
-    for _ in range(2):
-        watch = _Watch(proof.cell, proof.job) if proof is not None else None
+    # PyNative runs kernels asynchronously: an error a run before left in flight is
+    # dropped first, so that it is not read as this input's (a failed input is run once:
+    # a large one can take seconds)
+    _flush(ms)
+    watch = _Watch(proof.cell, proof.job) if proof is not None else None
+    try:
         try:
-            try:
-                out = first_output(cell(*inputs))
-            finally:
-                if watch is not None:
-                    watch.stop()
-            if hasattr(out, "asnumpy"):
-                out.asnumpy()
-            if proof is not None and watch is not None:
-                proof.keep(arrays, inputs, out, watch.ran)
-            return None
-        except Exception as exc:  # the size does not fit, or an earlier error surfaced
-            error = first_line(exc)
-            _flush(ms)
-    return error
+            out = first_output(cell(*inputs))
+        finally:
+            if watch is not None:
+                watch.stop()
+        if hasattr(out, "asnumpy"):
+            out.asnumpy()
+    except Exception as exc:  # the size does not fit
+        _flush(ms)
+        return first_line(exc)
+    if proof is not None and watch is not None:
+        proof.keep(arrays, inputs, out, watch.ran)
+    return None
 
 
 # The shapes of a list of inputs (each input's ``repr`` when it is not an array).

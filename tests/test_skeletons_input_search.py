@@ -405,10 +405,10 @@ class Receding(nn.Cell):
 
 
 def test_a_search_that_finds_nothing_ends_before_the_cells_time_limit(tmp_path: Path) -> None:
-    # each try takes 3 s (a failed run is run twice) and asks for another width: sixteen
-    # of them would pass the 40 s limit and read as a time-out; the search stops first,
-    # so the Cell says no input was found, with the first guess's error (the quick Cell
-    # first: the first Cell's limit also covers the child's start)
+    # each try takes 1.5 s and asks for another width: a search as long as the Cell's
+    # limit would read as a time-out; the search stops first (after 20 s), so the Cell
+    # says no input was found, with the first guess's error (the quick Cell first: the
+    # first Cell's limit also covers the child's start)
     (tmp_path / "cells.py").write_text(SLOW, encoding="utf-8")
     got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
                           [job("Quick", [2, 16]), job("Receding", [2, 16])], timeout=40)
