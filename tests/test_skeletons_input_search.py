@@ -354,6 +354,21 @@ class Inner(nn.Cell):
         return self.conv(x)
 
 
+class Halving(nn.Cell):
+    """Seven levels, each halving the image (a U-Net's): its sides are multiples of 128.
+    Its output is as long as the number of inputs it refused."""
+
+    def __init__(self):
+        super().__init__()
+        self.refused = 0
+
+    def construct(self, x):
+        if x.shape[-1] % 128:
+            self.refused += 1
+            raise ValueError("the sides do not halve seven times")
+        return ops.zeros((self.refused,))
+
+
 class Counted(nn.Cell):
     """Its output is as long as the number of its runs that worked."""
 
@@ -382,6 +397,17 @@ def test_the_run_that_found_the_input_is_the_pynative_run(tmp_path: Path) -> Non
         assert outcome["output_shape"] == "(1,)"
         # the Cells it called are those of that run
         assert outcome["ran"] == {"cells.Inner": "(2, 3, 16, 16)"}
+
+
+def test_image_sides_are_tried_up_to_a_unets_each_refused_once(tmp_path: Path) -> None:
+    # 32 (the layers' guess), then 16, 28, 64, 96: refused, each run once; 128 runs
+    (tmp_path / "cells.py").write_text(COUNTED, encoding="utf-8")
+    image = {"shape": [2, 3, 32, 32], "dtype": "float32", "high": 0, "spatial": 2}
+    got = runner.run_jobs("msready.skeletons.child", {"root": str(tmp_path)},
+                          [job("Halving", guessed=False) | {"inputs": [image]}])
+    outcome = got["Halving"]
+    assert (outcome["pynative"], outcome["input_shape"]) == ("pass", "(2, 3, 128, 128)")
+    assert outcome["output_shape"] == "(5,)"
 
 
 SLOW = '''\
