@@ -142,14 +142,17 @@ def failure(exc: BaseException, root: str) -> str:
 
 
 def input_candidates(specs: list[dict[str, Any] | None]) -> list[list[Any]]:
-    """The first guess, then the other spatial sizes for image / signal inputs."""
+    """The first guess, then the other spatial sizes for image / signal inputs (those
+    whose image holds at most :data:`_LARGEST_INPUT` values: 256 x 256 with three
+    channels, not with 576)."""
     spatial = max((int(s.get("spatial", 0)) for s in specs if s is not None), default=0)
     first = make_inputs(specs)
     if not spatial:
         return [first]
-    guess = next(s for s in specs if s is not None and s.get("spatial"))["shape"][-1]
+    image = next(s for s in specs if s is not None and s.get("spatial"))
+    guess, rest = image["shape"][-1], image["shape"][:-int(image["spatial"])]
     return [first, *[make_inputs(specs, size) for size in SPATIAL_SIZES.get(spatial, ())
-                     if size != guess]]
+                     if size != guess and math.prod(rest) * size ** spatial <= _LARGEST_INPUT]]
 
 
 def mindspore_ones(shape: tuple[int, ...]) -> Any:
@@ -608,7 +611,7 @@ def _try_input(ms: Any, cell: Any, arrays: list[Any], proof: _Proof | None = Non
     # PyNative runs kernels asynchronously: an error a run before left in flight is
     # dropped first, so that it is not read as this input's (a failed input is run once:
     # a large one can take seconds)
-    _flush(ms)
+    _flush()
     watch = _Watch(proof.cell, proof.job) if proof is not None else None
     try:
         try:
@@ -619,7 +622,7 @@ def _try_input(ms: Any, cell: Any, arrays: list[Any], proof: _Proof | None = Non
         if hasattr(out, "asnumpy"):
             out.asnumpy()
     except Exception as exc:  # the size does not fit
-        _flush(ms)
+        _flush()
         return first_line(exc)
     if proof is not None and watch is not None:
         proof.keep(arrays, inputs, out, watch.ran)
@@ -901,10 +904,14 @@ def _with_dim(shape: tuple[int, ...], index: int, size: int) -> tuple[int, ...]:
     return (*shape[:index], size, *shape[index + 1:])
 
 
-def _flush(ms: Any) -> None:
-    """Wait for the kernels in flight, dropping the error one of them raises."""
+def _flush() -> None:
+    """Wait for the kernels in flight, dropping the error one of them raises. PyNative's
+    executor waits on any device (``ms.runtime.synchronize`` refuses the CPU, and only
+    logs that it does)."""
     with contextlib.suppress(Exception):  # the pending error belongs to the failed run
-        ms.runtime.synchronize()
+        from mindspore.common.api import _pynative_executor
+
+        _pynative_executor.sync()
 
 
 def _shape_text(inputs: list[Any]) -> str:
