@@ -28,6 +28,7 @@ ADAPTED = {
     "torch.nn.BatchNorm1d": "TorchBatchNorm1d",
     "torch.nn.BatchNorm2d": "TorchBatchNorm2d",
     "torch.nn.BatchNorm3d": "TorchBatchNorm3d",
+    "torch.nn.CrossEntropyLoss": "TorchCrossEntropyLoss",
     "torch.nn.LayerNorm": "TorchLayerNorm",
     "torch.nn.Linear": "TorchLinear",
     "torch.nn.ModuleDict": "TorchModuleDict",
@@ -375,6 +376,30 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     for _method in (f"__{_name}__", f"__r{_name}__"):
         setattr(_UnavailableType, _method, _unavailable_operand)
         setattr(Unavailable, _method, _unavailable_operand)
+''',
+    "TorchCrossEntropyLoss": '''
+class TorchCrossEntropyLoss(nn.CrossEntropyLoss):
+    """torch.nn.CrossEntropyLoss's signature on MindSpore's, taking class indices of any
+    integer type: torch's are int64, and MindSpore's class takes int32 only (the
+    function it calls takes both)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean", label_smoothing=0.0):
+        if reduce is False:  # torch's older switches, when given, decide the reduction
+            reduction = "none"
+        elif size_average is False:
+            reduction = "sum"
+        elif size_average is not None or reduce is not None:
+            reduction = "mean"
+        super().__init__(weight, ignore_index, reduction, float(label_smoothing))
+
+    def construct(self, logits, labels):
+        if labels.dtype != mindspore.int32 and not ops.is_floating_point(labels):
+            labels = labels.astype(mindspore.int32)
+        return super().construct(logits, labels)
+
+
+TorchCrossEntropyLoss.__name__ = "CrossEntropyLoss"
 ''',
     "TorchLayerNorm": '''
 class TorchLayerNorm(nn.LayerNorm):

@@ -425,6 +425,13 @@ def module_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     return Rewrite("TorchModuleList", list(call.args))
 
 
+@handler("torch.nn.CrossEntropyLoss")
+def cross_entropy_loss(call: CallIn, mapping: apis.Mapping) -> Rewrite:
+    """CrossEntropyLoss -> the TorchCrossEntropyLoss adapter: MindSpore's class takes
+    class indices as int32 only, and torch's code makes them int64 (``torch.long``)."""
+    return Rewrite("TorchCrossEntropyLoss", list(call.args))
+
+
 @handler("torch.nn.ParameterList")
 def parameter_list(call: CallIn, mapping: apis.Mapping) -> Rewrite:
     """ParameterList(values) -> ParameterTuple(values); an empty one is built from an empty
