@@ -461,8 +461,10 @@ def _run_mode(ms: Any, cell: Any, job: dict[str, Any], inputs: list[Any],
         res[field] = "fail"
         return f"{'PyNative' if field == 'pynative' else 'GRAPH_MODE'}: {first_line(exc)}"
     res[field] = "pass"
-    if watch is not None or done is not None:
-        res["ran"] = done.ran if done is not None else watch.ran if watch is not None else {}
+    if done is not None:
+        res["ran"] = done.ran
+    elif watch is not None:
+        res["ran"] = watch.ran
     if field == "pynative" and got is not None:
         res["output_shape"] = str(tuple(got.shape))
         if reference is not None:
