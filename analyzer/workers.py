@@ -30,6 +30,7 @@ import multiprocessing
 import multiprocessing.forkserver
 import os
 import pickle
+import queue
 import signal
 import threading
 from collections import deque
@@ -125,18 +126,21 @@ def heap_trimmer() -> Callable[[], object]:
 
 def _serve(conn: Connection, work: Work[object]) -> None:
     """A worker's loop: take (path, bytes), send back (result, resident bytes), then give
-    back the memory the file freed."""
+    back the memory the file freed. The files are read from the pipe by a thread of
+    their own, as soon as they come: the main process, sending the next file while this
+    loop sends a result, is never blocked by a full pipe while this loop is blocked by
+    the main process not reading (both directions would wait on each other)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles Ctrl-C
     gc.freeze()  # what the server preloaded stays out of every collection
     gc.set_threshold(*GC_THRESHOLD)
     stop_at = os.environ.get(STOP_AT_ENV)
     trim = heap_trimmer()
     trimmed = resident_bytes()
+    tasks: queue.SimpleQueue[tuple[str, bytes] | None] = queue.SimpleQueue()
+    threading.Thread(target=_take, args=(conn, tasks), name="msready-worker-input",
+                     daemon=True).start()
     while True:
-        try:
-            task = conn.recv()
-        except (EOFError, OSError):
-            return
+        task = tasks.get()
         if task is None:
             return
         rel, data = task
@@ -150,6 +154,19 @@ def _serve(conn: Connection, work: Work[object]) -> None:
         if rss > max(TRIM_ABOVE, trimmed + TRIM_STEP):  # while the main process reads
             trim()
             trimmed = resident_bytes()
+
+
+def _take(conn: Connection, tasks: queue.SimpleQueue[tuple[str, bytes] | None]) -> None:
+    """Put every file the pipe brings in ``tasks``, then None (the pipe's end, or the
+    main process's None)."""
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            task = None
+        tasks.put(task)
+        if task is None:
+            return
 
 
 def _how(process: BaseProcess) -> str:

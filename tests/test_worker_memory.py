@@ -4,7 +4,9 @@ them, workers give freed memory back, and the fork server ends with its pool."""
 from __future__ import annotations
 
 import multiprocessing.forkserver
+import os
 import platform
+import signal
 import subprocess
 import sys
 import threading
@@ -58,6 +60,39 @@ def test_a_worker_has_its_next_file_while_the_caller_holds_its_last_result(
         time.sleep(0.05)
     assert (tmp_path / "second").exists(), "the worker waited for the caller"
     assert list(results) == [("second", "second")]
+
+
+CROSSING = """
+import sys
+
+if __name__ == "__main__":
+    sys.path.insert(0, sys.argv[1])
+    from echo import echo
+    from msready.analyzer.workers import WorkerPool
+
+    items = [(f"m{i}.py", bytes([i]) * (1 << 20)) for i in range(8)]
+    assert dict(WorkerPool(echo, 2).run(list(items))) == dict(items)
+    print("crossed")
+"""
+
+
+def test_large_files_and_large_results_cross_without_either_side_waiting(
+        tmp_path: Path) -> None:
+    # Each worker holds two files: while it sends a 1 MB result, the main process may be
+    # sending it its next 1 MB file. Neither may wait on the other to read (with both
+    # pipes full, both stopped for good): run apart, so that a stuck pool fails the test.
+    (tmp_path / "echo.py").write_text("def echo(rel, data):\n    return data\n")
+    (tmp_path / "crossing.py").write_text(CROSSING)
+    run = subprocess.Popen([sys.executable, str(tmp_path / "crossing.py"), str(tmp_path)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        out, err = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+        raise AssertionError("the pool stopped moving") from None
+    assert (run.returncode, out.strip()) == (0, "crossed"), err
 
 
 def test_analyze_files_takes_the_bytes_out_of_contents(tmp_path: Path) -> None:
