@@ -313,16 +313,17 @@ def find_all(node: cst.CSTNode, matcher: m.BaseMatcherNode | m.OneOf[m.BaseMatch
     """The nodes at or below ``node`` that ``matcher`` matches, in source order, as
     ``m.findall`` finds them, without rebuilding the tree: only nodes of the types the
     matcher names are tried."""
-    import libcst.matchers as m
+    from msready.analyzer.quick_match import compiled
 
+    test = compiled(matcher)
     kinds = _matched_types(matcher)
     if kinds is None:
-        return [n for n in descendants(node) if m.matches(n, matcher)]
+        return [n for n in descendants(node) if test(n)]
     index = _by_type(node)
     candidates = [item for kind in kinds for item in index.get(kind, ())]
     if len(kinds) > 1:
         candidates.sort(key=lambda item: item[0])  # back in source order
-    return [n for _, n in candidates if m.matches(n, matcher)]
+    return [n for _, n in candidates if test(n)]
 
 
 @lru_cache(maxsize=4096)

@@ -11,21 +11,19 @@ import ast
 import importlib
 import inspect
 import json
-import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
-from types import ModuleType
 from typing import Any
 
 from msready.analyzer.apitable import (
     ApiEntry,
-    import_object,
     load_table,
     param_synonyms,
     synonym,
 )
 from msready.analyzer.repo import RepositoryModel
+from msready.skeletons import ms_facts
 
 # Where the same relative name is looked for when the table has no entry (longest prefix
 # first), per backend family. Mirrors the table builder's candidates for GPU / CPU.
@@ -52,29 +50,8 @@ class Mapping:
     from_table: bool = True
 
 
-@lru_cache(maxsize=4096)
-def ms_object(dotted: str) -> Any:
-    """The installed MindSpore object a dotted name denotes, None when it does not exist."""
-    return import_object(dotted)
-
-
-@lru_cache(maxsize=256)
-def kept_attributes(dotted: str) -> frozenset[str]:
-    """The attributes the constructors of a MindSpore class (its own and its bases') set
-    on the instance (``self.stride = ...``), read from their source; empty when the class
-    or its source is not there."""
-    cls = ms_object(dotted)
-    if not inspect.isclass(cls):
-        return frozenset()
-    found: set[str] = set()
-    for klass in cls.__mro__:
-        init = vars(klass).get("__init__")
-        try:
-            source = inspect.getsource(init) if init is not None else ""
-        except (OSError, TypeError):
-            continue
-        found.update(re.findall(r"self\.(\w+)\s*=", source))
-    return frozenset(found)
+# What the installed MindSpore says of its APIs, remembered per version (ms_facts).
+kept_attributes = ms_facts.kept_attributes
 
 
 def torch_default(name: str, param: str, backend: str) -> str | None:
@@ -90,36 +67,17 @@ def torch_default(name: str, param: str, backend: str) -> str | None:
             if diff.torch == param and diff.kind in ("missing", "semantics"):
                 return None
     mapping = lookup(name, backend)
-    obj = ms_object(mapping.api) if mapping.api else None
-    try:
-        parameter = _signature(obj).parameters.get(mapping.renames.get(param, param)) \
-            if obj is not None else None
-    except (TypeError, ValueError):
-        return None
-    if parameter is None or parameter.default is inspect.Parameter.empty:
-        return None
-    value = parameter.default
-    if value is None or isinstance(value, (bool, int, float)):
-        return repr(value)
-    return None
+    wanted = mapping.renames.get(param, param)
+    default = next((d for n, _, d in ms_facts.params(mapping.api) or () if n == wanted),
+                   None) if mapping.api else None
+    return repr(default[0]) if isinstance(default, list) else None
 
 
-def _signature(obj: Any) -> inspect.Signature:
-    """What a call of ``obj`` takes: a class's own ``__init__``, else its ``__new__``
-    (``ParameterTuple(iterable)``, whose ``__init__`` is tuple's ``*args``)."""
-    if inspect.isclass(obj) and not inspect.isfunction(obj.__init__):
-        return inspect.signature(obj)
-    return inspect.signature(obj.__init__ if inspect.isclass(obj) else obj)
-
-
-def _signature_names(obj: Any) -> set[str] | None:
-    try:
-        params = _signature(obj).parameters.values()
-    except (TypeError, ValueError):
+def _signature_names(api: str) -> set[str] | None:
+    params = ms_facts.params(api)
+    if params is None or any(kind == "VAR_KEYWORD" for _, kind, _ in params):
         return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return None
-    return {p.name for p in params}
+    return {name for name, _, _ in params}
 
 
 def _from_entry(entry: ApiEntry, backend: str) -> Mapping:
@@ -128,9 +86,9 @@ def _from_entry(entry: ApiEntry, backend: str) -> Mapping:
                    target.platforms, entry.suggestion or entry.notes)
 
 
-def _synonym_renames(obj: Any) -> dict[str, str]:
-    """torch keywords -> the names ``obj`` takes for them, by the table's synonyms."""
-    names = _signature_names(obj)
+def _synonym_renames(api: str) -> dict[str, str]:
+    """torch keywords -> the names ``api`` takes for them, by the table's synonyms."""
+    names = _signature_names(api)
     return {} if names is None else {
         old: new for old in param_synonyms() if (new := synonym(old, names)) is not None}
 
@@ -143,10 +101,9 @@ def _fallback(name: str) -> Mapping:
         if any(part.startswith("_") and not part.startswith("__") for part in rest.split(".")):
             break  # a private name promises nothing: a namesake may take other arguments
         for base in candidates:
-            obj = ms_object(base + rest)
-            if obj is None:
+            if not ms_facts.exists(base + rest):
                 continue
-            return Mapping(name, base + rest, _synonym_renames(obj), from_table=False,
+            return Mapping(name, base + rest, _synonym_renames(base + rest), from_table=False,
                            note="same name in the installed MindSpore (not in the API table)")
         break
     return Mapping(name, None, from_table=False)
@@ -168,23 +125,22 @@ def lookup(name: str, backend: str) -> Mapping:
     member = name[len(family.torch.rstrip(".")) + 1:]
     if mapping.api is None:
         return mapping
-    if isinstance(ms_object(mapping.api), ModuleType):
+    if ms_facts.kind(mapping.api) == "module":
         target = f"{mapping.api}.{member}"
-        return replace(mapping, api=target if ms_object(target) is not None else None)
+        return replace(mapping, api=target if ms_facts.exists(target) else None)
     # A family mapped to one class names where its members live, not what they become
     # (``torch.distributions.Normal`` is no ``Distribution()``): the member of that
     # class's namespace with the same name (``distribution.Normal``), else the class
     # itself only for the member it is (``torch.profiler.profile``), else nothing.
     # (A family mapped to one function, ``torch.jit.`` to ``mindspore.jit``, keeps it.)
     *modules, member = [family.torch.rstrip(".").rpartition(".")[2], *member.split(".")]
-    if not inspect.isclass(ms_object(mapping.api)) or member.startswith("_") or not all(
+    if ms_facts.kind(mapping.api) != "class" or member.startswith("_") or not all(
             part.islower() for part in modules):
         return mapping  # torch.nn.Module.train: a member of a class, not of a namespace
     namespace, _, own = mapping.api.rpartition(".")
     target = f"{namespace}.{member}"
-    found = ms_object(target)
-    if found is not None and target != mapping.api:
-        return replace(mapping, api=target, renames={**_synonym_renames(found),
+    if ms_facts.exists(target) and target != mapping.api:
+        return replace(mapping, api=target, renames={**_synonym_renames(target),
                                                      **mapping.renames})
     return mapping if member == own else replace(mapping, api=None)
 
@@ -271,22 +227,17 @@ def live_torch_order(name: str) -> tuple[str, ...] | None:
 @lru_cache(maxsize=1024)
 def ms_order(api: str) -> tuple[str, ...] | None:
     """The positional parameter names of a MindSpore API, None when unknown."""
-    obj = ms_object(api)
-    if obj is None:
+    params = ms_facts.params(api)
+    if params is None:
         return None
-    try:
-        params = list(_signature(obj).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return tuple(p.name for p in params if p.kind in kinds and p.name != "self")
+    kinds = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")
+    return tuple(name for name, kind, _ in params if kind in kinds)
 
 
 @lru_cache(maxsize=1024)
 def ms_keywords(api: str) -> frozenset[str] | None:
     """Every keyword a MindSpore API accepts, None when unknown or open (``**kwargs``)."""
-    obj = ms_object(api)
-    names = _signature_names(obj) if obj is not None else None
+    names = _signature_names(api)
     return frozenset(names) if names is not None else None
 
 
@@ -319,16 +270,9 @@ def _doc_order(obj: Any) -> tuple[str, ...] | None:
 def ms_switches(api: str) -> frozenset[str]:
     """The parameters of a MindSpore API whose default is True or False: switches, which
     MindSpore's layers check to be a bool where torch takes any value as one."""
-    obj = ms_object(api) if api else None
-    try:
-        params = _signature(obj).parameters.values() if obj is not None else ()
-    except (TypeError, ValueError):
-        return frozenset()
-    return frozenset(p.name for p in params if isinstance(p.default, bool))
-
-
-# One parameter of a docstring's ``Args:`` section: ``kernel_size (Union[int, tuple[int]]):``
-_DOC_PARAM = re.compile(r"^\s+(\w+) \((.+?)\)\s*(?:,\s*optional)?:", re.M)
+    params = (ms_facts.params(api) if api else None) or ()
+    return frozenset(name for name, _, default in params
+                     if isinstance(default, list) and isinstance(default[0], bool))
 
 
 @lru_cache(maxsize=1024)
@@ -336,23 +280,11 @@ def ms_tuple_params(api: str) -> frozenset[str]:
     """The parameters of a MindSpore API documented to take a tuple and not a list
     (``kernel_size (Union[int, tuple[int]])``): its checks refuse the list torch also
     takes there (``F.max_pool2d(x, [2, 2])``)."""
-    obj = ms_object(api) if api else None
-    doc = (getattr(obj, "__doc__", None) or "") if obj is not None else ""
-    start = doc.find("Args:")
-    if start < 0:
-        return frozenset()
-    end = doc.find("Returns:", start)
-    section = doc[start:end if end > 0 else len(doc)]
-    return frozenset(name for name, kind in _DOC_PARAM.findall(section)
-                     if "tuple" in kind.lower() and "list" not in kind.lower())
+    return ms_facts.tuple_params(api) if api else frozenset()
 
 
 @lru_cache(maxsize=1024)
 def ms_varargs(api: str) -> bool:
     """True when a MindSpore function takes ``*args`` (``ops.randn(*size)``)."""
-    obj = ms_object(api) if api else None
-    try:
-        params = inspect.signature(obj).parameters.values() if obj is not None else ()
-    except (TypeError, ValueError):
-        return False
-    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    params = (ms_facts.params(api) if api else None) or ()
+    return any(kind == "VAR_POSITIONAL" for _, kind, _ in params)

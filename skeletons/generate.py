@@ -20,8 +20,9 @@ from msready.analyzer.facts import FileResult
 from msready.analyzer.findings import Category, Finding
 from msready.analyzer.parse import Parsed
 from msready.analyzer.result import ScanResult, SkeletonResult
+from msready.analyzer.scan import default_cache_dir
 from msready.analyzer.syntax import forget_searches, tensor_methods
-from msready.skeletons import adapters, module_level, runner
+from msready.skeletons import adapters, module_level, ms_facts, runner
 from msready.skeletons.arguments import SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
 from msready.skeletons.generation_cache import (
@@ -146,10 +147,12 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     if kept is not None:
         return kept.restore(out_dir, result)
     before, warned = stamps(out_dir), len(result.warnings)
+    ms_facts.remember_in((cache_dir or default_cache_dir()) if cache else None)
     try:
         results = _generate(result, out_dir, run, compare_torch, cache_dir, cache)
     finally:
         forget_searches()
+        ms_facts.save()
     generations.put(GeneratedSet(written_since(out_dir, before), results, result.train_steps,
                                  result.warnings[warned:]))
     return results

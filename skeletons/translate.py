@@ -30,6 +30,7 @@ from msready.skeletons import (
     empty_slices,
     held_layers,
     module_level,
+    ms_facts,
     third_party,
     values,
 )
@@ -1165,8 +1166,8 @@ class CellTransformer(cst.CSTTransformer):
             return False
         accepted = apis.ms_keywords(mapping.api) if mapping.api and mapping.api.startswith(
             ("mindspore.nn.", "mindspore.mint.nn.")) and node not in self._type_tests else None
-        if mapping.api is not None and accepted is not None and isinstance(
-                apis.ms_object(mapping.api), type):  # a layer built later, torch's keywords
+        if mapping.api is not None and accepted is not None and ms_facts.kind(
+                mapping.api) == "class":  # a layer built later, torch's keywords
             entry = load_table().lookup(apis.canonical(name))
             self._replace[node] = adapters.layer_call(
                 expr(apis.short_name(mapping.api)), mapping.renames, accepted,
@@ -1429,7 +1430,7 @@ class CellTransformer(cst.CSTTransformer):
                 value=m.Call(func=m.Name("super")), attr=m.Name("reset_parameters")))):
             return False
         api = apis.lookup(base, self.backend).api
-        return api is not None and not hasattr(apis.ms_object(api), "reset_parameters")
+        return api is not None and not ms_facts.exists(f"{api}.reset_parameters")
 
     def _in_forward(self) -> bool:
         return bool(self._classes and self._classes[-1] and self._functions
@@ -1642,7 +1643,7 @@ class CellTransformer(cst.CSTTransformer):
             return None
         assert name is not None
         mapping = apis.lookup(apis.canonical(name), self.backend)
-        if mapping.api is None or isinstance(apis.ms_object(mapping.api), type):
+        if mapping.api is None or ms_facts.kind(mapping.api) == "class":
             return None
         args = [call.args[0]]
         for arg in call.args[1:]:
@@ -1917,8 +1918,8 @@ class CellTransformer(cst.CSTTransformer):
             return cst.Call(expr(f"ops.{new}"), [cst.Arg(func.value), *call.args])
         if mapping.api.startswith("mindspore.Tensor.") and new != method:
             return call.with_changes(func=func.with_changes(attr=cst.Name(new)))
-        if not mapping.api.startswith("mindspore.Tensor.") and apis.ms_object(
-                f"mindspore.Tensor.{method}") is None:
+        if not mapping.api.startswith("mindspore.Tensor.") and not ms_facts.exists(
+                f"mindspore.Tensor.{method}"):
             rest = [cst.Arg(func.value), *call.args]
             return cst.Call(expr(apis.short_name(mapping.api)), rest)
         return call

@@ -390,7 +390,7 @@ def test_torch_keywords_reach_mindspore_in_its_spelling(
     # that takes torch's signature; a function gets them renamed and filtered
     assert "self.fc = TorchLinear(dim, dim, bias=bias, **dd)" in code
     assert "ops.ones((1, dim), **torch_kwargs(dd, {}, ['dtype', 'shape']," in code
-    assert "act_layer=torch_layer(nn.ReLU, {}, ['self']," in code
+    assert "act_layer=torch_layer(nn.ReLU, {}, []," in code
     assert "isinstance(self.act, nn.ReLU)" in code  # a type test keeps the class itself
     assert results["Proj"].pynative == "pass" and results["Proj"].graph == "pass"
     # a layer class passed around as a value gets the tuple MindSpore wants for a list
