@@ -11,7 +11,8 @@ fetched as ``bench_scan.py`` does), in the same run, it times:
 * ``cells, file added``: the same after a new file (one small function) is added: the
   scan's key changes, so every Cell is planned and generated again, but no Cell's code
   changed and every outcome is read from the Cell cache by the hash of its generated
-  source and inputs.
+  source and inputs. Its peer is ``off, file added``: a scan without Cells after a new
+  file, which analyses that file and builds the repository model again.
 
 The repository is copied to a temporary folder first (the last row writes into it).
 
@@ -77,7 +78,7 @@ def main() -> int:
     shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     scan(copy, "off", work)  # fill the file cache: every row below reads it
     rows: dict[str, list[float]] = {"off": [], "cells cold": [], "cells warm": [],
-                                    "cells, file added": []}
+                                    "off, file added": [], "cells, file added": []}
     counts: dict[str, int] = {}
     for round_ in range(args.repeat):
         rows["off"].append(scan(copy, "off", work)[0])
@@ -86,13 +87,18 @@ def main() -> int:
         wall, counts = scan(copy, "run", work)
         rows["cells cold"].append(wall)
         rows["cells warm"].append(scan(copy, "run", work)[0])
-        added = copy / f"msready_bench_added_{round_}.py"
-        added.write_text("def added():\n    return 1\n", encoding="utf-8")
-        rows["cells, file added"].append(scan(copy, "run", work)[0])
+        for kind, skeletons in (("off", "off"), ("cells", "run")):
+            added = copy / f"msready_bench_added_{round_}_{kind}.py"
+            added.write_text("def added():\n    return 1\n", encoding="utf-8")
+            rows[f"{kind}, file added"].append(scan(copy, skeletons, work)[0])
     base = statistics.median(rows["off"])
     for name, times in rows.items():
         median = statistics.median(times)
         print(f"{name:17} median {median:7.1f} s   x{median / base:6.2f} of off")
+    ratios = [c / o for c, o in zip(rows["cells, file added"],
+                                         rows["off, file added"], strict=True)]
+    print(f"cells, file added / off, file added: x{statistics.median(ratios):.2f} "
+          "(median of the rounds' ratios)")
     print("Cells:", ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
     shutil.rmtree(work, ignore_errors=True)
     return 0
