@@ -21,6 +21,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -59,13 +60,16 @@ class _Answers:
     new: int = 0  # answers found since the file was read
 
     def read(self, path: Path) -> None:
+        """Take the answers kept in ``path``; a file that is not there, not JSON or holds
+        answers of another shape (written by hand, cut short) gives those it can."""
         self.path = path
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             kept = json.loads(path.read_text(encoding="utf-8"))
             for question in _QUESTIONS:
-                if isinstance(kept.get(question), dict):
-                    self.by_question[question] = {**kept[question],
-                                                  **self.by_question[question]}
+                answers = kept.get(question)
+                if isinstance(answers, dict):
+                    valid = {k: v for k, v in answers.items() if _VALID[question](v)}
+                    self.by_question[question] = {**valid, **self.by_question[question]}
 
     def write(self) -> None:
         """Merge the new answers into the file (another scan may have added its own)."""
@@ -86,6 +90,23 @@ class _Answers:
             self.path = None
 
 
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _param(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 3 and isinstance(value[0], str) \
+        and isinstance(value[1], str) and (value[2] in (EMPTY, OTHER) or (
+            isinstance(value[2], list) and len(value[2]) == 1))
+
+
+# What a kept answer to each question looks like.
+_VALID: dict[str, Callable[[Any], bool]] = {
+    "kind": lambda v: v is None or v in ("module", "class", "other"),
+    "params": lambda v: v is None or (isinstance(v, list) and all(_param(p) for p in v)),
+    "tuple_params": _names,
+    "kept": _names,
+}
 _answers = _Answers()
 
 

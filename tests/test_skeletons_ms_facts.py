@@ -65,3 +65,23 @@ def test_answers_another_scan_wrote_meanwhile_are_kept(tmp_path: Path) -> None:
     known = json.loads(kept.read_text())["kind"]
     assert {"mindspore.nn.ReLU", "mindspore.nn.Dense"} <= set(known)
     ms_facts.remember_in(None)
+
+
+def test_a_damaged_answers_file_gives_the_answers_it_can(tmp_path: Path) -> None:
+    folder = tmp_path / "mindspore-facts"
+    folder.mkdir()
+    kept = folder / f"{ms_facts.FORMAT}-{installed_version('mindspore')}.json"
+    kept.write_text(json.dumps({
+        "kind": {"mindspore.nn.Dense": "class", "mindspore.nn.Odd": 5},
+        "params": {"mindspore.nn.Dense": [["in_channels", "POSITIONAL_OR_KEYWORD"]]},
+        "kept": "not a table"}))
+    ms_facts.remember_in(tmp_path)
+    assert ms_facts.kind("mindspore.nn.Dense") == "class"  # the valid answer is read
+    assert ms_facts.kind("mindspore.nn.Odd") is None  # asked again: no such layer
+    params = ms_facts.params("mindspore.nn.Dense")  # asked again: a param was cut short
+    assert params is not None and params[0] == ("in_channels", "POSITIONAL_OR_KEYWORD",
+                                                "empty")
+    kept.write_text("{not json")
+    ms_facts.remember_in(tmp_path)
+    assert ms_facts.kind("mindspore.nn.Dense") == "class"
+    ms_facts.remember_in(None)
