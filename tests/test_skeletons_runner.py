@@ -7,7 +7,7 @@ from pathlib import Path
 
 from msready.skeletons import runner
 from msready.skeletons.cache import CellCache
-from msready.skeletons.generate import _borrow_from_parents, _ran_smaller
+from msready.skeletons.generate import _borrow_from_parents, _ran_smaller, stable_error
 from msready.skeletons.shapes import Plan
 
 CELLS = '''\
@@ -274,3 +274,20 @@ def test_a_class_defined_only_when_the_file_runs_as_a_script_is_built_from_its_l
         "pass", "pass", None)
     assert got["Missing"]["error"] == ("building the Cell: AttributeError: module 'script' "
                                        "has no attribute 'Missing'")
+
+
+def test_an_error_naming_memory_addresses_reads_the_same_on_every_run() -> None:
+    first = ("GRAPH_MODE: TypeError: When creating an instance of 'Normal', all arguments "
+             "are required to be constants, but input 0 is a variable, which is "
+             "AbstractTensor(shape: (2, 32), element: AbstractScalar(Type: Float32), "
+             "value_ptr: 0x55c1def73ed0, value: ValueAny)")
+    second = first.replace("0x55c1def73ed0", "0x557412603f50")
+    assert stable_error(first) == stable_error(second) == (
+        "GRAPH_MODE: TypeError: When creating an instance of 'Normal', all arguments "
+        "are required to be constants, but input 0 is a variable, which is "
+        "AbstractTensor(shape: (2, 32), element: AbstractScalar(Type: Float32), "
+        "value: ValueAny)")
+    assert stable_error("TypeError: <Cell object at 0x7f3a12bc4d90> is not callable") == \
+        "TypeError: <Cell object at 0x…> is not callable"
+    assert stable_error("ValueError: mask 0xff is invalid") == "ValueError: mask 0xff is invalid"
+    assert stable_error(None) is None
