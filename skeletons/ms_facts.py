@@ -29,7 +29,8 @@ from typing import Any
 
 from msready.analyzer.apitable import import_object
 
-# Raised when the answers' shape changes: older files are then not read.
+# Part of the file's name: a new number when the answers change shape, so that files in
+# the older shape are not read.
 FORMAT = 1
 
 # One parameter of a signature: (name, kind, default). The kind is inspect's
@@ -198,7 +199,8 @@ def _params(dotted: str) -> list[Param] | None:
 
 
 def _tuple_params(dotted: str) -> list[str]:
-    doc = getattr(import_object(dotted), "__doc__", None) or ""
+    obj = import_object(dotted)
+    doc = (getattr(obj, "__doc__", None) or "") if obj is not None else ""
     start = doc.find("Args:")
     if start < 0:
         return []
