@@ -50,10 +50,6 @@ class Mapping:
     from_table: bool = True
 
 
-# What the installed MindSpore says of its APIs, remembered per version (ms_facts).
-kept_attributes = ms_facts.kept_attributes
-
-
 def torch_default(name: str, param: str, backend: str) -> str | None:
     """The default of a torch API's parameter, as source text (``False``), when msready
     knows it: the API table's, where it says the defaults differ, else the default of

@@ -171,7 +171,7 @@ def _kind(dotted: str) -> str | None:
     return "class" if inspect.isclass(obj) else "other"
 
 
-def signature(obj: Any) -> inspect.Signature:
+def _signature(obj: Any) -> inspect.Signature:
     """What a call of ``obj`` takes: a class's own ``__init__``, else its ``__new__``
     (``ParameterTuple(iterable)``, whose ``__init__`` is tuple's ``*args``)."""
     if inspect.isclass(obj) and not inspect.isfunction(obj.__init__):
@@ -192,7 +192,7 @@ def _params(dotted: str) -> list[Param] | None:
     if obj is None:
         return None
     try:
-        found = signature(obj).parameters.values()
+        found = _signature(obj).parameters.values()
     except (TypeError, ValueError):
         return None
     return [(p.name, p.kind.name, _default(p.default)) for p in found if p.name != "self"]

@@ -723,7 +723,7 @@ class CellTransformer(cst.CSTTransformer):
         renamed = _attribute_renames(layer, self.backend)
         api = apis.lookup(layer, self.backend).api
         # kept in MindSpore's form, unless that form is not torch's
-        kept = (apis.kept_attributes(api) if api else frozenset()) - set(
+        kept = (ms_facts.kept_attributes(api) if api else frozenset()) - set(
             adapters.OWN_FORM.get(layer, ()))
         read = {a.attr.value for a in find_all(node.body, m.Attribute(value=m.Name("self")))
                 if isinstance(a, cst.Attribute)}
