@@ -8,6 +8,7 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +130,9 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
         translation = translate_file(parsed, file, result.model, result.target, findings,
                                      purity)
         body = translation.code
-        compile(body, file.path, "exec")  # also what ast.parse lets through
+        with warnings.catch_warnings():  # the repository's own `x is 1` is not ours to print
+            warnings.simplefilter("ignore")
+            compile(body, file.path, "exec")  # also what ast.parse lets through
     except Exception as exc:  # a failed translation still yields a file
         return _stub(cells, f"{type(exc).__name__}: {exc}"), []
     return body, translation.dropped

@@ -5,6 +5,7 @@ Generation only (``--skeletons write``); running is covered by test_skeletons.py
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
@@ -680,6 +681,16 @@ def test_invalid_translation_falls_back_to_a_stub_that_parses(
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)"))
     assert "class Net(nn.Cell):" in code
     assert "# TODO(msready MS100): the translation did not produce valid Python" in code
+
+
+def test_checking_a_generated_file_raises_none_of_the_repositorys_warnings(
+        tmp_path: Path) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)",
+                                          "if x.ndim is 2:\n    x = x * 2\nreturn self.fc(x)"))
+    assert "if x.ndim is 2:" in code  # kept as written: the Cell is the repository's code
+    assert [w for w in caught if issubclass(w.category, SyntaxWarning)] == []
 
 
 def test_notebook_and_unparsable_files_do_not_stop_generation(tmp_path: Path) -> None:
