@@ -26,6 +26,7 @@ from msready.analyzer.syntax import forget_searches, tensor_methods
 from msready.skeletons import adapters, module_level, ms_facts, runner
 from msready.skeletons.arguments import SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
+from msready.skeletons.error_text import stable_error
 from msready.skeletons.generation_cache import (
     GeneratedSet,
     GenerationCache,
@@ -376,20 +377,6 @@ def _result(gen: Generated, plan: Plan, out_dir: Path, run: bool,
                           output_shape=str(outcome.get("output_shape") or ""),
                           ran_inside=str(outcome.get("inside") or ""),
                           given_input=str(given_input), given_error=str(given_error))
-
-
-# Where a value sits in memory, as MindSpore's messages name it (``value_ptr: 0x55c1…``,
-# ``<object at 0x7f3a…>``): different on every run.
-_VALUE_PTR = re.compile(r",? ?value_ptr: 0x[0-9a-fA-F]+")
-_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{8,}\b")
-
-
-def stable_error(error: str | None) -> str | None:
-    """A Cell's error without the memory addresses in it, so that the same failure reads
-    the same on every run (in the report, the generated file's status line, a diff)."""
-    if not error:
-        return error
-    return _ADDRESS.sub("0x…", _VALUE_PTR.sub("", error))
 
 
 _TENSOR_ATTRIBUTE = re.compile(r"AttributeError: '(?:Tensor|Parameter)' object has no "

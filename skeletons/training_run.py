@@ -11,6 +11,7 @@ from typing import Any
 from msready.analyzer.result import ScanResult, SkeletonResult, TrainStepResult
 from msready.skeletons import runner
 from msready.skeletons.cache import CellCache
+from msready.skeletons.error_text import stable_error
 from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan
 from msready.skeletons.training_build import Step, prepare, step_text, write_step
@@ -92,7 +93,7 @@ def _result(step: Step, out_dir: Path, verdict: tuple[str, str] | None,
         return TrainStepResult(status=verdict[0], error=verdict[1], **common)
     outcome = outcome or {"error": "not run"}
     status = "pass" if outcome.get("status") == "pass" else "fail"
-    return TrainStepResult(status=status, error=outcome.get("error"),
+    return TrainStepResult(status=status, error=stable_error(outcome.get("error")),
                            loss_before=outcome.get("loss_before"),
                            loss_after=outcome.get("loss_after"), **common)
 

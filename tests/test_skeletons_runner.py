@@ -7,7 +7,8 @@ from pathlib import Path
 
 from msready.skeletons import runner
 from msready.skeletons.cache import CellCache
-from msready.skeletons.generate import _borrow_from_parents, _ran_smaller, stable_error
+from msready.skeletons.error_text import stable_error
+from msready.skeletons.generate import _borrow_from_parents, _ran_smaller
 from msready.skeletons.shapes import Plan
 
 CELLS = '''\

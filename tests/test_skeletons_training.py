@@ -424,6 +424,14 @@ def test_a_step_that_ran_is_read_from_the_cache_next_time(tmp_path: Path) -> Non
     again = build()
     assert (again.status, again.loss_before, again.loss_after) == (
         "pass", first.loss_before, 123.0)
+    # a failure naming where MindSpore held a value reads the same on every run
+    stored[0].write_text(json.dumps({"status": "fail", "error": (
+        "TypeError: For 'Add', value_ptr: 0x55c1def73ed0 is not <Tensor at 0x7f3a12bc4d90>")}),
+        encoding="utf-8")
+    failed = build()
+    assert (failed.status, failed.error) == (
+        "fail", "TypeError: For 'Add' is not <Tensor at 0x…>")
+    assert "0x7f3a" not in (tmp_path / "out" / failed.step_file).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(("torch_name", "kwargs", "expected"), [
