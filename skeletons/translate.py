@@ -253,6 +253,7 @@ class CellTransformer(cst.CSTTransformer):
         self.all_todos: list[Todo] = []
         self.dropped: dict[str, None] = {}  # side libraries whose imports were dropped
         self.einops_functions: list[str] = []  # einops patterns as functions of the file
+        self._math_read = False  # a name imported from math is read as ``math.<name>``
         # module-level names bound to standard-library values (``Shape = namedtuple(...)``)
         self._kept_names: set[str] = set()
         self._caught_names: set[str] | None = None  # see _caught
@@ -545,6 +546,8 @@ class CellTransformer(cst.CSTTransformer):
             head += list(cst.parse_module(source).body)
         if names:
             head.insert(0, cst.parse_statement("import types\n"))
+        if self._math_read and self.model.qualify("math", self.file.module) is None:
+            head.insert(0, cst.parse_statement("import math\n"))
         reason = None
         if self.dropped:
             reason = (f"side libraries dropped ({', '.join(self.dropped)}): a Cell needs only "
@@ -1121,6 +1124,13 @@ class CellTransformer(cst.CSTTransformer):
     def _reference(self, node: cst.Attribute | cst.Name) -> bool:
         """A torch name used as a value (``torch.float32``, ``act=nn.ReLU``)."""
         name = self.qualify(node)
+        if isinstance(node, cst.Name) and name is not None and name.startswith("math.") \
+                and self.model.qualify("math", self.file.module) in (None, "math"):
+            # ``from math import sqrt``: GRAPH_MODE knows ``math.sqrt`` and folds it over
+            # sizes, but gives ``sqrt(n)`` no type, and a weight scaled by it no shape
+            self._replace[node] = expr(name)
+            self._math_read = True
+            return False
         if node in self._call_funcs:
             return not is_torch(name)
         if not is_torch(name):

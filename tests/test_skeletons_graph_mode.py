@@ -562,3 +562,34 @@ def test_a_function_defined_in_forward_mapped_over_values_is_called_on_each(
     assert "a, b = map(double, (q, k))" in code  # a module's function: map takes it
     cell = cells["Heads"]
     assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+SCALED = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from math import sqrt
+
+
+class ScaledConv(nn.Module):
+    def __init__(self, dim_in=4, dim_out=8):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dim_out, dim_in, 3, 3))
+
+    def forward(self, x):
+        weight = self.weight / sqrt(self.weight.shape[1] * 9)
+        return F.conv2d(x, weight, padding="same")
+'''
+
+
+def test_a_function_imported_from_math_is_called_through_the_module(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # GRAPH_MODE folds ``math.sqrt`` over sizes; ``sqrt`` alone gives a value of no type,
+    # and the convolution's weight scaled by it no shape to build the operator from
+    again = "import math\n" + SCALED.replace("ScaledConv", "Again")
+    out, cells = run_cells(tmp_path, {"scaled.py": SCALED, "both.py": again})
+    code = (out / "scaled.py").read_text()
+    assert "weight = self.weight / math.sqrt(self.weight.shape[1] * 9)" in code
+    assert code.count("import math\n") == 1
+    assert (out / "both.py").read_text().count("import math\n") == 1  # imported once
+    assert (cells["ScaledConv"].pynative, cells["ScaledConv"].graph) == ("pass", "pass")
