@@ -55,6 +55,10 @@ LEGACY_TENSOR = "torch_legacy_tensor"
 # the file imports, and only the code that reaches the name fails, saying which it is.
 TORCH_LEFT = "TorchLeftInCell"
 LEFT_IN_CELL = "has no MindSpore form for this target and is left in the Cell"
+# A base class from torch's companion packages (``torchvision.models.resnet.ResNet``): the
+# class built on it imports, and building one fails, saying which base it lacks.
+TORCH_LEFT_BASE = "torch_left_base"
+ECOSYSTEM_ROOTS = ("torchvision", "torchaudio", "torchtext")
 
 # One source for the three convolution adapters; ``{d}`` is the dimension.
 _CONV = '''
@@ -261,6 +265,19 @@ class TorchLeftInCell:
 
     def __repr__(self):
         return self._path
+''',
+    TORCH_LEFT_BASE: f'''
+def torch_left_base(path):
+    """A base class from torch's companion packages that MindSpore has no form of
+    (``class Encoder(ResNet, Mixin)``, torchvision's ResNet): the class imports, its other
+    bases keep their order, and building one fails and says which base it lacks."""
+
+    class TorchLeftBase:
+        def __init__(self, *args, **kwargs):
+            raise NotImplementedError(f"{{path}} {LEFT_IN_CELL} (see its TODO(msready "
+                                      "MS100) line)")
+
+    return TorchLeftBase
 ''',
     # each torch package a Cell keeps a name of (``torch.version.cuda``) is bound to it
     **{root: f'\n{root} = {TORCH_LEFT}("{root}")\n' for root in TORCH_ROOTS},

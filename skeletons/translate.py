@@ -19,7 +19,7 @@ from msready.analyzer.findings import Finding
 from msready.analyzer.localvalues import is_torch_metadata
 from msready.analyzer.names import dotted
 from msready.analyzer.parse import Parsed
-from msready.analyzer.repo import MINDSPORE_REQUIRES, RepositoryModel
+from msready.analyzer.repo import MINDSPORE_REQUIRES, MODULE_BASES, RepositoryModel
 from msready.analyzer.syntax import code, descendants, find_all, method_params
 from msready.skeletons import (
     adapters,
@@ -82,7 +82,7 @@ from msready.skeletons.weights import CELL_RENAMES
 _BUILTINS = frozenset(dir(builtins))
 # Packages a Cell may import besides the standard library: MindSpore and what it requires.
 _KEPT = MINDSPORE_REQUIRES | {"mindspore", "__future__"}
-_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+_MODULE_BASES = MODULE_BASES  # what the repository model takes for nn.Module
 PARAMETER_LIST = "torch.nn.ParameterList"
 PARAMETRIZE = compositions.COMPOSED["torch.nn.utils.parametrize.register_parametrization"]
 # Tensor reductions whose ops function is the same operation (``ops.max`` is not: it
@@ -805,18 +805,42 @@ class CellTransformer(cst.CSTTransformer):
         adapter = self._adapter_bases.pop()
         if self._classes.pop():
             self.cells.append(updated_node.name.value)
-        # A base left as a torch name would stop the whole file from importing; so would a
-        # class attribute.
-        bases = [b.with_changes(value=expr("object")) if self._keeps_torch(b) else b
-                 for b in updated_node.bases]
+        bases = list(updated_node.bases)
         if adapter is not None:
             bases = [b.with_changes(value=cst.Name(adapter)) if adapters.VALUE_ADAPTED.get(
                 apis.canonical(self.qualify(o.value) or "")) == adapter else b
                 for b, o in zip(bases, original_node.bases, strict=True)]
+        bases = self._bases_without_torch(bases, original_node.bases)
+        # a class attribute left as a torch name would stop the file from importing too
         body = [self._class_level(stmt) if isinstance(stmt, cst.SimpleStatementLine) else stmt
                 for stmt in updated_node.body.body]
         return updated_node.with_changes(bases=bases,
                                          body=updated_node.body.with_changes(body=body))
+
+    def _bases_without_torch(self, bases: Sequence[cst.Arg],
+                             originals: Sequence[cst.Arg]) -> list[cst.Arg]:
+        """A base left as a torch name would stop the whole file from importing. One from
+        torch's companion packages becomes a stand-in that says which base a class lacks
+        when it is built; another goes, or becomes ``object`` when no base is left
+        (``object`` before another base gives the class no consistent order)."""
+        out: list[cst.Arg] = []
+        dropped = None
+        for base, original in zip(bases, originals, strict=True):
+            if not self._keeps_torch(base):
+                out.append(base)
+                continue
+            name = apis.canonical(self.qualify(original.value) or "")
+            if base.keyword is None and name.split(".")[0] in adapters.ECOSYSTEM_ROOTS:
+                out.append(base.with_changes(
+                    value=expr(f'{adapters.TORCH_LEFT_BASE}("{name}")')))
+            else:
+                dropped = base
+        if dropped is not None and not any(b.keyword is None for b in out):
+            out.insert(0, dropped.with_changes(value=expr("object"), keyword=None,
+                                               equal=cst.MaybeSentinel.DEFAULT))
+        if out:  # no comma after the last base left
+            out[-1] = out[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return out
 
     def _class_level(self, stmt: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
         small = []

@@ -524,6 +524,83 @@ def test_a_cell_built_on_a_torchvision_network_is_blocked_not_wrong(
     assert cells["Own"].status == "pass"
 
 
+ENCODERS = {
+    "encoders/mixin.py": '''\
+class EncoderMixin:
+    """Adds what every encoder of the package has: its output widths."""
+
+    def out_channels(self):
+        return [3, 8]
+''',
+    "encoders/resnet.py": '''\
+import torch.nn as nn
+from torchvision.models.resnet import ResNet
+from torch.utils.data import Dataset
+
+from encoders.mixin import EncoderMixin
+
+
+class ResNetEncoder(ResNet, EncoderMixin):
+    """torchvision's ResNet with the package's mixin: it needs torchvision's network."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        del self.fc
+
+    def forward(self, x):
+        return self.layer1(x)
+
+
+class Same(EncoderMixin, Dataset):
+    pass
+''',
+    "heads.py": '''\
+import torch
+import torch.nn as nn
+
+from encoders.resnet import ResNetEncoder
+
+
+class Head(torch.jit.ScriptModule):  # an nn.Module TorchScript compiles: a Cell
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Segmenter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = ResNetEncoder(layers=[1, 1, 1, 1])
+        self.head = nn.Conv2d(64, 2, 1)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+''',
+}
+
+
+def test_a_class_on_a_torchvision_base_and_a_mixin_leaves_the_package_importable(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # ``class ResNetEncoder(object, EncoderMixin)`` had no consistent order: importing the
+    # encoders stopped every Cell that imports them
+    out, cells = run_cells(tmp_path, ENCODERS)
+    code = (out / "encoders" / "resnet.py").read_text()
+    assert 'class ResNetEncoder(torch_left_base("torchvision.models.resnet.ResNet"), ' \
+           "EncoderMixin):" in code
+    assert "class Same(EncoderMixin):" in code  # a torch base with no form goes
+    assert "class Head(nn.Cell):" in (out / "heads.py").read_text()
+    assert cells["Head"].status == "pass", cells["Head"].error
+    # a network built on the encoder needs torchvision's ResNet, and says so
+    segmenter = cells["Segmenter"]
+    assert segmenter.status == "blocked"
+    assert (segmenter.error or "").startswith(
+        "needs `torchvision.models.resnet.ResNet` from the torch ecosystem")
+
+
 DEFAULT_FROM_A_SIDE_LIBRARY = '''\
 import platformdirs
 from torch import nn
