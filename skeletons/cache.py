@@ -72,14 +72,16 @@ def imported(path: str, text: str) -> frozenset[str] | None:
 
 
 def file_closures(tree: dict[str, str]) -> dict[str, set[str]]:
-    """For each generated module, the generated files its import runs (itself included).
-    A file whose imports cannot be read depends on the whole tree."""
+    """For each generated module, the generated files its import runs (itself included,
+    and its packages' ``__init__`` files, which Python runs first: ``a.b.c`` runs ``a`` and
+    ``a.b``). A file whose imports cannot be read depends on the whole tree."""
     paths = {module_of(path): path for path in tree}
     direct = {module_of(path): imported(path, text) for path, text in tree.items()}
     closures: dict[str, set[str]] = {}
     for module in paths:
-        seen = {module}
-        stack = [module]
+        parts = module.split(".")
+        seen = {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & paths.keys()
+        stack = list(seen)
         while stack:
             names = direct[stack.pop()]
             if names is None:

@@ -34,10 +34,21 @@ def test_a_module_runs_its_imports_and_their_packages() -> None:
     closures = file_closures(TREE)
     assert closures["solo"] == {"solo.py"}
     # ``pkg.heads.cls`` imports ``pkg.util``, and importing ``pkg`` runs its __init__,
-    # which imports ``pkg.layers``
+    # which imports ``pkg.layers``; ``pkg.heads`` runs its own __init__
     assert closures["pkg.heads.cls"] == {"pkg/heads/cls.py", "pkg/util.py", "pkg/__init__.py",
-                                         "pkg/layers.py"}
-    assert closures["pkg.util"] == {"pkg/util.py"}
+                                         "pkg/layers.py", "pkg/heads/__init__.py"}
+    # importing ``pkg.util`` runs ``pkg/__init__.py`` first, and what it imports
+    assert closures["pkg.util"] == {"pkg/util.py", "pkg/__init__.py", "pkg/layers.py"}
+
+
+def test_a_file_the_package_imports_keys_the_cells_of_its_siblings(tmp_path: Path) -> None:
+    # ``pkg/__init__.py`` imports ``pkg.layers``: a class there that stopped the package
+    # from importing stopped ``pkg.util`` too, which imports nothing of the package, and
+    # mending it must run that Cell again
+    job = _job("pkg.util", "width")
+    CellCache(TREE, tmp_path).put(job, {"pynative": "fail", "graph": "fail"})
+    mended = CellCache({**TREE, "pkg/layers.py": TREE["pkg/layers.py"] + "X = 1\n"}, tmp_path)
+    assert mended.get(job) is None
 
 
 def test_a_module_read_by_name_at_run_time_depends_on_everything() -> None:
