@@ -46,6 +46,7 @@ VALUE_ADAPTED = {**{f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)},
 
 KEYWORDS = "torch_kwargs"
 ADD_MODULE = "torch_add_module"
+REQUIRES_GRAD = "torch_requires_grad_"
 LAYER = "torch_layer"
 TO = "torch_to"
 # Python's ``^`` in code GRAPH_MODE compiles (it refuses two bools)
@@ -336,6 +337,19 @@ def torch_add_module(module, name, cell):
     module.insert_child_to_cell(name, cell)
     if isinstance(module, nn.SequentialCell):
         module.cell_list = list(module._cells.values())
+''',
+    REQUIRES_GRAD: '''
+def torch_requires_grad_(value, requires_grad=True):
+    """requires_grad_ on a module or a tensor: a Cell has no such method, so each of its
+    parameters is trained or frozen (MindSpore reads Parameter.requires_grad); a tensor
+    or parameter sets its own flag. The value comes back, as torch returns it (MindSpore's
+    own method returns None)."""
+    if isinstance(value, nn.Cell):
+        for param in value.get_parameters():
+            param.requires_grad = requires_grad
+    else:
+        value.requires_grad_(requires_grad)
+    return value
 ''',
     STAND_IN_ERROR: '''
 class UnavailableError(Exception):

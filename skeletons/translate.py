@@ -1572,6 +1572,7 @@ class CellTransformer(cst.CSTTransformer):
                  self._partial(original_node, updated_node) or
                  self._layer_call(updated_node) or
                  (compiled_children(updated_node) if self._run_by_forward() else None) or
+                 self._requires_grad(updated_node) or
                  self._cell_method(updated_node) or named_module_method(updated_node))
         if fixed is not None:
             return fixed
@@ -1717,6 +1718,19 @@ class CellTransformer(cst.CSTTransformer):
         if source:
             self.einops_functions.append(source)
         return new
+
+    def _requires_grad(self, call: cst.Call) -> cst.BaseExpression | None:
+        """``self.proj.requires_grad_(False)``, ``nn.Linear(4, 2).requires_grad_(False)``:
+        freezing a module, which a Cell cannot do by a method of its own; the adapter also
+        takes a tensor. In code a forward runs, ``x.detach().requires_grad_()`` is the
+        tensor itself: MindSpore differentiates a function by its inputs, not by a flag."""
+        func = call.func
+        if not m.matches(func, m.Attribute(attr=m.Name("requires_grad_"))):
+            return None
+        assert isinstance(func, cst.Attribute)
+        if self._run_by_forward():
+            return func.value
+        return cst.Call(cst.Name(adapters.REQUIRES_GRAD), [cst.Arg(func.value), *call.args])
 
     def _cell_method(self, call: cst.Call) -> cst.BaseExpression | None:
         """``self.modules()`` and other torch.nn.Module methods the class does not define;

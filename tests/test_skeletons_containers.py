@@ -158,3 +158,42 @@ def test_a_parameter_list_grown_by_append_gets_a_new_parameter_tuple(
            "*[Parameter(ops.zeros(dim)) for _ in range(depth)]))" in code
     assert 'self.names.append("scaled")' in code  # a list that is not a ParameterList
     assert (cells["Scaled"].pynative, cells["Scaled"].graph) == ("pass", "pass")
+
+
+FROZEN = '''\
+import torch
+import torch.nn as nn
+
+
+class Frozen(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.proj.requires_grad_(False)
+        self.head = nn.Linear(dim, 2).requires_grad_(False)
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        y = x.detach().requires_grad_()
+        return self.head(self.proj(y) * self.scale)
+'''
+
+
+def test_a_module_frozen_by_requires_grad_freezes_its_parameters(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    out, cells = run_cells(tmp_path, {"frozen.py": FROZEN})
+    code = (out / "frozen.py").read_text()
+    assert "        torch_requires_grad_(self.proj, False)\n" in code
+    assert "        self.head = torch_requires_grad_(nn.Dense(dim, 2), False)\n" in code
+    # in forward, the tensor itself: MindSpore differentiates by inputs, not by a flag
+    assert "        y = ops.stop_gradient(x)\n" in code
+    assert (cells["Frozen"].pynative, cells["Frozen"].graph) == ("pass", "pass")
+    space: dict[str, object] = {"nn": mindspore.nn}
+    exec(SOURCES["torch_requires_grad_"], space)  # the adapter as the generated file holds it
+    freeze = space["torch_requires_grad_"]
+    assert callable(freeze)
+    dense = mindspore.nn.Dense(2, 2)
+    assert freeze(dense, False) is dense
+    assert [p.requires_grad for p in dense.get_parameters()] == [False, False]
+    weight = mindspore.Parameter(mindspore.Tensor(np.ones(2, np.float32)))
+    assert freeze(weight, False) is weight and weight.requires_grad is False
