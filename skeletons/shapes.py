@@ -47,6 +47,8 @@ _IMAGE_SIZE = re.compile(r"(img|image|input_img|input_image)_?(size|res|resoluti
 
 # A video's frame count, among the constructor's parameters.
 _FRAMES = re.compile(r"(num_|n_)?frames|num_frame|frame_count", re.IGNORECASE)
+# An optional forward argument holding class labels (``def forward(self, x, labels=None)``).
+_LABELS = re.compile(r"(class_)?labels?|targets?|y", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -609,6 +611,8 @@ class Planner(ConstructorFinder):
         if batch is not None:
             first = _batched(first, batch)
             alternatives = [_batched(a, batch) for a in alternatives]
+        if forward:
+            alternatives += _with_labels(forward[0], len(required), [first, *alternatives])
         example = self._example_inputs(cls, forward[0]) if forward and examples else None
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
@@ -1175,6 +1179,20 @@ def _shape_of(name: str) -> m.OneOf[m.BaseExpression]:
     x = m.Name(name)
     return m.Call(func=m.Attribute(value=x, attr=m.Name("size")), args=[]) | \
         m.Attribute(value=x, attr=m.Name("shape"))
+
+
+def _with_labels(params: Sequence[tuple[str, object, bool]], given: int,
+                 candidates: list[list[InputSpec | None]]) -> list[list[InputSpec | None]]:
+    """The candidates again with class labels for the optional argument after the
+    required ones when its name says it holds them (``def forward(self, embeddings,
+    labels=None)``: a metric-learning loss needs them though its signature lets them be
+    left out): one label of two classes per row of the first input."""
+    if given >= len(params) or params[given][1] is not None or params[given][2] or \
+            not _LABELS.fullmatch(params[given][0]):
+        return []
+    return [[*c, InputSpec((c[0].shape[0],), "int64", high=2)] for c in candidates
+            if len(c) == given and c and c[0] is not None and c[0].dtype == "float32"
+            and c[0].shape and not c[0].listed and not c[0].keyed]
 
 
 def _widthed(spec: InputSpec | None, width: InputSpec) -> InputSpec:

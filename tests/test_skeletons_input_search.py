@@ -586,3 +586,41 @@ def test_a_batch_size_forward_asserts_is_the_one_fed(
     cell = cells["PairDistance"]
     assert (cell.pynative, cell.graph) == ("pass", "pass")
     assert cell.input_shape.startswith("(1, ") and ", (1, " in cell.input_shape
+
+
+LABELLED = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ContrastiveLoss(nn.Module):
+    """A metric-learning loss: its labels may be left out by the signature, not by the code."""
+
+    def __init__(self, margin=0.5):
+        super().__init__()
+        self.margin = margin
+
+    def forward(self, embeddings, labels=None):
+        if labels is None:
+            raise ValueError("labels are required for this loss function")
+        dist = torch.cdist(embeddings, embeddings)
+        same = (labels[:, None] == labels[None, :]).float()
+        return (same * dist.pow(2) + (1 - same) * F.relu(self.margin - dist).pow(2)).mean()
+
+
+class Scale(nn.Module):
+    """An optional argument named like no labels is left out."""
+
+    def forward(self, x, scale=None):
+        return x if scale is None else x * scale
+'''
+
+
+def test_an_optional_argument_named_for_labels_is_given_labels_when_needed(
+        tmp_path: Path, run_cells: Callable[[Path, dict[str, str]], CellRun]) -> None:
+    _, cells = run_cells(tmp_path, {"losses.py": LABELLED})
+    loss = cells["ContrastiveLoss"]
+    assert (loss.pynative, loss.graph) == ("pass", "pass"), loss.error
+    assert loss.input_shape == "(2, 16), (2,) int"
+    assert cells["Scale"].input_shape == "(2, 16)"  # tried first, and it ran
