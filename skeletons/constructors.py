@@ -1038,7 +1038,7 @@ class ConstructorFinder:
         if found is None:
             return []
         node, file = found
-        required = arguments.requirements(node)
+        required = [self._written_out(r, file) for r in arguments.requirements(node)]
         for call in arguments.always_run_calls(node):
             built = self._callee(cls, call, file)
             if built is None or built.kind != "class" or built.name == cls or \
@@ -1056,13 +1056,73 @@ class ConstructorFinder:
                     names[i] if i < len(names) else None)
                 if key is not None:
                     bound[key] = arg.value
+            # ``super().__init__(causal=False, **kwargs)``: what the call does not give is
+            # the caller's own argument, by the same name (the plan gives it to the caller)
+            handed = any(a.star == "**" for a in call.args)
             for param in method_params(inner[0]) + list(inner[0].params.kwonly_params):
-                if param.name.value not in bound and param.default is not None:
+                if param.name.value not in bound and handed:
+                    bound[param.name.value] = cst.Name(param.name.value)
+                elif param.name.value not in bound and param.default is not None:
                     bound[param.name.value] = param.default  # (a literal, or no value)
-            required += [r for r in (arguments.handed_down(q, bound)
+            required += [r for r in (arguments.handed_down(self._written_out(q, inner[1]),
+                                                           bound)
                                      for q in arguments.requirements(inner[0]))
                          if r is not None]
         return required
+
+    def _written_out(self, requirement: arguments.Requirement, file: FileResult
+                     ) -> arguments.Requirement:
+        """``assert exists(depth)``: a call to a repository function whose body is one
+        ``return`` of an expression of its parameters (``def exists(val): return val is not
+        None``) written out over the call's arguments, so the test reads ``depth is not
+        None`` and a None default it insists on gets a value."""
+        swaps: dict[cst.CSTNode, cst.BaseExpression] = {}
+        for call in find_all(requirement.test, m.Call(func=m.Name())):
+            assert isinstance(call, cst.Call)
+            returned = self._one_line_result(call, file)
+            if returned is not None:
+                swaps[call] = returned
+        if not swaps:
+            return requirement
+
+        class Swap(cst.CSTTransformer):
+            def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                return swaps.get(original, updated)
+
+        test = requirement.test.visit(Swap())
+        assert isinstance(test, cst.BaseExpression)
+        names = frozenset(n.value for n in find_all(test, m.Name()) if isinstance(n, cst.Name))
+        return arguments.Requirement(test, requirement.holds, names)
+
+    def _one_line_result(self, call: cst.Call, file: FileResult
+                         ) -> cst.BaseExpression | None:
+        """What a call to a one-line repository function returns, over the call's
+        arguments; None for any other call."""
+        target = self.qualify(call.func, file)
+        resolved = self.model.resolve(target, file.module) if target else None
+        found = self.function_node(resolved.name) if resolved is not None and \
+            resolved.kind == "function" else None
+        if found is None:
+            return None
+        params = found[0].params
+        if params.posonly_params or params.kwonly_params or not isinstance(
+                params.star_arg, cst.MaybeSentinel) or params.star_kwarg is not None or \
+                len(params.params) != len(call.args) or any(a.keyword or a.star
+                                                              for a in call.args):
+            return None
+        body = found[0].body.body if isinstance(found[0].body, cst.IndentedBlock) else ()
+        body = [s for s in body if not m.matches(s, m.SimpleStatementLine(
+            body=[m.Expr(m.SimpleString() | m.ConcatenatedString())]))]  # a docstring
+        if len(body) != 1 or not m.matches(body[0], m.SimpleStatementLine(
+                body=[m.Return(value=m.MatchIfTrue(lambda v: v is not None))])):
+            return None
+        value = cst.ensure_type(cst.ensure_type(body[0], cst.SimpleStatementLine).body[0],
+                                cst.Return).value
+        assert value is not None
+        bound = {p.name.value: a.value for p, a in zip(params.params, call.args, strict=True)}
+        names = frozenset(n.value for n in find_all(value, m.Name()) if isinstance(n, cst.Name))
+        written = arguments.handed_down(arguments.Requirement(value, True, names), bound)
+        return written.test if written is not None else None
 
     def _forwarded(self, cls: str, params: list[tuple[str, object, bool]],
                    seen: set[str] | None = None

@@ -2332,6 +2332,43 @@ def test_made_up_values_meet_the_assertions_of_the_modules_the_constructor_build
     assert (cells["Net"].pynative, cells["Net"].graph) == ("pass", "pass")
 
 
+INSISTED_THROUGH_A_HELPER = '''\
+import torch.nn as nn
+
+
+def exists(val):
+    """The package's own test for a value given."""
+    return val is not None
+
+
+class AttentionLayers(nn.Module):
+    def __init__(self, dim, depth=None, heads=8, **kwargs):
+        super().__init__()
+        assert exists(depth), "`depth` must be passed in for `Decoder` or `Encoder`"
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Encoder(AttentionLayers):
+    def __init__(self, **kwargs):
+        super().__init__(causal=False, **kwargs)
+'''
+
+
+def test_a_none_default_a_helper_insists_on_gets_a_value(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # ``exists(depth)`` is ``depth is not None``, written out from the helper's one line;
+    # ``Encoder`` hands its keywords to the base, whose ``depth`` it must give
+    _, cells = run_cells(tmp_path, {"layers.py": INSISTED_THROUGH_A_HELPER})
+    for name in ("AttentionLayers", "Encoder"):
+        assert cells[name].synthesized == "dim=16, depth=1", cells[name].synthesized
+        assert (cells[name].pynative, cells[name].graph) == ("pass", "pass"), cells[name].error
+
+
 TYPED_NETWORK = '''\
 from torch import nn
 
