@@ -117,6 +117,10 @@ def with_head(body: list[cst.BaseStatement], head: list[cst.BaseStatement],
             body=[m.Import() | m.ImportFrom() | m.Expr(m.SimpleString())])):
         at += 1
     rest = body[at:]
+    head = list(head)
+    if head and isinstance(head[0], (cst.SimpleStatementLine, cst.BaseCompoundStatement)) \
+            and not head[0].leading_lines:  # two blank lines after the imports, as PEP 8 has
+        head[0] = head[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
     if todo is not None:
         target = head if head else rest
         if not target:
