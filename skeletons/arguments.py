@@ -1117,31 +1117,66 @@ def _synthesizable(name: str, usage_of: Callable[[str], Usage] | None) -> bool:
 
 @dataclass(frozen=True)
 class Requirement:
-    """A test the constructor's arguments must pass (``holds``: what it must evaluate to)."""
+    """A test the constructor's arguments must pass (``holds``: what it must evaluate to),
+    over ``names``; with a ``guard``, only when the guard is true (an ``assert`` in the
+    ``else`` of ``if custom_layers: ...``): the guard's names are read, not changed."""
 
     test: cst.BaseExpression
     holds: bool
     names: frozenset[str]
+    guard: cst.BaseExpression | None = None
+
+
+def _names(node: cst.CSTNode | None) -> frozenset[str]:
+    return frozenset(n.value for n in find_all(node, m.Name()) if isinstance(n, cst.Name)) \
+        if node is not None else frozenset()
 
 
 def requirements(function: cst.FunctionDef) -> list[Requirement]:
     """The tests of a constructor's own ``assert`` statements and ``if ...: raise``
-    blocks, over the names they read; only those the constructor always runs (not one
-    under ``if qk_norm:``)."""
-    found: list[Requirement] = []
-
-    def names(test: cst.BaseExpression) -> frozenset[str]:
-        return frozenset(n.value for n in find_all(test, m.Name()) if isinstance(n, cst.Name))
-
+    blocks, over the names they read: those the constructor always runs, and those in
+    the branches of an ``if`` it always runs, guarded by the tests that choose the branch
+    (``assert exists(depth)`` under ``else:`` holds when no earlier test was true)."""
     body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    return _block_requirements(body, None)
+
+
+def _block_requirements(body: Sequence[cst.BaseStatement], guard: cst.BaseExpression | None
+                        ) -> list[Requirement]:
+    found: list[Requirement] = []
     for statement in body:
         if isinstance(statement, cst.SimpleStatementLine):
-            found += [Requirement(s.test, True, names(s.test)) for s in statement.body
+            found += [Requirement(s.test, True, _names(s.test), guard) for s in statement.body
                       if isinstance(s, cst.Assert)]
         elif isinstance(statement, cst.If) and statement.orelse is None and isinstance(
                 statement.body, cst.IndentedBlock) and len(statement.body.body) == 1 and \
                 m.matches(statement.body.body[0], m.SimpleStatementLine(body=[m.Raise()])):
-            found.append(Requirement(statement.test, False, names(statement.test)))
+            found.append(Requirement(statement.test, False, _names(statement.test), guard))
+        elif isinstance(statement, cst.If) and guard is None:  # one level of branches
+            found += _branch_requirements(statement)
+    return found
+
+
+def _branch_requirements(statement: cst.If) -> list[Requirement]:
+    """The requirements in each branch of an ``if`` / ``elif`` / ``else`` chain, each
+    guarded by its own test and the negation of the tests before it."""
+    found: list[Requirement] = []
+    earlier: list[cst.BaseExpression] = []
+    branch: cst.If | cst.Else | None = statement
+    while branch is not None:
+        tests: list[cst.BaseExpression] = [cst.UnaryOperation(cst.Not(), t) for t in earlier]
+        if isinstance(branch, cst.If):
+            tests.append(branch.test)
+        guard: cst.BaseExpression | None = None
+        for test in tests:
+            guard = test if guard is None else cst.BooleanOperation(guard, cst.And(), test)
+        if guard is not None and isinstance(branch.body, cst.IndentedBlock):
+            found += _block_requirements(branch.body.body, guard)
+        if isinstance(branch, cst.If):
+            earlier.append(branch.test)
+            branch = branch.orelse
+        else:
+            branch = None
     return found
 
 
@@ -1151,7 +1186,7 @@ def handed_down(requirement: Requirement, bound: dict[str, cst.BaseExpression]
     its names replaced by the argument ``bound`` to it (``len(max_tokens) == depth`` of
     ``Transformer(dim, depth, tokens)`` is ``len(tokens) == depth`` to the caller); None
     when it reads a name neither bound nor a builtin (a local of that constructor)."""
-    if not requirement.names <= bound.keys() | _BUILTINS:
+    if not (requirement.names | _names(requirement.guard)) <= bound.keys() | _BUILTINS:
         return None
 
     class Rename(cst.CSTTransformer):
@@ -1160,8 +1195,17 @@ def handed_down(requirement: Requirement, bound: dict[str, cst.BaseExpression]
 
     test = requirement.test.visit(Rename())
     assert isinstance(test, cst.BaseExpression)
-    names = frozenset(n.value for n in find_all(test, m.Name()) if isinstance(n, cst.Name))
-    return Requirement(test, requirement.holds, names)
+    guard = requirement.guard.visit(Rename()) if requirement.guard is not None else None
+    assert guard is None or isinstance(guard, cst.BaseExpression)
+    return Requirement(test, requirement.holds, _names(test), guard)
+
+
+def _met(requirement: Requirement, env: dict[str, object]) -> bool:
+    """Whether ``requirement`` does not fail over ``env``: its test is not known to give
+    the wrong answer, or its guard is not known to be true."""
+    if requirement.guard is not None and truth(requirement.guard, env) is not True:
+        return True
+    return truth(requirement.test, env) is not (not requirement.holds)
 
 
 def always_run_calls(function: cst.FunctionDef) -> list[cst.Call]:
@@ -1206,7 +1250,7 @@ def meet(found: Sequence[Requirement], env: dict[str, object],
     env = dict(env)
     changed: dict[str, object] = {}
     for requirement in found:
-        if truth(requirement.test, env) is not (not requirement.holds):
+        if _met(requirement, env):
             continue
         for name in sorted(requirement.names & adjustable.keys()):
             current = env.get(name)
@@ -1214,7 +1258,7 @@ def meet(found: Sequence[Requirement], env: dict[str, object],
             candidates = [guess] if guess is not UNKNOWN else _candidates(current)
             on_name = [r for r in found if name in r.names]
             choice = next((c for c in candidates if all(
-                truth(r.test, {**env, name: c}) is not (not r.holds) for r in on_name)), None)
+                _met(r, {**env, name: c}) for r in on_name)), None)
             if choice is not None:
                 env[name] = changed[name] = choice
                 break

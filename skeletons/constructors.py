@@ -1077,11 +1077,12 @@ class ConstructorFinder:
         None``) written out over the call's arguments, so the test reads ``depth is not
         None`` and a None default it insists on gets a value."""
         swaps: dict[cst.CSTNode, cst.BaseExpression] = {}
-        for call in find_all(requirement.test, m.Call(func=m.Name())):
-            assert isinstance(call, cst.Call)
-            returned = self._one_line_result(call, file)
-            if returned is not None:
-                swaps[call] = returned
+        for part in (requirement.test, requirement.guard):
+            for call in find_all(part, m.Call(func=m.Name())) if part is not None else []:
+                assert isinstance(call, cst.Call)
+                returned = self._one_line_result(call, file)
+                if returned is not None:
+                    swaps[call] = returned
         if not swaps:
             return requirement
 
@@ -1090,9 +1091,11 @@ class ConstructorFinder:
                 return swaps.get(original, updated)
 
         test = requirement.test.visit(Swap())
+        guard = requirement.guard.visit(Swap()) if requirement.guard is not None else None
         assert isinstance(test, cst.BaseExpression)
+        assert guard is None or isinstance(guard, cst.BaseExpression)
         names = frozenset(n.value for n in find_all(test, m.Name()) if isinstance(n, cst.Name))
-        return arguments.Requirement(test, requirement.holds, names)
+        return arguments.Requirement(test, requirement.holds, names, guard)
 
     def _one_line_result(self, call: cst.Call, file: FileResult
                          ) -> cst.BaseExpression | None:

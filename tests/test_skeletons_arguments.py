@@ -2356,6 +2356,24 @@ class AttentionLayers(nn.Module):
 class Encoder(AttentionLayers):
     def __init__(self, **kwargs):
         super().__init__(causal=False, **kwargs)
+
+
+class Chosen(nn.Module):
+    def __init__(self, dim, depth=None, custom_layers=None, sandwich_coef=1):
+        super().__init__()
+        if exists(custom_layers):
+            layer_types = custom_layers
+        elif sandwich_coef > 1:
+            layer_types = ("a",) * sandwich_coef
+        else:  # the branch the defaults choose: its assertion is a requirement
+            assert exists(depth), "`depth` must be passed in"
+            layer_types = ("a",) * depth
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in layer_types])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
 '''
 
 
@@ -2364,7 +2382,7 @@ def test_a_none_default_a_helper_insists_on_gets_a_value(
     # ``exists(depth)`` is ``depth is not None``, written out from the helper's one line;
     # ``Encoder`` hands its keywords to the base, whose ``depth`` it must give
     _, cells = run_cells(tmp_path, {"layers.py": INSISTED_THROUGH_A_HELPER})
-    for name in ("AttentionLayers", "Encoder"):
+    for name in ("AttentionLayers", "Encoder", "Chosen"):
         assert cells[name].synthesized == "dim=16, depth=1", cells[name].synthesized
         assert (cells[name].pynative, cells[name].graph) == ("pass", "pass"), cells[name].error
 
@@ -2437,9 +2455,15 @@ def test_a_raise_guard_an_assertion_and_a_none_the_constructor_insists_on() -> N
     assert isinstance(function.body[0], cst.FunctionDef)
     assert arguments.meet(arguments.requirements(function.body[0]), {"opt": None},
                           {"opt": None}, lambda name: f"made up {name}") == {"opt": "made up opt"}
-    # an assertion under a branch holds only when the branch runs: it is not a requirement
+    # an assertion under a branch holds only when the branch runs: the values that choose
+    # the branch are read, never changed to leave it
     branch = "def __init__(self, k, a=False):\n    if a:\n        assert k > 5\n"
     assert requirement_changes(branch, {"k": 3, "a": False}, {"k": 3}) == {}
+    assert requirement_changes(branch, {"k": 3, "a": True}, {"k": 3, "a": True}) == {"k": 6}
+    chosen = ("def __init__(self, k, layers=None):\n    if layers is not None:\n        pass\n"
+              "    else:\n        assert k is not None\n")
+    assert requirement_changes(chosen, {"k": None, "layers": None},
+                               {"k": None, "layers": None}) == {"k": 3}
     # a made-up sequence of one item takes the length asked; a made-up number the
     # fraction a ratio needs
     stages = "def __init__(self, dims):\n    assert len(dims) == 3\n"
