@@ -35,6 +35,7 @@ from msready.skeletons.generation_cache import (
 )
 from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan, Planner
+from msready.skeletons.statements import repository_roots
 from msready.skeletons.training_run import build_train_steps
 from msready.skeletons.translate import side_package, translate_file
 from msready.skeletons.values import ConfigValue, to_json
@@ -153,7 +154,8 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
     before, warned = stamps(out_dir), len(result.warnings)
     ms_facts.remember_in((cache_dir or default_cache_dir()) if cache else None)
     try:
-        results = _generate(result, out_dir, run, compare_torch, cache_dir, cache)
+        with repository_roots(name.split(".")[0] for name in result.model.modules):
+            results = _generate(result, out_dir, run, compare_torch, cache_dir, cache)
     finally:
         forget_searches()
         ms_facts.save()

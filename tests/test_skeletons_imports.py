@@ -524,6 +524,48 @@ def test_a_cell_built_on_a_torchvision_network_is_blocked_not_wrong(
     assert cells["Own"].status == "pass"
 
 
+OWN_TORCHVISION = {
+    "torchvision/__init__.py": "",
+    "torchvision/ops/__init__.py": "from .misc import ConvNormActivation\n",
+    "torchvision/ops/misc.py": '''\
+import torch.nn as nn
+
+
+class ConvNormActivation(nn.Sequential):
+    def __init__(self, in_channels, out_channels, kernel_size=3):
+        super().__init__(nn.Conv2d(in_channels, out_channels, kernel_size, padding=1),
+                         nn.BatchNorm2d(out_channels), nn.ReLU())
+''',
+    "torchvision/models/__init__.py": "",
+    "torchvision/models/tiny.py": '''\
+import torch.nn as nn
+from torchvision.ops.misc import ConvNormActivation
+
+
+class TinyNet(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = ConvNormActivation(3, 8)
+        self.head = nn.Linear(8, classes)
+
+    def forward(self, x):
+        return self.head(self.stem(x).mean((2, 3)))
+''',
+}
+
+
+def test_the_sources_of_torchvision_itself_are_its_own_code_not_torchs_api(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # scanning torchvision's own sources: ``torchvision.ops.misc`` is a repository module,
+    # translated and imported like any other, not a package msready does not provide
+    out, cells = run_cells(tmp_path, OWN_TORCHVISION)
+    code = (out / "torchvision" / "models" / "tiny.py").read_text()
+    assert "from torchvision.ops.misc import ConvNormActivation" in code
+    assert (cells["TinyNet"].status, cells["TinyNet"].graph) == ("pass", "pass"), \
+        cells["TinyNet"].error
+
+
 ENCODERS = {
     "encoders/mixin.py": '''\
 class EncoderMixin:
