@@ -8,6 +8,9 @@ file holds the adapters it uses, after its imports."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import libcst as cst
 import libcst.matchers as m
@@ -665,10 +668,32 @@ def layer_call(cls: cst.BaseExpression, renames: dict[str, str], accepted: froze
     return call.with_changes(func=cst.Name(LAYER), args=[*call.args, *extra])
 
 
+# The torch packages the scanned repository is itself (a scan of torchvision's own
+# sources): their names are the repository's code, translated like any other, and no
+# stand-in is bound to them.
+_OWN_ROOTS: ContextVar[frozenset[str]] = ContextVar("own_roots", default=frozenset())
+
+
+@contextmanager
+def repository_roots(tops: Iterable[str]) -> Iterator[None]:
+    """While generating the Cells of a repository whose top-level packages are ``tops``:
+    a torch root among them names the repository's own code, not torch's API."""
+    token = _OWN_ROOTS.set(frozenset(tops) & frozenset(TORCH_ROOTS))
+    try:
+        yield
+    finally:
+        _OWN_ROOTS.reset(token)
+
+
+def own_roots() -> frozenset[str]:
+    """The torch roots that are the scanned repository's own packages (usually none)."""
+    return _OWN_ROOTS.get()
+
+
 def used(module: cst.Module) -> list[cst.BaseStatement]:
     """The adapter classes a generated module refers to, as statements."""
     names = {n.value for n in find_all(module, m.Name()) if isinstance(n, cst.Name)}
-    wanted = [name for name in SOURCES if name in names]
+    wanted = [name for name in SOURCES if name in names and name not in own_roots()]
     for name in wanted:  # and what they use (torch_layer calls torch_kwargs)
         wanted += [other for other in SOURCES if other not in wanted
                    and re.search(rf"\b{other}\(", SOURCES[name])]

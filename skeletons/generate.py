@@ -24,6 +24,7 @@ from msready.analyzer.result import ScanResult, SkeletonResult
 from msready.analyzer.scan import default_cache_dir
 from msready.analyzer.syntax import forget_searches, tensor_methods
 from msready.skeletons import adapters, module_level, ms_facts, runner
+from msready.skeletons.adapters import repository_roots
 from msready.skeletons.arguments import SYNTHESIZED_MODULE, SYNTHESIZED_SOURCE, describe
 from msready.skeletons.cache import CellCache
 from msready.skeletons.error_text import stable_error
@@ -35,7 +36,6 @@ from msready.skeletons.generation_cache import (
 )
 from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan, Planner
-from msready.skeletons.statements import repository_roots
 from msready.skeletons.training_run import build_train_steps
 from msready.skeletons.translate import side_package, translate_file
 from msready.skeletons.values import ConfigValue, to_json

@@ -4,9 +4,6 @@ a starter keeps, ``register_buffer`` as a frozen Parameter, and the translation 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -15,7 +12,7 @@ import libcst.matchers as m
 from msready.analyzer.names import dotted
 from msready.analyzer.repo import TORCH_ROOTS
 from msready.analyzer.syntax import code, find_all
-from msready.skeletons.adapters import STAND_IN
+from msready.skeletons.adapters import STAND_IN, own_roots
 from msready.skeletons.arguments import argparse_defaults
 from msready.skeletons.layers import expr
 from msready.skeletons.values import bound_names, constants
@@ -24,29 +21,13 @@ _KEEP_TOP = (cst.FunctionDef, cst.ClassDef)
 Todo = tuple[str, str]
 
 
-# The torch packages the scanned repository is itself (a scan of torchvision's own
-# sources): their names are the repository's code, translated like any other.
-_OWN_ROOTS: ContextVar[frozenset[str]] = ContextVar("own_roots", default=frozenset())
-
-
-@contextmanager
-def repository_roots(tops: Iterable[str]) -> Iterator[None]:
-    """While generating the Cells of a repository whose top-level packages are ``tops``:
-    a torch root among them names the repository's own code, not torch's API."""
-    token = _OWN_ROOTS.set(frozenset(tops) & frozenset(TORCH_ROOTS))
-    try:
-        yield
-    finally:
-        _OWN_ROOTS.reset(token)
-
-
 def is_torch(name: str | None) -> bool:
     """True for a fully qualified torch / torchvision name (not the repository's own, when
     the repository is torchvision)."""
     if name is None:
         return False
     root = name.split(".")[0]
-    return root in TORCH_ROOTS and root not in _OWN_ROOTS.get()
+    return root in TORCH_ROOTS and root not in own_roots()
 
 
 def todo_line(rule: str, reason: str) -> cst.EmptyLine:

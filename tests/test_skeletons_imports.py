@@ -539,6 +539,7 @@ class ConvNormActivation(nn.Sequential):
     "torchvision/models/__init__.py": "",
     "torchvision/models/tiny.py": '''\
 import torch.nn as nn
+import torchvision
 from torchvision.ops.misc import ConvNormActivation
 
 
@@ -546,10 +547,11 @@ class TinyNet(nn.Module):
     def __init__(self, classes=10):
         super().__init__()
         self.stem = ConvNormActivation(3, 8)
+        self.mid = torchvision.ops.misc.ConvNormActivation(8, 8)
         self.head = nn.Linear(8, classes)
 
     def forward(self, x):
-        return self.head(self.stem(x).mean((2, 3)))
+        return self.head(self.mid(self.stem(x)).mean((2, 3)))
 ''',
 }
 
@@ -562,6 +564,7 @@ def test_the_sources_of_torchvision_itself_are_its_own_code_not_torchs_api(
     out, cells = run_cells(tmp_path, OWN_TORCHVISION)
     code = (out / "torchvision" / "models" / "tiny.py").read_text()
     assert "from torchvision.ops.misc import ConvNormActivation" in code
+    assert "TorchLeftInCell" not in code  # ``torchvision`` is the package, not a stand-in
     assert (cells["TinyNet"].status, cells["TinyNet"].graph) == ("pass", "pass"), \
         cells["TinyNet"].error
 
