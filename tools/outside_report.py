@@ -42,6 +42,7 @@ SECOND = [
     ("x-transformers", "2.31.10", "x_transformers"),
     ("pytorch-metric-learning", "2.9.0", "pytorch_metric_learning"),
     ("torchvision", "0.25.0", "torchvision"),
+    ("torchaudio", "2.10.0", "torchaudio"),
 ]
 
 
