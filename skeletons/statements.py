@@ -291,12 +291,14 @@ def _reads(node: cst.CSTNode) -> list[cst.Name]:
 
 def import_fallback(stmt: cst.BaseStatement) -> list[cst.BaseStatement] | None:
     """``try: from torch import _assert`` / ``except ImportError: def _assert(...)``:
-    the fallback the Cell file needs (its torch or side-library import is gone)."""
-    if not isinstance(stmt, cst.Try) or not stmt.handlers:
+    the fallback the Cell file needs (its torch or side-library import is gone, or the
+    extension it loads is not there: ``except OSError``)."""
+    if not isinstance(stmt, cst.Try):
         return None
-    names = {code(h.type).strip() for h in stmt.handlers if h.type is not None}
-    if not names & {"ImportError", "ModuleNotFoundError", "Exception", "(ImportError, "
-                    "ModuleNotFoundError)"} and any(h.type is not None for h in stmt.handlers):
-        return None
-    body = stmt.handlers[0].body
-    return list(body.body) if isinstance(body, cst.IndentedBlock) else None
+    for handler in stmt.handlers:  # the first that catches a failed import or load
+        caught = {n.value for n in find_all(handler.type, m.Name())
+                  if isinstance(n, cst.Name)} if handler.type is not None else {"*"}
+        if caught & {"*", "ImportError", "ModuleNotFoundError", "OSError", "Exception"}:
+            body = handler.body
+            return list(body.body) if isinstance(body, cst.IndentedBlock) else None
+    return None

@@ -519,6 +519,10 @@ class CellTransformer(cst.CSTTransformer):
         body: list[cst.BaseStatement] = []
         for stmt in updated_node.body:
             new: cst.BaseStatement | None = stmt
+            fallback = self._import_failed(stmt)
+            if fallback:  # the names it binds exist, as after a failed load
+                body += fallback
+                continue
             if arguments.parse_args_names([stmt]):
                 new = settings(names, self.parsed.module, stmt)
             elif not keep_top(stmt) or (isinstance(stmt, cst.SimpleStatementLine)
@@ -645,6 +649,31 @@ class CellTransformer(cst.CSTTransformer):
             return None
         self._kept_names |= bound
         return stmt
+
+    def _import_failed(self, stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+        """A module-level ``try`` that probes for something optional by calling it
+        (``_load_library("gpu_decoder")``: a torch extension, which a Cell file does not
+        have) written as its handler for a failed import or load, when that handler only
+        binds values safe to run: ``HAS_DECODER = False`` still exists for the files that
+        import it, and says the extension is absent. Empty for any other statement."""
+        fallback = import_fallback(stmt)
+        if not fallback or not isinstance(stmt, cst.Try) or not find_all(stmt.body, m.Call()):
+            return []
+        out: list[cst.BaseStatement] = []
+        for part in fallback:
+            if m.matches(part, m.SimpleStatementLine(body=[m.Pass() | m.Expr()])):
+                continue  # ``pass``, a warning or a log line: nothing bound
+            kept = self._standard_constant(part)
+            if kept is None or not module_level.bound_names(kept):
+                return []
+            out.append(kept.with_changes(leading_lines=()))
+        if not out:
+            return []
+        tried = code(stmt.body).strip().splitlines()[0][:80]
+        out[0] = out[0].with_changes(leading_lines=[*stmt.leading_lines, todo_line(
+            "MS100", f"`try: {tried}` cannot run in a Cell file: what its `except` binds "
+                     "when that fails is kept")])
+        return out
 
     def _registry_holes(self, stmt: cst.BaseStatement) -> cst.BaseStatement:
         """``dict(relu=nn.ReLU, glu=torch.nn.GLU)``: an entry with no MindSpore form becomes
