@@ -50,6 +50,7 @@ VALUE_ADAPTED = {**{f"torch.nn.Conv{d}d": f"TorchConv{d}d" for d in (1, 2, 3)},
 KEYWORDS = "torch_kwargs"
 ADD_MODULE = "torch_add_module"
 REQUIRES_GRAD = "torch_requires_grad_"
+WRAPS = "cell_safe_wraps"
 LAYER = "torch_layer"
 TO = "torch_to"
 # Python's ``^`` in code GRAPH_MODE compiles (it refuses two bools)
@@ -340,6 +341,17 @@ def torch_add_module(module, name, cell):
     module.insert_child_to_cell(name, cell)
     if isinstance(module, nn.SequentialCell):
         module.cell_list = list(module._cells.values())
+''',
+    WRAPS: '''
+def cell_safe_wraps(wrapped, *args, **kwargs):
+    """functools.wraps, except around a Cell: GRAPH_MODE follows ``__wrapped__`` and asks
+    for the code of what it wraps, which a Cell (an object) does not have. A function
+    keeps what wraps gives it: its name, and the signature inspect reads through it."""
+    import functools
+
+    if isinstance(wrapped, nn.Cell):
+        return lambda wrapper: wrapper
+    return functools.wraps(wrapped, *args, **kwargs)
 ''',
     REQUIRES_GRAD: '''
 def torch_requires_grad_(value, requires_grad=True):

@@ -980,12 +980,11 @@ class CellTransformer(cst.CSTTransformer):
             self._note("MS100", f"@{script} removed: a TorchScript marker; the Cell runs "
                                 "eagerly in PyNative and MindSpore compiles construct itself")
             return cst.RemoveFromParent()
-        if script == "functools.wraps":
-            self._note("MS100", "@functools.wraps removed: it copies only the wrapped "
-                                "function's name and documentation, and GRAPH_MODE, following "
-                                "its __wrapped__, reads the code of what it wraps (a Cell "
-                                "has none)")
-            return cst.RemoveFromParent()
+        if script == "functools.wraps" and isinstance(updated_node.decorator, cst.Call):
+            # around a Cell, GRAPH_MODE would follow __wrapped__ and ask for its code; around
+            # a function, what wraps copies (the signature inspect reads) is kept
+            return updated_node.with_changes(decorator=updated_node.decorator.with_changes(
+                func=cst.Name(adapters.WRAPS)))
         name = self._context(original_node.decorator)
         if name is None:
             if self._keeps_torch(updated_node):  # it would fail when the file is imported

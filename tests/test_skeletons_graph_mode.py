@@ -520,12 +520,61 @@ class Head(nn.Module):
 
 
 def test_a_layer_wrapped_by_functools_wraps_compiles(tmp_path: Path, run_cells: CellRun) -> None:
-    # GRAPH_MODE follows the wrapper's __wrapped__ to the layer and asks for its code
+    # GRAPH_MODE follows the wrapper's __wrapped__ to the layer and asks for its code: the
+    # adapter wraps only a function (whose signature inspect may read through it)
     out, cells = run_cells(tmp_path, {"head.py": WRAPPED_LAYER})
     code = (out / "head.py").read_text()
-    assert "@wraps" not in code and "def inner(x, *args, **kwargs):" in code
+    assert "    @cell_safe_wraps(fn)\n    def inner(x, *args, **kwargs):" in code
     cell = cells["Head"]
     assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+SIGNATURE_READ_THROUGH_WRAPS = '''\
+import functools
+import inspect
+
+import torch.nn as nn
+
+
+def logged(fn):
+    @functools.wraps(fn)
+    def inner(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return inner
+
+
+def keyword_only(fn):
+    """Reads the signature of what it decorates, through ``logged``'s wraps."""
+    names = [p.name for p in inspect.signature(fn).parameters.values()
+             if p.kind == p.KEYWORD_ONLY]
+    if not names:
+        raise TypeError(f"no keyword-only parameter on {fn.__name__}")
+    return fn
+
+
+@keyword_only
+@logged
+def build(*, width=8):
+    return nn.Linear(width, width)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = build(width=8)
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+
+def test_a_function_wrapped_by_functools_wraps_keeps_its_signature(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # torchvision's model builders: a decorator reads the builder's keyword-only
+    # parameters through another decorator's wraps, when the file is imported
+    _, cells = run_cells(tmp_path, {"build.py": SIGNATURE_READ_THROUGH_WRAPS})
+    assert (cells["Net"].pynative, cells["Net"].graph) == ("pass", "pass"), cells["Net"].error
 
 
 MAPPED_CLOSURE = '''\
