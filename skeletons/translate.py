@@ -535,6 +535,10 @@ class CellTransformer(cst.CSTTransformer):
                         m.Name())) if isinstance(n, cst.Name)} | {
                         t.target.value for t in find_all(stmt, m.AssignTarget())
                         if isinstance(t, cst.AssignTarget) and isinstance(t.target, cst.Name)}
+            elif isinstance(stmt, cst.SimpleStatementLine) and all(
+                    isinstance(s, (cst.Assign, cst.AnnAssign)) for s in stmt.body):
+                # a literal (``encoders = {}``): later code may fill it, ``encoders.update``
+                self._kept_names |= module_level.bound_names(stmt)
             if new is not None:
                 body.append(new)
         left = self._einops_left(body)

@@ -616,6 +616,67 @@ def test_a_flag_set_by_a_try_that_loads_an_extension_is_the_flag_after_it_failed
     assert (cells["Net"].status, cells["Net"].graph) == ("pass", "pass"), cells["Net"].error
 
 
+REGISTRY_FILLED = {
+    "pkg/__init__.py": "",
+    "pkg/blocks.py": '''\
+import torch.nn as nn
+
+
+class Small(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+small_encoders = {"small": {"encoder": Small, "params": {"width": 8}}}
+''',
+    "pkg/registry.py": '''\
+import os
+
+import torch.nn as nn
+
+from pkg.blocks import small_encoders
+
+encoders = {}
+encoders.update(small_encoders)
+os.system("echo side effect")
+
+
+def get_encoder(name):
+    if name not in encoders:
+        raise KeyError(f"Wrong encoder name `{name}`, supported encoders: {list(encoders)}")
+    return encoders[name]["encoder"](**encoders[name]["params"])
+
+
+class Model(nn.Module):
+    def __init__(self, encoder_name="small"):
+        super().__init__()
+        self.encoder = get_encoder(encoder_name)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+''',
+}
+
+
+def test_a_registry_the_module_fills_when_imported_is_filled_in_the_cell_file(
+        tmp_path: Path, run_cells: Callable[..., tuple[Path, dict[str, SkeletonResult]]]
+) -> None:
+    # segmentation_models_pytorch's ``encoders = {}`` / ``encoders.update(resnet_encoders)``:
+    # a method of a literal the file keeps is safe to run; a call of an imported module's
+    # function (``os.system``) is not, and goes with the script code
+    out, cells = run_cells(tmp_path, REGISTRY_FILLED)
+    code = (out / "pkg" / "registry.py").read_text()
+    assert "encoders = {}\nencoders.update(small_encoders)\n" in code
+    assert "os.system" not in code
+    assert (cells["Model"].status, cells["Model"].graph) == ("pass", "pass"), \
+        cells["Model"].error
+
+
 ENCODERS = {
     "encoders/mixin.py": '''\
 class EncoderMixin:
