@@ -1127,7 +1127,8 @@ class Requirement:
     guard: cst.BaseExpression | None = None
 
 
-def _names(node: cst.CSTNode | None) -> frozenset[str]:
+def names_of(node: cst.CSTNode | None) -> frozenset[str]:
+    """The names an expression reads (none for no expression)."""
     return frozenset(n.value for n in find_all(node, m.Name()) if isinstance(n, cst.Name)) \
         if node is not None else frozenset()
 
@@ -1146,12 +1147,12 @@ def _block_requirements(body: Sequence[cst.BaseStatement], guard: cst.BaseExpres
     found: list[Requirement] = []
     for statement in body:
         if isinstance(statement, cst.SimpleStatementLine):
-            found += [Requirement(s.test, True, _names(s.test), guard) for s in statement.body
+            found += [Requirement(s.test, True, names_of(s.test), guard) for s in statement.body
                       if isinstance(s, cst.Assert)]
         elif isinstance(statement, cst.If) and statement.orelse is None and isinstance(
                 statement.body, cst.IndentedBlock) and len(statement.body.body) == 1 and \
                 m.matches(statement.body.body[0], m.SimpleStatementLine(body=[m.Raise()])):
-            found.append(Requirement(statement.test, False, _names(statement.test), guard))
+            found.append(Requirement(statement.test, False, names_of(statement.test), guard))
         elif isinstance(statement, cst.If) and guard is None:  # one level of branches
             found += _branch_requirements(statement)
     return found
@@ -1186,7 +1187,7 @@ def handed_down(requirement: Requirement, bound: dict[str, cst.BaseExpression]
     its names replaced by the argument ``bound`` to it (``len(max_tokens) == depth`` of
     ``Transformer(dim, depth, tokens)`` is ``len(tokens) == depth`` to the caller); None
     when it reads a name neither bound nor a builtin (a local of that constructor)."""
-    if not (requirement.names | _names(requirement.guard)) <= bound.keys() | _BUILTINS:
+    if not (requirement.names | names_of(requirement.guard)) <= bound.keys() | _BUILTINS:
         return None
 
     class Rename(cst.CSTTransformer):
@@ -1197,7 +1198,7 @@ def handed_down(requirement: Requirement, bound: dict[str, cst.BaseExpression]
     assert isinstance(test, cst.BaseExpression)
     guard = requirement.guard.visit(Rename()) if requirement.guard is not None else None
     assert guard is None or isinstance(guard, cst.BaseExpression)
-    return Requirement(test, requirement.holds, _names(test), guard)
+    return Requirement(test, requirement.holds, names_of(test), guard)
 
 
 def _met(requirement: Requirement, env: dict[str, object]) -> bool:

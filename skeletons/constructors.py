@@ -1094,8 +1094,7 @@ class ConstructorFinder:
         guard = requirement.guard.visit(Swap()) if requirement.guard is not None else None
         assert isinstance(test, cst.BaseExpression)
         assert guard is None or isinstance(guard, cst.BaseExpression)
-        names = frozenset(n.value for n in find_all(test, m.Name()) if isinstance(n, cst.Name))
-        return arguments.Requirement(test, requirement.holds, names, guard)
+        return arguments.Requirement(test, requirement.holds, arguments.names_of(test), guard)
 
     def _one_line_result(self, call: cst.Call, file: FileResult
                          ) -> cst.BaseExpression | None:
@@ -1123,8 +1122,8 @@ class ConstructorFinder:
                                 cst.Return).value
         assert value is not None
         bound = {p.name.value: a.value for p, a in zip(params.params, call.args, strict=True)}
-        names = frozenset(n.value for n in find_all(value, m.Name()) if isinstance(n, cst.Name))
-        written = arguments.handed_down(arguments.Requirement(value, True, names), bound)
+        written = arguments.handed_down(
+            arguments.Requirement(value, True, arguments.names_of(value)), bound)
         return written.test if written is not None else None
 
     def _forwarded(self, cls: str, params: list[tuple[str, object, bool]],

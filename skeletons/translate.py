@@ -82,7 +82,6 @@ from msready.skeletons.weights import CELL_RENAMES
 _BUILTINS = frozenset(dir(builtins))
 # Packages a Cell may import besides the standard library: MindSpore and what it requires.
 _KEPT = MINDSPORE_REQUIRES | {"mindspore", "__future__"}
-_MODULE_BASES = MODULE_BASES  # what the repository model takes for nn.Module
 PARAMETER_LIST = "torch.nn.ParameterList"
 PARAMETRIZE = compositions.COMPOSED["torch.nn.utils.parametrize.register_parametrization"]
 # Tensor reductions whose ops function is the same operation (``ops.max`` is not: it
@@ -819,7 +818,7 @@ class CellTransformer(cst.CSTTransformer):
             if name is not None and not is_torch(name) and name in self.model.classes \
                     and self.model.find_method(name, "__init__") is not None:
                 return None  # ``super().__init__`` runs this earlier base's constructor
-            if not is_torch(name) or name in _MODULE_BASES:
+            if not is_torch(name) or name in MODULE_BASES:
                 continue
             assert name is not None
             torch_name = apis.canonical(name)
@@ -1200,7 +1199,7 @@ class CellTransformer(cst.CSTTransformer):
             self._replace[node] = kept = expr(name)
             self._untranslated.add(kept)
             return False
-        if name in _MODULE_BASES:
+        if name in MODULE_BASES:
             self._replace[node] = expr("nn.Cell")
             return False
         if apis.canonical(name) in adapters.ADAPTED and node not in self._compared:
@@ -1586,7 +1585,7 @@ class CellTransformer(cst.CSTTransformer):
             return self._einops(name, updated_node)
         if is_torch(name):
             assert name is not None
-            if name.endswith(".__init__") and name[:-len(".__init__")] in _MODULE_BASES:
+            if name.endswith(".__init__") and name[:-len(".__init__")] in MODULE_BASES:
                 # ``nn.Module.__init__(self)``: the base a translated Module has
                 return updated_node.with_changes(func=expr("nn.Cell.__init__"))
             root, _, rest = name.partition(".")
