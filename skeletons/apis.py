@@ -124,11 +124,16 @@ def lookup(name: str, backend: str) -> Mapping:
     if ms_facts.kind(mapping.api) == "module":
         target = f"{mapping.api}.{member}"
         return replace(mapping, api=target if ms_facts.exists(target) else None)
+    # A family mapped to one function stands for what its own members do
+    # (``torch.jit.script`` / ``trace`` -> ``mindspore.jit``, ``torch.onnx.export`` ->
+    # ``mindspore.export``); a member of one of its submodules is a helper of that
+    # machinery, not the function (``torch.onnx.symbolic_helper.parse_args``).
+    if ms_facts.kind(mapping.api) == "other" and "." in member:
+        return replace(mapping, api=None)
     # A family mapped to one class names where its members live, not what they become
     # (``torch.distributions.Normal`` is no ``Distribution()``): the member of that
     # class's namespace with the same name (``distribution.Normal``), else the class
     # itself only for the member it is (``torch.profiler.profile``), else nothing.
-    # (A family mapped to one function, ``torch.jit.`` to ``mindspore.jit``, keeps it.)
     *modules, member = [family.torch.rstrip(".").rpartition(".")[2], *member.split(".")]
     if ms_facts.kind(mapping.api) != "class" or member.startswith("_") or not all(
             part.islower() for part in modules):

@@ -37,7 +37,7 @@ from msready.skeletons.generation_cache import (
 from msready.skeletons.inputs import specs_json
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.training_run import build_train_steps
-from msready.skeletons.translate import side_package, translate_file
+from msready.skeletons.translate import import_safe, translate_file
 from msready.skeletons.values import ConfigValue, to_json
 
 # Hazards the translator cannot see from one call: they become TODO comments in the Cell.
@@ -175,16 +175,18 @@ def _generate(result: ScanResult, out_dir: Path, run: bool, compare_torch: bool,
     extra = [module for plan in plans.values() for module in _config_modules(plan.kwargs)]
     tops = {name.split(".")[0] for name in result.model.modules}
     purity = module_level.RepositoryPurity(
-        result.model, planner.parsed, lambda name: side_package(name.split(".")[0], tops))
+        result.model, planner.parsed, lambda name: import_safe(name, result.target, tops))
     generated: list[Generated] = []
     for file in _files_to_write(result, extra):
         body, dropped = _translate(result, planner, file, by_path.get(file.path, []), purity)
         gen = Generated(file, out_dir / file.path, body, dropped=dropped)
         gen.plans = [plans[c.qualname] for c in file.classes if c.qualname in plans]
         generated.append(gen)
-    _write_packages(out_dir, generated)
+    packages = _write_packages(out_dir, generated, [
+        f.path for f in result.model.modules.values() if f.path.endswith("__init__.py")])
     # What the runs can import, by path under out_dir: it keys the cached outcomes.
     tree = {gen.out.relative_to(out_dir).as_posix(): gen.body for gen in generated}
+    tree.update((Path(path).as_posix(), "") for path in packages)
     if SYNTHESIZED_MODULE in extra:  # a made-up layer, also inside a made-up network
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / f"{SYNTHESIZED_MODULE}.py").write_text(SYNTHESIZED_SOURCE, encoding="utf-8")
@@ -279,9 +281,23 @@ def _config_modules(value: object) -> list[str]:
     return []
 
 
-def _write_packages(out_dir: Path, generated: list[Generated]) -> None:
-    """``__init__.py`` in every folder between the output root and a generated file."""
+def _write_packages(out_dir: Path, generated: list[Generated], packages: list[str]
+                    ) -> list[str]:
+    """``__init__.py`` in every folder between the output root and a generated file, and
+    in the folders of the repository's other packages under the same top-level package
+    (``packages``, paths of their ``__init__.py``): a package of compiled extensions only
+    (``torchaudio/lib``) still exists, so ``importlib.util.find_spec("pkg.lib._ext")``
+    answers None (not there) instead of failing the import of the whole package. Returns
+    the paths of those other packages' files."""
     written = {g.out for g in generated}
+    tops = {g.out.relative_to(out_dir).parts[0] for g in generated}
+    others = [path for path in packages if len(Path(path).parts) > 1
+              and Path(path).parts[0] in tops and out_dir / path not in written]
+    for path in others:
+        init = out_dir / path
+        if not init.exists():
+            init.parent.mkdir(parents=True, exist_ok=True)
+            init.write_text("", encoding="utf-8")
     for gen in generated:
         folder = gen.out.parent
         while folder != out_dir and out_dir in folder.parents:
@@ -290,6 +306,7 @@ def _write_packages(out_dir: Path, generated: list[Generated]) -> None:
                 folder.mkdir(parents=True, exist_ok=True)
                 init.write_text("", encoding="utf-8")
             folder = folder.parent
+    return others
 
 
 def _missing_package(error: str | None, out_dir: Path) -> str | None:

@@ -19,6 +19,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msready.analyzer.names import dotted
+from msready.analyzer.repo import TORCH_ROOTS
 from msready.analyzer.syntax import find_all
 from msready.skeletons import adapters
 
@@ -87,10 +88,12 @@ class Purity:
     that a constructor reads, and when the Module's own code is pure."""
 
     def __init__(self, module: cst.Module, qualify: Callable[[cst.BaseExpression], str | None],
-                 cells: set[str], stand_in: Callable[[str], bool],
+                 cells: set[str], outside: Callable[[str], bool],
                  repository: RepositoryJudge | None = None) -> None:
         self.qualify = qualify
-        self.stand_in = stand_in  # is a qualified name bound to the side-library stand-in
+        # is a qualified name from outside the repository safe to call at import (a side
+        # library's stand-in, a torch name the Cell writes in a working form)
+        self.outside = outside
         self.cells = cells  # the file's nn.Module classes
         self.repository = repository  # judges what other files of the repository define
         self.functions = {s.name.value: s for s in module.body
@@ -141,14 +144,15 @@ class Purity:
         head = root.value
         if head in self.functions:
             return self.definition(head, build)
-        if head in local or head in MINDSPORE_NAMES or head in adapters.SOURCES:
-            return True
+        if head in local or head in MINDSPORE_NAMES or (
+                head in adapters.SOURCES and head not in TORCH_ROOTS):
+            return True  # (``torch.x`` is judged by its name: some stay torch's)
         name = self.qualify(func)
         if name is None:  # not imported: a builtin, or a name a star import may bind
             return head in _BUILTINS
         if self.repository is not None and self.repository(name, build):
             return True
-        return self.stand_in(name) or _stdlib_pure(name)
+        return self.outside(name) or _stdlib_pure(name)
 
 
 class RepositoryPurity:
@@ -157,10 +161,10 @@ class RepositoryPurity:
     shared by every file that asks)."""
 
     def __init__(self, model: RepositoryModel, parsed: Callable[[str], Parsed | None],
-                 stand_in: Callable[[str], bool]) -> None:
+                 outside: Callable[[str], bool]) -> None:
         self.model = model
         self.parsed = parsed  # a scanned file's tree, by path
-        self.stand_in = stand_in
+        self.outside = outside
         self._files: dict[str, Purity | None] = {}
 
     def __call__(self, name: str, build: bool) -> bool:
@@ -179,7 +183,7 @@ class RepositoryPurity:
             if file is not None and parsed is not None:
                 cells = {c.name for c in file.classes if c.qualname in self.model.module_classes}
                 self._files[module] = Purity(parsed.module, self._qualifier(module), cells,
-                                             self.stand_in, self)
+                                             self.outside, self)
         return self._files[module]
 
     def _qualifier(self, module: str) -> Callable[[cst.BaseExpression], str | None]:

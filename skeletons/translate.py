@@ -267,7 +267,7 @@ class CellTransformer(cst.CSTTransformer):
         self._local_names = module_level.bound_names(parsed.module) if self._stars else set()
         self._purity = module_level.Purity(parsed.module, self.qualify, {
             c.name for c in file.classes if c.qualname in model.module_classes},
-            lambda name: self._is_side(name.split(".")[0]), repository)
+            lambda name: import_safe(name, backend, self._repo_tops), repository)
 
     # ----- names ----------------------------------------------------------------------
 
@@ -1442,6 +1442,16 @@ class CellTransformer(cst.CSTTransformer):
             assert isinstance(call.args[0].value, cst.Name)
             return cst.Assign([cst.AssignTarget(call.args[0].value)], call.with_changes(
                 func=cst.Name(FILL_VALUES[call.func.value])))
+        private = self._torch_private(call)
+        if private == "torch._assert" and isinstance(call, cst.Call) and call.args:
+            # torch's traceable assert: Python's does the same in eager code, and GRAPH_MODE
+            # folds it over sizes
+            test, *message = [a.value for a in call.args[:2]]
+            return cst.Assert(test, message[0] if message else None)
+        if private is not None:
+            # called for what it does to torch itself (``torch._C._log_api_usage_once``:
+            # usage telemetry): nothing a Cell has (the name's TODO says to drop it)
+            return cst.Pass()
         grown = self._parameter_list_growth(call)
         if grown is not None:
             return grown
@@ -1458,6 +1468,16 @@ class CellTransformer(cst.CSTTransformer):
             return updated_node
         assert isinstance(call, cst.Call)
         return buffer(call) or updated_node
+
+    def _torch_private(self, call: cst.BaseExpression) -> str | None:
+        """The name of a private torch API (``torch._C._log_api_usage_once``) a statement
+        calls and the Cell keeps as torch's, since it has no MindSpore form; else None."""
+        if not isinstance(call, cst.Call) or call.func not in self._untranslated:
+            return None
+        name = dotted(call.func)
+        if name is None or not any(part.startswith("_") for part in name.split(".")[1:]):
+            return None
+        return name
 
     def _parameter_list_growth(self, call: cst.BaseExpression) -> cst.Assign | None:
         """``self.ls.append(p)`` / ``self.ls.extend(ps)`` on a ParameterList: MindSpore's
@@ -2067,6 +2087,31 @@ def side_package(top: str, repository_tops: set[str]) -> bool:
     side library, which Cell files replace by a stand-in."""
     return bool(top) and not is_torch(top) and top not in sys.stdlib_module_names \
         and top not in _KEPT and top not in repository_tops and top != "einops"
+
+
+def has_form(name: str, backend: str) -> bool:
+    """True when a Cell file writes the torch name in a form that works: a MindSpore API,
+    an adapter, a composition or the constant answer of a query about torch. False for
+    what stays a torch name (``torch.onnx.register_custom_op_symbolic``), which raises
+    when called."""
+    canonical = apis.canonical(name)
+    if name in MODULE_BASES or canonical in adapters.ADAPTED \
+            or canonical in adapters.VALUE_ADAPTED or canonical in legacy_tensor_types():
+        return True
+    if apis.lookup(canonical, backend).api is not None:
+        return True
+    return any(canonical in known for known in (
+        compositions.ANSWERS, compositions.CONSTANTS, compositions.COMPOSED,
+        compositions.STAND_INS, compositions.SCRIPT_VALUES, compositions.SCRIPT_DECORATORS,
+        compositions.SCRIPT_TYPES))
+
+
+def import_safe(name: str, backend: str, repository_tops: set[str]) -> bool:
+    """True when calling a name from outside the repository is safe when a Cell file is
+    imported: a side library's stand-in, or a torch name written in a working form."""
+    if is_torch(name):
+        return has_form(name, backend)
+    return side_package(name.split(".")[0], repository_tops)
 
 
 def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, backend: str,
