@@ -41,6 +41,10 @@ SCRIPT_VALUES = {"torch.jit.annotate": 1, "torch.jit.Attribute": 0,  # -> the ar
                  # functions, so requires_grad has nothing to mark)
                  "torch.autograd.Variable": 0, "torch.autograd.variable.Variable": 0}
 SCRIPT_TYPES = frozenset({"torch.jit.Final"})  # ``Final[bool]`` -> ``bool``
+# TorchScript's spelling of a Python builtin, which eager code runs as the builtin
+# (``torch.jit.isinstance(normalized, str)``; a subscripted type such as ``List[int]``
+# needs a person, as Python's isinstance refuses it).
+SCRIPT_BUILTINS = {"torch.jit.isinstance": "isinstance"}
 
 # torch API -> the function written into the generated file in its place.
 COMPOSED = {
@@ -65,6 +69,8 @@ COMPOSED = {
     "torch.nn.functional.rms_norm": "torch_rms_norm",
     "torch.unique": "torch_unique",
     "torch.nn.functional.fold": "torch_fold",
+    "torch.stft": "torch_stft",
+    "torch.functional.stft": "torch_stft",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
     **{f"torch.nn.InstanceNorm{d}d": "TorchInstanceNorm" for d in (1, 2, 3)},
@@ -73,6 +79,9 @@ COMPOSED = {
     "torch.nn.modules.utils._ntuple": "torch_ntuple",
     "torch.nn.utils.weight_norm": "TorchWeightNorm",
     "torch.nn.utils.weight_norm.weight_norm": "TorchWeightNorm",
+    # the same reparametrization in its newer spelling (the norm is ``weight.original0``
+    # there, ``weight_g`` here: the same value under another parameter name)
+    "torch.nn.utils.parametrizations.weight_norm": "TorchWeightNorm",
     "torch.nn.utils.parametrize.register_parametrization": "torch_register_parametrization",
     # MindSpore's initializer module has a private function of the same name, which takes
     # a shape; torch's takes the weight itself
@@ -107,7 +116,11 @@ NARROWER = {"torch.nn.functional.batch_norm": ("input", "running_mean", "running
 NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
                # ``ops.unique`` returns (values, indices), the values not always sorted:
                # ``len(torch.unique(x))`` would be 2 (timm's RegNet asserts its stages)
-               "torch.unique": frozenset({"cpu", "gpu"})}
+               "torch.unique": frozenset({"cpu", "gpu"}),
+               # ``ops.stft`` names its padding modes in capitals and refuses torch's
+               # "reflect" (the default torchaudio's spectrograms pass)
+               **{name: frozenset({"cpu", "gpu", "ascend"})
+                  for name in ("torch.stft", "torch.functional.stft")}}
 
 # torch functions with several forms, one of which MindSpore's function named in the table
 # does not have: ``torch.max(a, b)`` is the elementwise maximum (``ops.maximum``), where
@@ -228,6 +241,8 @@ class TorchWeightNorm(nn.Cell):
     def __init__(self, module, name="weight", dim=0):
         super().__init__()
         self.module = module
+        if isinstance(module, nn.Conv1d) and dim is not None and dim % 3 == 2:
+            dim = 3  # MindSpore holds a Conv1d's (out, in, k) weight as (out, in, 1, k)
         self.dim = dim
         weight = getattr(module, name)
         self.weight_g = Parameter(self.norm_except_dim(weight))
@@ -246,7 +261,7 @@ class TorchWeightNorm(nn.Cell):
 ''',
     "torch_layer_with": '''
 def torch_layer_with(module, x, weight, bias):
-    """A Dense or a Conv2d run on ``x`` through its functional form with the weight and
+    """A Dense, a Conv1d or a Conv2d run on ``x`` through its functional form with the weight and
     bias given (computed from the layer's own parameters) in place of its own."""
     if isinstance(module, nn.Dense):
         out = ops.dense(x, weight, bias)
@@ -254,7 +269,11 @@ def torch_layer_with(module, x, weight, bias):
     if isinstance(module, nn.Conv2d):
         return ops.conv2d(x, weight, bias, module.stride, module.pad_mode, module.padding,
                           module.dilation, module.group)
-    raise NotImplementedError("msready recomputes the weight of a Dense or a Conv2d only")
+    if isinstance(module, nn.Conv1d):  # a Conv2d over (batch, channels, 1, length)
+        out = module.squeeze(module.conv2d(module.expand_dims(x, 2), weight))
+        return out if bias is None else out + bias.reshape(1, -1, 1)
+    raise NotImplementedError("msready recomputes the weight of a Dense, a Conv1d or a "
+                              "Conv2d only")
 ''',
     "torch_register_parametrization": '''
 class TorchParametrized(nn.Cell):
@@ -778,6 +797,16 @@ def torch_pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_
         padded.append(ops.pad(sequence, (0, 0) * (sequence.ndim - 1) + ends,
                               value=padding_value))
     return ops.stack(padded, 0 if batch_first else 1)
+''',
+    "torch_stft": '''
+def torch_stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
+               pad_mode="reflect", normalized=False, onesided=None, return_complex=None):
+    """torch.stft on ops.stft, which takes the same arguments but names the padding
+    modes in capitals ("REFLECT", "CONSTANT"; torch's "replicate" and "circular" have no
+    counterpart there and are refused by ops.stft)."""
+    mode = {"reflect": "REFLECT", "constant": "CONSTANT"}.get(pad_mode, pad_mode)
+    return ops.stft(input, n_fft, hop_length, win_length, window, center, mode, normalized,
+                    onesided, return_complex)
 ''',
     "torch_roll": '''
 def torch_roll(input, shifts, dims=None):

@@ -49,6 +49,10 @@ _IMAGE_SIZE = re.compile(r"(img|image|input_img|input_image)_?(size|res|resoluti
 _FRAMES = re.compile(r"(num_|n_)?frames|num_frame|frame_count", re.IGNORECASE)
 # An optional forward argument holding class labels (``def forward(self, x, labels=None)``).
 _LABELS = re.compile(r"(class_)?labels?|targets?|y", re.IGNORECASE)
+# A forward argument named for an audio signal: a short-time transform of it (a
+# spectrogram's ``n_fft`` of 400) needs more samples than a guess of a few features has.
+_SIGNAL = re.compile(r"(wave(form)?|wav|audio|signal|speech)s?", re.IGNORECASE)
+SIGNAL_LENGTH = 1600  # a tenth of a second at 16 kHz
 
 
 @dataclass(slots=True)
@@ -613,6 +617,7 @@ class Planner(ConstructorFinder):
             alternatives = [_batched(a, batch) for a in alternatives]
         if forward:
             alternatives += _with_labels(forward[0], len(required), [first, *alternatives])
+            alternatives += _as_signal(required, [first, *alternatives])
         example = self._example_inputs(cls, forward[0]) if forward and examples else None
         if example is not None:  # the repository's own call comes first
             return example, [first, *alternatives], False
@@ -1193,6 +1198,25 @@ def _with_labels(params: Sequence[tuple[str, object, bool]], given: int,
     return [[*c, InputSpec((c[0].shape[0],), "int64", high=2)] for c in candidates
             if len(c) == given and c and c[0] is not None and c[0].dtype == "float32"
             and c[0].shape and not c[0].listed and not c[0].keyed]
+
+
+def _as_signal(required: Sequence[str], candidates: list[list[InputSpec | None]]
+               ) -> list[list[InputSpec | None]]:
+    """The candidates again with a longer last axis for the first input when its name
+    says it is a sound (``def forward(self, waveform)``): ``SIGNAL_LENGTH`` samples, for
+    the short-time transforms a few samples are too short for."""
+    if not required or not _SIGNAL.fullmatch(required[0]):
+        return []
+    longer: list[list[InputSpec | None]] = []
+    for candidate in candidates:
+        spec = candidate[0] if candidate else None
+        if spec is None or spec.dtype != "float32" or not 2 <= len(spec.shape) <= 3 or \
+                spec.listed or spec.keyed or spec.shape[-1] >= SIGNAL_LENGTH:
+            continue
+        signal = [replace(spec, shape=(*spec.shape[:-1], SIGNAL_LENGTH)), *candidate[1:]]
+        if signal not in longer:
+            longer.append(signal)
+    return longer
 
 
 def _widthed(spec: InputSpec | None, width: InputSpec) -> InputSpec:

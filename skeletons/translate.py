@@ -1853,6 +1853,9 @@ class CellTransformer(cst.CSTTransformer):
         position = compositions.SCRIPT_VALUES.get(canonical)
         if position is not None and len(call.args) > position:  # ``jit.annotate(T, v)``: v
             return call.args[position].value
+        builtin = compositions.SCRIPT_BUILTINS.get(canonical)
+        if builtin is not None:  # ``torch.jit.isinstance(x, str)``: ``isinstance(x, str)``
+            return call.with_changes(func=cst.Name(builtin))
         if self._leaves_out(compositions.NARROWER.get(canonical, ()), call) or \
                 self.backend in compositions.NARROWER_ON.get(canonical, ()):
             return call.with_changes(func=cst.Name(compositions.COMPOSED[canonical]))
@@ -2103,7 +2106,7 @@ def has_form(name: str, backend: str) -> bool:
     return any(canonical in known for known in (
         compositions.ANSWERS, compositions.CONSTANTS, compositions.COMPOSED,
         compositions.STAND_INS, compositions.SCRIPT_VALUES, compositions.SCRIPT_DECORATORS,
-        compositions.SCRIPT_TYPES))
+        compositions.SCRIPT_TYPES, compositions.SCRIPT_BUILTINS))
 
 
 def import_safe(name: str, backend: str, repository_tops: set[str]) -> bool:

@@ -213,6 +213,22 @@ def test_weight_norm_of_a_linear_and_a_convolution(composed: dict[str, Callable[
               torch.nn.utils.weight_norm(conv, dim=dim)(torch.tensor(x)))
 
 
+@pytest.mark.parametrize("dim", [2, 0])
+def test_weight_norm_of_a_1d_convolution_over_torch_axes(
+        composed: dict[str, Callable[..., Any]], dim: int) -> None:
+    # torchaudio's positional convolution: ``parametrizations.weight_norm(conv, dim=2)``,
+    # the kernel axis of torch's (out, in, k) weight, which MindSpore holds as (out, in, 1, k)
+    conv = torch.nn.Conv1d(4, 6, 3, padding=1, groups=2)
+    cell = nn.Conv1d(4, 6, 3, pad_mode="pad", padding=1, group=2, has_bias=True)
+    cell.weight.set_data(Tensor(conv.weight.detach().numpy()[:, :, None, :]))
+    cell.bias.set_data(Tensor(conv.bias.detach().numpy()))
+    normed = torch.nn.utils.parametrizations.weight_norm(conv, dim=dim)
+    ours = composed["TorchWeightNorm"](cell, dim=dim)
+    x = _array(2, 4, 7)
+    with torch.no_grad():
+        _same(ours(Tensor(x)), normed(torch.tensor(x)))
+
+
 WEIGHT_NORMED_HEAD = '''\
 import torch
 import torch.nn as nn
@@ -1209,4 +1225,46 @@ def test_a_torch_name_looked_up_with_a_default_the_cell_lacks_gives_the_default(
     # a name MindSpore has a form of is looked up as written
     assert any(ln.startswith("self.act = getattr(") for ln in code)
     cell = cells["Mixer"]
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+@pytest.mark.parametrize("pad_mode", ["reflect", "constant"])
+def test_stft_takes_torch_padding_modes(composed: dict[str, Callable[..., Any]],
+                                        pad_mode: str) -> None:
+    x = _array(2, 400)
+    window = np.hanning(65)[:64].astype(np.float32)
+    ours = composed["torch_stft"](Tensor(x), 64, hop_length=16, window=Tensor(window),
+                                  pad_mode=pad_mode, return_complex=True)
+    theirs = torch.stft(torch.tensor(x), 64, hop_length=16, window=torch.tensor(window),
+                        pad_mode=pad_mode, return_complex=True)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.asnumpy(), theirs.numpy(), rtol=1e-4, atol=1e-4)
+
+
+SPECTROGRAM = '''\
+import torch
+import torch.nn as nn
+
+
+class Spectrogram(nn.Module):
+    def __init__(self, n_fft=64, hop_length=16):
+        super().__init__()
+        self.n_fft = n_fft
+        self.hop_length = hop_length
+        self.register_buffer("window", torch.hann_window(n_fft))
+
+    def forward(self, waveform):
+        spec = torch.stft(input=waveform, n_fft=self.n_fft, hop_length=self.hop_length,
+                          window=self.window, center=True, pad_mode="reflect",
+                          return_complex=True)
+        return spec.abs().pow(2.0)
+'''
+
+
+def test_a_spectrogram_runs_in_both_modes(tmp_path: Path, run_cells: CellRun) -> None:
+    # torchaudio's Spectrogram: torch's padding mode, written in lower case
+    out, cells = run_cells(tmp_path, {"spectrogram.py": SPECTROGRAM})
+    assert "spec = torch_stft(input=waveform, n_fft=self.n_fft" in \
+        (out / "spectrogram.py").read_text()
+    (cell,) = cells.values()
     assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error

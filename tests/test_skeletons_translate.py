@@ -420,6 +420,12 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # TorchScript markers leave the value or the type
     ("y = torch.jit.annotate(List[int], [])\nreturn x", "y = []"),
     ("flag: torch.jit.Final[bool] = True\nreturn x", "flag: bool = True"),
+    # and TorchScript's isinstance is Python's (torchaudio's ``_get_spec_norms``)
+    ("n = 'window'\nreturn x * 2 if torch.jit.isinstance(n, str) else x",
+     "return x * 2 if isinstance(n, str) else x"),
+    # torch's usage telemetry is dropped; its traceable assert is Python's
+    ("torch._C._log_api_usage_once('net')\nreturn x", "        pass\n        return x"),
+    ("torch._assert(x.dim() == 2, 'rank 2')\nreturn x", "assert x.dim() == 2, 'rank 2'"),
     # torch's legacy Variable wrapper is the tensor itself
     ("return torch.autograd.Variable(x, requires_grad=False) + 1", "return x + 1"),
     # a call replaced by a value keeps the parentheses written around it
