@@ -70,6 +70,19 @@ COMPOSED = {
     "torch.unique": "torch_unique",
     "torch.nn.functional.fold": "torch_fold",
     "torch.stft": "torch_stft",
+    # eager-mode quantization's float modules: what a network does before it is converted
+    **{f"torch.{where}.FloatFunctional": "TorchFloatFunctional" for where in (
+        "nn.quantized", "ao.nn.quantized", "nn.quantized.modules.functional_modules",
+        "ao.nn.quantized.modules.functional_modules")},
+    **{f"torch.{where}.{stub}": "TorchQuantStub" for stub in ("QuantStub", "DeQuantStub")
+       for where in ("quantization", "ao.quantization", "ao.quantization.stubs",
+                     "quantization.stubs")},
+    # torch's nested-container helpers (torchvision's transforms flatten their inputs)
+    "torch.utils._pytree.tree_flatten": "torch_tree_flatten",
+    "torch.utils._pytree.tree_unflatten": "torch_tree_unflatten",
+    "torch.utils._pytree.tree_leaves": "torch_tree_leaves",
+    "torch.utils._pytree.tree_map": "torch_tree_map",
+    "torch.utils._pytree.TreeSpec": "TorchTreeSpec",
     "torch.functional.stft": "torch_stft",
     "torch.nn.functional.conv_transpose2d": "torch_conv_transpose2d",
     **{f"torch.nn.ReplicationPad{d}d": "TorchReplicationPad" for d in (1, 2, 3)},
@@ -797,6 +810,121 @@ def torch_pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_
         padded.append(ops.pad(sequence, (0, 0) * (sequence.ndim - 1) + ends,
                               value=padding_value))
     return ops.stack(padded, 0 if batch_first else 1)
+''',
+    "TorchFloatFunctional": '''
+class TorchFloatFunctional(nn.Cell):
+    """torch's FloatFunctional before quantization: each method is the plain operation
+    (torch puts an observer after it, which only records ranges)."""
+
+    def add(self, x, y):
+        return x + y
+
+    def add_scalar(self, x, y):
+        return x + y
+
+    def mul(self, x, y):
+        return x * y
+
+    def mul_scalar(self, x, y):
+        return x * y
+
+    def matmul(self, x, y):
+        return ops.matmul(x, y)
+
+    def cat(self, x, dim=0):
+        return ops.cat(tuple(x), dim)
+
+    def add_relu(self, x, y):
+        return ops.relu(x + y)
+
+    def construct(self, x):
+        raise RuntimeError("FloatFunctional is not meant to be called; use its methods")
+''',
+    "TorchQuantStub": '''
+class TorchQuantStub(nn.Cell):
+    """torch's QuantStub / DeQuantStub before quantization: the input as it is (they mark
+    where a converted network quantizes and dequantizes)."""
+
+    def __init__(self, qconfig=None):
+        super().__init__()
+
+    def construct(self, x):
+        return x
+''',
+    "TorchTreeSpec": '''
+class TorchTreeSpec:
+    """torch.utils._pytree's TreeSpec: how a nest of lists, tuples (named ones too) and
+    dictionaries holds its leaves (anything else, None and tensors included, is a leaf)."""
+
+    def __init__(self, rebuild=None, children=()):
+        self.rebuild = rebuild  # parts -> the container; None for a leaf
+        self.children = list(children)
+        self.num_leaves = 1 if rebuild is None else sum(c.num_leaves for c in self.children)
+
+    def is_leaf(self):
+        return self.rebuild is None
+''',
+    "torch_tree_flatten": '''
+def torch_tree_flatten(tree, is_leaf=None):
+    """torch.utils._pytree.tree_flatten: the leaves depth first (a dictionary's in the
+    order of its keys) and the TorchTreeSpec that torch_tree_unflatten rebuilds from."""
+    if (is_leaf is not None and is_leaf(tree)) or not isinstance(tree, (list, tuple, dict)):
+        return [tree], TorchTreeSpec()
+    if isinstance(tree, dict):
+        keys = list(tree)
+        values = [tree[key] for key in keys]
+
+        def rebuild(parts, tree=tree, keys=keys):
+            new = tree.copy()  # the same kind of dictionary (OrderedDict, defaultdict)
+            new.clear()
+            new.update(zip(keys, parts))
+            return new
+    elif hasattr(type(tree), "_fields"):  # a named tuple
+        values = list(tree)
+
+        def rebuild(parts, kind=type(tree)):
+            return kind(*parts)
+    else:
+        values = list(tree)
+
+        def rebuild(parts, kind=type(tree)):
+            return kind(parts)
+    leaves, children = [], []
+    for value in values:
+        found, spec = torch_tree_flatten(value, is_leaf)
+        leaves += found
+        children.append(spec)
+    return leaves, TorchTreeSpec(rebuild, children)
+''',
+    "torch_tree_unflatten": '''
+def torch_tree_unflatten(leaves, treespec):
+    """torch.utils._pytree.tree_unflatten: the nest ``treespec`` describes, holding
+    ``leaves`` in order."""
+    leaves = list(leaves)
+
+    def build(spec, at):
+        if spec.rebuild is None:
+            return leaves[at], at + 1
+        parts = []
+        for child in spec.children:
+            part, at = build(child, at)
+            parts.append(part)
+        return spec.rebuild(parts), at
+
+    return build(treespec, 0)[0]
+''',
+    "torch_tree_leaves": '''
+def torch_tree_leaves(tree, is_leaf=None):
+    """torch.utils._pytree.tree_leaves: the leaves of torch_tree_flatten."""
+    return torch_tree_flatten(tree, is_leaf)[0]
+''',
+    "torch_tree_map": '''
+def torch_tree_map(func, tree, *rests, is_leaf=None):
+    """torch.utils._pytree.tree_map: the same nest with ``func`` of each leaf (and of the
+    leaves at the same places in ``rests``)."""
+    leaves, spec = torch_tree_flatten(tree, is_leaf)
+    others = [torch_tree_flatten(rest, is_leaf)[0] for rest in rests]
+    return torch_tree_unflatten([func(*xs) for xs in zip(leaves, *others)], spec)
 ''',
     "torch_stft": '''
 def torch_stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,

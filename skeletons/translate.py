@@ -1446,7 +1446,7 @@ class CellTransformer(cst.CSTTransformer):
         if private == "torch._assert" and isinstance(call, cst.Call) and call.args:
             # torch's traceable assert: Python's does the same in eager code, and GRAPH_MODE
             # folds it over sizes
-            test, *message = [a.value for a in call.args[:2]]
+            test, *message = [_one_line(a.value) for a in call.args[:2]]
             return cst.Assert(test, message[0] if message else None)
         if private is not None:
             # called for what it does to torch itself (``torch._C._log_api_usage_once``:
@@ -2090,6 +2090,14 @@ def side_package(top: str, repository_tops: set[str]) -> bool:
     side library, which Cell files replace by a stand-in."""
     return bool(top) and not is_torch(top) and top not in sys.stdlib_module_names \
         and top not in _KEPT and top not in repository_tops and top != "einops"
+
+
+def _one_line(node: cst.BaseExpression) -> cst.BaseExpression:
+    """An argument moved out of a call's parentheses (``torch._assert(c, "a"\n "b")``
+    as an ``assert``), in parentheses of its own when it spans lines."""
+    if "\n" not in code(node) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def has_form(name: str, backend: str) -> bool:

@@ -1268,3 +1268,84 @@ def test_a_spectrogram_runs_in_both_modes(tmp_path: Path, run_cells: CellRun) ->
         (out / "spectrogram.py").read_text()
     (cell,) = cells.values()
     assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error
+
+
+def test_nested_containers_flatten_and_rebuild_as_torch_does(
+        composed: dict[str, Callable[..., Any]]) -> None:
+    from collections import OrderedDict, namedtuple
+
+    from torch.utils import _pytree
+
+    pair = namedtuple("pair", "image mask")
+    for tree in (None, 5, [1, (2, None), {"b": 3, "a": 4}], pair(1, [2, 3]),
+                 OrderedDict(x=1, y=(2,)), {"boxes": [Tensor(_array(2, 4))]}):
+        leaves, spec = composed["torch_tree_flatten"](tree)
+        theirs, their_spec = _pytree.tree_flatten(tree)
+        assert [id(leaf) for leaf in leaves] == [id(leaf) for leaf in theirs]
+        assert spec.num_leaves == their_spec.num_leaves
+        rebuilt = composed["torch_tree_unflatten"](leaves, spec)
+        assert type(rebuilt) is type(tree) and repr(rebuilt) == repr(tree)
+    doubled = composed["torch_tree_map"](lambda v: v * 2, [1, {"a": 2}, (3,)])
+    assert doubled == _pytree.tree_map(lambda v: v * 2, [1, {"a": 2}, (3,)])
+    assert composed["torch_tree_leaves"]([1, [2, [3]]]) == [1, 2, 3]
+
+
+QUANTIZABLE = '''\
+import torch
+import torch.nn as nn
+
+
+class QuantizableBlock(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.dequant = torch.ao.quantization.DeQuantStub()
+        self.fc = nn.Linear(width, width)
+        self.skip_add = nn.quantized.FloatFunctional()
+
+    def forward(self, x):
+        x = self.quant(x)
+        out = self.skip_add.add_relu(self.fc(x), x)
+        return self.dequant(self.skip_add.cat([out, out], dim=1))
+'''
+
+
+def test_a_quantizable_network_runs_as_the_float_network_it_is(tmp_path: Path,
+                                                               run_cells: CellRun) -> None:
+    # torchvision's quantizable models, before prepare / convert: the stubs pass the input
+    # on and FloatFunctional's methods are the plain operations
+    out, cells = run_cells(tmp_path, {"quantizable.py": QUANTIZABLE})
+    code = (out / "quantizable.py").read_text()
+    assert "self.skip_add = TorchFloatFunctional()" in code
+    assert "self.quant = TorchQuantStub()" in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph, cell.output_shape) == ("pass", "pass", "(2, 16)"), \
+        cell.error
+
+
+NESTED_INPUTS = '''\
+import torch.nn as nn
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+
+class Scale(nn.Module):
+    def __init__(self, factor=2.0):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        flat, spec = tree_flatten({"image": x, "extra": [x]})
+        return tree_unflatten([v * self.factor for v in flat], spec)["image"]
+'''
+
+
+def test_a_transform_flattens_its_nested_inputs_as_torch_does(tmp_path: Path,
+                                                              run_cells: CellRun) -> None:
+    # torchvision's v2 transforms flatten (image, boxes, ...) with torch.utils._pytree and
+    # rebuild the same nest; the helpers are Python over containers, which PyNative runs
+    # (GRAPH_MODE does not compile the Python objects they build inside construct)
+    out, cells = run_cells(tmp_path, {"scale.py": NESTED_INPUTS})
+    assert "flat, spec = torch_tree_flatten({\"image\": x, \"extra\": [x]})" in \
+        (out / "scale.py").read_text()
+    (cell,) = cells.values()
+    assert cell.pynative == "pass", cell.error

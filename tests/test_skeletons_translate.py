@@ -426,6 +426,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # torch's usage telemetry is dropped; its traceable assert is Python's
     ("torch._C._log_api_usage_once('net')\nreturn x", "        pass\n        return x"),
     ("torch._assert(x.dim() == 2, 'rank 2')\nreturn x", "assert x.dim() == 2, 'rank 2'"),
+    ("torch._assert(x.dim() == 2, 'rank '\n              f'{x.dim()}')\nreturn x",
+     "assert x.dim() == 2, ('rank '\n"),
     # torch's legacy Variable wrapper is the tensor itself
     ("return torch.autograd.Variable(x, requires_grad=False) + 1", "return x + 1"),
     # a call replaced by a value keeps the parentheses written around it
