@@ -142,6 +142,12 @@ NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
 # which chooses the form by what it is given when it runs.
 DISPATCHED = {"torch.max": "torch_max", "torch.min": "torch_min"}
 
+# torch functions with a shorter form that leaves out a leading argument, which
+# MindSpore's function always takes: name -> (the long form's parameters, the one left
+# out, its value). ``torch.randint(10, (2,))`` is ``randint(low=0, high=10, size=(2,))``.
+SHORT_FORMS = {"torch.randint": (("low", "high", "size"), "low", "0"),
+               "torch.randint_like": (("input", "low", "high"), "low", "0")}
+
 # The floating point types torch.finfo describes: name, bits, mantissa bits, largest
 # exponent, decimal digits; and the integer types of torch.iinfo: name, bits, signed.
 _FLOATS = (("float16", 16, 10, 15, 3), ("bfloat16", 16, 7, 127, 2),

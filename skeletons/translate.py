@@ -1850,6 +1850,7 @@ class CellTransformer(cst.CSTTransformer):
 
     def _torch_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
         canonical = apis.canonical(name)
+        call = _long_form(canonical, call)
         position = compositions.SCRIPT_VALUES.get(canonical)
         if position is not None and len(call.args) > position:  # ``jit.annotate(T, v)``: v
             return call.args[position].value
@@ -2090,6 +2091,30 @@ def side_package(top: str, repository_tops: set[str]) -> bool:
     side library, which Cell files replace by a stand-in."""
     return bool(top) and not is_torch(top) and top not in sys.stdlib_module_names \
         and top not in _KEPT and top not in repository_tops and top != "einops"
+
+
+def _long_form(canonical: str, call: cst.Call) -> cst.Call:
+    """A call of torch's shorter positional form (``torch.randint(10, (2,))``) with the
+    argument it leaves out written in (``torch.randint(0, 10, (2,))``), as MindSpore's
+    function takes it; any other call as it is."""
+    form = compositions.SHORT_FORMS.get(canonical)
+    if form is None or any(a.star for a in call.args):
+        return call
+    params, left_out, value = form
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    positional = len(call.args) - len(keywords)
+    if left_out in keywords or positional + len(keywords & set(params)) != len(params) - 1:
+        return call  # the long form, or a call this does not read
+    at = params.index(left_out)
+    args = list(call.args)
+    if positional > at:  # ``randint(10, (2,))``: the rest move one place on
+        args.insert(at, cst.Arg(expr(value), comma=cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))))
+    else:  # ``randint_like(x, high=3)``
+        args[-1] = args[-1].with_changes(comma=cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(cst.Arg(expr(value), keyword=cst.Name(left_out)))
+    return call.with_changes(args=args)
 
 
 def _one_line(node: cst.BaseExpression) -> cst.BaseExpression:

@@ -423,6 +423,13 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # and TorchScript's isinstance is Python's (torchaudio's ``_get_spec_norms``)
     ("n = 'window'\nreturn x * 2 if torch.jit.isinstance(n, str) else x",
      "return x * 2 if isinstance(n, str) else x"),
+    # torch.randint's short form leaves out ``low``, which ops.randint always takes
+    ("return x + torch.randint(3, (4,))", "return x + ops.randint(0, 3, (4,))"),
+    ("return x + torch.randint(3, size=(4,))", "return x + ops.randint(0, 3, size=(4,))"),
+    ("return x + torch.randint(1, 3, (4,))", "return x + ops.randint(1, 3, (4,))"),
+    ("return x + torch.randint_like(x, 3)", "return x + ops.randint_like(x, 0, 3)"),
+    ("return x + torch.randint_like(x, high=3)",
+     "return x + ops.randint_like(x, high=3, low=0)"),
     # torch's usage telemetry is dropped; its traceable assert is Python's
     ("torch._C._log_api_usage_once('net')\nreturn x", "        pass\n        return x"),
     ("torch._assert(x.dim() == 2, 'rank 2')\nreturn x", "assert x.dim() == 2, 'rank 2'"),
