@@ -70,6 +70,8 @@ COMPOSED = {
     "torch.unique": "torch_unique",
     "torch.nn.functional.fold": "torch_fold",
     "torch.stft": "torch_stft",
+    "torch.cdist": "torch_cdist",
+    "torch.functional.cdist": "torch_cdist",
     # eager-mode quantization's float modules: what a network does before it is converted
     **{f"torch.{where}.FloatFunctional": "TorchFloatFunctional" for where in (
         "nn.quantized", "ao.nn.quantized", "nn.quantized.modules.functional_modules",
@@ -130,6 +132,9 @@ NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
                # ``ops.unique`` returns (values, indices), the values not always sorted:
                # ``len(torch.unique(x))`` would be 2 (timm's RegNet asserts its stages)
                "torch.unique": frozenset({"cpu", "gpu"}),
+               # ``ops.cdist`` takes the norm's order only as a float (``p=2`` fails)
+               **{name: frozenset({"cpu", "gpu", "ascend"})
+                  for name in ("torch.cdist", "torch.functional.cdist")},
                # ``ops.stft`` names its padding modes in capitals and refuses torch's
                # "reflect" (the default torchaudio's spectrograms pass)
                **{name: frozenset({"cpu", "gpu", "ascend"})
@@ -147,6 +152,12 @@ DISPATCHED = {"torch.max": "torch_max", "torch.min": "torch_min"}
 # out, its value). ``torch.randint(10, (2,))`` is ``randint(low=0, high=10, size=(2,))``.
 SHORT_FORMS = {"torch.randint": (("low", "high", "size"), "low", "0"),
                "torch.randint_like": (("input", "low", "high"), "low", "0")}
+
+# torch functions whose form with one argument is another function: ``torch.where(mask)``
+# is ``torch.nonzero(mask, as_tuple=True)``, the indices of the true entries, one tensor
+# per axis (MindSpore's where always takes three arguments, and its nonzero has no
+# as_tuple kernel on CPU).
+ONE_ARGUMENT = {"torch.where": "torch_nonzero_tuple"}
 
 # The floating point types torch.finfo describes: name, bits, mantissa bits, largest
 # exponent, decimal digits; and the integer types of torch.iinfo: name, bits, signed.
@@ -931,6 +942,31 @@ def torch_tree_map(func, tree, *rests, is_leaf=None):
     leaves, spec = torch_tree_flatten(tree, is_leaf)
     others = [torch_tree_flatten(rest, is_leaf)[0] for rest in rests]
     return torch_tree_unflatten([func(*xs) for xs in zip(leaves, *others)], spec)
+''',
+    "torch_fill_diagonal_": '''
+def torch_fill_diagonal_(input, fill_value, wrap=False):
+    """Tensor.fill_diagonal_ of a matrix: ``fill_value`` on the main diagonal (for a tall
+    matrix with ``wrap``, again every columns + 1 rows, as torch does), in the tensor's
+    own dtype; returned, as torch returns the tensor it changed."""
+    rows, cols = input.shape
+    offset = ops.arange(rows).reshape(-1, 1) - ops.arange(cols).reshape(1, -1)
+    diagonal = offset == 0
+    if wrap and rows > cols:
+        diagonal = ops.logical_and(offset >= 0, offset % (cols + 1) == 0)
+    return ops.where(diagonal, mindspore.tensor(fill_value, input.dtype), input)
+''',
+    "torch_nonzero_tuple": '''
+def torch_nonzero_tuple(input):
+    """torch.nonzero(input, as_tuple=True), torch.where(input): the indices of the
+    nonzero entries, one tensor per axis."""
+    indices = ops.nonzero(input)
+    return tuple(indices[:, axis] for axis in range(input.ndim))
+''',
+    "torch_cdist": '''
+def torch_cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """torch.cdist on ops.cdist, which takes the norm's order only as a float and has no
+    compute_mode (how torch computes the Euclidean distance, not what)."""
+    return ops.cdist(x1, x2, float(p))
 ''',
     "torch_stft": '''
 def torch_stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,

@@ -270,7 +270,9 @@ _COMPUTED = {"zero_": "ops.zeros_like({x})", "fill_": "ops.full_like({x}, {args}
              "div_": "{x} / {args}", "pow_": "{x} ** {args}", "neg_": "-{x}",
              "exp_": "ops.exp({x})", "sqrt_": "ops.sqrt({x})", "abs_": "ops.abs({x})",
              "sigmoid_": "ops.sigmoid({x})", "tanh_": "ops.tanh({x})", "relu_": "ops.relu({x})",
-             "copy_": "({args})"}
+             "copy_": "({args})",
+             # MindSpore's fill_diagonal runs on Ascend and takes float values only
+             "fill_diagonal_": "torch_fill_diagonal_({x}, {args})"}
 _OPERATORS = ("add_", "sub_", "mul_", "div_", "pow_")  # one operand, written as an operator
 
 
@@ -373,6 +375,16 @@ def named_module_method(call: cst.Call) -> cst.BaseExpression | None:
     new = expr(f"{receiver}.{NAMED_MODULE_METHODS[func.attr.value]}")
     assert isinstance(new, cst.Attribute)
     return call.with_changes(func=new)
+
+
+def tensor_only_method(call: cst.Call) -> cst.BaseExpression | None:
+    """``t.detach()`` on a receiver whose type the analysis does not know (``m, _ =
+    torch.max(x, 1)``): no other common type has that method, so it is a tensor's,
+    ``ops.stop_gradient(t)``; None for any other call."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "detach" and not call.args:
+        return cst.Call(expr("ops.stop_gradient"), [cst.Arg(func.value)])
+    return None
 
 
 def compiled_children(call: cst.Call) -> cst.BaseExpression | None:

@@ -60,6 +60,7 @@ from msready.skeletons.methods import (
     named_module_method,
     rename_keywords,
     storage,
+    tensor_only_method,
     written,
 )
 from msready.skeletons.statements import (
@@ -1624,7 +1625,8 @@ class CellTransformer(cst.CSTTransformer):
                  self._layer_call(updated_node) or
                  (compiled_children(updated_node) if self._run_by_forward() else None) or
                  self._requires_grad(updated_node) or
-                 self._cell_method(updated_node) or named_module_method(updated_node))
+                 self._cell_method(updated_node) or named_module_method(updated_node) or
+                 tensor_only_method(updated_node))
         if fixed is not None:
             return fixed
         span = self.parsed.span(original_node)
@@ -1851,6 +1853,10 @@ class CellTransformer(cst.CSTTransformer):
     def _torch_call(self, name: str, call: cst.Call) -> cst.BaseExpression:
         canonical = apis.canonical(name)
         call = _long_form(canonical, call)
+        single = compositions.ONE_ARGUMENT.get(canonical)
+        if single is not None and len(call.args) == 1 and call.args[0].keyword is None \
+                and not call.args[0].star:  # ``torch.where(mask)``
+            return call.with_changes(func=cst.Name(single))
         position = compositions.SCRIPT_VALUES.get(canonical)
         if position is not None and len(call.args) > position:  # ``jit.annotate(T, v)``: v
             return call.args[position].value
@@ -2139,7 +2145,7 @@ def has_form(name: str, backend: str) -> bool:
     return any(canonical in known for known in (
         compositions.ANSWERS, compositions.CONSTANTS, compositions.COMPOSED,
         compositions.STAND_INS, compositions.SCRIPT_VALUES, compositions.SCRIPT_DECORATORS,
-        compositions.SCRIPT_TYPES, compositions.SCRIPT_BUILTINS))
+        compositions.SCRIPT_TYPES, compositions.SCRIPT_BUILTINS, compositions.ONE_ARGUMENT))
 
 
 def import_safe(name: str, backend: str, repository_tops: set[str]) -> bool:

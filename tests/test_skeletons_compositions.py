@@ -1349,3 +1349,34 @@ def test_a_transform_flattens_its_nested_inputs_as_torch_does(tmp_path: Path,
         (out / "scale.py").read_text()
     (cell,) = cells.values()
     assert cell.pynative == "pass", cell.error
+
+
+@pytest.mark.parametrize("shape, value, wrap", [((4, 4), 0, False), ((7, 3), -1.5, True),
+                                                ((7, 3), 2.0, False), ((3, 5), True, False)])
+def test_fill_diagonal_of_a_matrix(composed: dict[str, Callable[..., Any]],
+                                   shape: tuple[int, int], value: float, wrap: bool) -> None:
+    # pytorch-metric-learning's ``matches.fill_diagonal_(0)`` on integer and boolean masks
+    for dtype in ((np.bool_,) if isinstance(value, bool) else (np.float32, np.int64)):
+        x = (_array(*shape) * 10).astype(dtype)
+        theirs = torch.tensor(x).fill_diagonal_(value, wrap=wrap)
+        ours = composed["torch_fill_diagonal_"](Tensor(x), value, wrap=wrap)
+        assert ours.dtype == Tensor(x).dtype
+        np.testing.assert_array_equal(ours.asnumpy(), theirs.numpy())
+
+
+def test_where_with_one_argument_gives_indices_per_axis(
+        composed: dict[str, Callable[..., Any]]) -> None:
+    mask = _array(4, 5) > 0.5
+    ours = composed["torch_nonzero_tuple"](Tensor(mask))
+    theirs = torch.where(torch.tensor(mask))
+    assert len(ours) == len(theirs) == 2
+    for mine, torch_axis in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(mine.asnumpy(), torch_axis.numpy())
+
+
+@pytest.mark.parametrize("p", [2, 1, 2.5])
+def test_cdist_takes_an_integer_order(composed: dict[str, Callable[..., Any]],
+                                      p: float) -> None:
+    a, b = _array(2, 5, 3), _array(2, 4, 3)
+    _same(composed["torch_cdist"](Tensor(a), Tensor(b), p=p),
+          torch.cdist(torch.tensor(a), torch.tensor(b), p=p))

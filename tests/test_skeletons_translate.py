@@ -430,6 +430,17 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x + torch.randint_like(x, 3)", "return x + ops.randint_like(x, 0, 3)"),
     ("return x + torch.randint_like(x, high=3)",
      "return x + ops.randint_like(x, high=3, low=0)"),
+    # a method only tensors have, on a value the analysis has no type for
+    ("m, _ = torch.max(x, dim=1, keepdim=True)\nreturn x - m.detach()",
+     "return x - ops.stop_gradient(m)"),
+    # ops.cdist takes the norm's order as a float only
+    ("p = 2\nreturn torch.cdist(x, x, p=p)", "return torch_cdist(x, x, p=p)"),
+    # torch.where's one-argument form: the indices of the true entries
+    ("rows, cols = torch.where(x > 0)\nreturn x[rows, cols]",
+     "rows, cols = torch_nonzero_tuple(x > 0)"),
+    ("return torch.where(x > 0, x, 0.0)", "return ops.where(x > 0, x, 0.0)"),
+    # a method MindSpore's tensors have on Ascend only, composed in the file
+    ("m = x.clone()\nm.fill_diagonal_(0)\nreturn m", "m = torch_fill_diagonal_(m, 0)\n"),
     # torch's usage telemetry is dropped; its traceable assert is Python's
     ("torch._C._log_api_usage_once('net')\nreturn x", "        pass\n        return x"),
     ("torch._assert(x.dim() == 2, 'rank 2')\nreturn x", "assert x.dim() == 2, 'rank 2'"),
