@@ -70,6 +70,7 @@ COMPOSED = {
     "torch.unique": "torch_unique",
     "torch.nn.functional.fold": "torch_fold",
     "torch.stft": "torch_stft",
+    "torch.nn.init.calculate_gain": "torch_calculate_gain",
     "torch.cdist": "torch_cdist",
     "torch.functional.cdist": "torch_cdist",
     # eager-mode quantization's float modules: what a network does before it is converted
@@ -967,6 +968,24 @@ def torch_cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary
     """torch.cdist on ops.cdist, which takes the norm's order only as a float and has no
     compute_mode (how torch computes the Euclidean distance, not what)."""
     return ops.cdist(x1, x2, float(p))
+''',
+    "torch_calculate_gain": '''
+def torch_calculate_gain(nonlinearity, param=None):
+    """torch.nn.init.calculate_gain: the scale an initializer gives weights followed by
+    ``nonlinearity`` (torch's table of values)."""
+    if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                        "conv_transpose2d", "conv_transpose3d", "sigmoid"):
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return 2.0 ** 0.5
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        return (2.0 / (1 + slope ** 2)) ** 0.5
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 ''',
     "torch_stft": '''
 def torch_stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,

@@ -159,6 +159,17 @@ def tensor_type(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpressi
     return cst.Call(cst.Attribute(receiver, cst.Name("astype")), [cst.Arg(values[0])])
 
 
+@method_fix("flip")
+def flip(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
+    """``x.flip(-1)`` / ``x.flip(0, 1)`` -> ``x.flip((-1,))`` / ``x.flip((0, 1))``: torch
+    also takes the axes as separate numbers, MindSpore's flip a tuple or list only."""
+    if not args or any(k is not None for k, _ in args) or (len(args) == 1 and not m.matches(
+            args[0][1], m.Integer() | m.UnaryOperation(expression=m.Integer()))):
+        return None
+    axes = cst.Tuple([cst.Element(v) for _, v in args])
+    return cst.Call(cst.Attribute(receiver, cst.Name("flip")), [cst.Arg(axes)])
+
+
 @method_fix("detach")
 def detach(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None:
     """``x.detach()`` -> ``ops.stop_gradient(x)``."""

@@ -1380,3 +1380,13 @@ def test_cdist_takes_an_integer_order(composed: dict[str, Callable[..., Any]],
     a, b = _array(2, 5, 3), _array(2, 4, 3)
     _same(composed["torch_cdist"](Tensor(a), Tensor(b), p=p),
           torch.cdist(torch.tensor(a), torch.tensor(b), p=p))
+
+
+@pytest.mark.parametrize("nonlinearity, param", [
+    ("linear", None), ("conv2d", None), ("sigmoid", None), ("tanh", None), ("relu", None),
+    ("leaky_relu", None), ("leaky_relu", 0.2), ("selu", None)])
+def test_calculate_gain(composed: dict[str, Callable[..., Any]], nonlinearity: str,
+                        param: float | None) -> None:
+    # torchaudio's Tacotron2 scales its initial weights by the gain of what follows
+    assert composed["torch_calculate_gain"](nonlinearity, param) == pytest.approx(
+        torch.nn.init.calculate_gain(nonlinearity, param))

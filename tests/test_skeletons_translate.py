@@ -430,6 +430,11 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x + torch.randint_like(x, 3)", "return x + ops.randint_like(x, 0, 3)"),
     ("return x + torch.randint_like(x, high=3)",
      "return x + ops.randint_like(x, high=3, low=0)"),
+    # torch's flip also takes the axes as separate numbers
+    ("return x.flip(-1)", "return x.flip((-1,))"),
+    ("return x.flip(0, 1)", "return x.flip((0, 1))"),
+    ("return x.flip([0, 1])", "return x.flip([0, 1])"),
+    ("return (x\n        .flip(0))", "return (x.flip((0,)))"),
     # a method only tensors have, on a value the analysis has no type for
     ("m, _ = torch.max(x, dim=1, keepdim=True)\nreturn x - m.detach()",
      "return x - ops.stop_gradient(m)"),
