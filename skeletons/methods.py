@@ -83,7 +83,7 @@ def _cast(receiver: cst.BaseExpression, dtype: cst.BaseExpression) -> cst.BaseEx
 # What ``x.to(value)`` is given, read from the value's (last) name: a device (dropped) or
 # a dtype (``astype``, or ``torch_to`` when it may be None); another name is a tensor,
 # whose dtype ``x`` takes.
-_DEVICE_NAMES = re.compile(r"(\w*_)?(device|dev|cuda|gpu|cpu|rank|place|accelerator|"
+DEVICE_NAMES = re.compile(r"(\w*_)?(device|dev|cuda|gpu|cpu|rank|place|accelerator|"
                            r"map_location)s?(_\w*)?", re.IGNORECASE)
 _DTYPE_NAMES = re.compile(r"(\w*_)?(dtype|dt)(_\w*)?", re.IGNORECASE)
 
@@ -108,7 +108,7 @@ def to(receiver: cst.BaseExpression, args: ArgList) -> cst.BaseExpression | None
     key, value = args[0]
     tensor = key == "other" or (key is None and isinstance(value, (cst.Name, cst.Attribute))
                                 and not m.matches(value, m.Name("None"))
-                                and not _last_name(value, _DEVICE_NAMES)
+                                and not _last_name(value, DEVICE_NAMES)
                                 and not m.matches(value, m.Attribute(attr=m.Name("device"))))
     if not tensor:
         return receiver

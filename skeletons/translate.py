@@ -52,6 +52,7 @@ from msready.skeletons.layers import (
     translated_keywords,
 )
 from msready.skeletons.methods import (
+    DEVICE_NAMES,
     FILL_VALUES,
     METHOD_FIXES,
     MODULE_METHODS,
@@ -237,6 +238,11 @@ class CellTransformer(cst.CSTTransformer):
         # per enclosing class: what its ``self.<name>`` hold, layer by layer in containers
         self._held: list[dict[str, held_layers.Held]] = []
         self._functions: list[str] = []  # names of the enclosing functions
+        # per enclosing function, the local names that only ever hold a device
+        # (``dv = device if device is not None else tensor.device``)
+        self._devices: list[set[str]] = []
+        # per enclosing function, the local names it assigns (not its parameters)
+        self._made: list[set[str]] = []
         self._local_defs: list[set[str]] = []  # functions each one defines in its body
         self._scope: list[str] = []  # enclosing classes and functions, outermost first
         self._statement_values: set[cst.CSTNode] = set()  # expressions used as statements
@@ -895,6 +901,8 @@ class CellTransformer(cst.CSTTransformer):
             updated_node = _bound_before(updated_node)
         self._tuples.pop()
         self._functions.pop()
+        self._devices.pop()
+        self._made.pop()
         self._local_defs.pop()
         self._scope.pop()
         self._narrowed.pop()
@@ -1069,6 +1077,12 @@ class CellTransformer(cst.CSTTransformer):
         self._names_not_values.add(node.name)
         self._tuples.append(set())
         self._functions.append(node.name.value)
+        self._devices.append(self._device_names(node))
+        params = {p.name.value for p in find_all(node.params, m.Param())
+                  if isinstance(p, cst.Param)}
+        self._made.append({t.target.value for t in find_all(node.body, m.AssignTarget(
+            target=m.Name())) if isinstance(t, cst.AssignTarget) and
+            isinstance(t.target, cst.Name)} - params)
         self._local_defs.append({d.name.value for d in find_all(node.body, m.FunctionDef())
                                  if isinstance(d, cst.FunctionDef)})
         self._scope.append(node.name.value)
@@ -1430,8 +1444,8 @@ class CellTransformer(cst.CSTTransformer):
             self._note("MS100", f"{code(call)} removed: the MindSpore layer initializes its "
                                 "parameters when it is built and has no reset_parameters")
             return cst.Pass()
-        if self._in_forward() and m.matches(call, m.Call(
-                func=m.Name("torch_assign_"), args=[m.Arg(m.Name()), m.Arg()])):
+        if m.matches(call, m.Call(func=m.Name("torch_assign_"), args=[m.Arg(m.Name()), m.Arg()])) \
+                and self._rebinds(cst.ensure_type(call, cst.Call).args[0].value):
             # ``x.mul_(s)`` as a statement in forward: ``x = x * s`` (compiles in GRAPH_MODE;
             # elsewhere, such as an init helper given a Parameter, the update stays in place)
             assert isinstance(call, cst.Call) and isinstance(call.args[0].value, cst.Name)
@@ -1469,6 +1483,16 @@ class CellTransformer(cst.CSTTransformer):
             return updated_node
         assert isinstance(call, cst.Call)
         return buffer(call) or updated_node
+
+    def _rebinds(self, target: cst.BaseExpression) -> bool:
+        """Whether an in-place update of ``target`` is written as a new value for the
+        name: in forward, and in a function forward calls when the function made the
+        tensor itself (``matches = a == b`` then ``matches.fill_diagonal_(0)``), so no
+        caller holds it (GRAPH_MODE writes into Parameters only)."""
+        if self._in_forward():
+            return True
+        return isinstance(target, cst.Name) and bool(self._made) and \
+            target.value in self._made[-1] and self._run_by_forward()
 
     def _torch_private(self, call: cst.BaseExpression) -> str | None:
         """The name of a private torch API (``torch._C._log_api_usage_once``) a statement
@@ -2000,8 +2024,48 @@ class CellTransformer(cst.CSTTransformer):
             out[-1] = out[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return out
 
+    def _device_names(self, node: cst.FunctionDef) -> set[str]:
+        """The names the function assigns only devices to: a tensor's ``.device``, a
+        ``torch.device(...)``, a name that says it is a device, a device string, or a
+        choice between such (``a if c else b``, where one side may be None)."""
+        held: dict[str, list[cst.BaseExpression]] = {}
+        for assign in find_all(node.body, m.Assign()):
+            assert isinstance(assign, cst.Assign)
+            for target in assign.targets:
+                for bound in find_all(target.target, m.Name()):
+                    assert isinstance(bound, cst.Name)
+                    held.setdefault(bound.value, []).append(  # (unpacked: not known)
+                        assign.value if target.target is bound else cst.Integer("0"))
+        devices: set[str] = set()
+
+        def device(value: cst.BaseExpression) -> bool:
+            if isinstance(value, cst.IfExp):
+                sides = [s for s in (value.body, value.orelse)
+                         if not m.matches(s, m.Name("None"))]
+                return bool(sides) and all(device(s) for s in sides)
+            if isinstance(value, cst.Name):
+                return value.value in devices or DEVICE_NAMES.fullmatch(value.value) is not None
+            if isinstance(value, cst.SimpleString):
+                return str(value.evaluated_value).split(":")[0] in ("cpu", "cuda", "mps")
+            if isinstance(value, cst.Call):
+                return self.qualify(value.func) == "torch.device"
+            return m.matches(value, m.Attribute(attr=m.Name("device")))
+
+        grown = True
+        while grown:
+            grown = False
+            for name, assigned in held.items():
+                if name not in devices and all(device(v) for v in assigned):
+                    devices.add(name)
+                    grown = True
+        return devices
+
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> cst.BaseExpression:
         method = func.attr.value
+        if method == "to" and self._devices and len(call.args) == 1 and m.matches(
+                call.args[0], m.Arg(value=m.Name(), keyword=None, star="")) and \
+                cst.ensure_type(call.args[0].value, cst.Name).value in self._devices[-1]:
+            return func.value  # ``x.to(dv)``, dv a device: a Cell's tensors have one
         if method in ENGINE_METHODS and not any(a.star for a in call.args):
             converted = engine_method(method, func.value, [
                 (a.keyword.value if a.keyword else None, a.value) for a in call.args],

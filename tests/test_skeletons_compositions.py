@@ -1390,3 +1390,41 @@ def test_calculate_gain(composed: dict[str, Callable[..., Any]], nonlinearity: s
     # torchaudio's Tacotron2 scales its initial weights by the gain of what follows
     assert composed["torch_calculate_gain"](nonlinearity, param) == pytest.approx(
         torch.nn.init.calculate_gain(nonlinearity, param))
+
+
+PAIRS = '''\
+import torch.nn as nn
+
+
+def same_value_pairs(values):
+    matches = (values.unsqueeze(1) == values.unsqueeze(0)).float()
+    matches.fill_diagonal_(0)
+    return matches
+
+
+def scale_in_place(t):
+    t.mul_(2)
+
+
+class PairCount(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return same_value_pairs(self.scale(x)[:, 0]).sum()
+'''
+
+
+def test_an_in_place_update_of_a_tensor_a_helper_made_is_a_new_value(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # pytorch-metric-learning's pair mining, called by the losses' forward: the helper
+    # made ``matches`` itself, so no caller sees the update and the name takes the new
+    # value (GRAPH_MODE writes into Parameters only); a tensor the helper was given is
+    # its caller's, and is still written in place
+    out, cells = run_cells(tmp_path, {"pairs.py": PAIRS})
+    code = (out / "pairs.py").read_text()
+    assert "    matches = torch_fill_diagonal_(matches, 0)\n" in code
+    assert "    torch_assign_(t, t * 2)\n" in code
+    (cell,) = cells.values()
+    assert (cell.pynative, cell.graph) == ("pass", "pass"), cell.error

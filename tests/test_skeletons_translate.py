@@ -435,6 +435,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("return x.flip(0, 1)", "return x.flip((0, 1))"),
     ("return x.flip([0, 1])", "return x.flip([0, 1])"),
     ("return (x\n        .flip(0))", "return (x.flip((0,)))"),
+    # a name that only ever holds a device: the tensor stays where it is
+    ("dv = None if x is None else x.device\nreturn x.to(dv)", "        return x\n"),
+    ("dv = x.device\ndv = x\nreturn x.to(dv)", "return x.astype(dv.dtype)"),
     # a method only tensors have, on a value the analysis has no type for
     ("m, _ = torch.max(x, dim=1, keepdim=True)\nreturn x - m.detach()",
      "return x - ops.stop_gradient(m)"),
