@@ -133,13 +133,12 @@ NARROWER_ON = {"torch.nn.functional.fold": frozenset({"cpu"}),
                # ``ops.unique`` returns (values, indices), the values not always sorted:
                # ``len(torch.unique(x))`` would be 2 (timm's RegNet asserts its stages)
                "torch.unique": frozenset({"cpu", "gpu"}),
-               # ``ops.cdist`` takes the norm's order only as a float (``p=2`` fails)
-               **{name: frozenset({"cpu", "gpu", "ascend"})
-                  for name in ("torch.cdist", "torch.functional.cdist")},
-               # ``ops.stft`` names its padding modes in capitals and refuses torch's
-               # "reflect" (the default torchaudio's spectrograms pass)
-               **{name: frozenset({"cpu", "gpu", "ascend"})
-                  for name in ("torch.stft", "torch.functional.stft")}}
+               # on every backend: ``ops.cdist`` takes the norm's order only as a float
+               # (``p=2`` fails); ``ops.stft`` names its padding modes in capitals and
+               # refuses torch's "reflect" (the default torchaudio's spectrograms pass)
+               **{name: frozenset({"cpu", "gpu", "ascend"}) for name in (
+                   "torch.cdist", "torch.functional.cdist", "torch.stft",
+                   "torch.functional.stft")}}
 
 # torch functions with several forms, one of which MindSpore's function named in the table
 # does not have: ``torch.max(a, b)`` is the elementwise maximum (``ops.maximum``), where

@@ -394,7 +394,7 @@ def tensor_only_method(call: cst.Call) -> cst.BaseExpression | None:
     ``ops.stop_gradient(t)``; None for any other call."""
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value == "detach" and not call.args:
-        return cst.Call(expr("ops.stop_gradient"), [cst.Arg(func.value)])
+        return detach(func.value, [])
     return None
 
 
