@@ -73,6 +73,8 @@ COMPOSED = {
     "torch.nn.init.calculate_gain": "torch_calculate_gain",
     "torch.cdist": "torch_cdist",
     "torch.functional.cdist": "torch_cdist",
+    "torch.nn.functional.pairwise_distance": "torch_pairwise_distance",
+    "torch.pairwise_distance": "torch_pairwise_distance",
     # eager-mode quantization's float modules: what a network does before it is converted
     **{f"torch.{where}.FloatFunctional": "TorchFloatFunctional" for where in (
         "nn.quantized", "ao.nn.quantized", "nn.quantized.modules.functional_modules",
@@ -967,6 +969,12 @@ def torch_cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary
     """torch.cdist on ops.cdist, which takes the norm's order only as a float and has no
     compute_mode (how torch computes the Euclidean distance, not what)."""
     return ops.cdist(x1, x2, float(p))
+''',
+    "torch_pairwise_distance": '''
+def torch_pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """torch.nn.functional.pairwise_distance: the p-norm of ``x1 - x2 + eps`` over the
+    last axis (MindSpore has no such function)."""
+    return ops.norm(x1 - x2 + eps, float(p), dim=-1, keepdim=keepdim)
 ''',
     "torch_calculate_gain": '''
 def torch_calculate_gain(nonlinearity, param=None):

@@ -1188,16 +1188,30 @@ def _shape_of(name: str) -> m.OneOf[m.BaseExpression]:
 
 def _with_labels(params: Sequence[tuple[str, object, bool]], given: int,
                  candidates: list[list[InputSpec | None]]) -> list[list[InputSpec | None]]:
-    """The candidates again with class labels for the optional argument after the
-    required ones when its name says it holds them (``def forward(self, embeddings,
-    labels=None)``: a metric-learning loss needs them though its signature lets them be
-    left out): one label of two classes per row of the first input."""
-    if given >= len(params) or params[given][1] is not None or params[given][2] or \
-            not _LABELS.fullmatch(params[given][0]):
-        return []
-    return [[*c, InputSpec((c[0].shape[0],), "int64", high=2)] for c in candidates
-            if len(c) == given and c and c[0] is not None and c[0].dtype == "float32"
-            and c[0].shape and not c[0].listed and not c[0].keyed]
+    """The candidates again with class labels for the arguments whose names say they hold
+    them: a required one after the first (``def forward(self, embeddings, labels)``: a
+    miner that checks ``labels.ndim == 1``), and the optional one after the required ones
+    (``def forward(self, embeddings, labels=None)``: a metric-learning loss needs them
+    though its signature lets them be left out). One label of two classes per row of the
+    first input."""
+    named = [i for i in range(1, given) if _LABELS.fullmatch(params[i][0])]
+    optional = given < len(params) and params[given][1] is None and \
+        not params[given][2] and _LABELS.fullmatch(params[given][0]) is not None
+    labelled: list[list[InputSpec | None]] = []
+    for c in candidates:
+        first = c[0] if c else None
+        if first is None or first.dtype != "float32" or not first.shape or first.listed \
+                or first.keyed or len(c) != given:
+            continue
+        labels = InputSpec((first.shape[0],), "int64", high=2)
+        if named and any(c[i] != labels for i in named):
+            relabelled = [labels if i in named else spec for i, spec in enumerate(c)]
+            if relabelled not in labelled and relabelled not in candidates:
+                labelled.append(relabelled)
+        if optional:
+            with_optional = [labels if i in named else spec for i, spec in enumerate(c)]
+            labelled.append([*with_optional, labels])
+    return labelled
 
 
 def _as_signal(required: Sequence[str], candidates: list[list[InputSpec | None]]

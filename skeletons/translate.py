@@ -898,6 +898,8 @@ class CellTransformer(cst.CSTTransformer):
                                            cst.FunctionDef)
             updated_node = cst.ensure_type(updated_node.visit(_FlagTests(updated_node)),
                                            cst.FunctionDef)
+            updated_node = cst.ensure_type(updated_node.visit(_IdleBranchDrop()),
+                                           cst.FunctionDef)
             updated_node = _bound_before(updated_node)
         self._tuples.pop()
         self._functions.pop()
@@ -2554,6 +2556,55 @@ class _FlagTests(cst.CSTTransformer):
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
         return updated_node.with_changes(test=self._test(updated_node.test))
+
+
+class _IdleBranchDrop(cst.CSTTransformer):
+    """An ``if`` whose body the translation left doing nothing (``if x.device != dv: x =
+    x``, once the move between devices is gone) goes, with its test: the test would still
+    be compiled, and GRAPH_MODE cannot read a Parameter's ``device``. Only a test without
+    calls goes (reads and comparisons); the comments of the branch (its TODO lines) move
+    to the statement after it."""
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
+                            updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        body: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []
+        for stmt in updated_node.body:
+            if self._idle(stmt):
+                assert isinstance(stmt, cst.If)
+                carried += [*stmt.leading_lines, *(line for inner in stmt.body.body
+                                                   for line in inner.leading_lines)]
+                continue
+            if carried:
+                stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
+                carried = []
+            body.append(stmt)
+        if not body:
+            body.append(cst.SimpleStatementLine([cst.Pass()], leading_lines=carried))
+        elif carried:
+            return updated_node.with_changes(body=body, footer=[*carried,
+                                                                *updated_node.footer])
+        return updated_node.with_changes(body=body)
+
+    @staticmethod
+    def _idle(stmt: cst.BaseStatement) -> bool:
+        if not isinstance(stmt, cst.If) or stmt.orelse is not None or \
+                find_all(stmt.test, m.Call() | m.NamedExpr() | m.Await()):
+            return False
+        for inner in stmt.body.body:
+            if not isinstance(inner, cst.SimpleStatementLine):
+                return False
+            for small in inner.body:
+                if isinstance(small, cst.Pass):
+                    continue
+                if not m.matches(small, m.Assign(targets=[m.AssignTarget(m.Name())],
+                                                 value=m.Name())):
+                    return False
+                assert isinstance(small, cst.Assign)
+                target = cst.ensure_type(small.targets[0].target, cst.Name)
+                if target.value != cst.ensure_type(small.value, cst.Name).value:
+                    return False
+        return True
 
 
 class _MemoDrop(cst.CSTTransformer):

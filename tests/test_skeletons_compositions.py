@@ -1382,6 +1382,16 @@ def test_cdist_takes_an_integer_order(composed: dict[str, Callable[..., Any]],
           torch.cdist(torch.tensor(a), torch.tensor(b), p=p))
 
 
+@pytest.mark.parametrize("p, keepdim", [(2, False), (1, True), (3.0, False)])
+def test_pairwise_distance(composed: dict[str, Callable[..., Any]], p: float,
+                           keepdim: bool) -> None:
+    # pytorch-metric-learning's LpDistance compares embeddings row by row
+    a, b = _array(4, 6), _array(4, 6) * 2
+    _same(composed["torch_pairwise_distance"](Tensor(a), Tensor(b), p, keepdim=keepdim),
+          torch.nn.functional.pairwise_distance(torch.tensor(a), torch.tensor(b), p,
+                                                keepdim=keepdim))
+
+
 @pytest.mark.parametrize("nonlinearity, param", [
     ("linear", None), ("conv2d", None), ("sigmoid", None), ("tanh", None), ("relu", None),
     ("leaky_relu", None), ("leaky_relu", 0.2), ("selu", None)])

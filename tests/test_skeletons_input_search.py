@@ -609,6 +609,17 @@ class ContrastiveLoss(nn.Module):
         return (same * dist.pow(2) + (1 - same) * F.relu(self.margin - dist).pow(2)).mean()
 
 
+class HardestPairs(nn.Module):
+    """A miner: its labels are required, and must be one class per row."""
+
+    def forward(self, embeddings, labels):
+        if labels.ndim != 1 or labels.shape[0] != embeddings.shape[0]:
+            raise ValueError("labels must be a 1D tensor of shape (batch_size,)")
+        dist = torch.cdist(embeddings, embeddings)
+        same = labels[:, None] == labels[None, :]
+        return torch.where(same, dist, torch.zeros_like(dist)).amax(dim=1)
+
+
 class Scale(nn.Module):
     """An optional argument named like no labels is left out."""
 
@@ -617,10 +628,13 @@ class Scale(nn.Module):
 '''
 
 
-def test_an_optional_argument_named_for_labels_is_given_labels_when_needed(
+def test_an_argument_named_for_labels_is_given_labels_when_needed(
         tmp_path: Path, run_cells: Callable[[Path, dict[str, str]], CellRun]) -> None:
     _, cells = run_cells(tmp_path, {"losses.py": LABELLED})
     loss = cells["ContrastiveLoss"]
     assert (loss.pynative, loss.graph) == ("pass", "pass"), loss.error
     assert loss.input_shape == "(2, 16), (2,) int"
+    miner = cells["HardestPairs"]
+    assert (miner.pynative, miner.graph) == ("pass", "pass"), miner.error
+    assert miner.input_shape == "(2, 16), (2,) int"
     assert cells["Scale"].input_shape == "(2, 16)"  # tried first, and it ran

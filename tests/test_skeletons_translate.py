@@ -438,6 +438,12 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # a name that only ever holds a device: the tensor stays where it is
     ("dv = None if x is None else x.device\nreturn x.to(dv)", "        return x\n"),
     ("dv = x.device\ndv = x\nreturn x.to(dv)", "return x.astype(dv.dtype)"),
+    # and a branch left doing nothing goes with its test (GRAPH_MODE cannot read a
+    # Parameter's device); one that still does something stays
+    ("if x.device != self.fc.weight.device:\n    x = x.to(self.fc.weight.device)\nreturn x",
+     "runs the whole graph on one device.\n        return x\n"),
+    ("if x.device != self.fc.weight.device:\n    x = x.to(self.fc.weight.device)\n"
+     "    x = x + 1\nreturn x", "        if x.device != self.fc.weight.device:\n"),
     # a method only tensors have, on a value the analysis has no type for
     ("m, _ = torch.max(x, dim=1, keepdim=True)\nreturn x - m.detach()",
      "return x - ops.stop_gradient(m)"),
