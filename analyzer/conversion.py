@@ -38,7 +38,13 @@ from msready.analyzer.conversion_plan import (
     same_literal,
     short,
 )
-from msready.analyzer.conversion_traps import SEMANTICS, generic, initializer, unbiased
+from msready.analyzer.conversion_traps import (
+    SEMANTICS,
+    generic,
+    initializer,
+    size_tuples,
+    unbiased,
+)
 from msready.analyzer.facts import Arg, CallKind
 from msready.analyzer.findings import Severity
 
@@ -81,7 +87,7 @@ def _defaults(plan: Plan, diffs: tuple[ParamDiff, ...]) -> None:
         name = diff.mindspore or diff.torch
         value, torch_default = diff.torch_default, diff.torch_default
         if value == "None" and diff.torch == "stride" and "kernel_size" in plan.bound:
-            value = arg_text(plan.bound["kernel_size"])
+            value = plan.values.get("kernel_size", arg_text(plan.bound["kernel_size"]))
             torch_default = "kernel_size"
         if value is None or value == "None" or name in plan.extra:
             continue
@@ -224,6 +230,7 @@ def plan_call(call: Call, entry: ApiEntry, backend: str,
         if diff.kind == "semantics":
             SEMANTICS.get(diff.torch, generic)(plan, diff)
     unbiased(plan)
+    size_tuples(plan)
     _defaults(plan, diffs)
     _arguments(plan, diffs)
     _measured_forms(plan)

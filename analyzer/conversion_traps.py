@@ -51,7 +51,7 @@ def _padding(plan: Plan, diff: ParamDiff) -> None:
         plan.add("semantics", f"padding={arg.literal!r} is pad_mode={arg.literal!r} in "
                  f"{layer}.", Severity.WARNING)
         return
-    if arg.is_literal and isinstance(arg.literal, tuple) and len(arg.literal) in (2, 3):
+    if arg.is_literal and isinstance(arg.literal, (tuple, list)) and len(arg.literal) in (2, 3):
         plan.values["padding"] = _both_sides(arg.literal)  # MindSpore pads (before, after)
     elif not arg.is_literal and plan.options.cell and "1d" not in plan.api:
         # an int or a (ph, pw) tuple, known when the Cell runs
@@ -86,7 +86,7 @@ def _sides(plan: Plan) -> None:
              f"of each axis: {arg_text(arg)} is {plan.values['padding']}.", Severity.ERROR)
 
 
-def _both_sides(amounts: tuple[object, ...]) -> str:
+def _both_sides(amounts: tuple[object, ...] | list[object]) -> str:
     """torch's padding, one amount per axis, as both sides of each axis: ``(1, 1, 2, 2)``
     for ``(1, 2)``."""
     return repr(tuple(v for v in amounts for _ in (0, 1)))
@@ -285,6 +285,28 @@ SEMANTICS: dict[str, Callable[[Plan, ParamDiff], None]] = {
     "p": _dropout, "normalized_shape": _layer_norm, "size": _size_tuple,
     "dtype": _float_dtype, "approximate": _approximate,
 }
+
+# The sizes MindSpore's convolution and pooling layers take as an int or a tuple only,
+# where torch takes any sequence
+_SIZES = ("kernel_size", "stride", "dilation", "output_padding")
+_SIZED_LAYERS = tuple(f"mindspore.nn.{family}" for family in (
+    "Conv", "MaxPool", "AvgPool", "LPPool"))
+
+
+def size_tuples(plan: Plan) -> None:
+    """``nn.Conv2d(4, 8, kernel_size=[3, 1])``: a size written as a list is the same
+    tuple, which MindSpore's layer takes (it refuses a list)."""
+    if not plan.api.startswith(_SIZED_LAYERS):
+        return
+    for name in _SIZES:
+        arg = plan.bound.get(name)
+        if arg is None or not arg.is_literal or not isinstance(arg.literal, list) or \
+                name in plan.values:
+            continue
+        plan.values[name] = repr(tuple(arg.literal))
+        plan.add("arguments", f"`{short(plan.api)}` takes `{name}` as an int or a tuple: "
+                 f"{arg.text} is {plan.values[name]}.", Severity.ERROR)
+
 
 _VARIANCE = ("torch.var", "torch.std", "torch.Tensor.var", "torch.Tensor.std")
 

@@ -71,11 +71,13 @@ class TorchConv{d}d(nn.Conv{d}d):
     """torch.nn.Conv{d}d's signature on MindSpore's Conv{d}d: a padding amount pads with
     ``pad_mode='pad'`` on both sides of each axis (MindSpore defaults to 'same'),
     ``groups`` / ``bias`` are ``group`` / ``has_bias`` (a bool: torch takes any value
-    by its truth)."""
+    by its truth); sizes given as lists are tuples (MindSpore takes an int or a tuple)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
                  dtype=None):
+        kernel_size, stride, dilation = (tuple(v) if isinstance(v, list) else v
+                                         for v in (kernel_size, stride, dilation))
         if isinstance(padding, str):
             mode, padding = padding, 0
         elif not any(padding if isinstance(padding, (list, tuple)) else (padding,)):

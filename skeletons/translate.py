@@ -1255,7 +1255,8 @@ class CellTransformer(cst.CSTTransformer):
                 expr(apis.short_name(mapping.api)), mapping.renames, accepted,
                 mapping.dropped, entry.torch_params if entry is not None else ())
         elif mapping.api is not None:
-            self._replace[node] = expr(apis.short_name(mapping.api))
+            twin = _torch_signature_twin(apis.canonical(name), mapping)
+            self._replace[node] = expr(apis.short_name(twin or mapping.api))
         else:
             kept = expr(name)
             self._replace[node] = kept
@@ -1459,6 +1460,10 @@ class CellTransformer(cst.CSTTransformer):
             assert isinstance(call.args[0].value, cst.Name)
             return cst.Assign([cst.AssignTarget(call.args[0].value)], call.with_changes(
                 func=cst.Name(FILL_VALUES[call.func.value])))
+        if self._storage_only(call):
+            # ``self.lstm.flatten_parameters()``: torch packs an RNN's weights into one
+            # buffer for cuDNN; a MindSpore RNN has no such step (nor the method)
+            return cst.Pass()
         private = self._torch_private(call)
         if private == "torch._assert" and isinstance(call, cst.Call) and call.args:
             # torch's traceable assert: Python's does the same in eager code, and GRAPH_MODE
@@ -1485,6 +1490,25 @@ class CellTransformer(cst.CSTTransformer):
             return updated_node
         assert isinstance(call, cst.Call)
         return buffer(call) or updated_node
+
+    def _storage_only(self, call: cst.BaseExpression) -> bool:
+        """A call of a torch layer's method that only arranges torch's storage
+        (``STORAGE_ONLY``) on a layer the class holds, when its MindSpore Cell has no such
+        method."""
+        if not m.matches(call, m.Call(func=m.Attribute(value=m.Attribute(value=m.Name("self")),
+                                                       attr=m.OneOf(*map(m.Name, STORAGE_ONLY))),
+                                      args=[])) or not self._class_names:
+            return False
+        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        owner = cst.ensure_type(call.func.value, cst.Attribute).attr.value
+        cls = self._class_names[-1]
+        held = self.model.attribute_classes(cls, owner) if cls in self.model.classes else []
+        layers = [apis.canonical(t.name) for t in held if t.kind == "external"]
+        if not layers or len(layers) != len(held) or not all(map(is_torch, layers)):
+            return False
+        method = call.func.attr.value
+        return all((api := apis.lookup(layer, self.backend).api) is not None
+                   and not ms_facts.exists(f"{api}.{method}") for layer in layers)
 
     def _rebinds(self, target: cst.BaseExpression) -> bool:
         """Whether an in-place update of ``target`` is written as a new value for the
@@ -1759,7 +1783,8 @@ class CellTransformer(cst.CSTTransformer):
         mapping = apis.lookup(apis.canonical(name), self.backend)
         if mapping.api is None or ms_facts.kind(mapping.api) == "class":
             return None
-        args = [call.args[0]]
+        # the target itself, not the function of torch's signature a value gets
+        args = [call.args[0].with_changes(value=expr(apis.short_name(mapping.api)))]
         for arg in call.args[1:]:
             key = arg.keyword.value if arg.keyword is not None else None
             if key is not None and key in mapping.dropped:
@@ -2556,6 +2581,31 @@ class _FlagTests(cst.CSTTransformer):
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
         return updated_node.with_changes(test=self._test(updated_node.test))
+
+
+def _torch_signature_twin(name: str, mapping: apis.Mapping) -> str | None:
+    """For a torch function held as a value (``dist_fn = torch.max``, called later as
+    ``dist_fn(mat, dim=1)``) whose MindSpore target names its parameters otherwise
+    (``ops.max`` takes ``axis``): the function of ``mindspore.mint`` of the same name when
+    it takes every torch name the target renames (mint follows torch's signatures; an
+    overloaded one, ``mint.max(*args, **kwargs)``, takes torch's names by design), so
+    the later call's keywords still fit; None when there is none or no rename."""
+    if not (mapping.renames or mapping.dropped) or not name.startswith("torch.") or \
+            mapping.api is None or ms_facts.kind(mapping.api) == "class":
+        return None
+    twin = "mindspore.mint." + name.removeprefix("torch.")
+    params = ms_facts.params(twin) if ms_facts.kind(twin) == "other" else None
+    if params is None:
+        return None
+    if any(kind == "VAR_KEYWORD" for _, kind, _ in params):
+        return twin
+    names = {param for param, _, _ in params}
+    return twin if set(mapping.renames) <= names else None
+
+
+# torch layer methods that only arrange torch's own storage of the weights: a call of one
+# as a statement does nothing a MindSpore Cell needs
+STORAGE_ONLY = ("flatten_parameters",)
 
 
 class _IdleBranchDrop(cst.CSTTransformer):

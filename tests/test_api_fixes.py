@@ -104,6 +104,15 @@ def test_functional_average_pooling_pads_both_sides_of_each_axis() -> None:
     assert [f for f in computed if "both sides of each axis" in f.message] == []
 
 
+def test_sizes_written_as_lists_are_tuples() -> None:
+    # torch takes any sequence of sizes; MindSpore's layers an int or a tuple
+    assert _suggestion("conv = nn.Conv2d(4, 8, kernel_size=[3, 1], padding=[1, 0])\n") == \
+        "nn.Conv2d(4, 8, kernel_size=(3, 1), padding=(1, 1, 0, 0), pad_mode='pad', " \
+        "has_bias=True)"
+    assert _suggestion("pool = nn.MaxPool2d([2, 1])\n") == \
+        "nn.MaxPool2d((2, 1), stride=(2, 1))"
+
+
 def test_a_form_that_fails_in_graph_mode_is_not_code() -> None:
     text = _suggestion("def peak(x: torch.Tensor):\n    return x.max(1)[1]\n")
     assert not checker().is_code(text) and "GRAPH_MODE" in text

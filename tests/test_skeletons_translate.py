@@ -280,6 +280,11 @@ def module(init: str, forward: str = "return x") -> str:
     ("self.n = nn.BatchNorm2d(8, affine=None)", "affine=False"),
     ("self.l = nn.Linear(4, 4, bias=False)", "self.l = nn.Dense(4, 4, has_bias=False)"),
     ("self.l = nn.Linear(4, 4, bias=4 > 2)", "self.l = nn.Dense(4, 4, has_bias=4 > 2)"),
+    # torch takes sizes as lists too; MindSpore's layers take an int or a tuple
+    ("self.c = nn.Conv2d(4, 8, kernel_size=[3, 1], stride=[1, 1])",
+     "self.c = nn.Conv2d(4, 8, kernel_size=(3, 1), stride=(1, 1), pad_mode='valid'"),
+    ("self.c = nn.Conv2d(4, 8, 3, padding=[1, 0])", "padding=(1, 1, 0, 0), pad_mode='pad'"),
+    ("self.p = nn.MaxPool2d([2, 1])", "self.p = nn.MaxPool2d((2, 1), stride=(2, 1))"),
 ])
 def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> None:
     assert expected in generated(tmp_path, module(init))
@@ -447,6 +452,11 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # a method only tensors have, on a value the analysis has no type for
     ("m, _ = torch.max(x, dim=1, keepdim=True)\nreturn x - m.detach()",
      "return x - ops.stop_gradient(m)"),
+    # a torch function held as a value is called with torch's keywords: mint's takes them
+    ("fn = torch.max if x.ndim else torch.min\nreturn fn(x, dim=1)[0]",
+     "fn = mint.max if x.ndim else mint.min\n"),
+    ("fn = torch.mean\nreturn fn(x, dim=1, keepdim=True)", "fn = mint.mean\n"),
+    ("fn = torch.sum\nreturn fn(x, 1)", "fn = ops.sum\n"),  # nothing renamed
     # ops.cdist takes the norm's order as a float only
     ("p = 2\nreturn torch.cdist(x, x, p=p)", "return torch_cdist(x, x, p=p)"),
     # torch.where's one-argument form: the indices of the true entries
@@ -494,6 +504,21 @@ def test_forward_translation(forward: str, expected: str, tmp_path: Path) -> Non
     code = generated(tmp_path, module("self.fc = nn.Linear(4, 4)", forward))
     assert "def construct(self, x):" in code
     assert expected in code
+
+
+def test_packing_an_rnn_s_weights_for_cudnn_is_dropped(tmp_path: Path) -> None:
+    # torch's RNN has flatten_parameters, a MindSpore RNN neither needs nor has it; a
+    # repository class's own method of that name stays
+    code = generated(tmp_path, "class Packed(nn.Module):\n"
+                               "    def flatten_parameters(self):\n        pass\n\n\n"
+                     + module("self.lstm = nn.LSTM(4, 4, batch_first=True)\n"
+                              "self.lstm.flatten_parameters()\nself.own = Packed()\n"
+                              "self.own.flatten_parameters()",
+                              "self.lstm.flatten_parameters()\ny, _ = self.lstm(x)\nreturn y"))
+    assert "self.lstm.flatten_parameters()" not in code
+    assert "self.lstm = nn.LSTM(4, 4, batch_first=True)\n        pass\n" in code
+    assert "    def construct(self, x):\n        pass\n        y, _ = self.lstm(x)\n" in code
+    assert "self.own.flatten_parameters()" in code
 
 
 def test_a_dtype_that_may_be_none_is_cast_by_an_adapter_the_file_holds(tmp_path: Path) -> None:
