@@ -276,7 +276,7 @@ _FILLS = {"uniform_": "torch_uniform_", "normal_": "torch_normal_"}
 FILL_VALUES = {fill: fill.removesuffix("_") for fill in _FILLS.values()}
 _COMPUTED = {"zero_": "ops.zeros_like({x})", "fill_": "ops.full_like({x}, {args})",
              "erfinv_": "ops.erfinv({x})", "clamp_": "ops.clamp({x}, {args})",
-             "clamp_min_": "ops.clamp({x}, {args})", "masked_fill_": "ops.masked_fill({x}, {args})",
+             "clamp_min_": "ops.clamp({x}, {args})", "masked_fill_": "{x}.masked_fill({args})",
              "add_": "{x} + {args}", "sub_": "{x} - {args}", "mul_": "{x} * {args}",
              "div_": "{x} / {args}", "pow_": "{x} ** {args}", "neg_": "-{x}",
              "exp_": "ops.exp({x})", "sqrt_": "ops.sqrt({x})", "abs_": "ops.abs({x})",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import libcst as cst
@@ -2613,31 +2613,28 @@ class _IdleBranchDrop(cst.CSTTransformer):
     x``, once the move between devices is gone) goes, with its test: the test would still
     be compiled, and GRAPH_MODE cannot read a Parameter's ``device``. Only a test without
     calls goes (reads and comparisons); the comments of the branch (its TODO lines) move
-    to the statement after it."""
+    to the statement after it. A local the test alone read, assigned without a call
+    (``dv = device if device is not None else tensor.device``), goes too: GRAPH_MODE
+    would still type ``tensor.device`` on a None ``tensor``."""
+
+    def __init__(self) -> None:
+        self.freed: set[str] = set()  # the names the tests that went read
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
                             updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
-        body: list[cst.BaseStatement] = []
-        carried: list[cst.EmptyLine] = []
-        for stmt in updated_node.body:
-            if self._idle(stmt):
-                assert isinstance(stmt, cst.If)
-                carried += [*stmt.leading_lines, *(line for inner in stmt.body.body
-                                                   for line in inner.leading_lines)]
-                continue
-            if carried:
-                stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
-                carried = []
-            body.append(stmt)
-        if not body:
-            body.append(cst.SimpleStatementLine([cst.Pass()], leading_lines=carried))
-        elif carried:
-            return updated_node.with_changes(body=body, footer=[*carried,
-                                                                *updated_node.footer])
-        return updated_node.with_changes(body=body)
+        return _dropping(updated_node, self._idle)
 
-    @staticmethod
-    def _idle(stmt: cst.BaseStatement) -> bool:
+    def leave_FunctionDef(self, original_node: cst.FunctionDef,
+                          updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        reads = [n.value for n in find_all(updated_node.body, m.Name())
+                 if isinstance(n, cst.Name)]
+        unread = {name for name in self.freed
+                  if reads.count(name) == _assigned_count(updated_node.body, name)}
+        if not unread:
+            return updated_node
+        return cst.ensure_type(updated_node.visit(_UnreadDrop(unread)), cst.FunctionDef)
+
+    def _idle(self, stmt: cst.BaseStatement) -> bool:
         if not isinstance(stmt, cst.If) or stmt.orelse is not None or \
                 find_all(stmt.test, m.Call() | m.NamedExpr() | m.Await()):
             return False
@@ -2654,7 +2651,71 @@ class _IdleBranchDrop(cst.CSTTransformer):
                 target = cst.ensure_type(small.targets[0].target, cst.Name)
                 if target.value != cst.ensure_type(small.value, cst.Name).value:
                     return False
+        self.freed |= {n.value for n in find_all(stmt.test, m.Name()) if isinstance(n, cst.Name)}
         return True
+
+
+def _leading(stmt: cst.CSTNode) -> Sequence[cst.EmptyLine]:
+    """The comment and blank lines above a statement."""
+    lines: Sequence[cst.EmptyLine] = getattr(stmt, "leading_lines", ())
+    return lines
+
+
+def _dropping(block: cst.IndentedBlock, dropped: Callable[[cst.BaseStatement], bool]
+              ) -> cst.IndentedBlock:
+    """``block`` without the statements ``dropped`` picks; their comments (TODO lines) move
+    to the next statement, or to the end of the block (``pass`` if nothing is left)."""
+    body: list[cst.BaseStatement] = []
+    carried: list[cst.EmptyLine] = []
+    for stmt in block.body:
+        if dropped(stmt):
+            inner = stmt.body.body if isinstance(stmt, cst.If) else ()
+            carried += [*_leading(stmt), *(line for s in inner for line in _leading(s))]
+            continue
+        if carried:
+            stmt = stmt.with_changes(leading_lines=[*carried, *_leading(stmt)])
+            carried = []
+        body.append(stmt)
+    if not body:
+        body.append(cst.SimpleStatementLine([cst.Pass()], leading_lines=carried))
+    elif carried:
+        return block.with_changes(body=body, footer=[*carried, *block.footer])
+    return block.with_changes(body=body)
+
+
+def _assigned_count(body: cst.CSTNode, name: str) -> int:
+    """How many plain assignments ``name = <value without calls>`` the body holds (each
+    the only target of its statement); -1 when the name is bound any other way, so it is
+    never counted as unread."""
+    count = 0
+    for assign in find_all(body, m.Assign()):
+        assert isinstance(assign, cst.Assign)
+        named = [t for t in assign.targets if m.matches(t.target, m.Name(name))]
+        if not named:
+            if any(m.matches(n, m.Name(name)) for t in assign.targets
+                   for n in find_all(t.target, m.Name())):
+                return -1  # unpacked into, or one of several targets
+            continue
+        if len(assign.targets) != 1 or find_all(assign.value, m.Call() | m.NamedExpr()):
+            return -1
+        count += 1
+    bound_otherwise = find_all(body, m.AugAssign(target=m.Name(name)) |
+                               m.AnnAssign(target=m.Name(name)) |
+                               m.For(target=m.Name(name)) | m.NamedExpr(target=m.Name(name)))
+    return -1 if bound_otherwise or count == 0 else count
+
+
+class _UnreadDrop(cst.CSTTransformer):
+    """Statements ``name = value`` of the given names (which nothing reads) dropped; their
+    comments move to the next statement."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
+                            updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return _dropping(updated_node, lambda stmt: m.matches(stmt, m.SimpleStatementLine([
+            m.Assign(targets=[m.AssignTarget(m.OneOf(*map(m.Name, self.names)))])])))
 
 
 class _MemoDrop(cst.CSTTransformer):

@@ -449,6 +449,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
      "runs the whole graph on one device.\n        return x\n"),
     ("if x.device != self.fc.weight.device:\n    x = x.to(self.fc.weight.device)\n"
      "    x = x + 1\nreturn x", "        if x.device != self.fc.weight.device:\n"),
+    # with the name only its test read (GRAPH_MODE types both sides of the choice)
+    ("dv = None if x is None else x.device\nif x.device != dv:\n    x = x.to(dv)\n"
+     "return x", "    def construct(self, x):\n        # TODO(msready MS516)"),
     # a method only tensors have, on a value the analysis has no type for
     ("m, _ = torch.max(x, dim=1, keepdim=True)\nreturn x - m.detach()",
      "return x - ops.stop_gradient(m)"),
@@ -481,6 +484,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # in-place updates: MindSpore's CPU kernels for them are missing or leave x unchanged
     ("x.mul_(2)\nreturn x", "x = x * 2\n"),
     ("x.clamp_(min=0.0)\nreturn x", "x = ops.clamp(x, min=0.0)\n"),
+    # the tensor's masked_fill takes an int for a float tensor (ops.masked_fill's CPU
+    # kernel wants the value in the tensor's dtype)
+    ("x.masked_fill_(x > 0, -100)\nreturn x", "x = x.masked_fill(x > 0, -100)\n"),
     # its value where it is used (GRAPH_MODE writes only into Parameters)
     ("return x.add_(x + 1)", "return (x + (x + 1))"),
     # through ``.data``, which shares the parameter's storage in torch
