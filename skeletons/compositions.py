@@ -158,8 +158,10 @@ SHORT_FORMS = {"torch.randint": (("low", "high", "size"), "low", "0"),
 # torch functions whose form with one argument is another function: ``torch.where(mask)``
 # is ``torch.nonzero(mask, as_tuple=True)``, the indices of the true entries, one tensor
 # per axis (MindSpore's where always takes three arguments, and its nonzero has no
-# as_tuple kernel on CPU).
-ONE_ARGUMENT = {"torch.where": "torch_nonzero_tuple"}
+# as_tuple kernel on CPU); ``torch.max(x)`` is the largest value, where ``ops.max(x)``
+# gives the value and its index (mint's takes torch's forms).
+ONE_ARGUMENT = {"torch.where": "torch_nonzero_tuple", "torch.max": "mint.max",
+                "torch.min": "mint.min"}
 
 # The floating point types torch.finfo describes: name, bits, mantissa bits, largest
 # exponent, decimal digits; and the integer types of torch.iinfo: name, bits, signed.

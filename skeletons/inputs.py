@@ -109,7 +109,9 @@ _FEATURES = _GUESSES[0]
 
 def _variants(spec: InputSpec) -> list[InputSpec]:
     """Other ranks of an input derived from a layer: ``(2, C)`` may be fed as a
-    ``(2, 8, C)`` sequence, a ``(2, C, H, W)`` map as ``(2, H*W, C)`` tokens."""
+    ``(2, 8, C)`` sequence, a ``(2, C, H, W)`` map as ``(2, H*W, C)`` tokens or, from a
+    layer that takes any number of axes after the channels (``GroupNorm(1, C)`` before a
+    ``Conv1d``), as a ``(2, C, L)`` signal."""
     if spec.dtype != "float32":
         return []
     if len(spec.shape) == 2:
@@ -117,7 +119,9 @@ def _variants(spec: InputSpec) -> list[InputSpec]:
     if len(spec.shape) == 3 and not spec.spatial:
         return [InputSpec((2, spec.shape[-1])), InputSpec((2, spec.shape[-1], 8, 8), spatial=2)]
     if len(spec.shape) == 4:
-        return [InputSpec((2, 64, spec.shape[1]))]
+        signal = [InputSpec((2, spec.shape[1], *SPATIAL["1d"]), spatial=1)] \
+            if spec.spatial else []
+        return [InputSpec((2, 64, spec.shape[1])), *signal]
     return []
 
 

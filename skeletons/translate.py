@@ -1906,8 +1906,8 @@ class CellTransformer(cst.CSTTransformer):
         call = _long_form(canonical, call)
         single = compositions.ONE_ARGUMENT.get(canonical)
         if single is not None and len(call.args) == 1 and call.args[0].keyword is None \
-                and not call.args[0].star:  # ``torch.where(mask)``
-            return call.with_changes(func=cst.Name(single))
+                and not call.args[0].star:  # ``torch.where(mask)``, ``torch.max(x)``
+            return call.with_changes(func=expr(single))
         position = compositions.SCRIPT_VALUES.get(canonical)
         if position is not None and len(call.args) > position:  # ``jit.annotate(T, v)``: v
             return call.args[position].value

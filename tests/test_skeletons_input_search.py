@@ -638,3 +638,29 @@ def test_an_argument_named_for_labels_is_given_labels_when_needed(
     assert (miner.pynative, miner.graph) == ("pass", "pass"), miner.error
     assert miner.input_shape == "(2, 16), (2,) int"
     assert cells["Scale"].input_shape == "(2, 16)"  # tried first, and it ran
+
+
+NORM_FIRST = '''\
+import torch.nn as nn
+
+
+class MaskHead(nn.Module):
+    """A GroupNorm takes any number of axes after the channels; the Conv1d after it says
+    the input is a signal."""
+
+    def __init__(self, channels=24):
+        super().__init__()
+        self.norm = nn.GroupNorm(1, channels)
+        self.conv = nn.Conv1d(channels, 8, 3)
+
+    def forward(self, x):
+        return self.conv(self.norm(x))
+'''
+
+
+def test_a_layer_of_any_rank_first_lets_the_next_layer_choose_the_rank(
+        tmp_path: Path, run_cells: Callable[[Path, dict[str, str]], CellRun]) -> None:
+    _, cells = run_cells(tmp_path, {"heads.py": NORM_FIRST})
+    head = cells["MaskHead"]
+    assert (head.pynative, head.graph) == ("pass", "pass"), head.error
+    assert (head.input_shape, head.output_shape) == ("(2, 24, 32)", "(2, 8, 30)")

@@ -466,6 +466,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     ("rows, cols = torch.where(x > 0)\nreturn x[rows, cols]",
      "rows, cols = torch_nonzero_tuple(x > 0)"),
     ("return torch.where(x > 0, x, 0.0)", "return ops.where(x > 0, x, 0.0)"),
+    # torch.max of one tensor is its largest value; ops.max gives the value and its index
+    ("return torch.max(x) - torch.min(x)", "return mint.max(x) - mint.min(x)"),
+    ("return torch.max(x, 1)[0]", "return ops.max(x, 1)[0]"),
     # a method MindSpore's tensors have on Ascend only, composed in the file
     ("m = x.clone()\nm.fill_diagonal_(0)\nreturn m", "m = torch_fill_diagonal_(m, 0)\n"),
     # torch's usage telemetry is dropped; its traceable assert is Python's
