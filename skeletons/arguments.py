@@ -75,6 +75,12 @@ _BY_NAME: tuple[tuple[str, object], ...] = (
     (r"momentum", 0.1),
     # the batch every Cell is fed has two samples (:mod:`msready.skeletons.inputs`)
     (r"(batch_?size|bs|n_?batch|batch)", 2),
+    # sound: a rate in Hz, and short-time transform sizes that fit the signal input
+    # guess (:data:`msready.skeletons.shapes.SIGNAL_LENGTH` samples)
+    (r"(sample_?rate|sampling_?rate|sr|orig_freq|new_freq)", 16000),
+    (r"(n_?fft|fft_?size|win_?length|filter_?length)", 64),
+    (r"(hop_?length|hop_?size)", 16),
+    (r"(n_?mels|num_?mels|n_?mel_?channels|n_?mfcc|n_?lfcc)", 8),
     (r"(kernel(_size)?|ksize|k|kernel|filter_size)", 3),
     (r"(stride|dilation|scale|upscale|factor|mult|expansion)", 1),
     (r"(padding|pad)", 1),
@@ -365,7 +371,9 @@ def synthesize(name: str, usage: Usage) -> object:
         if usage.unpacked:  # ``H, W = p``
             return (item,) * usage.unpacked
         pair = _PAIR_NAMES.search(name) is not None  # ``img_size``: (height, width)
-        return (item,) * max(2 if pair else 4, usage.length)
+        items = (item,) * max(2 if pair else 4, usage.length)
+        # ``out_sizes: List[int]``, joined to another list (``[in_dim] + out_sizes``)
+        return ListValue(items) if usage.annotation in ("list", "List") else items
     if usage.annotation == "int" and not isinstance(guess, int):
         return WIDTH
     if guess is UNKNOWN and usage.annotation is None:

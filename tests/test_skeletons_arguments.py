@@ -88,13 +88,15 @@ def test_torch_layers_used_as_values_take_torch_arguments(root: Path) -> None:
 
 def test_cells_that_cannot_be_fed_are_unverified_and_say_why(root: Path) -> None:
     _, results = cells("unverified", root)
-    wrapper, loss = results["MultiCrop"], results["CenterLoss"]
+    wrapper, loss = results["MultiCrop"], results["CodeLoss"]
     assert (wrapper.status, wrapper.pynative, wrapper.graph) == (
         "unverified", "skipped", "skipped")
     assert wrapper.error is not None and wrapper.error.startswith(
         "constructor argument backbone, head:")
     assert loss.status == "unverified"
     assert loss.error is not None and loss.error.startswith("no input it accepts was found")
+    centers = results["CenterLoss"]  # given labels, which pick rows of the centers
+    assert (centers.status, centers.input_shape) == ("pass", "(2, 16), (2,) int, (2, 16)")
     scheduled = results["ScheduledLoss"]
     assert (scheduled.status, scheduled.input_shape) == ("pass", "(2, 16), (2, 16), 0")
 
@@ -268,6 +270,26 @@ def test_the_first_type_of_a_union_annotation_types_the_parameter(
     used = arguments.usage("shape", init)
     assert used.annotation == kind
     assert arguments.synthesize("shape", used) == value
+
+
+def test_a_parameter_annotated_as_a_list_gets_a_list() -> None:
+    # the constructor may join it to another list (``[in_dim] + out_sizes[:-1]``)
+    init = cst.parse_statement("def __init__(self, in_dim: int, out_sizes: List[int]):\n"
+                               "    in_sizes = [in_dim] + out_sizes[:-1]\n")
+    assert isinstance(init, cst.FunctionDef)
+    value = arguments.synthesize("out_sizes", arguments.usage("out_sizes", init))
+    assert isinstance(value, arguments.ListValue) and value == (16, 16)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("sample_rate", 16000), ("n_fft", 64), ("win_length", 64), ("hop_length", 16),
+    ("n_mels", 8), ("n_mfcc", 8),
+    ("n_layers", 1), ("num_heads", 2)])  # other counts as before
+def test_a_sound_transform_s_sizes_fit_the_signal_guess(name: str, value: object) -> None:
+    # a short-time transform of the 1,600-sample signal input with a window of 64
+    init = cst.parse_statement(f"def __init__(self, {name}):\n    self.v = {name}\n")
+    assert isinstance(init, cst.FunctionDef)
+    assert arguments.synthesize(name, arguments.usage(name, init)) == value
 
 
 def test_a_torch_computed_constant_other_files_import_stays_importable(tmp_path: Path) -> None:
