@@ -460,26 +460,36 @@ class ConstructorFinder:
         # to the decorator, not to the first keyword-only parameter
         names = self._positional_names(cls)
         for rc in self.instantiations(cls):
-            values: dict[str, object] = {}
-            env: dict[str, object] | None = None
-            for i, arg in enumerate(rc.call.args):
-                if arg.star:
-                    break
-                key = arg.keyword or (names[i] if i < len(names) else None)
-                if key is None:
-                    continue
-                if arg.is_literal:
-                    values[key] = arg.literal
-                    continue
-                if env is None:
-                    env = self._caller_environment(rc.call.caller, rc.file, rc.call.span.line)
-                value = evaluate_text(arg.text, env, self.call_hook(rc.file))
-                if value is UNKNOWN and i < len(rc.call.arg_values):
-                    value = self._analysed(rc.call.arg_values[i])
-                if value is not UNKNOWN and is_complete(value):
-                    values[key] = value
-            yield values
+            literal = all(a.is_literal or a.star for a in rc.call.args)
+            for env in [{}] if literal else self._site_environments(rc):
+                values: dict[str, object] = {}
+                for i, arg in enumerate(rc.call.args):
+                    if arg.star:
+                        break
+                    key = arg.keyword or (names[i] if i < len(names) else None)
+                    if key is None:
+                        continue
+                    if arg.is_literal:
+                        values[key] = arg.literal
+                        continue
+                    value = evaluate_text(arg.text, env, self.call_hook(rc.file))
+                    if value is UNKNOWN and i < len(rc.call.arg_values):
+                        value = self._analysed(rc.call.arg_values[i])
+                    if value is not UNKNOWN and is_complete(value):
+                        values[key] = value
+                yield values
         yield from self._factory_sites(cls)
+
+    def _site_environments(self, rc: ResolvedCall) -> list[dict[str, object]]:
+        """The names known at an instantiation: in a parent's constructor, its own
+        arguments; in a builder function, once per way the function is called when the
+        instantiation reads its parameters (``_convnext(block_setting, ...)`` builds
+        ``ConvNeXt(block_setting)``, and ``convnext_tiny()`` calls it with a list of
+        configurations it made)."""
+        owner, _, method = rc.call.caller.rpartition(".")
+        if method == "__init__" and owner in self.model.module_classes:
+            return [self._caller_environment(rc.call.caller, rc.file, rc.call.span.line)]
+        return list(self._call_environments(rc, depth=2))
 
     # ----- classes handed to a factory -------------------------------------------------
 
@@ -747,7 +757,7 @@ class ConstructorFinder:
                 return self._network(resolved.name, call, env, hook)
             fields = self.config_fields(resolved.name)
             if fields is None:
-                return UNKNOWN
+                return self._instance(resolved.name, call, env, hook)
             kwargs: dict[str, object] = {}
             order = [n for n, _ in fields]
             for i, arg in enumerate(call.args):
@@ -770,6 +780,31 @@ class ConstructorFinder:
             return UNKNOWN
         module, _, short = cls.rpartition(".")
         return ConfigValue(module, short, (), tuple(kwargs.items()))
+
+    def _instance(self, cls: str, call: cst.Call, env: dict[str, object],
+                  hook: CallHook) -> object:
+        """``CNBlockConfig(96, 192, 3)``, a plain repository class with a constructor of
+        its own: built the same way in the child, when every argument is known; the
+        attributes its constructor sets from its parameters (``self.out_channels =
+        out_channels``) are its fields, for the code that reads them."""
+        found = self.method_node(cls, "__init__")
+        sig = self._signature(cls, "__init__")
+        if found is None or sig is None or found[0].params.star_kwarg is not None:
+            return UNKNOWN
+        kwargs = _by_name(call, [n for n, _, _ in sig[0]], True, env, hook)
+        if kwargs is None:
+            return UNKNOWN
+        given = {**{n: d for n, d, _ in sig[0] if d is not UNKNOWN}, **kwargs}
+        fields = {}
+        for assign in find_all(found[0].body, m.Assign(targets=[m.AssignTarget(
+                m.Attribute(value=m.Name("self")))], value=m.Name())):
+            assert isinstance(assign, cst.Assign)
+            attr = cst.ensure_type(assign.targets[0].target, cst.Attribute).attr.value
+            param = cst.ensure_type(assign.value, cst.Name).value
+            if param in given:
+                fields[attr] = given[param]
+        module, _, short = cls.rpartition(".")
+        return ConfigValue(module, short, tuple(fields.items()), tuple(kwargs.items()))
 
     def _returned(self, function: str, call: cst.Call, env: dict[str, object],
                   hook: CallHook) -> object:

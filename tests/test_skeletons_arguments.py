@@ -3980,3 +3980,55 @@ def test_a_torch_layer_a_site_hands_the_class_is_made_up_as_that_layer(
     # a function handed (not a torch layer) makes up nothing
     planner = Planner(scan(str(tmp_path / "repo"), options=ScanOptions(jobs=1, cache=False)))
     assert planner._site_torch_layer("losses.Scaled", "fn") is None
+
+
+BUILT_BY_A_BUILDER = '''\
+from typing import List
+
+import torch.nn as nn
+
+
+class StageConfig:
+    """A plain class the network's builder fills, one per stage."""
+
+    def __init__(self, channels: int, out_channels: int, blocks: int):
+        self.channels = channels
+        self.out_channels = out_channels
+        self.blocks = blocks
+
+
+class StagedNet(nn.Module):
+    def __init__(self, stages: List[StageConfig], num_classes: int = 10):
+        super().__init__()
+        if not all(isinstance(s, StageConfig) for s in stages):
+            raise TypeError("stages should be List[StageConfig]")
+        layers = []
+        for stage in stages:
+            layers += [nn.Conv2d(stage.channels, stage.channels, 3, padding=1)] * stage.blocks
+            layers.append(nn.Conv2d(stage.channels, stage.out_channels, 1))
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Linear(stages[-1].out_channels, num_classes)
+
+    def forward(self, x):
+        return self.head(self.features(x).mean((2, 3)))
+
+
+def _staged_net(stages, weights, **kwargs):
+    return StagedNet(stages, **kwargs)
+
+
+def staged_net_small(*, weights=None, **kwargs):
+    stages = [StageConfig(3, 8, 1), StageConfig(8, 12, 2)]
+    return _staged_net(stages, weights, **kwargs)
+'''
+
+
+def test_arguments_a_builder_function_makes_two_calls_away_are_the_site(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    # StagedNet(stages) in _staged_net reads its parameter; staged_net_small calls it
+    # with a list of StageConfig it builds: the Cell gets that list, not made-up records
+    _, cells = run_cells(tmp_path, {"staged.py": BUILT_BY_A_BUILDER})
+    net = cells["StagedNet"]
+    assert (net.pynative, net.graph) == ("pass", "pass"), net.error
+    assert net.synthesized == ""
+    assert (net.input_shape, net.output_shape) == ("(2, 3, 32, 32)", "(2, 10)")
