@@ -289,23 +289,43 @@ SEMANTICS: dict[str, Callable[[Plan, ParamDiff], None]] = {
 # The sizes MindSpore's convolution and pooling layers take as an int or a tuple only,
 # where torch takes any sequence
 _SIZES = ("kernel_size", "stride", "dilation", "output_padding")
-_SIZED_LAYERS = tuple(f"mindspore.nn.{family}" for family in (
-    "Conv", "MaxPool", "AvgPool", "LPPool"))
+_SIZED_LAYERS = (*(f"mindspore.nn.{family}" for family in (
+    "Conv", "MaxPool", "AvgPool", "LPPool")), "mindspore.ops.avg_pool", "mindspore.ops.max_pool")
 
 
 def size_tuples(plan: Plan) -> None:
-    """``nn.Conv2d(4, 8, kernel_size=[3, 1])``: a size written as a list is the same
-    tuple, which MindSpore's layer takes (it refuses a list)."""
+    """``nn.Conv2d(4, 8, kernel_size=[3, 1])``, ``F.avg_pool2d(x, kernel_size=[h, w])``: a
+    size written as a list is the same tuple, which MindSpore's layers and pooling
+    functions take (they refuse a list)."""
     if not plan.api.startswith(_SIZED_LAYERS):
         return
     for name in _SIZES:
         arg = plan.bound.get(name)
-        if arg is None or not arg.is_literal or not isinstance(arg.literal, list) or \
-                name in plan.values:
+        if arg is None or name in plan.values:
             continue
-        plan.values[name] = repr(tuple(arg.literal))
+        if arg.is_literal and isinstance(arg.literal, list):
+            plan.values[name] = repr(tuple(arg.literal))
+        else:
+            written = _as_tuple(arg.text)
+            if written is None:
+                continue
+            plan.values[name] = written
         plan.add("arguments", f"`{short(plan.api)}` takes `{name}` as an int or a tuple: "
                  f"{arg.text} is {plan.values[name]}.", Severity.ERROR)
+
+
+def _as_tuple(text: str) -> str | None:
+    """The tuple display of a list display (``[h, w]`` -> ``(h, w)``); None for other
+    text."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+    if not isinstance(tree.body, ast.List) or any(
+            isinstance(e, ast.Starred) for e in tree.body.elts):
+        return None
+    items = [ast.unparse(e) for e in tree.body.elts]
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 _VARIANCE = ("torch.var", "torch.std", "torch.Tensor.var", "torch.Tensor.std")

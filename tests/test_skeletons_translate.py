@@ -469,6 +469,9 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
     # torch.max of one tensor is its largest value; ops.max gives the value and its index
     ("return torch.max(x) - torch.min(x)", "return mint.max(x) - mint.min(x)"),
     ("return torch.max(x, 1)[0]", "return ops.max(x, 1)[0]"),
+    # a pooling function's sizes written as a list (of names) are a tuple
+    ("h, w = x.shape[2:]\nreturn F.avg_pool2d(x, kernel_size=[h, w])",
+     "return ops.avg_pool2d(x, kernel_size=(h, w), stride=(h, w))"),
     # a method MindSpore's tensors have on Ascend only, composed in the file
     ("m = x.clone()\nm.fill_diagonal_(0)\nreturn m", "m = torch_fill_diagonal_(m, 0)\n"),
     # torch's usage telemetry is dropped; its traceable assert is Python's
