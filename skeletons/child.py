@@ -102,6 +102,9 @@ def make_inputs(specs: list[dict[str, Any] | None], size: int | None = None) -> 
         if spec["dtype"] in PYTHON_VALUES:  # an index or a flag: a Python value
             out.append(PYTHON_VALUES[spec["dtype"]])
             continue
+        if spec["dtype"] == "size":  # a size: the spatial size tried, else its own
+            out.append(size if size is not None else spec["high"])
+            continue
         shape = tuple(spec["shape"])
         spatial = int(spec.get("spatial", 0))
         if size is not None and spatial:

@@ -33,6 +33,14 @@ INDEX = InputSpec((), "index")
 FLAG = InputSpec((), "flag")
 
 
+def size_int(first: InputSpec | None) -> InputSpec:
+    """A forward argument annotated ``int`` that does not index (``target_height: int``):
+    a Python int, the side of the first input's image or signal when it has one (the
+    size it is resized to, or compared with), else the width."""
+    side = first.shape[-1] if first is not None and first.spatial else 16
+    return InputSpec((), "size", high=side)
+
+
 def specs_json(specs: list[InputSpec | None]) -> list[dict[str, object] | None]:
     """A job's inputs: one spec per forward argument, None where nothing is passed."""
     return [s.to_json() if s is not None else None for s in specs]

@@ -28,6 +28,7 @@ from msready.skeletons.inputs import (
     InputSpec,
     input_alternatives,
     layer_input,
+    size_int,
 )
 from msready.skeletons.values import (
     UNKNOWN,
@@ -726,7 +727,10 @@ class Planner(ConstructorFinder):
         as ``forward`` asserts, else two), the Python int 0 for one that indexes and True
         for one only tested for truth."""
         listed, indexes, flags = self._listed(cls), self._indexes(cls), self._flags(cls)
-        if not listed and not indexes and not flags:
+        sizes = self._forward_params(cls, lambda node, param: param.default is None and (
+            param.annotation is not None and m.matches(param.annotation.annotation,
+                                                       m.Name("int")))) - indexes
+        if not listed and not indexes and not flags and not sizes:
             return first, alternatives, guessed
         lengths = {n: self._asserted_length(cls, kwargs, n) or 2 for n in listed}
 
@@ -734,8 +738,9 @@ class Planner(ConstructorFinder):
             if len(inputs) != len(required):
                 return inputs
             return [INDEX if n in indexes else FLAG if n in flags
+                    else size_int(inputs[0]) if n in sizes and i > 0
                     else replace(s, listed=lengths[n]) if s is not None and n in listed
-                    else s for n, s in zip(required, inputs, strict=True)]
+                    else s for i, (n, s) in enumerate(zip(required, inputs, strict=True))]
         return as_lists(first), [as_lists(a) for a in alternatives], guessed
 
     def _as_dictionaries(self, cls: str, kwargs: dict[str, object], required: list[str],

@@ -664,3 +664,35 @@ def test_a_layer_of_any_rank_first_lets_the_next_layer_choose_the_rank(
     head = cells["MaskHead"]
     assert (head.pynative, head.graph) == ("pass", "pass"), head.error
     assert (head.input_shape, head.output_shape) == ("(2, 24, 32)", "(2, 8, 30)")
+
+
+RESIZED = '''\
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class UpBlock(nn.Module):
+    """Upsamples to the size its caller names, then joins the skip connection."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        self.conv = nn.Conv2d(2 * channels, channels, 3, padding=1)
+
+    def forward(self, x, target_height: int, target_width: int,
+                skip: Optional[torch.Tensor] = None):
+        x = F.interpolate(x, size=(target_height, target_width), mode="nearest")
+        skip = x if skip is None else skip
+        return self.conv(torch.cat([x, skip], dim=1))
+'''
+
+
+def test_a_forward_argument_annotated_int_is_a_size_as_large_as_the_image(
+        tmp_path: Path, run_cells: Callable[[Path, dict[str, str]], CellRun]) -> None:
+    _, cells = run_cells(tmp_path, {"up.py": RESIZED})
+    block = cells["UpBlock"]
+    assert (block.pynative, block.graph) == ("pass", "pass"), block.error
+    assert block.input_shape == "(2, 8, 16, 16), 16, 16"
+    assert block.output_shape == "(2, 8, 16, 16)"
