@@ -1354,6 +1354,22 @@ def scaled(name: str, value: object, factor: int, images: bool = False) -> objec
     return value
 
 
+# How many items a made-up sequence has in the variant tried when a Cell cannot be built
+# with the first (``encoder_channels[i + 1] for i in range(n_blocks)``, five blocks).
+LONGER = 8
+
+
+def lengthened(name: str, value: object) -> object:
+    """A synthesized sequence of equal items (not a pair of sides) with :data:`LONGER`
+    items, for a constructor that indexes past the four first made up; other values
+    stay."""
+    if not isinstance(value, tuple) or not value or len(value) >= LONGER or \
+            _PAIR_NAMES.search(name) or len(set(map(repr, value))) != 1:
+        return value
+    items = (value[0],) * LONGER
+    return ListValue(items) if isinstance(value, ListValue) else items
+
+
 # A size the repository gives above this is made small again when the Cell, built with
 # it, runs out of time or memory: the run proves the translation, not the model's size.
 LARGE = 64

@@ -515,6 +515,12 @@ class Planner(ConstructorFinder):
             kwargs = {**plan.kwargs, **synthesized}
             inputs, alternatives, _ = self._inputs(cls, kwargs, True)
             plan.variants.append(Variant(kwargs, synthesized, inputs, alternatives))
+        # longer made-up sequences, for a constructor that indexes past their four items
+        longer = {k: arguments.lengthened(k, v) for k, v in plan.synthesized.items()}
+        if longer not in tried:
+            kwargs = {**plan.kwargs, **longer}
+            inputs, alternatives, _ = self._inputs(cls, kwargs, True)
+            plan.variants.append(Variant(kwargs, longer, inputs, alternatives))
         plan.smaller = self._smaller(cls, plan)
         return plan
 

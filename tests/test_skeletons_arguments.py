@@ -4032,3 +4032,34 @@ def test_arguments_a_builder_function_makes_two_calls_away_are_the_site(
     assert (net.pynative, net.graph) == ("pass", "pass"), net.error
     assert net.synthesized == ""
     assert (net.input_shape, net.output_shape) == ("(2, 3, 32, 32)", "(2, 10)")
+
+
+INDEXED_PAST_FOUR = '''\
+from typing import List
+
+import torch.nn as nn
+
+
+class Decoder(nn.Module):
+    """Five blocks, one per encoder stage after the first: six channel counts."""
+
+    def __init__(self, encoder_channels: List[int], n_blocks: int = 5):
+        super().__init__()
+        channels = list(encoder_channels[1:])[::-1]
+        self.blocks = nn.ModuleList(
+            [nn.Conv2d(channels[i], channels[i + 1] if i + 1 < len(channels) else 8, 1)
+             for i in range(n_blocks)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+'''
+
+
+def test_a_made_up_sequence_is_made_longer_when_the_constructor_indexes_past_it(
+        tmp_path: Path, run_cells: CellRun) -> None:
+    _, cells = run_cells(tmp_path, {"decoder.py": INDEXED_PAST_FOUR})
+    decoder = cells["Decoder"]
+    assert (decoder.pynative, decoder.graph) == ("pass", "pass"), decoder.error
+    assert decoder.synthesized == "encoder_channels=(16, 16, 16, 16, 16, 16, 16, 16)"
