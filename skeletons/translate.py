@@ -249,6 +249,9 @@ class CellTransformer(cst.CSTTransformer):
         # ``if isinstance(m, nn.Embedding):`` bodies: name -> the torch layers it may hold
         # there (``isinstance(m, (nn.BatchNorm2d, nn.GroupNorm))``: either)
         self._narrowed: list[dict[str, tuple[str, ...]]] = []
+        # torch names assigned to a local that the function then calls with keywords
+        # (``dist_fn = torch.max`` ... ``dist_fn(mat, dim=1)``): node -> those keywords
+        self._called_with: dict[cst.CSTNode, set[str]] = {}
         self._inputs: set[str] = set()  # the parameters of the forward being translated
         self._targets: set[cst.Attribute] = set()  # ``x.attr = ...``: stays an attribute
         self._tuples: list[set[str]] = []  # per function: locals holding a named tuple
@@ -1080,6 +1083,7 @@ class CellTransformer(cst.CSTTransformer):
         self._tuples.append(set())
         self._functions.append(node.name.value)
         self._devices.append(self._device_names(node))
+        self._called_with.update(_held_then_called(node))
         params = {p.name.value for p in find_all(node.params, m.Param())
                   if isinstance(p, cst.Param)}
         self._made.append({t.target.value for t in find_all(node.body, m.AssignTarget(
@@ -1255,7 +1259,9 @@ class CellTransformer(cst.CSTTransformer):
                 expr(apis.short_name(mapping.api)), mapping.renames, accepted,
                 mapping.dropped, entry.torch_params if entry is not None else ())
         elif mapping.api is not None:
-            twin = _torch_signature_twin(apis.canonical(name), mapping)
+            # called later with torch's keywords the target renames: mint's function
+            twin = _torch_signature_twin(apis.canonical(name), mapping) \
+                if self._called_with.get(node, set()) & set(mapping.renames) else None
             self._replace[node] = expr(apis.short_name(twin or mapping.api))
         else:
             kept = expr(name)
@@ -2581,6 +2587,32 @@ class _FlagTests(cst.CSTTransformer):
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
         return updated_node.with_changes(test=self._test(updated_node.test))
+
+
+def _held_then_called(function: cst.FunctionDef) -> dict[cst.CSTNode, set[str]]:
+    """The names and attributes assigned (as the value, or a branch of it) to a local
+    that ``function`` also calls, each with the keywords of those calls:
+    ``dist_fn = torch.max if big else torch.min`` then ``dist_fn(mat, dim=1)``."""
+    keywords: dict[str, set[str]] = {}
+    for call in find_all(function.body, m.Call(func=m.Name())):
+        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+        keywords.setdefault(call.func.value, set()).update(
+            a.keyword.value for a in call.args if a.keyword is not None)
+    held: dict[cst.CSTNode, set[str]] = {}
+    for assign in find_all(function.body, m.Assign(targets=[m.AssignTarget(m.Name())])):
+        assert isinstance(assign, cst.Assign)
+        target = cst.ensure_type(assign.targets[0].target, cst.Name).value
+        if not keywords.get(target):
+            continue
+        values = [assign.value]
+        while values and isinstance(values[-1], cst.IfExp):
+            branch = values.pop()
+            assert isinstance(branch, cst.IfExp)
+            values += [branch.body, branch.orelse]
+        for value in values:
+            if isinstance(value, (cst.Name, cst.Attribute)):
+                held[value] = keywords[target]
+    return held
 
 
 def _torch_signature_twin(name: str, mapping: apis.Mapping) -> str | None:

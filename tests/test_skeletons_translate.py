@@ -460,6 +460,8 @@ def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> No
      "fn = mint.max if x.ndim else mint.min\n"),
     ("fn = torch.mean\nreturn fn(x, dim=1, keepdim=True)", "fn = mint.mean\n"),
     ("fn = torch.sum\nreturn fn(x, 1)", "fn = ops.sum\n"),  # nothing renamed
+    # called by position: the target (mint's functions lack many CPU kernels)
+    ("fn = F.leaky_relu\nreturn fn(x, 0.2)", "fn = ops.leaky_relu\n"),
     # ops.cdist takes the norm's order as a float only
     ("p = 2\nreturn torch.cdist(x, x, p=p)", "return torch_cdist(x, x, p=p)"),
     # torch.where's one-argument form: the indices of the true entries
