@@ -296,17 +296,22 @@ _SIZED_LAYERS = (*(f"mindspore.nn.{family}" for family in (
 def size_tuples(plan: Plan) -> None:
     """``nn.Conv2d(4, 8, kernel_size=[3, 1])``, ``F.avg_pool2d(x, kernel_size=[h, w])``: a
     size written as a list is the same tuple, which MindSpore's layers and pooling
-    functions take (they refuse a list)."""
+    functions take (they refuse a list); a one-axis layer's one-item size is its item
+    (``nn.Conv1d(c, c, kernel_size=[3])``: MindSpore's Conv1d takes an int)."""
     if not plan.api.startswith(_SIZED_LAYERS):
         return
+    one_axis = "1d" in plan.api  # MindSpore's Conv1d takes an int only
     for name in _SIZES:
         arg = plan.bound.get(name)
         if arg is None or name in plan.values:
             continue
-        if arg.is_literal and isinstance(arg.literal, list):
+        if arg.is_literal and isinstance(arg.literal, (list, tuple)) and one_axis and \
+                len(arg.literal) == 1:
+            plan.values[name] = repr(arg.literal[0])
+        elif arg.is_literal and isinstance(arg.literal, list):
             plan.values[name] = repr(tuple(arg.literal))
         else:
-            written = _as_tuple(arg.text)
+            written = _as_tuple(arg.text, one_axis)
             if written is None:
                 continue
             plan.values[name] = written
@@ -314,17 +319,22 @@ def size_tuples(plan: Plan) -> None:
                  f"{arg.text} is {plan.values[name]}.", Severity.ERROR)
 
 
-def _as_tuple(text: str) -> str | None:
-    """The tuple display of a list display (``[h, w]`` -> ``(h, w)``); None for other
-    text."""
+def _as_tuple(text: str, one_axis: bool = False) -> str | None:
+    """The tuple display of a list display (``[h, w]`` -> ``(h, w)``), or with
+    ``one_axis`` the one item of a one-item list or tuple display (``[k]`` -> ``k``);
+    None for other text."""
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
         return None
-    if not isinstance(tree.body, ast.List) or any(
+    if not isinstance(tree.body, (ast.List, ast.Tuple)) or any(
             isinstance(e, ast.Starred) for e in tree.body.elts):
         return None
     items = [ast.unparse(e) for e in tree.body.elts]
+    if one_axis and len(items) == 1:
+        return items[0]
+    if not isinstance(tree.body, ast.List):
+        return None
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 

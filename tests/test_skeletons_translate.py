@@ -285,6 +285,8 @@ def module(init: str, forward: str = "return x") -> str:
      "self.c = nn.Conv2d(4, 8, kernel_size=(3, 1), stride=(1, 1), pad_mode='valid'"),
     ("self.c = nn.Conv2d(4, 8, 3, padding=[1, 0])", "padding=(1, 1, 0, 0), pad_mode='pad'"),
     ("self.p = nn.MaxPool2d([2, 1])", "self.p = nn.MaxPool2d((2, 1), stride=(2, 1))"),
+    ("self.c = nn.Conv1d(4, 8, kernel_size=[3], stride=(1,))",
+     "self.c = nn.Conv1d(4, 8, kernel_size=3, stride=1, pad_mode='valid'"),
 ])
 def test_constructor_translation(init: str, expected: str, tmp_path: Path) -> None:
     assert expected in generated(tmp_path, module(init))
