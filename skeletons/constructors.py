@@ -460,36 +460,55 @@ class ConstructorFinder:
         # to the decorator, not to the first keyword-only parameter
         names = self._positional_names(cls)
         for rc in self.instantiations(cls):
-            literal = all(a.is_literal or a.star for a in rc.call.args)
-            for env in [{}] if literal else self._site_environments(rc):
-                values: dict[str, object] = {}
-                for i, arg in enumerate(rc.call.args):
-                    if arg.star:
-                        break
-                    key = arg.keyword or (names[i] if i < len(names) else None)
-                    if key is None:
-                        continue
-                    if arg.is_literal:
-                        values[key] = arg.literal
-                        continue
-                    value = evaluate_text(arg.text, env, self.call_hook(rc.file))
-                    if value is UNKNOWN and i < len(rc.call.arg_values):
-                        value = self._analysed(rc.call.arg_values[i])
-                    if value is not UNKNOWN and is_complete(value):
-                        values[key] = value
-                yield values
+            values: dict[str, object] = {}
+            env: dict[str, object] | None = None
+            unknown: list[tuple[str, Any]] = []  # (parameter, argument) with no value here
+            for i, arg in enumerate(rc.call.args):
+                if arg.star:
+                    break
+                key = arg.keyword or (names[i] if i < len(names) else None)
+                if key is None:
+                    continue
+                if arg.is_literal:
+                    values[key] = arg.literal
+                    continue
+                if env is None:
+                    env = self._caller_environment(rc.call.caller, rc.file, rc.call.span.line)
+                value = evaluate_text(arg.text, env, self.call_hook(rc.file))
+                if value is UNKNOWN and i < len(rc.call.arg_values):
+                    value = self._analysed(rc.call.arg_values[i])
+                if value is not UNKNOWN and is_complete(value):
+                    values[key] = value
+                else:
+                    unknown.append((key, arg))
+            yield from self._through_callers(rc, values, unknown)
         yield from self._factory_sites(cls)
 
-    def _site_environments(self, rc: ResolvedCall) -> list[dict[str, object]]:
-        """The names known at an instantiation: in a parent's constructor, its own
-        arguments; in a builder function, once per way the function is called when the
-        instantiation reads its parameters (``_convnext(block_setting, ...)`` builds
-        ``ConvNeXt(block_setting)``, and ``convnext_tiny()`` calls it with a list of
-        configurations it made)."""
+    def _through_callers(self, rc: ResolvedCall, values: dict[str, object],
+                         unknown: list[tuple[str, Any]]) -> Iterator[dict[str, object]]:
+        """A site's values, with those its own function cannot give read once per way a
+        builder function is called, when they come from its parameters
+        (``_convnext(block_setting, ...)`` builds ``ConvNeXt(block_setting)``, and
+        ``convnext_tiny()`` calls it with a list of configurations it made). A namespace
+        made there (a script's ``args``, whose fields it sets after ``parse_args``) is
+        no such value: the configuration route builds it from the parser's defaults."""
         owner, _, method = rc.call.caller.rpartition(".")
-        if method == "__init__" and owner in self.model.module_classes:
-            return [self._caller_environment(rc.call.caller, rc.file, rc.call.span.line)]
-        return list(self._call_environments(rc, depth=2))
+        if not unknown or (method == "__init__" and owner in self.model.module_classes):
+            yield values
+            return
+        found = False
+        for env in self._call_environments(rc, depth=2):
+            more = dict(values)
+            for key, arg in unknown:
+                value = evaluate_text(arg.text, env, self.call_hook(rc.file))
+                if value is not UNKNOWN and is_complete(value) and not (
+                        isinstance(value, ConfigValue)
+                        and (value.module, value.name) == arguments.NAMESPACE):
+                    more[key] = value
+            found = True
+            yield more
+        if not found:
+            yield values
 
     # ----- classes handed to a factory -------------------------------------------------
 
