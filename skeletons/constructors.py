@@ -491,7 +491,9 @@ class ConstructorFinder:
         (``_convnext(block_setting, ...)`` builds ``ConvNeXt(block_setting)``, and
         ``convnext_tiny()`` calls it with a list of configurations it made). A namespace
         made there (a script's ``args``, whose fields it sets after ``parse_args``) is
-        no such value: the configuration route builds it from the parser's defaults."""
+        no such value: the configuration route builds it from the parser's defaults; nor
+        is a repository function's result computed from another's (detectron2's
+        ``build_resnet_backbone(get_config(path))`` reads files through side libraries)."""
         owner, _, method = rc.call.caller.rpartition(".")
         if not unknown or (method == "__init__" and owner in self.model.module_classes):
             yield values
@@ -503,7 +505,8 @@ class ConstructorFinder:
                 value = evaluate_text(arg.text, env, self.call_hook(rc.file))
                 if value is not UNKNOWN and is_complete(value) and not (
                         isinstance(value, ConfigValue)
-                        and (value.module, value.name) == arguments.NAMESPACE):
+                        and (value.module, value.name) == arguments.NAMESPACE) and \
+                        not _call_of_call(value):
                     more[key] = value
             found = True
             yield more
@@ -1564,6 +1567,21 @@ def _give(bound: dict[str, object], extra: dict[str, object], names: set[str], k
         bound[key] = value
     else:
         bound.pop(key, None)
+
+
+def _call_of_call(value: object, inside: bool = False) -> bool:
+    """True when ``value`` holds a repository function's result computed from another
+    function's result (``build_backbone(cfg=get_config(path))``)."""
+    if isinstance(value, CallValue) and inside:
+        return True
+    if isinstance(value, ConfigValue):
+        nested = inside or isinstance(value, CallValue)
+        return any(_call_of_call(v, nested) for _, v in (*value.kwargs, *value.fields))
+    if isinstance(value, tuple):
+        return any(_call_of_call(v, inside) for v in value)
+    if isinstance(value, DictValue):
+        return any(_call_of_call(v, inside) for _, v in value.items)
+    return False
 
 
 def _bind(node: cst.FunctionDef, args: Sequence[Any], env: dict[str, object],
