@@ -11,10 +11,11 @@ import ast
 import importlib
 import inspect
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 from msready.analyzer.apitable import (
     ApiEntry,
@@ -22,7 +23,6 @@ from msready.analyzer.apitable import (
     param_synonyms,
     synonym,
 )
-from msready.analyzer.repo import RepositoryModel
 from msready.skeletons import ms_facts
 
 # Where the same relative name is looked for when the table has no entry (longest prefix
@@ -160,7 +160,13 @@ def canonical(name: str) -> str:
     return name
 
 
-def inherits(model: RepositoryModel, cls: str, torch_name: str) -> bool:
+class HasBases(Protocol):
+    """What :func:`inherits` reads: the repository model, or one file's noted reads of it."""
+
+    def external_bases(self, class_qualname: str, /) -> Iterable[str]: ...
+
+
+def inherits(model: HasBases, cls: str, torch_name: str) -> bool:
     """True when a repository class derives from the torch class ``torch_name``."""
     return any(canonical(base) == torch_name for base in model.external_bases(cls))
 

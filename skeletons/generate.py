@@ -35,9 +35,11 @@ from msready.skeletons.generation_cache import (
     written_since,
 )
 from msready.skeletons.inputs import specs_json
+from msready.skeletons.model_reads import ModelReads
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.training_run import build_train_steps
 from msready.skeletons.translate import import_safe, translate_file
+from msready.skeletons.translation_cache import TranslationCache
 from msready.skeletons.values import ConfigValue, to_json
 
 # Hazards the translator cannot see from one call: they become TODO comments in the Cell.
@@ -121,23 +123,25 @@ def _files_to_write(result: ScanResult, extra: list[str]) -> list[FileResult]:
 
 
 def _translate(result: ScanResult, planner: Planner, file: FileResult,
-               findings: list[Finding], purity: module_level.RepositoryPurity,
+               findings: list[Finding], translations: TranslationCache,
                ) -> tuple[str, list[str]]:
     """The body of one generated file and the side libraries it replaced by stand-ins."""
     parsed = planner.parsed(file.path)
     cells = [c.name for c in file.classes if c.qualname in result.model.module_classes]
     if not isinstance(parsed, Parsed):
         return _stub(cells, "the source text was not kept by the scan"), []
-    try:
-        translation = translate_file(parsed, file, result.model, result.target, findings,
-                                     purity)
-        body = translation.code
+
+    def translate(reads: ModelReads) -> tuple[str, list[str]]:
+        translation = translate_file(parsed, file, reads, result.target, findings)
         with warnings.catch_warnings():  # the repository's own `x is 1` is not ours to print
             warnings.simplefilter("ignore")
-            compile(body, file.path, "exec")  # also what ast.parse lets through
+            compile(translation.code, file.path, "exec")  # also what ast.parse lets through
+        return translation.code, translation.dropped
+
+    try:
+        return translations.translate(parsed.text, file, findings, translate)
     except Exception as exc:  # a failed translation still yields a file
         return _stub(cells, f"{type(exc).__name__}: {exc}"), []
-    return body, translation.dropped
 
 
 def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
@@ -176,9 +180,12 @@ def _generate(result: ScanResult, out_dir: Path, run: bool, compare_torch: bool,
     tops = {name.split(".")[0] for name in result.model.modules}
     purity = module_level.RepositoryPurity(
         result.model, planner.parsed, lambda name: import_safe(name, result.target, tops))
+    translations = TranslationCache(result.model, purity, result.target, cache_dir,
+                                    enabled=cache)
     generated: list[Generated] = []
     for file in _files_to_write(result, extra):
-        body, dropped = _translate(result, planner, file, by_path.get(file.path, []), purity)
+        body, dropped = _translate(result, planner, file, by_path.get(file.path, []),
+                                   translations)
         gen = Generated(file, out_dir / file.path, body, dropped=dropped)
         gen.plans = [plans[c.qualname] for c in file.classes if c.qualname in plans]
         generated.append(gen)

@@ -4,6 +4,7 @@ a starter keeps, ``register_buffer`` as a frozen Parameter, and the translation 
 from __future__ import annotations
 
 import builtins
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -194,7 +195,7 @@ def _root(node: cst.BaseExpression) -> cst.BaseExpression:
     return node
 
 
-def placeholder(stmt: cst.BaseStatement, imported: set[str]) -> cst.BaseStatement | None:
+def placeholder(stmt: cst.BaseStatement, imported: Container[str]) -> cst.BaseStatement | None:
     """A module-level assignment the Cell file cannot keep (torch or script code), as
     ``NAME = Unavailable`` with a TODO when another repository file imports ``NAME``, so that
     import still works; None (dropped) otherwise."""

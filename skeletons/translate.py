@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import TypeVar
 
 import libcst as cst
@@ -64,6 +64,7 @@ from msready.skeletons.methods import (
     tensor_only_method,
     written,
 )
+from msready.skeletons.model_reads import ModelReads
 from msready.skeletons.statements import (
     HEADER_NAMES,
     FileTranslation,
@@ -201,9 +202,8 @@ def _attribute_renames(torch_layer: str, backend: str) -> dict[str, str]:
 class CellTransformer(cst.CSTTransformer):
     """Rewrites a parsed repository file into MindSpore code."""
 
-    def __init__(self, parsed: Parsed, file: FileResult, model: RepositoryModel,
-                 backend: str, findings: list[Finding],
-                 repository: module_level.RepositoryJudge | None = None) -> None:
+    def __init__(self, parsed: Parsed, file: FileResult, model: ModelReads,
+                 backend: str, findings: list[Finding]) -> None:
         super().__init__()
         self.parsed = parsed
         self.file = file
@@ -268,16 +268,14 @@ class CellTransformer(cst.CSTTransformer):
         self._caught_names: set[str] | None = None  # see _caught
         self._dropped_names: set[str] = set()  # module-level names the Cell file drops
         # this module's names other repository files import
-        prefix = f"{file.module}."
-        self._imported = {t[len(prefix):] for f in model.modules.values()
-                          for t in f.bindings.values() if t.startswith(prefix)}
-        self._repo_tops = {name.split(".")[0] for name in model.modules}
+        self._imported = model.imported_from(file.module)
+        self._repo_tops = model.tops
         # star imports, and the names the file binds itself, which no star import hides
         self._stars = any(k.startswith("*") for k in file.bindings)
         self._local_names = module_level.bound_names(parsed.module) if self._stars else set()
         self._purity = module_level.Purity(parsed.module, self.qualify, {
-            c.name for c in file.classes if c.qualname in model.module_classes},
-            lambda name: import_safe(name, backend, self._repo_tops), repository)
+            c.name for c in file.classes if model.is_module_class(c.qualname)},
+            lambda name: import_safe(name, backend, self._repo_tops), model.safe)
 
     # ----- names ----------------------------------------------------------------------
 
@@ -451,19 +449,18 @@ class CellTransformer(cst.CSTTransformer):
         if not name or name.split(".")[0] not in self._repo_tops or \
                 isinstance(node.names, cst.ImportStar):
             return []
-        source = self.model.modules.get(name)
+        there = self.model.is_module(name)
 
         def present(module: str) -> bool:
-            if module in self.model.modules or any(
-                    other.startswith(module + ".") for other in self.model.modules):
+            if self.model.has_module(module):
                 return True
             leaf = module.rsplit(".", 1)[1]
-            bound = self.model.qualify(leaf, source.module) if source is not None else None
+            bound = self.model.qualify(leaf, name) if there else None
             # a name the module there defines or imports; ``from . import transforms`` in
             # the package itself binds the absent submodule, which does not count
-            return source is not None and (leaf in source.globals or (
-                bound is not None and (bound != module or module in self.model.classes
-                                       or module in self.model.functions)))
+            return there and (self.model.module_global(name, leaf) or (
+                bound is not None and (bound != module or self.model.is_class(module)
+                                       or self.model.is_function(module))))
 
         return [a for a in node.names if isinstance(a.name, cst.Name)
                 and not present(f"{name}.{a.name.value}")]
@@ -593,9 +590,7 @@ class CellTransformer(cst.CSTTransformer):
         """``__all__`` for a file other files star-import and that has none: what the torch
         file exported, so the header's ``nn`` does not replace a name the importer bound
         (``from . import nn`` then ``from .utils import *``)."""
-        star = f"*{self.file.module}"
-        if "__all__" in self.file.globals or not any(
-                star in f.bindings for f in self.model.modules.values()):
+        if "__all__" in self.file.globals or not self.model.star_imported(self.file.module):
             return []
         own = set(self.file.bindings) | set(self.file.globals)
         hidden = sorted((set(HEADER_NAMES) | set(adapters.SOURCES)) - own)
@@ -658,7 +653,7 @@ class CellTransformer(cst.CSTTransformer):
         at_import = module_level.run_at_import(stmt)
         bound = module_level.bound_names(at_import)
         if not self._purity.calls(at_import, self._kept_names | bound, build=self._purity.needed(
-                bound) or bool(bound & self._imported)):
+                bound) or any(name in self._imported for name in bound)):
             return None
         self._kept_names |= bound
         return stmt
@@ -729,7 +724,7 @@ class CellTransformer(cst.CSTTransformer):
                              if isinstance(n, (cst.Attribute, cst.Name))}
         qualname = ".".join([self.file.module, *self._scope, node.name.value])
         self._scope.append(node.name.value)
-        self._classes.append(qualname in self.model.module_classes)
+        self._classes.append(self.model.is_module_class(qualname))
         self._class_names.append(qualname)
         self._layer_bases.append(self._layer_base(node))
         self._adapter_bases.append(self._adapter_base(node, self._layer_bases[-1]))
@@ -825,7 +820,7 @@ class CellTransformer(cst.CSTTransformer):
         MindSpore counterpart is a class that takes its own constructor arguments."""
         for base in node.bases:
             name = self.qualify(base.value)
-            if name is not None and not is_torch(name) and name in self.model.classes \
+            if name is not None and not is_torch(name) and self.model.is_class(name) \
                     and self.model.find_method(name, "__init__") is not None:
                 return None  # ``super().__init__`` runs this earlier base's constructor
             if not is_torch(name) or name in MODULE_BASES:
@@ -1132,7 +1127,7 @@ class CellTransformer(cst.CSTTransformer):
                 callee.rsplit(".", 1)[-1][:1].isupper()
         resolved = self.model.resolve(callee, self.file.module)
         return resolved is not None and resolved.kind == "class" and \
-            resolved.name in self.model.module_classes
+            self.model.is_module_class(resolved.name)
 
     def _named_tuple(self, node: cst.BaseExpression) -> bool:
         """True for a call returning torch's ``(values, indices)`` named tuple."""
@@ -1368,8 +1363,7 @@ class CellTransformer(cst.CSTTransformer):
         owner = original.value
         assert isinstance(owner, cst.Attribute)
         cls = self._class_names[-1]
-        held = self.model.attribute_classes(cls, owner.attr.value) \
-            if cls in self.model.classes else []
+        held = self.model.held(cls, owner.attr.value)
         assigned = self._held[-1].get(owner.attr.value) if self._held else None
         # the classes a container assigned to the name holds are not the name's own
         # (``self.W = nn.Sequential(conv, nn.GroupNorm(...))`` or ``self.W = conv``)
@@ -1400,8 +1394,7 @@ class CellTransformer(cst.CSTTransformer):
         owners = {self._class_names[-1]}
         layers: set[str] = set()
         for depth, name in enumerate(reversed(names)):
-            found = [t for owner in owners if owner in self.model.classes
-                     for t in self.model.attribute_classes(owner, name)]
+            found = [t for owner in owners for t in self.model.held(owner, name)]
             last = depth == len(names) - 1
             owners = {t.name for t in found if t.kind == "class"}
             layers = {apis.canonical(t.name) for t in found
@@ -1508,7 +1501,7 @@ class CellTransformer(cst.CSTTransformer):
         assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
         owner = cst.ensure_type(call.func.value, cst.Attribute).attr.value
         cls = self._class_names[-1]
-        held = self.model.attribute_classes(cls, owner) if cls in self.model.classes else []
+        held = self.model.held(cls, owner)
         layers = [apis.canonical(t.name) for t in held if t.kind == "external"]
         if not layers or len(layers) != len(held) or not all(map(is_torch, layers)):
             return False
@@ -1549,8 +1542,7 @@ class CellTransformer(cst.CSTTransformer):
         owner = call.func.value
         assert isinstance(owner, cst.Attribute)
         cls = self._class_names[-1]
-        held = self.model.attribute_classes(cls, owner.attr.value) \
-            if cls in self.model.classes else []
+        held = self.model.held(cls, owner.attr.value)
         if not held or any(h.kind != "external" or apis.canonical(h.name) != PARAMETER_LIST
                            for h in held):
             return None
@@ -1591,7 +1583,7 @@ class CellTransformer(cst.CSTTransformer):
         if self._in_forward():
             return True
         qualname = ".".join([self.file.module, *self._scope])
-        return bool(self._functions) and self.model.path_from_forward(qualname) is not None
+        return bool(self._functions) and self.model.reached_from_forward(qualname)
 
     def visit_Expr(self, node: cst.Expr) -> bool:
         self._statement_values.add(node.value)
@@ -1767,7 +1759,7 @@ class CellTransformer(cst.CSTTransformer):
         assert isinstance(original.func, cst.Attribute) and isinstance(call.func, cst.Attribute)
         name = self.qualify(original.func.value)
         resolved = self.model.resolve(name, self.file.module) if name else None
-        if resolved is None or resolved.name not in self.model.function_classes:
+        if resolved is None or not self.model.is_function_class(resolved.name):
             return None
         context = cst.Arg(cst.Call(cst.Name("TorchFunctionContext"), []))
         self._note("MS100", f"{resolved.name.rsplit('.', 1)[-1]}.backward is not used: "
@@ -1894,8 +1886,7 @@ class CellTransformer(cst.CSTTransformer):
         if not self._class_names or not m.matches(func, m.Attribute(value=m.Name("self"))):
             return None
         assert isinstance(func, cst.Attribute)
-        held = self.model.attribute_classes(self._class_names[-1], func.attr.value) \
-            if self._class_names[-1] in self.model.classes else []
+        held = self.model.held(self._class_names[-1], func.attr.value)
         for target in held:
             fix = CALL_FIXES.get(apis.canonical(target.name))
             if target.kind != "external" or fix is None:
@@ -2188,7 +2179,7 @@ def _may_pass_a_tensor_second(call: cst.Call) -> bool:
     return not isinstance(second, cst.Integer)
 
 
-def side_package(top: str, repository_tops: set[str]) -> bool:
+def side_package(top: str, repository_tops: Container[str]) -> bool:
     """A top-level package that is neither torch, the standard library, numpy /
     MindSpore, einops nor the repository itself (whose top-level packages are given): a
     side library, which Cell files replace by a stand-in."""
@@ -2245,7 +2236,7 @@ def has_form(name: str, backend: str) -> bool:
         compositions.SCRIPT_TYPES, compositions.SCRIPT_BUILTINS, compositions.ONE_ARGUMENT))
 
 
-def import_safe(name: str, backend: str, repository_tops: set[str]) -> bool:
+def import_safe(name: str, backend: str, repository_tops: Container[str]) -> bool:
     """True when calling a name from outside the repository is safe when a Cell file is
     imported: a side library's stand-in, or a torch name written in a working form."""
     if is_torch(name):
@@ -2253,13 +2244,15 @@ def import_safe(name: str, backend: str, repository_tops: set[str]) -> bool:
     return side_package(name.split(".")[0], repository_tops)
 
 
-def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel, backend: str,
-                   findings: list[Finding],
+def translate_file(parsed: Parsed, file: FileResult, model: RepositoryModel | ModelReads,
+                   backend: str, findings: list[Finding],
                    repository: module_level.RepositoryJudge | None = None) -> FileTranslation:
     """The MindSpore starter code of one repository file; ``repository`` judges whether
     the functions and classes of other files are safe to call at import (see
-    :class:`module_level.RepositoryPurity`)."""
-    transformer = CellTransformer(parsed, file, model, backend, findings, repository)
+    :class:`module_level.RepositoryPurity`). What the translation asks of other files
+    goes through ``model``'s :class:`ModelReads` (made here when given the model)."""
+    reads = model if isinstance(model, ModelReads) else ModelReads(model, repository)
+    transformer = CellTransformer(parsed, file, reads, backend, findings)
     module = parsed.module.visit(transformer)
     if find_all(parsed.module, m.FormattedString()):
         module = module.visit(_FormattedQuotes())
