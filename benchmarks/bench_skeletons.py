@@ -9,10 +9,13 @@ fetched as ``bench_scan.py`` does), in the same run, it times:
 * ``cells warm``: the same again, nothing changed: the last generation's Cells, results
   and warnings are written back from the cache;
 * ``cells, file added``: the same after a new file (one small function) is added: the
-  scan's key changes, so every Cell is planned and generated again, but no Cell's code
-  changed and every outcome is read from the Cell cache by the hash of its generated
-  source and inputs. Its peer is ``off, file added``: a scan without Cells after a new
-  file, which analyses that file and builds the repository model again.
+  scan's key changes, so the whole generation is not written back; each file's
+  translation and the plans are reused when what they read of the repository gets the
+  same answers (:mod:`msready.skeletons.translation_cache`,
+  :mod:`msready.skeletons.plan_cache`), and every outcome is read from the Cell cache by
+  the hash of its generated source and inputs. Its peer is ``off, file added``: a scan
+  without Cells after a new file, which analyses that file and builds the repository
+  model again.
 
 The repository is copied to a temporary folder first (the last row writes into it).
 
@@ -71,6 +74,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     source = Path(args.source) if args.source else fetch_corpus(args.package)
+    if not source.is_dir():
+        parser.error(f"{source}: no such folder")
     lines = sum(len(p.read_text(errors="replace").splitlines()) for p in source.rglob("*.py"))
     print(f"{source} ({lines} lines of Python)")
     work = Path(tempfile.mkdtemp(prefix="msready-bench-cache-"))
@@ -82,7 +87,8 @@ def main() -> int:
     counts: dict[str, int] = {}
     for round_ in range(args.repeat):
         rows["off"].append(scan(copy, "off", work)[0])
-        for cached in ("cells", "generated"):  # Cell outcomes and whole generations
+        # Cell outcomes, whole generations, translations and plans
+        for cached in ("cells", "generated", "translated", "plans"):
             shutil.rmtree(work / cached, ignore_errors=True)
         wall, counts = scan(copy, "run", work)
         rows["cells cold"].append(wall)

@@ -15,6 +15,7 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 
+from msready.analyzer.checklist_source import SourceFact
 from msready.analyzer.configvalues import ARGS_NAMES
 from msready.analyzer.facts import CallKind, FileResult
 from msready.analyzer.names import dotted
@@ -27,6 +28,7 @@ from msready.skeletons import apis, arguments
 from msready.skeletons.config_tree import ConfigTree
 from msready.skeletons.inputs import ORDERS, InputSpec
 from msready.skeletons.methods import MODULE_API
+from msready.skeletons.recorded import Recorder
 from msready.skeletons.values import (
     UNKNOWN,
     CallHook,
@@ -53,6 +55,7 @@ class ConstructorFinder:
     def __init__(self, result: ScanResult) -> None:
         self.result = result
         self.model: RepositoryModel = result.model
+        self.recorder: Recorder | None = None
         self._parsed: dict[str, Parsed | None] = {}
         self._active: set[str] = set()
         self._networks: set[str] = set()  # classes whose network argument is being found
@@ -72,12 +75,22 @@ class ConstructorFinder:
         self._handed_classes: dict[str, list[tuple[ResolvedCall, str, str]]] | None = None
         self._locals_of: dict[str, dict[str, list[str]]] = {}  # see _local_classes
 
+    def recording(self, recorder: Recorder | None) -> None:
+        """Keep what is read of the model in ``recorder`` from now on (None: stop). The
+        tables built from every file are read through ``_whole``, whose answers are kept
+        instead of each file's facts (see msready.skeletons.plan_cache). What the finder
+        remembers was read before, so a recording starts on a fresh finder."""
+        self.recorder = recorder
+        self.model = recorder.proxy(self.result.model) if recorder else self.result.model
+
     # ----- sources ----------------------------------------------------------------------
 
     def parsed(self, path: str) -> Parsed | None:
         """The re-parsed text of a scanned file, None when not kept or not parsable."""
+        text = self.result.sources.get((path, None))
+        if self.recorder is not None:
+            self.recorder.note(("source", (path,), ()), text)
         if path not in self._parsed:
-            text = self.result.sources.get((path, None))
             parsed = parse_text(text) if text is not None else None
             self._parsed[path] = parsed if isinstance(parsed, Parsed) else None
         return self._parsed[path]
@@ -399,14 +412,38 @@ class ConstructorFinder:
         """The calls of a name, resolved once, grouped by the repository class they build
         (``kind`` "class") or the repository function they call ("function")."""
         if self._by_callee is None:
-            self._by_callee = {"class": {}, "function": {}}
-            for rc in self.model.calls:
-                if rc.call.kind is not CallKind.NAME:
-                    continue
-                resolved = self.model.resolve(rc.call.target, rc.file.module)
-                if resolved is not None and resolved.kind in self._by_callee:
-                    self._by_callee[resolved.kind].setdefault(resolved.name, []).append(rc)
+            self._by_callee = self._whole("calls_by_callee")
         return self._by_callee[kind]
+
+    def _whole(self, table: str) -> Any:
+        """A table built from every file (``whole_<table>``), its answer kept whole when
+        recording."""
+        answer = getattr(self, f"whole_{table}")()
+        if self.recorder is not None:
+            self.recorder.note(("whole_table", (table,), ()), answer)
+        return answer
+
+    def whole_calls_by_callee(self) -> dict[str, dict[str, list[ResolvedCall]]]:
+        """Every call of a name, by the kind of what it calls and its qualified name."""
+        model = self.result.model
+        found: dict[str, dict[str, list[ResolvedCall]]] = {"class": {}, "function": {}}
+        for rc in model.calls:
+            if rc.call.kind is not CallKind.NAME:
+                continue
+            resolved = model.resolve(rc.call.target, rc.file.module)
+            if resolved is not None and resolved.kind in found:
+                found[resolved.kind].setdefault(resolved.name, []).append(rc)
+        return found
+
+    def whole_argparse_files(self) -> list[str]:
+        """The paths of the files that may declare command-line options, in the model's
+        order (the first file to declare an option gives its default)."""
+        return [f.path for f in self.result.model.modules.values()
+                if "add_argument" in (self.result.sources.get((f.path, None)) or "")]
+
+    def whole_source_facts(self) -> list[SourceFact]:
+        """The configuration values every file's code sets or reads (see SourceFact)."""
+        return [v for f in self.result.files for v in f.source_facts]
 
     def instantiations(self, cls: str) -> list[ResolvedCall]:
         """Every call that builds ``cls`` in the repository."""
@@ -731,11 +768,8 @@ class ConstructorFinder:
             return {**self._namespace_assignments(), **own}
         if self._argparse is None:
             self._argparse = {}
-            for other in self.model.modules.values():
-                text = self.result.sources.get((other.path, None))
-                if text is None or "add_argument" not in text:
-                    continue
-                tree = self.parsed(other.path)
+            for path in self._whole("argparse_files"):
+                tree = self.parsed(path)
                 if tree is not None:
                     for key, value in arguments.argparse_defaults(tree.module).items():
                         self._argparse.setdefault(key, value)
@@ -750,16 +784,15 @@ class ConstructorFinder:
         in the Cell's run (the code may compare it with one)."""
         if self._assigned is None:
             self._assigned = {}
-            for file in self.result.files:
-                for setting in file.source_facts:
-                    head, dot, field = setting.name.partition(".")
-                    if setting.kind != "attribute" or setting.owner is not None or not dot \
-                            or "." in field or head not in ARGS_NAMES:
-                        continue
-                    value = setting.literal  # the reader keeps sequences as tuples
-                    if isinstance(value, tuple) and setting.value.startswith("["):
-                        value = ListValue(value)
-                    self._assigned.setdefault(field, value)
+            for setting in self._whole("source_facts"):
+                head, dot, field = setting.name.partition(".")
+                if setting.kind != "attribute" or setting.owner is not None or not dot \
+                        or "." in field or head not in ARGS_NAMES:
+                    continue
+                value = setting.literal  # the reader keeps sequences as tuples
+                if isinstance(value, tuple) and setting.value.startswith("["):
+                    value = ListValue(value)
+                self._assigned.setdefault(field, value)
         return self._assigned
 
     def call_hook(self, file: FileResult) -> CallHook:
@@ -1009,7 +1042,7 @@ class ConstructorFinder:
     def config_tree(self) -> ConfigTree:
         """The configuration trees the repository's code writes field by field."""
         if self._config_tree is None:
-            self._config_tree = ConfigTree(v for f in self.result.files for v in f.source_facts)
+            self._config_tree = ConfigTree(self._whole("source_facts"))
         return self._config_tree
 
     def _holds_layer(self, cls: str, name: str) -> bool:

@@ -11,6 +11,7 @@ import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ from msready.skeletons.generation_cache import (
 )
 from msready.skeletons.inputs import specs_json
 from msready.skeletons.model_reads import ModelReads
+from msready.skeletons.plan_cache import PlanCache
+from msready.skeletons.recorded import Recorder
 from msready.skeletons.shapes import Plan, Planner
 from msready.skeletons.training_run import build_train_steps
 from msready.skeletons.translate import import_safe, translate_file
@@ -64,6 +67,7 @@ class Generated:
     dropped: list[str] = field(default_factory=list)  # side libraries bound to the stand-in
 
 
+@lru_cache(maxsize=1)
 def _template() -> jinja2.Template:
     env = jinja2.Environment(loader=jinja2.PackageLoader("msready.skeletons", "templates"),
                              autoescape=False, keep_trailing_newline=True)
@@ -126,12 +130,15 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
                findings: list[Finding], translations: TranslationCache,
                ) -> tuple[str, list[str]]:
     """The body of one generated file and the side libraries it replaced by stand-ins."""
-    parsed = planner.parsed(file.path)
     cells = [c.name for c in file.classes if c.qualname in result.model.module_classes]
-    if not isinstance(parsed, Parsed):
+    text = result.sources.get((file.path, None))
+    if text is None:
         return _stub(cells, "the source text was not kept by the scan"), []
 
     def translate(reads: ModelReads) -> tuple[str, list[str]]:
+        parsed = planner.parsed(file.path)  # parsed only when not kept
+        if not isinstance(parsed, Parsed):
+            return _stub(cells, "the source text was not kept by the scan"), []
         translation = translate_file(parsed, file, reads, result.target, findings)
         with warnings.catch_warnings():  # the repository's own `x is 1` is not ours to print
             warnings.simplefilter("ignore")
@@ -139,7 +146,7 @@ def _translate(result: ScanResult, planner: Planner, file: FileResult,
         return translation.code, translation.dropped
 
     try:
-        return translations.translate(parsed.text, file, findings, translate)
+        return translations.translate(text, file, findings, translate)
     except Exception as exc:  # a failed translation still yields a file
         return _stub(cells, f"{type(exc).__name__}: {exc}"), []
 
@@ -170,12 +177,20 @@ def build_skeletons(result: ScanResult, out_dir: Path, run: bool,
 
 def _generate(result: ScanResult, out_dir: Path, run: bool, compare_torch: bool,
               cache_dir: Path | None, cache: bool) -> list[SkeletonResult]:
-    planner = Planner(result)
     by_path: dict[str, list[Finding]] = {}
     for finding in result.findings:
         if finding.category in _TODO_CATEGORIES:
             by_path.setdefault(finding.location.path, []).append(finding)
-    plans = {cls: _plan(planner, cls) for cls in sorted(result.model.module_classes)}
+    planner = Planner(result)
+
+    def plan_all(recorder: Recorder | None) -> dict[str, Plan]:
+        planner.recording(recorder)
+        try:
+            return {cls: _plan(planner, cls) for cls in sorted(result.model.module_classes)}
+        finally:
+            planner.recording(None)
+
+    plans = PlanCache(result, cache_dir, enabled=cache).plans(plan_all)
     extra = [module for plan in plans.values() for module in _config_modules(plan.kwargs)]
     tops = {name.split(".")[0] for name in result.model.modules}
     purity = module_level.RepositoryPurity(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,7 @@ def step_name(loop: TrainLoop, module: str) -> str:
     return stem + "__" + re.sub(r"\W", "_", inner.replace("<module>", "module"))
 
 
+@lru_cache(maxsize=1)
 def _template() -> jinja2.Template:
     env = jinja2.Environment(loader=jinja2.PackageLoader("msready.skeletons", "templates"),
                              autoescape=False, keep_trailing_newline=True)

@@ -3,29 +3,29 @@
 When the scan changed (a file added or edited), the whole generation cache
 (:mod:`msready.skeletons.generation_cache`) misses, and translating every file again is
 most of the time a re-scan with Cells takes. Most of those translations would come out the
-same: a file's translation is decided by its own text and facts, the findings on it, the
-target, msready's generator and MindSpore, and the answers it got to its questions about
-the rest of the repository (:class:`msready.skeletons.model_reads.ModelReads`). The first
-five make the key; the questions and answers are stored with the translation, and a later
-scan reuses it only when asking them of its own model gives every answer again.
+same: a file's translation is decided by its own path and text (which decide its facts),
+the findings on it, the target, msready's generator and MindSpore, and the answers it got
+to its questions about the rest of the repository
+(:class:`msready.skeletons.model_reads.ModelReads`). The first ones make the key; the
+questions and answers are stored with the translation, and a later scan reuses it only
+when asking them of its own model gives every answer again.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from msready.analyzer.facts import FileResult, PackedList
+from msready.analyzer.facts import FileResult
 from msready.analyzer.findings import Finding
 from msready.analyzer.repo import RepositoryModel
 from msready.analyzer.scan import Cache, default_cache_dir
 from msready.skeletons.cache import installed_version
 from msready.skeletons.generation_cache import generator_fingerprint
 from msready.skeletons.model_reads import Judge, ModelReads, Read
+from msready.skeletons.recorded import Unrecordable, canonical
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +52,11 @@ class TranslationCache:
 
     def key(self, source: str, file: FileResult, findings: list[Finding]) -> str:
         """What decides a translation besides its reads (see the module docstring)."""
+        # the file's facts are decided by its path and text (msready's own code keys the
+        # cache folder)
         digest = hashlib.sha256("\0".join([
             generator_fingerprint(), installed_version("mindspore"), self.target, file.path,
-            source, canonical(dataclasses.replace(file, findings=PackedList(),
-                                                  pending=PackedList())),
-            canonical(sorted(findings, key=canonical))]).encode())
+            source, canonical(sorted(findings, key=canonical))]).encode())
         return digest.hexdigest()
 
     def translate(self, source: str, file: FileResult, findings: list[Finding],
@@ -66,7 +66,7 @@ class TranslationCache:
         ``translate``'s (called with the reads to ask through), kept for the next scan."""
         try:
             key = self.key(source, file, findings) if self.store.enabled else None
-        except TypeError:  # a fact without a stable text: translated every time
+        except Unrecordable:  # a finding without a stable text: translated every time
             key = None
         if key is None:
             return translate(ModelReads(self.model, self.judge))
@@ -79,29 +79,3 @@ class TranslationCache:
         code, dropped = translate(reads)
         self.store.put_any(key, KeptTranslation(code, list(dropped), reads.reads))
         return code, dropped
-
-
-def canonical(value: object) -> str:
-    """A text for ``value`` that is the same in every process for equal values: fields
-    of records in order, mappings and sets sorted (a set's order changes with the hash
-    seed of the process)."""
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
-        return repr(value)
-    if isinstance(value, enum.Enum):
-        return f"{type(value).__name__}.{value.name}"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        inner = ",".join(f"{f.name}={canonical(getattr(value, f.name))}"
-                         for f in dataclasses.fields(value))
-        return f"{type(value).__name__}({inner})"
-    if isinstance(value, Mapping):
-        return "{" + ",".join(sorted(f"{canonical(k)}:{canonical(v)}"
-                                     for k, v in value.items())) + "}"
-    if isinstance(value, (set, frozenset)):
-        return "{" + ",".join(sorted(canonical(v) for v in value)) + "}"
-    if isinstance(value, (list, tuple, PackedList)) or (
-            isinstance(value, Iterable) and not isinstance(value, type)):
-        return "[" + ",".join(canonical(v) for v in value) + "]"
-    text = repr(value)
-    if " at 0x" in text:  # an object without a value of its own: never the same
-        raise TypeError(f"no stable text for {type(value).__name__}")
-    return text

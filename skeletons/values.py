@@ -429,6 +429,12 @@ def _branch(stmt: cst.If, env: dict[str, object], call: CallHook | None
 _MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__",
                        "append", "extend", "insert", "remove", "reverse", "sort"})
 
+_ITEM = m.Subscript(value=m.Name())
+_LINE_WRITES = m.OneOf(m.AugAssign(target=_ITEM), m.Del(target=_ITEM))
+_WRITES = m.OneOf(m.AugAssign(target=_ITEM), m.Del(target=_ITEM), m.AssignTarget(target=_ITEM))
+_MUTATOR_CALLS = m.Call(func=m.Attribute(value=m.Name(), attr=m.Name(
+    m.MatchIfTrue(lambda method: method in _MUTATORS))))
+
 
 def _mutated(body: Sequence[cst.BaseStatement]) -> set[str]:
     """Names a block changes in place (``cfg['block'] = ...``, ``cfg.update(...)``,
@@ -437,17 +443,13 @@ def _mutated(body: Sequence[cst.BaseStatement]) -> set[str]:
     names: set[str] = set()
     for stmt in body:
         # ``cfg['x'] = v`` on a line of its own is applied in order (see ``constants``)
-        item = m.Subscript(value=m.Name())
-        writes: list[Any] = [m.AugAssign(target=item), m.Del(target=item)]
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            writes.append(m.AssignTarget(target=item))
-        for node in find_all(stmt, m.OneOf(*writes)):
+        writes = _LINE_WRITES if isinstance(stmt, cst.SimpleStatementLine) else _WRITES
+        for node in find_all(stmt, writes):
             assert isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.Del))
             target = node.target
             assert isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name)
             names.add(target.value.value)
-        for node in find_all(stmt, m.Call(func=m.Attribute(value=m.Name(), attr=m.Name(
-                m.MatchIfTrue(lambda method: method in _MUTATORS))))):
+        for node in find_all(stmt, _MUTATOR_CALLS):
             assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
             assert isinstance(node.func.value, cst.Name)
             names.add(node.func.value.value)
