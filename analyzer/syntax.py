@@ -8,11 +8,10 @@ import collections.abc
 import dataclasses
 import typing
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -309,29 +308,15 @@ def forget_searches() -> None:
     _type_index_held = 0
 
 
-# A matcher's compiled test and node types, while the matcher lives: the Cells' generator
-# searches with the same module-level matchers thousands of times.
-_SEARCHES: WeakKeyDictionary[object, tuple[Callable[[Any], bool], frozenset[type] | None]] = \
-    WeakKeyDictionary()
-
-
-def _search_of(matcher: object) -> tuple[Callable[[Any], bool], frozenset[type] | None]:
-    """What :func:`find_all` tries nodes with: ``matcher`` compiled, and the node types
-    it can match."""
-    found = _SEARCHES.get(matcher)
-    if found is None:
-        from msready.analyzer.quick_match import compiled
-
-        found = _SEARCHES[matcher] = (compiled(matcher), _matched_types(matcher))
-    return found
-
-
 def find_all(node: cst.CSTNode, matcher: m.BaseMatcherNode | m.OneOf[m.BaseMatcherNode]
              ) -> list[cst.CSTNode]:
     """The nodes at or below ``node`` that ``matcher`` matches, in source order, as
     ``m.findall`` finds them, without rebuilding the tree: only nodes of the types the
     matcher names are tried."""
-    test, kinds = _search_of(matcher)
+    from msready.analyzer.quick_match import compiled
+
+    test = compiled(matcher)
+    kinds = _matched_types(matcher)
     if kinds is None:
         return [n for n in descendants(node) if test(n)]
     index = _by_type(node)
