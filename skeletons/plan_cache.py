@@ -7,9 +7,9 @@ translations (:mod:`msready.skeletons.translation_cache`), the largest part of a
 Planning reads the repository model through a :class:`~msready.skeletons.recorded.Recorder`;
 the plans are kept with those reads, and a later scan takes them when every read gets the
 same answer from its model (the same text of each file re-parsed, the same resolutions,
-the same tables built from every file). Adding a file that no class is built in, no
-option is declared in and nothing imports leaves every answer as it was; a change that
-some plan read plans every class again.
+the same tables built from every file). Adding a file that defines and builds no class
+and declares no command-line option leaves every answer as it was; a change to anything
+some plan read plans every class again (the plans are kept as one set).
 """
 
 from __future__ import annotations
