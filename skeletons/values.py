@@ -16,7 +16,19 @@ import libcst.matchers as m
 
 from msready.analyzer.syntax import find_all, read_with
 
-UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
+
+class _Unknown:
+    """A value the analysis cannot tell. One instance, :data:`UNKNOWN`, which a pickled
+    plan (see msready.skeletons.plan_cache) names instead of copying."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __reduce__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
     cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Power: operator.pow,

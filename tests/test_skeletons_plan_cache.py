@@ -5,6 +5,7 @@ again. Either way the plans are those a planning without the cache makes."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from msready.skeletons.generate import build_skeletons
 from msready.skeletons.plan_cache import PlanCache
 from msready.skeletons.recorded import Recorder, Unrecordable, canonical
 from msready.skeletons.shapes import Plan, Planner
+from msready.skeletons.values import UNKNOWN
 
 MakeRepo = Callable[[dict[str, str | bytes]], Path]
 
@@ -158,3 +160,11 @@ def test_planning_reads_the_repository_only_through_its_record(
     assert "argparse_files" in tables and "calls_by_callee" in tables
     assert not any(key[0] == "whole" and key[1] in (("modules",), ("files",))
                    for key in recorder.reads)
+
+
+def test_a_kept_plan_still_holds_the_one_unknown_value() -> None:
+    """Plans hold UNKNOWN where the analysis could not tell a value (timm's
+    ``UniversalInvertedResidual``); the code tests it by identity."""
+    plan = Plan("pkg.Net", "Net", "pkg", "pkg/net.py", 3, kwargs={"block": [UNKNOWN, 2]})
+    kept = pickle.loads(pickle.dumps(plan))
+    assert kept.kwargs["block"][0] is UNKNOWN
