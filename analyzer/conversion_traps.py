@@ -303,18 +303,10 @@ def size_tuples(plan: Plan) -> None:
     one_axis = "1d" in plan.api  # MindSpore's Conv1d takes an int only
     for name in _SIZES:
         arg = plan.bound.get(name)
-        if arg is None or name in plan.values:
+        written = _as_tuple(arg.text, one_axis) if arg is not None else None
+        if arg is None or written is None or name in plan.values:
             continue
-        if arg.is_literal and isinstance(arg.literal, (list, tuple)) and one_axis and \
-                len(arg.literal) == 1:
-            plan.values[name] = repr(arg.literal[0])
-        elif arg.is_literal and isinstance(arg.literal, list):
-            plan.values[name] = repr(tuple(arg.literal))
-        else:
-            written = _as_tuple(arg.text, one_axis)
-            if written is None:
-                continue
-            plan.values[name] = written
+        plan.values[name] = written
         plan.add("arguments", f"`{short(plan.api)}` takes `{name}` as an int or a tuple: "
                  f"{arg.text} is {plan.values[name]}.", Severity.ERROR)
 

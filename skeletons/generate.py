@@ -36,7 +36,7 @@ from msready.skeletons.generation_cache import (
     written_since,
 )
 from msready.skeletons.inputs import specs_json
-from msready.skeletons.model_reads import ModelReads
+from msready.skeletons.model_reads import ModelReads, repository_tops
 from msready.skeletons.plan_cache import PlanCache
 from msready.skeletons.recorded import Recorder
 from msready.skeletons.shapes import Plan, Planner
@@ -192,7 +192,7 @@ def _generate(result: ScanResult, out_dir: Path, run: bool, compare_torch: bool,
 
     plans = PlanCache(result, cache_dir, enabled=cache).plans(plan_all)
     extra = [module for plan in plans.values() for module in _config_modules(plan.kwargs)]
-    tops = {name.split(".")[0] for name in result.model.modules}
+    tops = repository_tops(result.model)
     purity = module_level.RepositoryPurity(
         result.model, planner.parsed, lambda name: import_safe(name, result.target, tops))
     translations = TranslationCache(result.model, purity, result.target, cache_dir,

@@ -28,6 +28,12 @@ Read = tuple[str, tuple[str | bool, ...], str]
 Judge = Callable[[str, bool], bool]
 
 
+def repository_tops(model: RepositoryModel) -> frozenset[str]:
+    """The top-level package names of the repository's modules (computed once)."""
+    return model.provide("repository_tops", lambda: frozenset(
+        name.split(".")[0] for name in model.modules))
+
+
 class ModelReads:
     """The repository model as one file's translation sees it: each answer is noted."""
 
@@ -57,9 +63,7 @@ class ModelReads:
 
     def is_repository_top(self, top: str) -> bool:
         """Whether a top-level package name is one of the repository's."""
-        tops = self._model.provide("model_reads.tops", lambda: frozenset(
-            name.split(".")[0] for name in self._model.modules))
-        return self._noted("is_repository_top", (top,), top in tops)
+        return self._noted("is_repository_top", (top,), top in repository_tops(self._model))
 
     def has_module(self, name: str) -> bool:
         """Whether the repository holds the module ``name`` or a module under it."""

@@ -191,73 +191,54 @@ class _Call:
         return answer
 
 
-class _MappingProxy(Mapping[Any, Any]):
-    """A table of the model: a lookup keeps its key and answer; a walk keeps the table."""
+class _Collection:
+    """A table or set of the model: a membership test keeps its answer; a walk (its
+    items, its length) keeps the whole."""
 
-    def __init__(self, table: Mapping[Any, Any], recorder: Recorder,
-                 path: tuple[str, ...]) -> None:
-        self._table = table
+    def __init__(self, target: Any, recorder: Recorder, path: tuple[str, ...]) -> None:
+        self._target = target
         self._recorder = recorder
         self._path = path
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        answer = self._table.get(key, _ABSENT)
-        self._recorder.note(("get", self._path, (key,)), _absent(answer))
-        return default if answer is _ABSENT else answer
-
-    def __getitem__(self, key: Any) -> Any:
-        answer = self._table.get(key, _ABSENT)
-        self._recorder.note(("get", self._path, (key,)), _absent(answer))
-        if answer is _ABSENT:
-            raise KeyError(key)
-        return answer
+    def _whole(self) -> Any:
+        self._recorder.note(("whole", self._path, ()), self._target)
+        return self._target
 
     def __contains__(self, key: object) -> bool:
-        answer = key in self._table
+        answer = key in self._target
         self._recorder.note(("in", self._path, (key,)), answer)
         return answer
 
     def __iter__(self) -> Iterator[Any]:
-        self._recorder.note(("whole", self._path, ()), self._table)
-        return iter(self._table)
+        return iter(self._whole())
 
     def __len__(self) -> int:
-        self._recorder.note(("whole", self._path, ()), self._table)
-        return len(self._table)
-
-    def keys(self) -> KeysView[Any]:
-        self._recorder.note(("whole", self._path, ()), self._table)
-        return self._table.keys()
-
-    def values(self) -> ValuesView[Any]:
-        self._recorder.note(("whole", self._path, ()), self._table)
-        return self._table.values()
-
-    def items(self) -> ItemsView[Any, Any]:
-        self._recorder.note(("whole", self._path, ()), self._table)
-        return self._table.items()
+        return len(self._whole())
 
 
-class _SetProxy:
-    """A set of the model: a membership test keeps its answer; a walk keeps the set."""
+class _SetProxy(_Collection):
+    """A set of the model (``module_classes``)."""
 
-    __slots__ = ("_items", "_path", "_recorder")
 
-    def __init__(self, items: frozenset[Any] | set[Any], recorder: Recorder,
-                 path: tuple[str, ...]) -> None:
-        self._items = items
-        self._recorder = recorder
-        self._path = path
+class _MappingProxy(_Collection, Mapping[Any, Any]):
+    """A table of the model: a lookup keeps its key and answer."""
 
-    def __contains__(self, item: object) -> bool:
-        answer = item in self._items
-        self._recorder.note(("in", self._path, (item,)), answer)
+    def get(self, key: Any, default: Any = None) -> Any:
+        answer = self._target.get(key, _ABSENT)
+        self._recorder.note(("get", self._path, (key,)), _absent(answer))
+        return default if answer is _ABSENT else answer
+
+    def __getitem__(self, key: Any) -> Any:
+        answer = self.get(key, _ABSENT)
+        if answer is _ABSENT:
+            raise KeyError(key)
         return answer
 
-    def __iter__(self) -> Iterator[Any]:
-        self._recorder.note(("whole", self._path, ()), self._items)
-        return iter(self._items)
+    def keys(self) -> KeysView[Any]:
+        return self._whole().keys()  # type: ignore[no-any-return]
 
-    def __len__(self) -> int:
-        self._recorder.note(("whole", self._path, ()), self._items)
-        return len(self._items)
+    def values(self) -> ValuesView[Any]:
+        return self._whole().values()  # type: ignore[no-any-return]
+
+    def items(self) -> ItemsView[Any, Any]:
+        return self._whole().items()  # type: ignore[no-any-return]
